@@ -1,0 +1,2 @@
+//! placeholder until written
+#![deny(missing_docs)]

@@ -1,0 +1,373 @@
+//! The vocabulary of iosets: the newtypes every other crate speaks.
+//!
+//! A job is identified by a [`JobId`] (Slurm's job id, or `IOSETS_JOB_ID`), a request by a
+//! [`RequestId`] unique within one scheduler, a file by a [`FileId`]. Time is [`Nanos`]: a count of
+//! nanoseconds since an origin chosen by whoever drives the scheduler (a real monotonic clock in the
+//! server, a virtual clock in the simulator and the tests). A [`Priority`] is a positive, finite
+//! weight; IO-SETS gives set `i` the priority `10^-i`.
+//!
+//! This crate holds data only: no policy, no clock, no I/O. It depends on nothing.
+#![deny(missing_docs)]
+
+use std::fmt;
+use std::ops::{Add, Sub};
+
+/// The job (application) a request belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct JobId(pub u64);
+
+/// A request's identity, unique among the requests one scheduler has seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct RequestId(pub u64);
+
+/// The file a request touches; contiguity and merging are judged per file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct FileId(pub u64);
+
+/// A caller-chosen queue class (for example a tenant, a set, or an AGIOS queue id).
+///
+/// Weighted fair queuing keys its queues by job unless told to key them by class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ClassId(pub u64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Display for FileId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl fmt::Display for ClassId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// A point in time or a duration, in nanoseconds since the driver's origin.
+///
+/// Arithmetic saturates: time never wraps and a difference never goes below zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Nanos(pub u64);
+
+impl Nanos {
+    /// Time zero.
+    pub const ZERO: Nanos = Nanos(0);
+    /// The far future; used for "no deadline".
+    pub const MAX: Nanos = Nanos(u64::MAX);
+
+    /// `ms` milliseconds.
+    pub const fn from_millis(ms: u64) -> Nanos {
+        Nanos(ms.saturating_mul(1_000_000))
+    }
+
+    /// `us` microseconds.
+    pub const fn from_micros(us: u64) -> Nanos {
+        Nanos(us.saturating_mul(1_000))
+    }
+
+    /// `s` seconds, rounded to the nearest nanosecond; negative or non-finite input gives zero.
+    pub fn from_secs_f64(s: f64) -> Nanos {
+        if s.is_finite() && s > 0.0 {
+            Nanos((s * 1e9).round().min(u64::MAX as f64) as u64)
+        } else {
+            Nanos::ZERO
+        }
+    }
+
+    /// This time in seconds.
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+
+    /// `self - earlier`, or zero if `earlier` is later.
+    pub fn saturating_sub(self, earlier: Nanos) -> Nanos {
+        Nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl Add for Nanos {
+    type Output = Nanos;
+    fn add(self, rhs: Nanos) -> Nanos {
+        Nanos(self.0.saturating_add(rhs.0))
+    }
+}
+
+impl Sub for Nanos {
+    type Output = Nanos;
+    fn sub(self, rhs: Nanos) -> Nanos {
+        self.saturating_sub(rhs)
+    }
+}
+
+impl fmt::Display for Nanos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.6}s", self.as_secs_f64())
+    }
+}
+
+/// A scheduling priority: a positive, finite weight. Bigger gets more bandwidth.
+///
+/// Constructed only through [`Priority::new`], so every `Priority` in the program is valid.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Priority(f64);
+
+impl Priority {
+    /// A priority of `value`; `None` unless `value` is finite and strictly positive.
+    pub fn new(value: f64) -> Option<Priority> {
+        (value.is_finite() && value > 0.0).then_some(Priority(value))
+    }
+
+    /// The weight as a number.
+    pub fn get(self) -> f64 {
+        self.0
+    }
+
+    /// A key that orders and hashes like the value (priorities are positive, so the IEEE bits
+    /// order like the numbers).
+    pub fn key(self) -> u64 {
+        self.0.to_bits()
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a request does to the backing store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Op {
+    /// Read `len` bytes at `offset`.
+    #[default]
+    Read,
+    /// Write `len` bytes at `offset`.
+    Write,
+    /// Anything else (metadata, fsync): never merged, counts its `len` (often 0) as bytes.
+    Other,
+}
+
+impl Op {
+    /// The lower-case name used in traces and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Op {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Op, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "read" | "r" => Ok(Op::Read),
+            "write" | "w" => Ok(Op::Write),
+            "other" | "o" | "meta" => Ok(Op::Other),
+            other => Err(format!("unknown operation {other:?}: expected read, write or other")),
+        }
+    }
+}
+
+/// One I/O request as the scheduler sees it: metadata only, never the data.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    /// Unique within the scheduler.
+    pub id: RequestId,
+    /// The job that issued it.
+    pub job: JobId,
+    /// A class chosen by the caller, for policies that key queues by class.
+    pub class: Option<ClassId>,
+    /// The file it touches.
+    pub file: FileId,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Read, write or other.
+    pub op: Op,
+    /// The priority the client attached (IO-SETS' Set-10 priority), if any.
+    pub priority: Option<Priority>,
+    /// When it reached the scheduler; set by whoever enqueues it.
+    pub arrival: Nanos,
+}
+
+impl Request {
+    /// A read or write of `len` bytes at `offset` of `file` by `job`, with no class, no priority
+    /// hint and arrival zero.
+    pub fn new(id: u64, job: u64, file: u64, offset: u64, len: u64, op: Op) -> Request {
+        Request {
+            id: RequestId(id),
+            job: JobId(job),
+            class: None,
+            file: FileId(file),
+            offset,
+            len,
+            op,
+            priority: None,
+            arrival: Nanos::ZERO,
+        }
+    }
+
+    /// The first byte past the request.
+    pub fn end(&self) -> u64 {
+        self.offset.saturating_add(self.len)
+    }
+}
+
+/// What one dispatch hands to a worker: a request, or several contiguous requests merged into one.
+///
+/// The batch is identified by its first request's id; `complete` takes that id. Every original
+/// request stays visible so that each is answered exactly once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    head: Request,
+    merged: Vec<Request>,
+}
+
+impl Batch {
+    /// A batch of one request.
+    pub fn single(req: Request) -> Batch {
+        Batch { head: req, merged: Vec::new() }
+    }
+
+    /// Appends a request contiguous with the batch (same file and operation, starting at
+    /// [`Batch::end`]).
+    pub fn push_merged(&mut self, req: Request) {
+        debug_assert_eq!(req.file, self.head.file);
+        debug_assert_eq!(req.offset, self.end());
+        self.merged.push(req);
+    }
+
+    /// The id used to complete the batch: its first request's id.
+    pub fn id(&self) -> RequestId {
+        self.head.id
+    }
+
+    /// The first request.
+    pub fn head(&self) -> &Request {
+        &self.head
+    }
+
+    /// Number of original requests in the batch (1 when nothing was merged).
+    pub fn len(&self) -> usize {
+        1 + self.merged.len()
+    }
+
+    /// Always false: a batch holds at least one request.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The original requests, in offset order.
+    pub fn requests(&self) -> impl Iterator<Item = &Request> + '_ {
+        std::iter::once(&self.head).chain(self.merged.iter())
+    }
+
+    /// Total bytes of all requests.
+    pub fn bytes(&self) -> u64 {
+        self.requests().map(|r| r.len).sum()
+    }
+
+    /// First byte past the last request.
+    pub fn end(&self) -> u64 {
+        self.merged.last().unwrap_or(&self.head).end()
+    }
+
+    /// The original requests, by value.
+    pub fn into_requests(self) -> Vec<Request> {
+        let mut v = Vec::with_capacity(self.len());
+        v.push(self.head);
+        v.extend(self.merged);
+        v
+    }
+}
+
+/// How a dispatched batch ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Served; `bytes` were moved.
+    Done {
+        /// Bytes actually read or written.
+        bytes: u64,
+    },
+    /// Not served: the I/O failed with this OS error number.
+    Failed {
+        /// An errno value (`EIO` = 5 when nothing more precise is known).
+        errno: i32,
+    },
+    /// Not served: the worker dropped the completion token without answering.
+    Abandoned,
+}
+
+impl Outcome {
+    /// True for [`Outcome::Done`].
+    pub fn is_ok(self) -> bool {
+        matches!(self, Outcome::Done { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_rejects_non_positive_and_non_finite() {
+        assert!(Priority::new(0.0).is_none());
+        assert!(Priority::new(-1.0).is_none());
+        assert!(Priority::new(f64::NAN).is_none());
+        assert!(Priority::new(f64::INFINITY).is_none());
+        assert_eq!(Priority::new(0.1).map(Priority::get), Some(0.1));
+    }
+
+    #[test]
+    fn priority_key_orders_like_value() {
+        let a = Priority::new(0.01).unwrap();
+        let b = Priority::new(0.1).unwrap();
+        assert!(a.key() < b.key());
+    }
+
+    #[test]
+    fn nanos_saturate() {
+        assert_eq!(Nanos(5) - Nanos(7), Nanos::ZERO);
+        assert_eq!(Nanos::MAX + Nanos(1), Nanos::MAX);
+        assert_eq!(Nanos::from_secs_f64(-3.0), Nanos::ZERO);
+        assert_eq!(Nanos::from_secs_f64(1.5), Nanos(1_500_000_000));
+    }
+
+    #[test]
+    fn batch_accounts_every_request() {
+        let mut b = Batch::single(Request::new(1, 1, 1, 0, 10, Op::Write));
+        b.push_merged(Request::new(2, 1, 1, 10, 5, Op::Write));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b.bytes(), 15);
+        assert_eq!(b.end(), 15);
+        assert_eq!(b.id(), RequestId(1));
+        let ids: Vec<u64> = b.into_requests().iter().map(|r| r.id.0).collect();
+        assert_eq!(ids, vec![1, 2]);
+    }
+
+    #[test]
+    fn op_parses_names() {
+        assert_eq!("WRITE".parse::<Op>(), Ok(Op::Write));
+        assert!("seek".parse::<Op>().is_err());
+    }
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The one test command: formatting, lints, docs, and every test of the workspace.
+# README.md names it; .ci/run calls it. Installs what a fresh machine lacks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: installing the Rust toolchain through rustup" >&2
+  curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+  # shellcheck disable=SC1091
+  . "$HOME/.cargo/env"
+fi
+for component in rustfmt clippy; do
+  if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
+    rustup component add "$component"
+  fi
+done
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc (warnings are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+echo "== cargo test"
+cargo test --workspace --locked --release
