@@ -35,7 +35,9 @@ use crate::hash::IdMap;
 use crate::set10::DEFAULT_PRIORITY;
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
-use crate::{Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, Request, RequestId};
+use crate::{
+    Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, Request, RequestId,
+};
 
 /// Registry name.
 pub const NAME: &str = "iosets";
@@ -146,7 +148,8 @@ impl IoSets {
         let ms = t.u64_in("max_exclusive_ms", 0, 86_400_000)?;
         let max_exclusive = (ms > 0).then(|| Nanos::from_millis(ms));
         let p = t.positive_f64("default_priority")?;
-        let default_priority = Priority::new(p).unwrap_or(Priority::new(DEFAULT_PRIORITY).expect("> 0"));
+        let default_priority =
+            Priority::new(p).unwrap_or(Priority::new(DEFAULT_PRIORITY).expect("> 0"));
         Ok(IoSets::new(order, max_exclusive, default_priority))
     }
 
@@ -471,8 +474,11 @@ impl Policy for IoSets {
         let mut out = Vec::with_capacity(self.len);
         for key in keys {
             let set = &self.sets[&key];
-            let order: Vec<JobId> =
-                set.holder.into_iter().chain(set.waiting.iter().map(|w| w.2)).collect();
+            let order: Vec<JobId> = set
+                .holder
+                .into_iter()
+                .chain(set.waiting.iter().map(|w| w.2))
+                .collect();
             for j in order {
                 out.extend(self.jobs.get_mut(&j).expect("job").queue.drain(..));
                 self.stop_waiting(j);
@@ -560,7 +566,11 @@ mod tests {
 
     #[test]
     fn holder_yields_after_max_exclusive() {
-        let mut p = IoSets::new(Order::Arrival, Some(Nanos(100)), Priority::new(0.02).unwrap());
+        let mut p = IoSets::new(
+            Order::Arrival,
+            Some(Nanos(100)),
+            Priority::new(0.02).unwrap(),
+        );
         for i in 0..10 {
             p.enqueue(req(i, 1, 0.1), Nanos(0));
         }

@@ -144,7 +144,11 @@ pub struct Counted {
 impl Counted {
     /// Wraps `policy`.
     pub fn new(policy: Box<dyn Policy>) -> Counted {
-        Counted { policy, counters: Counters::default(), in_flight: HashMap::default() }
+        Counted {
+            policy,
+            counters: Counters::default(),
+            in_flight: HashMap::default(),
+        }
     }
 
     /// Builds the named policy with tunables (`key=value` pairs); see [`registry::build`].
@@ -176,7 +180,12 @@ impl Counted {
     }
 
     /// Reports the end of the in-service batch `id`.
-    pub fn complete(&mut self, id: RequestId, outcome: Outcome, now: Nanos) -> Result<(), PolicyError> {
+    pub fn complete(
+        &mut self,
+        id: RequestId,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> Result<(), PolicyError> {
         if self.in_flight.remove(&id).is_none() {
             return Err(PolicyError::NotInService { id });
         }

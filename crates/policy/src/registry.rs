@@ -53,7 +53,10 @@ pub fn spec(name: &str) -> Result<&'static PolicySpec, PolicyError> {
     POLICIES
         .iter()
         .find(|p| p.name.eq_ignore_ascii_case(name.trim()))
-        .ok_or_else(|| PolicyError::UnknownPolicy { name: name.to_string(), known: names() })
+        .ok_or_else(|| PolicyError::UnknownPolicy {
+            name: name.to_string(),
+            known: names(),
+        })
 }
 
 /// Builds the policy `name` with `tunables` (`key=value` pairs, see [`crate::tunables::parse_pairs`]).

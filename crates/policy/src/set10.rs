@@ -58,7 +58,10 @@ impl Default for SetMapping {
 impl SetMapping {
     /// Set-`base`; `None` unless `base > 1` and finite.
     pub fn new(base: f64, default_priority: Priority) -> Option<SetMapping> {
-        (base.is_finite() && base > 1.0).then_some(SetMapping { base, default_priority })
+        (base.is_finite() && base > 1.0).then_some(SetMapping {
+            base,
+            default_priority,
+        })
     }
 
     /// The base `b`.
@@ -89,8 +92,13 @@ impl SetMapping {
     /// Maps a job's period estimate (seconds), or its absence, to a set and priority.
     pub fn assign(&self, w_iter_secs: Option<f64>) -> Assignment {
         match w_iter_secs.and_then(|w| self.set_of(w)) {
-            Some(set) => Assignment::Set { set, priority: self.priority_of_set(set) },
-            None => Assignment::Unknown { priority: self.default_priority },
+            Some(set) => Assignment::Set {
+                set,
+                priority: self.priority_of_set(set),
+            },
+            None => Assignment::Unknown {
+                priority: self.default_priority,
+            },
         }
     }
 }
@@ -137,7 +145,12 @@ mod tests {
     #[test]
     fn no_estimate_gets_the_default() {
         let m = SetMapping::default();
-        assert_eq!(m.assign(None), Assignment::Unknown { priority: Priority::new(0.02).unwrap() });
+        assert_eq!(
+            m.assign(None),
+            Assignment::Unknown {
+                priority: Priority::new(0.02).unwrap()
+            }
+        );
         assert!(SetMapping::new(1.0, Priority::new(1.0).unwrap()).is_none());
     }
 

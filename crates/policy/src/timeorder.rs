@@ -83,7 +83,9 @@ impl TimeOrder {
 
     /// Takes the queued request of sequence `seq` out of the middle of the queue.
     fn take(&mut self, seq: u64) -> Request {
-        let r = self.slots[(seq - self.base) as usize].take().expect("indexed request is queued");
+        let r = self.slots[(seq - self.base) as usize]
+            .take()
+            .expect("indexed request is queued");
         self.unindex(seq, &r);
         self.len -= 1;
         r
@@ -112,7 +114,9 @@ impl TimeOrder {
         let mut bytes = head.len;
         // Forward: requests that continue the batch.
         while let Some(&seq) = self.by_start.get(&(file, op, batch.end())) {
-            let len = self.slots[(seq - self.base) as usize].as_ref().map_or(0, |r| r.len);
+            let len = self.slots[(seq - self.base) as usize]
+                .as_ref()
+                .map_or(0, |r| r.len);
             if bytes + len > self.max_merge_bytes {
                 break;
             }
@@ -122,7 +126,9 @@ impl TimeOrder {
         }
         // Backward: requests that end where the batch starts.
         while let Some(&seq) = self.by_end.get(&(file, op, start)) {
-            let len = self.slots[(seq - self.base) as usize].as_ref().map_or(0, |r| r.len);
+            let len = self.slots[(seq - self.base) as usize]
+                .as_ref()
+                .map_or(0, |r| r.len);
             if bytes + len > self.max_merge_bytes {
                 break;
             }
@@ -153,8 +159,12 @@ impl Policy for TimeOrder {
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         let seq = self.base + self.slots.len() as u64;
         if self.merge && Self::mergeable(&req) {
-            self.by_start.entry((req.file, req.op, req.offset)).or_insert(seq);
-            self.by_end.entry((req.file, req.op, req.end())).or_insert(seq);
+            self.by_start
+                .entry((req.file, req.op, req.offset))
+                .or_insert(seq);
+            self.by_end
+                .entry((req.file, req.op, req.end()))
+                .or_insert(seq);
         }
         self.slots.push_back(Some(req));
         self.len += 1;

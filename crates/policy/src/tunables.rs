@@ -68,11 +68,22 @@ impl Tunables {
         let mut given = BTreeMap::new();
         for (k, v) in pairs {
             if given.insert(k.clone(), v.clone()).is_some() {
-                return Err(PolicyError::Duplicate { policy, key: k.clone() });
+                return Err(PolicyError::Duplicate {
+                    policy,
+                    key: k.clone(),
+                });
             }
         }
-        let t = Tunables { policy, specs, given };
-        if let Some(k) = t.given.keys().find(|k| !t.specs.iter().any(|s| s.accepts(k))) {
+        let t = Tunables {
+            policy,
+            specs,
+            given,
+        };
+        if let Some(k) = t
+            .given
+            .keys()
+            .find(|k| !t.specs.iter().any(|s| s.accepts(k)))
+        {
             return Err(t.unknown(k));
         }
         Ok(t)
@@ -104,7 +115,9 @@ impl Tunables {
 
     fn raw(&mut self, key: &str) -> String {
         let spec = self.spec(key);
-        self.given.remove(key).unwrap_or_else(|| spec.default.to_string())
+        self.given
+            .remove(key)
+            .unwrap_or_else(|| spec.default.to_string())
     }
 
     fn parsed<T: FromStr>(&mut self, key: &str, expected: &str) -> Result<T, PolicyError> {
@@ -140,7 +153,11 @@ impl Tunables {
     }
 
     /// One of `choices`.
-    pub fn choice(&mut self, key: &str, choices: &[&'static str]) -> Result<&'static str, PolicyError> {
+    pub fn choice(
+        &mut self,
+        key: &str,
+        choices: &[&'static str],
+    ) -> Result<&'static str, PolicyError> {
         let v = self.raw(key);
         choices
             .iter()
@@ -151,8 +168,12 @@ impl Tunables {
 
     /// Every given key of the family `prefix.<suffix>`, as (suffix parsed as `u64`, value > 0).
     pub fn family_positive_f64(&mut self, prefix: &str) -> Result<Vec<(u64, f64)>, PolicyError> {
-        let keys: Vec<String> =
-            self.given.keys().filter(|k| k.starts_with(prefix)).cloned().collect();
+        let keys: Vec<String> = self
+            .given
+            .keys()
+            .filter(|k| k.starts_with(prefix))
+            .cloned()
+            .collect();
         let mut out = Vec::with_capacity(keys.len());
         for k in keys {
             let v = self.given.remove(&k).unwrap_or_default();
@@ -183,9 +204,21 @@ mod tests {
     use super::*;
 
     const SPECS: &[TunableSpec] = &[
-        TunableSpec { name: "merge", default: "false", help: "" },
-        TunableSpec { name: "max_merge_bytes", default: "1048576", help: "" },
-        TunableSpec { name: "weight.<queue>", default: "", help: "" },
+        TunableSpec {
+            name: "merge",
+            default: "false",
+            help: "",
+        },
+        TunableSpec {
+            name: "max_merge_bytes",
+            default: "1048576",
+            help: "",
+        },
+        TunableSpec {
+            name: "weight.<queue>",
+            default: "",
+            help: "",
+        },
     ];
 
     fn pairs(args: &[&str]) -> Vec<(String, String)> {
@@ -206,7 +239,10 @@ mod tests {
         let err = Tunables::new("x", SPECS, &pairs(&["merg=true"])).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("merg"), "{msg}");
-        assert!(msg.contains("max_merge_bytes") && msg.contains("weight.<queue>"), "{msg}");
+        assert!(
+            msg.contains("max_merge_bytes") && msg.contains("weight.<queue>"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -224,8 +260,14 @@ mod tests {
 
     #[test]
     fn malformed_and_duplicate_args_are_errors() {
-        assert!(matches!(parse_pairs(&["merge"]), Err(PolicyError::Malformed { .. })));
-        assert!(matches!(parse_pairs(&["=1"]), Err(PolicyError::Malformed { .. })));
+        assert!(matches!(
+            parse_pairs(&["merge"]),
+            Err(PolicyError::Malformed { .. })
+        ));
+        assert!(matches!(
+            parse_pairs(&["=1"]),
+            Err(PolicyError::Malformed { .. })
+        ));
         let err = Tunables::new("x", SPECS, &pairs(&["merge=1", "merge=0"])).unwrap_err();
         assert!(matches!(err, PolicyError::Duplicate { .. }));
     }

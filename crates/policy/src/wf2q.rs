@@ -133,7 +133,10 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// # Panics
     /// If `key` is already backlogged or `weight` is not positive: both are caller bugs.
     pub fn arrive(&mut self, key: K, weight: f64, head_len: u64) {
-        assert!(weight.is_finite() && weight > 0.0, "weight must be positive, got {weight}");
+        assert!(
+            weight.is_finite() && weight > 0.0,
+            "weight must be positive, got {weight}"
+        );
         let i = match self.index.get(&key) {
             Some(&i) => {
                 let f = &self.flows[i];
@@ -216,7 +219,13 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     }
 
     fn alloc(&mut self, key: K) -> usize {
-        let flow = Flow { key, weight: 1.0, start: 0.0, finish: 0.0, state: State::Parked };
+        let flow = Flow {
+            key,
+            weight: 1.0,
+            start: 0.0,
+            finish: 0.0,
+            state: State::Parked,
+        };
         let i = match self.free.pop() {
             Some(i) => {
                 self.flows[i] = flow;

@@ -126,7 +126,10 @@ impl Policy for Wfq {
         let Some(key) = self.sched.select() else {
             return Dispatch::Idle;
         };
-        let q = self.queues.get_mut(&key).expect("a backlogged flow has a queue");
+        let q = self
+            .queues
+            .get_mut(&key)
+            .expect("a backlogged flow has a queue");
         let req = q.pop_front().expect("a backlogged queue is not empty");
         let next = q.front().map(|r| r.len);
         if next.is_none() {

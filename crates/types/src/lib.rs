@@ -182,7 +182,9 @@ impl std::str::FromStr for Op {
             "read" | "r" => Ok(Op::Read),
             "write" | "w" => Ok(Op::Write),
             "other" | "o" | "meta" => Ok(Op::Other),
-            other => Err(format!("unknown operation {other:?}: expected read, write or other")),
+            other => Err(format!(
+                "unknown operation {other:?}: expected read, write or other"
+            )),
         }
     }
 }
@@ -246,7 +248,10 @@ pub struct Batch {
 impl Batch {
     /// A batch of one request.
     pub fn single(req: Request) -> Batch {
-        Batch { head: req, merged: Vec::new() }
+        Batch {
+            head: req,
+            merged: Vec::new(),
+        }
     }
 
     /// Appends a request contiguous with the batch (same file and operation, starting at
