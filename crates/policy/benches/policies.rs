@@ -1,1 +1,68 @@
-fn main() {}
+//! Cost of one enqueue + dispatch (+ the completion that frees the request) with 10,000 requests
+//! queued, spread over 1, 64 or 1,024 active jobs, for every core policy. `noop` is the baseline
+//! measured in the same run; BENCHMARKS.md reports the ratios.
+//!
+//! `cargo bench -p iosets-policy --bench policies`
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use iosets_policy::{Counted, Dispatch, Nanos, Op, Outcome, Priority, Request};
+
+const QUEUED: u64 = 10_000;
+
+/// A request of job `i % jobs`; for `iosets`, jobs fall into sets 0.1 and 0.01 or a set of their own.
+fn request(i: u64, jobs: u64) -> Request {
+    let job = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 17) % jobs;
+    let mut r = Request::new(i, job, job, i * 4096, 4096 + (i % 7) * 512, Op::Write);
+    r.priority = match job % 3 {
+        0 => Priority::new(0.1),
+        1 => Priority::new(0.01),
+        _ => None,
+    };
+    r
+}
+
+fn setup(name: &str, opts: &[&str], jobs: u64) -> (Counted, u64) {
+    let pairs = iosets_policy::tunables::parse_pairs(opts).unwrap();
+    let mut p = Counted::build(name, &pairs).unwrap();
+    for i in 0..QUEUED {
+        p.enqueue(request(i, jobs), Nanos(i));
+    }
+    (p, QUEUED)
+}
+
+fn enqueue_dispatch(c: &mut Criterion) {
+    let mut g = c.benchmark_group("enqueue_dispatch_10k_queued");
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    let policies: &[(&str, &[&str])] = &[
+        ("noop", &[]),
+        ("timeorder", &["merge=true"]),
+        ("wfq", &[]),
+        ("iosets", &[]),
+    ];
+    for &jobs in &[1u64, 64, 1024] {
+        for &(name, opts) in policies {
+            let (mut p, mut next) = setup(name, opts, jobs);
+            g.bench_with_input(BenchmarkId::new(name, jobs), &jobs, |b, &jobs| {
+                b.iter(|| {
+                    let now = Nanos(next);
+                    p.enqueue(request(next, jobs), now);
+                    next += 1;
+                    if let Dispatch::Ready(batch) = p.dispatch(now) {
+                        let id = batch.id();
+                        let bytes = black_box(batch).bytes();
+                        p.complete(id, Outcome::Done { bytes }, now).unwrap();
+                    }
+                });
+            });
+            assert!(p.check_balance().is_ok());
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, enqueue_dispatch);
+criterion_main!(benches);

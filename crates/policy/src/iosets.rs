@@ -31,13 +31,13 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::hash::IdMap;
 use crate::set10::DEFAULT_PRIORITY;
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{
     Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, Request, RequestId,
 };
+use iosets_types::hash::IdMap;
 
 /// Registry name.
 pub const NAME: &str = "iosets";

@@ -25,7 +25,6 @@
 #![deny(missing_docs)]
 
 mod error;
-mod hash;
 pub mod iosets;
 pub mod noop;
 pub mod registry;
@@ -138,7 +137,7 @@ impl Counters {
 pub struct Counted {
     policy: Box<dyn Policy>,
     counters: Counters,
-    in_flight: HashMap<RequestId, u32, hash::IdBuildHasher>,
+    in_flight: HashMap<RequestId, u32, iosets_types::hash::IdBuildHasher>,
 }
 
 impl Counted {

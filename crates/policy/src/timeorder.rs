@@ -10,9 +10,9 @@
 
 use std::collections::VecDeque;
 
-use crate::hash::IdMap;
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{Batch, Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
+use iosets_types::hash::IdMap;
 
 /// Registry name.
 pub const NAME: &str = "timeorder";

@@ -28,7 +28,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::hash::Hash;
 
-use crate::hash::IdMap;
+use iosets_types::hash::IdMap;
 
 /// An `f64` with a total order, for tags in ordered sets.
 #[derive(Clone, Copy, Debug, PartialEq)]

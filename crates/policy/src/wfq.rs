@@ -13,10 +13,10 @@
 
 use std::collections::VecDeque;
 
-use crate::hash::IdMap;
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{Batch, Dispatch, JobId, Nanos, Policy, PolicyError, Priority, Request};
+use iosets_types::hash::IdMap;
 
 /// Registry name.
 pub const NAME: &str = "wfq";

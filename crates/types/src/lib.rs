@@ -9,6 +9,8 @@
 //! This crate holds data only: no policy, no clock, no I/O. It depends on nothing.
 #![deny(missing_docs)]
 
+pub mod hash;
+
 use std::fmt;
 use std::ops::{Add, Sub};
 

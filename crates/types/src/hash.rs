@@ -1,14 +1,14 @@
-//! A fast hasher for the integer ids the policies key their maps by.
+//! A fast hasher for the integer ids (jobs, requests, sets) that schedulers key their maps by.
 //!
-//! Ids are not attacker-chosen inside a scheduler's maps in a way that matters for a bounded set of
-//! jobs, and SipHash dominates the hot path otherwise. The mixer is the 64-bit finaliser of
-//! MurmurHash3, which spreads sequential ids over all bits.
+//! SipHash would dominate the scheduling hot path; ids are small integers, and a scheduler's maps
+//! hold only the jobs and requests it currently has, so flooding resistance buys nothing here.
+//! The mixer is the 64-bit finaliser of MurmurHash3, which spreads sequential ids over all bits.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Hashes one `u64` (or a few small integers) by mixing their bits.
 #[derive(Default, Clone, Copy, Debug)]
-pub(crate) struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -44,7 +44,7 @@ impl Hasher for IdHasher {
 }
 
 /// Builds [`IdHasher`]s.
-pub(crate) type IdBuildHasher = BuildHasherDefault<IdHasher>;
+pub type IdBuildHasher = BuildHasherDefault<IdHasher>;
 
 /// A `HashMap` keyed by ids, hashed with [`IdHasher`].
-pub(crate) type IdMap<K, V> = std::collections::HashMap<K, V, IdBuildHasher>;
+pub type IdMap<K, V> = std::collections::HashMap<K, V, IdBuildHasher>;
