@@ -395,8 +395,11 @@ impl Policy for IoSets {
         if hint_changed {
             self.place(id, now);
         }
+        // An enqueue only adds work: a set already backlogged stays so with the same head.
         let key = self.jobs[&id].set;
-        self.refresh(key);
+        if !self.sched.is_backlogged(key) {
+            self.refresh(key);
+        }
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
