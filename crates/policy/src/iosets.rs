@@ -18,9 +18,11 @@
 //! job of the set waits* yields: it dispatches nothing more, its in-service requests finish, and it
 //! queues behind the others with a new burst time. This bounds the starvation seed 004 worries about.
 //!
-//! A job's priority, first match wins: set from the control plane ([`Policy::set_priority`]), the hint
-//! on its latest request, else none — then it is put in a set of its own (keyed by its job id) with
-//! `default_priority` (seed 004: 1/50), so jobs without an estimate never exclude each other.
+//! A job's priority, first match wins: set from the control plane ([`Policy::set_priority`]); from its
+//! period given as tunable `period.<job>=<seconds>`, mapped by Set-b with base `base`
+//! ([`crate::set10::SetMapping`]); the hint on its latest request; else none — then it is put in a
+//! set of its own (keyed by its job id) with `default_priority` (seed 004: 1/50), so jobs without an
+//! estimate never exclude each other.
 //!
 //! When a job's priority changes it moves, with its queue, to the new set. If it had a request in
 //! service, the old set is released at once and in the new set it holds only if the set was free:
@@ -31,7 +33,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::set10::DEFAULT_PRIORITY;
+use crate::set10::{SetMapping, DEFAULT_PRIORITY};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{
@@ -57,6 +59,16 @@ pub const TUNABLES: &[TunableSpec] = &[
         name: "default_priority",
         default: "0.02",
         help: "priority of a job with no priority yet; it gets a set of its own (seed 004: 1/50)",
+    },
+    TunableSpec {
+        name: "base",
+        default: "10",
+        help: "base b of the Set-b mapping of period.<job>: set round(log_b w_iter), priority b^-set (> 1)",
+    },
+    TunableSpec {
+        name: "period.<job>",
+        default: "",
+        help: "I/O period w_iter of job <job> in seconds; places it by Set-b (e.g. period.3=64)",
     },
 ];
 
@@ -117,6 +129,7 @@ pub struct IoSets {
     jobs: IdMap<JobId, Job>,
     sets: IdMap<SetKey, Set>,
     explicit: IdMap<JobId, Priority>,
+    configured: IdMap<JobId, Priority>,
     in_service: IdMap<RequestId, JobId>,
     sched: Wf2q<SetKey>,
     len: usize,
@@ -133,6 +146,7 @@ impl IoSets {
             jobs: IdMap::default(),
             sets: IdMap::default(),
             explicit: IdMap::default(),
+            configured: IdMap::default(),
             in_service: IdMap::default(),
             sched: Wf2q::new(),
             len: 0,
@@ -150,12 +164,36 @@ impl IoSets {
         let p = t.positive_f64("default_priority")?;
         let default_priority =
             Priority::new(p).unwrap_or(Priority::new(DEFAULT_PRIORITY).expect("> 0"));
-        Ok(IoSets::new(order, max_exclusive, default_priority))
+        let base = t.positive_f64("base")?;
+        let mapping = SetMapping::new(base, default_priority).ok_or(PolicyError::BadValue {
+            policy: NAME,
+            key: "base".into(),
+            value: base.to_string(),
+            expected: "a finite number > 1".into(),
+        })?;
+        let mut policy = IoSets::new(order, max_exclusive, default_priority);
+        for (job, period) in t.family_positive_f64("period.")? {
+            policy.configure_period(JobId(job), period, &mapping);
+        }
+        Ok(policy)
+    }
+
+    /// Places `job` by its I/O period `w_iter_secs` through `mapping` (Set-b), below a priority set
+    /// from the control plane and above request hints.
+    pub fn configure_period(&mut self, job: JobId, w_iter_secs: f64, mapping: &SetMapping) {
+        self.configured
+            .insert(job, mapping.assign(Some(w_iter_secs)).priority());
     }
 
     /// The set and priority a job belongs to now.
     fn placement(&self, job: JobId, hint: Option<Priority>) -> (SetKey, Priority) {
-        match self.explicit.get(&job).copied().or(hint) {
+        match self
+            .explicit
+            .get(&job)
+            .or_else(|| self.configured.get(&job))
+            .copied()
+            .or(hint)
+        {
             Some(p) => (SetKey::Priority(p.key()), p),
             None => (SetKey::Solo(job), self.default_priority),
         }
@@ -588,6 +626,24 @@ mod tests {
         }
         // Job 1 holds from t=0; at t=120 (>= 100) it yields to job 2, then gets the set back.
         assert_eq!(jobs, vec![1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1]);
+    }
+
+    #[test]
+    fn configured_periods_place_jobs_by_set10() {
+        let pairs = crate::tunables::parse_pairs(&["period.1=40", "period.2=200", "period.3=640"]);
+        let mut p = crate::build(NAME, &pairs.unwrap()).unwrap();
+        // Jobs 1 and 2 (40 s and 200 s) share set 2; job 3 (640 s) is in set 3.
+        for (id, job) in [(1, 1), (2, 2), (3, 3)] {
+            p.enqueue(Request::new(id, job, job, 0, 10, Op::Write), Nanos(id));
+        }
+        let mut served = Vec::new();
+        while let Dispatch::Ready(b) = p.dispatch(Nanos(5)) {
+            served.push(b.head().job.0);
+        }
+        served.sort_unstable();
+        assert_eq!(served, vec![1, 3], "job 2 waits behind job 1 in set 2");
+        let err = crate::build(NAME, &[("base".into(), "1".into())]).unwrap_err();
+        assert!(err.to_string().contains("> 1"), "{err}");
     }
 
     #[test]
