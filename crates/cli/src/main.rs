@@ -1,1 +1,539 @@
-fn main() {}
+//! `iosets`: the command-line front end.
+//!
+//! Subcommands: `replay` (replay a generated workload or a CSV trace through a policy on a modelled
+//! device and print who got what), `demo` (seed 000's weighted-fair-queuing check, scaled up), and
+//! `policies` (every registered policy and its tunables). This binary parses arguments and prints;
+//! every decision and measurement comes from the `iosets-policy` and `iosets-sim` crates.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use iosets_policy::registry::POLICIES;
+use iosets_policy::tunables::parse_pairs;
+use iosets_policy::{ClassId, Counted, Nanos, Priority, Request};
+use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
+use iosets_sim::shares::{window_shares, ShareKey, WindowShares};
+use iosets_sim::workload::{
+    read_csv_file, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
+};
+use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, Summary};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "iosets",
+    version,
+    about = "I/O request scheduling for shared HPC storage"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay a workload through a policy on a modelled device and print each queue's share.
+    Replay(Box<ReplayArgs>),
+    /// Seed 000's check of weighted fair queuing: 4 queues, weights 1:2:3:4, shares over time.
+    Demo(DemoArgs),
+    /// List every registered policy with its tunables.
+    Policies,
+}
+
+#[derive(Debug, Args)]
+struct ReplayArgs {
+    /// Policy to replay (see `iosets policies`).
+    #[arg(long, default_value = "wfq")]
+    policy: String,
+    /// A policy tunable, KEY=VALUE; repeat for several (e.g. --opt weight.1=1 --opt weight.2=3).
+    #[arg(long = "opt", value_name = "KEY=VALUE")]
+    opts: Vec<String>,
+    /// Replay this CSV trace instead of generating a workload. Header: time_s,job,size, optionally
+    /// file,offset,op,class,priority, in any order.
+    #[arg(
+        long,
+        value_name = "FILE.csv",
+        conflicts_with_all = [
+            "jobs", "requests", "size_min", "size_max", "sizes", "assign", "rate", "priorities",
+            "classes", "seed",
+        ]
+    )]
+    trace: Option<PathBuf>,
+    #[command(flatten)]
+    generator: GeneratorArgs,
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// The workload generator's flags (ignored with --trace).
+#[derive(Debug, Args)]
+struct GeneratorArgs {
+    /// Number of jobs (numbered 1..=N; each writes sequentially in its own file).
+    #[arg(long, default_value_t = 4)]
+    jobs: u64,
+    /// Number of requests.
+    #[arg(long, default_value_t = 1000)]
+    requests: usize,
+    /// Smallest request size (bytes; suffixes K/KiB, M/MiB, G/GiB, kB/MB/GB).
+    #[arg(long, value_name = "BYTES", default_value = "4KiB", value_parser = parse_size)]
+    size_min: u64,
+    /// Largest request size (bytes; same suffixes).
+    #[arg(long, value_name = "BYTES", default_value = "1MiB", value_parser = parse_size)]
+    size_max: u64,
+    /// Size law: uniform in [min, max], or heavy (bounded Pareto between min and max).
+    #[arg(long, value_enum, default_value_t = SizeLaw::Uniform)]
+    sizes: SizeLaw,
+    /// How requests are attributed to jobs.
+    #[arg(long, value_enum, default_value_t = AssignArg::Random)]
+    assign: AssignArg,
+    /// Poisson arrivals at this many requests per second (default: all queued at t=0).
+    #[arg(long, value_name = "REQ_PER_S", allow_negative_numbers = true)]
+    rate: Option<f64>,
+    /// Priority hint of each job, comma-separated, one per job (used by iosets; a weight for wfq).
+    #[arg(
+        long,
+        value_name = "P1,P2,...",
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    priorities: Vec<f64>,
+    /// Class of each job, comma-separated, one per job (for wfq key=class, --share-by class).
+    #[arg(long, value_name = "C1,C2,...", value_delimiter = ',')]
+    classes: Vec<u64>,
+    /// Seed of the generator.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// The modelled device.
+#[derive(Debug, Args)]
+struct DeviceArgs {
+    /// Device bandwidth, MiB/s, shared equally by the batches in service.
+    #[arg(
+        long,
+        value_name = "MIB_PER_S",
+        default_value_t = 1024.0,
+        allow_negative_numbers = true
+    )]
+    bandwidth_mib_s: f64,
+    /// Fixed latency of each batch before its transfer, µs.
+    #[arg(
+        long,
+        value_name = "US",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    latency_us: f64,
+    /// Batches in service at once.
+    #[arg(long, default_value_t = 1)]
+    slots: usize,
+}
+
+/// What to measure and write.
+#[derive(Debug, Args)]
+struct OutputArgs {
+    /// Requests per sliding window (seed 000 uses 300).
+    #[arg(long, default_value_t = 300)]
+    window: usize,
+    /// What a queue is when measuring shares.
+    #[arg(long, value_enum, default_value_t = ShareBy::Job)]
+    share_by: ShareBy,
+    /// Write the window shares as CSV here.
+    #[arg(long, value_name = "FILE.csv")]
+    csv: Option<PathBuf>,
+    /// Plot the window shares as SVG here.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Print nothing on success.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Directory for demo-shares.csv and demo-shares.svg.
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Seed of the generated workload.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SizeLaw {
+    Uniform,
+    Heavy,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum AssignArg {
+    Random,
+    #[value(name = "roundrobin", alias = "round-robin")]
+    RoundRobin,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ShareBy {
+    Job,
+    Class,
+    Priority,
+}
+
+impl From<ShareBy> for ShareKey {
+    fn from(s: ShareBy) -> ShareKey {
+        match s {
+            ShareBy::Job => ShareKey::Job,
+            ShareBy::Class => ShareKey::Class,
+            ShareBy::Priority => ShareKey::Priority,
+        }
+    }
+}
+
+/// Parses a byte count: `4096`, `4K`, `4KiB`, `1M`, `1MiB`, `2G`, `2GiB` (powers of 1024), or
+/// `4kB`, `1MB`, `2GB` (powers of 1000).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size: expected bytes, e.g. 4096, 4KiB or 1MiB"))?;
+    let unit: u64 = match suffix.trim() {
+        "" | "B" | "b" => 1,
+        "K" | "k" | "KiB" | "kiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => {
+            return Err(format!(
+                "unknown size suffix {other:?}: use B, KiB, MiB, GiB, kB, MB or GB"
+            ))
+        }
+    };
+    n.checked_mul(unit)
+        .ok_or_else(|| format!("{s:?} is too large"))
+}
+
+fn fmt_bytes(b: u64) -> String {
+    if b >= 1 << 20 && b.trailing_zeros() >= 20 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b.trailing_zeros() >= 10 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Where the requests come from.
+#[derive(Debug)]
+enum Source {
+    Trace(PathBuf),
+    Generated(WorkloadSpec),
+}
+
+/// Everything one replay needs, already validated by the library types where they can.
+#[derive(Debug)]
+struct Plan {
+    policy: String,
+    pairs: Vec<(String, String)>,
+    source: Source,
+    device: DeviceModel,
+    window: usize,
+    share_by: ShareKey,
+}
+
+/// What a replay produced.
+#[derive(Debug)]
+struct Outcome {
+    result: ReplayResult,
+    shares: WindowShares,
+    summary: Summary,
+}
+
+fn device(bandwidth_mib_s: f64, latency_us: f64, slots: usize) -> Result<DeviceModel> {
+    if !(latency_us.is_finite() && latency_us >= 0.0) {
+        bail!("--latency-us {latency_us}: expected a finite number of microseconds ≥ 0");
+    }
+    let latency = Nanos::from_secs_f64(latency_us * 1e-6);
+    DeviceModel::new(bandwidth_mib_s * 1_048_576.0, latency, slots).with_context(|| {
+        format!(
+            "bad device flags (--bandwidth-mib-s {bandwidth_mib_s}, --latency-us {latency_us}, \
+             --slots {slots})"
+        )
+    })
+}
+
+fn workload_spec(g: &GeneratorArgs) -> Result<WorkloadSpec> {
+    let priorities = g
+        .priorities
+        .iter()
+        .map(|&p| {
+            Priority::new(p).with_context(|| {
+                format!("--priorities: {p} is not a priority: expected a number > 0")
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let sizes = match g.sizes {
+        SizeLaw::Uniform => Sizes::Uniform {
+            min: g.size_min,
+            max: g.size_max,
+        },
+        SizeLaw::Heavy => Sizes::BoundedPareto {
+            min: g.size_min,
+            max: g.size_max,
+            alpha: DEFAULT_PARETO_ALPHA,
+        },
+    };
+    let spec = WorkloadSpec {
+        jobs: g.jobs,
+        requests: g.requests,
+        sizes,
+        assign: match g.assign {
+            AssignArg::Random => Assign::Random,
+            AssignArg::RoundRobin => Assign::RoundRobin,
+        },
+        arrivals: match g.rate {
+            None => Arrivals::Backlogged,
+            Some(rate_per_s) => Arrivals::Poisson { rate_per_s },
+        },
+        priorities,
+        classes: g.classes.iter().map(|&c| ClassId(c)).collect(),
+        seed: g.seed,
+    };
+    spec.validate().context("bad workload flags")?;
+    Ok(spec)
+}
+
+fn execute(plan: &Plan) -> Result<Outcome> {
+    // The policy's errors name the policy and list the valid choices.
+    let policy = Counted::build(&plan.policy, &plan.pairs)?;
+    let workload: Vec<Request> = match &plan.source {
+        Source::Trace(path) => read_csv_file(path).context("reading the trace")?,
+        Source::Generated(spec) => spec.generate().context("generating the workload")?,
+    };
+    let result = run(policy, workload, plan.device).context("replaying")?;
+    let shares = window_shares(&result.records, plan.window, plan.share_by)?;
+    let weights = expected_weights(&plan.policy, &plan.pairs, plan.share_by, &result.records);
+    let summary = Summary::new(&result, &shares, &weights);
+    Ok(Outcome {
+        result,
+        shares,
+        summary,
+    })
+}
+
+fn write_outputs(
+    outcome: &Outcome,
+    csv: Option<&Path>,
+    plot: Option<&Path>,
+    title: &str,
+) -> Result<()> {
+    if let Some(path) = csv {
+        save_shares_csv(path, &outcome.shares).context("writing the share CSV")?;
+    }
+    if let Some(path) = plot {
+        save_shares_svg(
+            path,
+            &outcome.shares,
+            &outcome.summary.expected_shares(),
+            title,
+        )
+        .context("writing the share plot")?;
+    }
+    Ok(())
+}
+
+fn replay(args: &ReplayArgs) -> Result<()> {
+    let pairs = parse_pairs(&args.opts).context("--opt")?;
+    let source = match &args.trace {
+        Some(path) => Source::Trace(path.clone()),
+        None => Source::Generated(workload_spec(&args.generator)?),
+    };
+    let d = &args.device;
+    let device = device(d.bandwidth_mib_s, d.latency_us, d.slots)?;
+    let out = &args.output;
+    if out.window == 0 {
+        bail!("--window 0: a window must hold at least 1 request");
+    }
+    let plan = Plan {
+        policy: args.policy.clone(),
+        pairs,
+        source,
+        device,
+        window: out.window,
+        share_by: out.share_by.into(),
+    };
+    let outcome = execute(&plan)?;
+    let title = format!(
+        "{}: share of bytes per {}-request window, by {}",
+        outcome.result.policy, plan.window, plan.share_by
+    );
+    write_outputs(&outcome, out.csv.as_deref(), out.plot.as_deref(), &title)?;
+    if !out.quiet {
+        print!("{}", summary_table(&outcome.summary));
+        if outcome.shares.windows.is_empty() {
+            println!(
+                "(fewer than {} requests: no share windows; try a smaller --window)",
+                plan.window
+            );
+        }
+        for (what, path) in [("window shares", &out.csv), ("plot", &out.plot)] {
+            if let Some(p) = path {
+                println!("wrote {what} to {}", p.display());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn demo(args: &DemoArgs) -> Result<()> {
+    const JOBS: u64 = 4;
+    const REQUESTS: usize = 4000;
+    const WINDOW: usize = 300;
+    let (min, max) = (4 << 10, 1 << 20);
+    let opts = ["weight.1=1", "weight.2=2", "weight.3=3", "weight.4=4"];
+    let (bandwidth_mib_s, latency_us, slots) = (1024.0, 20.0, 2);
+    let plan = Plan {
+        policy: "wfq".to_string(),
+        pairs: parse_pairs(&opts)?,
+        source: Source::Generated(WorkloadSpec {
+            sizes: Sizes::Uniform { min, max },
+            seed: args.seed,
+            ..WorkloadSpec::new(JOBS, REQUESTS)
+        }),
+        device: device(bandwidth_mib_s, latency_us, slots)?,
+        window: WINDOW,
+        share_by: ShareKey::Job,
+    };
+    let outcome = execute(&plan)?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let csv = args.out.join("demo-shares.csv");
+    let svg = args.out.join("demo-shares.svg");
+    let title = "wfq, weights 1:2:3:4: share of bytes per 300-request window";
+    write_outputs(&outcome, Some(&csv), Some(&svg), title)?;
+
+    let s = &outcome.summary;
+    println!("iosets demo: seed 000's weighted fair queuing check, scaled up");
+    println!(
+        "  {REQUESTS} requests of {} to {} (uniform) attributed at random to {JOBS} jobs, all \
+         queued at t=0 (seed {})",
+        fmt_bytes(min),
+        fmt_bytes(max),
+        args.seed
+    );
+    println!("  policy wfq with {}", opts.join(" "));
+    println!(
+        "  device: {bandwidth_mib_s} MiB/s shared by up to {slots} batches in service, \
+         {latency_us} µs latency each"
+    );
+    println!(
+        "  share of the bytes in each {WINDOW}-request window, over the {} windows (of {}) where \
+         all {JOBS} jobs are backlogged:",
+        s.backlogged_windows, s.windows
+    );
+    println!();
+    println!(
+        "  {:<6} {:>6} {:>9} {:>9} {:>7} {:>7} {:>11} {:>12}",
+        "queue", "weight", "expected", "measured", "min", "max", "drained at", "request #"
+    );
+    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{:.1}%", v * 100.0));
+    for (q, d) in s.queues.iter().zip(&outcome.shares.queues) {
+        println!(
+            "  {:<6} {:>6} {:>9} {:>9} {:>7} {:>7} {:>9.3} s {:>12}",
+            q.queue.to_string(),
+            q.weight.map_or_else(|| "-".to_string(), |w| w.to_string()),
+            pct(q.expected_share),
+            pct(q.window_mean),
+            pct(q.window_min),
+            pct(q.window_max),
+            q.drain_time.as_secs_f64(),
+            d.drain_index + 1,
+        );
+    }
+    println!();
+    println!(
+        "  {} requests, {:.0} MiB in {:.3} s ({:.0} MiB/s); as each queue drains, the others take \
+         its share in proportion to their weights",
+        s.requests,
+        s.bytes as f64 / 1_048_576.0,
+        s.makespan.as_secs_f64(),
+        s.throughput / 1_048_576.0
+    );
+    println!(
+        "wrote {} (window shares) and {} (plot)",
+        csv.display(),
+        svg.display()
+    );
+    Ok(())
+}
+
+fn policies() {
+    for p in POLICIES {
+        println!("{:<10} {}", p.name, p.summary);
+        if p.tunables.is_empty() {
+            println!("    (no tunables)");
+        }
+        for t in p.tunables {
+            let default = if t.default.is_empty() {
+                "no default".to_string()
+            } else {
+                format!("default {}", t.default)
+            };
+            println!("    --opt {}=...  ({default})", t.name);
+            println!("        {}", t.help);
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Replay(args) => replay(args),
+        Command::Demo(args) => demo(args),
+        Command::Policies => {
+            policies();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_suffixes() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("4KiB"), Ok(4096));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("4kB"), Ok(4000));
+        assert!(parse_size("4XB").unwrap_err().contains("suffix"));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("-1").is_err());
+        assert!(parse_size("99999999999GiB")
+            .unwrap_err()
+            .contains("too large"));
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

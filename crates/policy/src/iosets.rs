@@ -37,7 +37,8 @@ use crate::set10::{SetMapping, DEFAULT_PRIORITY};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{
-    Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, Request, RequestId,
+    Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, QueueId, QueueWeight,
+    Request, RequestId,
 };
 use iosets_types::hash::IdMap;
 
@@ -531,6 +532,21 @@ impl Policy for IoSets {
         }
         self.len = 0;
         out
+    }
+
+    fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
+        let hint = req
+            .priority
+            .or_else(|| self.jobs.get(&req.job).and_then(|j| j.hint));
+        let (key, priority) = self.placement(req.job, hint);
+        let queue = match key {
+            SetKey::Priority(bits) => QueueId::Set(bits),
+            SetKey::Solo(job) => QueueId::Job(job),
+        };
+        Some(QueueWeight {
+            queue,
+            weight: priority.get(),
+        })
     }
 
     fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {

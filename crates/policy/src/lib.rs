@@ -55,6 +55,26 @@ pub enum Dispatch {
     Idle,
 }
 
+/// A queue that receives a share of the bandwidth by weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueueId {
+    /// A job's own queue (`wfq` keyed by job; an IO-SETS job alone in a set of its own).
+    Job(JobId),
+    /// A caller-given class (`wfq` keyed by class).
+    Class(ClassId),
+    /// An IO-SETS set, named by the bits of its priority; its jobs take turns.
+    Set(u64),
+}
+
+/// The weighted queue a request joins and that queue's weight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct QueueWeight {
+    /// The queue.
+    pub queue: QueueId,
+    /// Its weight: while several queues are backlogged, each gets weight / Σ weights of the bytes.
+    pub weight: f64,
+}
+
 /// A scheduling policy: the deterministic core the runtime, server, simulator and C library drive.
 ///
 /// Implementors keep their own queues; [`Counted`] adds accounting around any of them.
@@ -78,6 +98,13 @@ pub trait Policy: Send + fmt::Debug {
     /// Feedback: the batch whose id is `id` ended with `outcome`. Default: ignored.
     fn complete(&mut self, id: RequestId, outcome: Outcome, now: Nanos) {
         let _ = (id, outcome, now);
+    }
+
+    /// The weighted queue `req` would join now, and its weight, for policies that share bandwidth by
+    /// weight (reports use it to state each queue's expected share). Default: `None`, no weights.
+    fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
+        let _ = req;
+        None
     }
 
     /// Sets (`Some`) or clears (`None`) a job's priority from the control plane, overriding the
@@ -206,6 +233,11 @@ impl Counted {
     /// Forwards a control-plane priority change; false if the policy has no priorities.
     pub fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {
         self.policy.set_priority(job, priority, now)
+    }
+
+    /// The weighted queue `req` would join and its weight; see [`Policy::queue_weight`].
+    pub fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
+        self.policy.queue_weight(req)
     }
 
     /// Requests queued, as the policy counts them.

@@ -15,7 +15,10 @@ use std::collections::VecDeque;
 
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
-use crate::{Batch, Dispatch, JobId, Nanos, Policy, PolicyError, Priority, Request};
+use crate::{
+    Batch, ClassId, Dispatch, JobId, Nanos, Policy, PolicyError, Priority, QueueId, QueueWeight,
+    Request,
+};
 use iosets_types::hash::IdMap;
 
 /// Registry name.
@@ -154,6 +157,20 @@ impl Policy for Wfq {
         self.sched.clear();
         self.len = 0;
         out
+    }
+
+    fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
+        let key = self.key(req);
+        let queue = match self.key_by {
+            KeyBy::Job => QueueId::Job(JobId(key)),
+            KeyBy::Class => QueueId::Class(ClassId(key)),
+        };
+        // A backlogged queue keeps the weight it opened its backlog with; otherwise this request
+        // would open one.
+        Some(QueueWeight {
+            queue,
+            weight: self.weight(key, req.priority),
+        })
     }
 
     fn set_priority(&mut self, job: JobId, priority: Option<Priority>, _now: Nanos) -> bool {

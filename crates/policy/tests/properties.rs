@@ -24,7 +24,10 @@ fn configurations() -> Vec<(String, Vec<(String, String)>)> {
         ("wfq", &["key=class", "weight.0=3"]),
         ("iosets", &["max_exclusive_ms=3"]),
         ("iosets", &["order=jobid", "max_exclusive_ms=1"]),
-        ("iosets", &["period.1=5", "period.2=50", "period.3=40", "base=2"]),
+        (
+            "iosets",
+            &["period.1=5", "period.2=50", "period.3=40", "base=2"],
+        ),
     ];
     for (name, opts) in extra {
         out.push((
