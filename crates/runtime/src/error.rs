@@ -1,0 +1,35 @@
+use iosets_policy::PolicyError;
+
+/// What can go wrong when driving a [`crate::Scheduler`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// [`crate::Scheduler::shutdown`] was called: no new request is accepted. The payload given to
+    /// `submit` was dropped.
+    #[error("the scheduler is shut down; no new request is accepted")]
+    ShutDown,
+    /// A policy handed to [`crate::Scheduler::switch_policy`] already holds requests of its own.
+    #[error("policy {policy} cannot take over: it already holds {queued} queued and {in_flight} in-service requests")]
+    PolicyNotEmpty {
+        /// The policy's name.
+        policy: &'static str,
+        /// Requests it holds queued.
+        queued: usize,
+        /// Batches it holds in service.
+        in_flight: usize,
+    },
+    /// A policy instance's own conservation check failed.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// The runtime's own bookkeeping disagrees with the policies' (see
+    /// [`crate::Scheduler::check_balance`]).
+    #[error("runtime bookkeeping does not balance: {what}: expected {expected}, found {found}")]
+    Unbalanced {
+        /// Which quantity disagrees.
+        what: &'static str,
+        /// The value the policies report.
+        expected: u64,
+        /// The value the runtime holds.
+        found: u64,
+    },
+}

@@ -1,0 +1,700 @@
+//! The scheduler: one mutex around the policy, two condition variables, nothing else shared.
+
+use std::fmt;
+use std::mem;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use iosets_policy::{Counted, Counters, Dispatch, PolicyError};
+use iosets_types::{Batch, JobId, Nanos, Outcome, Priority, Request, RequestId};
+use parking_lot::{Condvar, Mutex};
+
+use crate::clock::{Clock, MonotonicClock};
+use crate::stats::{add_counters, JobEntry, JobStats, SchedulerStats};
+use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
+use crate::RuntimeError;
+use iosets_types::hash::IdMap;
+
+/// The completion listener's type.
+type ListenerFn = dyn Fn(&CompletionEvent) + Send + Sync;
+
+/// How long a worker waits when a policy answers `NotBefore(t)` with `t` already past (a policy
+/// bug): long enough that a misbehaving policy cannot turn a worker into a spinning loop.
+const PAST_TIMER_WAIT: Duration = Duration::from_micros(100);
+
+/// A thread-safe scheduler around one [`Counted`] policy, carrying a payload of type `T` with each
+/// request.
+///
+/// Cloning is cheap (an [`Arc`] inside); every clone drives the same scheduler. See the
+/// [crate documentation](crate) for the model and its invariants.
+pub struct Scheduler<T> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T> Clone for Scheduler<T> {
+    fn clone(&self) -> Scheduler<T> {
+        Scheduler {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+struct Inner<T> {
+    clock: Arc<dyn Clock>,
+    state: Mutex<State<T>>,
+    /// Workers waiting in `next`.
+    work_cv: Condvar,
+    /// Callers of `wait_idle`.
+    idle_cv: Condvar,
+}
+
+/// One policy instance and the generation the runtime numbered it with; completions are routed by
+/// generation to the instance that dispatched the batch.
+#[derive(Debug)]
+struct Instance {
+    generation: u64,
+    policy: Counted,
+}
+
+struct State<T> {
+    active: Instance,
+    /// Switched-out instances with batches still in service.
+    retired: Vec<Instance>,
+    /// Counters of switched-out instances that have been dropped.
+    retired_counters: Counters,
+    /// The payload of every queued request, by request id.
+    payloads: IdMap<RequestId, T>,
+    jobs: IdMap<JobId, JobEntry>,
+    /// Priorities set through `set_priority`; re-applied to a policy switched in.
+    priorities: IdMap<JobId, Priority>,
+    listener: Option<Arc<ListenerFn>>,
+    next_id: u64,
+    /// The latest time handed to a policy; time never goes backwards for a policy even when two
+    /// threads read the clock in one order and take the lock in the other.
+    last_now: Nanos,
+    submitted: u64,
+    requests_in_service: u64,
+    /// Completed requests of jobs removed by `forget_job`.
+    forgotten_ops: u64,
+    switches: u64,
+    rejected_completions: u64,
+    shutdown: bool,
+    /// Workers blocked in `work_cv`.
+    waiting: usize,
+    /// Notifications sent to `work_cv` that their worker has not yet observed. parking_lot's
+    /// condition variable has no spurious wakeups and reports a wait ended by a notification as not
+    /// timed out, so this count is exact; a waker skips the notification when every sleeper is
+    /// already woken.
+    wakes_pending: usize,
+    /// The earliest policy timer some waiting worker will wake up for.
+    timer: Option<Nanos>,
+    /// Callers blocked in `idle_cv`.
+    idle_waiters: usize,
+}
+
+impl<T> State<T> {
+    fn tick(&mut self, raw: Nanos) -> Nanos {
+        if raw > self.last_now {
+            self.last_now = raw;
+        }
+        self.last_now
+    }
+
+    fn queued(&self) -> usize {
+        self.active.policy.queued()
+    }
+
+    fn in_flight(&self) -> usize {
+        self.active.policy.in_flight()
+            + self
+                .retired
+                .iter()
+                .map(|r| r.policy.in_flight())
+                .sum::<usize>()
+    }
+
+    fn counters(&self) -> Counters {
+        let mut c = add_counters(self.retired_counters, self.active.policy.counters());
+        for r in &self.retired {
+            c = add_counters(c, r.policy.counters());
+        }
+        c
+    }
+
+    /// Moves the payloads of `batch` into `out` and records the dispatch in the job statistics.
+    fn take_payloads(&mut self, batch: &Batch, now: Nanos, out: &mut Vec<T>) {
+        out.reserve(batch.len());
+        for r in batch.requests() {
+            let payload = self.payloads.remove(&r.id).expect(
+                "a policy dispatched a request the runtime never gave it (policy contract broken)",
+            );
+            out.push(payload);
+            if let Some(job) = self.jobs.get_mut(&r.job) {
+                job.dispatched(now - r.arrival);
+            }
+        }
+        self.requests_in_service += batch.len() as u64;
+    }
+
+    /// Completes batch `id` in the instance of `generation`. Returns a retired instance that has
+    /// nothing left in service, for the caller to drop outside the lock.
+    fn complete_in(
+        &mut self,
+        generation: u64,
+        id: RequestId,
+        outcome: Outcome,
+        now: Nanos,
+    ) -> (Result<(), PolicyError>, Option<Counted>) {
+        if self.active.generation == generation {
+            return (self.active.policy.complete(id, outcome, now), None);
+        }
+        let Some(i) = self.retired.iter().position(|r| r.generation == generation) else {
+            return (Err(PolicyError::NotInService { id }), None);
+        };
+        let result = self.retired[i].policy.complete(id, outcome, now);
+        if self.retired[i].policy.in_flight() > 0 {
+            return (result, None);
+        }
+        let done = self.retired.swap_remove(i).policy;
+        self.retired_counters = add_counters(self.retired_counters, done.counters());
+        (result, Some(done))
+    }
+}
+
+impl<T> Inner<T> {
+    /// Wakes one waiting worker unless every waiting worker has already been woken.
+    fn wake_one(&self, st: &mut State<T>) {
+        if st.waiting > st.wakes_pending && self.work_cv.notify_one() {
+            st.wakes_pending += 1;
+        }
+    }
+
+    /// Wakes every waiting worker.
+    fn wake_all(&self, st: &mut State<T>) {
+        if st.waiting > st.wakes_pending {
+            // Counts only the workers still parked: one that timed out and waits for the lock was
+            // not woken and will not consume a pending wake.
+            st.wakes_pending += self.work_cv.notify_all();
+        }
+    }
+}
+
+impl<T: Send + 'static> Sink for Inner<T> {
+    fn finish(&self, batch: &Batch, generation: u64, dispatched_at: Nanos, outcome: Outcome) {
+        let raw = self.clock.now();
+        let mut st = self.state.lock();
+        let now = st.tick(raw);
+        let (result, retired) = st.complete_in(generation, batch.id(), outcome, now);
+        if result.is_ok() {
+            for (req, moved) in moved_bytes(batch, outcome) {
+                if let Some(job) = st.jobs.get_mut(&req.job) {
+                    job.completed(req, moved, outcome);
+                }
+            }
+            st.requests_in_service -= batch.len() as u64;
+        } else {
+            st.rejected_completions += 1;
+        }
+        // A completion can unblock a queue (IO-SETS releases a set, a time slice ends).
+        if st.queued() > 0 {
+            self.wake_one(&mut st);
+        }
+        if st.idle_waiters > 0 && st.queued() == 0 && st.in_flight() == 0 {
+            self.idle_cv.notify_all();
+        }
+        let listener = if result.is_ok() {
+            st.listener.clone()
+        } else {
+            None
+        };
+        drop(st);
+        drop(retired);
+
+        if let Err(e) = result {
+            tracing::error!(batch = %batch.id(), generation, error = %e, "completion refused by the policy");
+            return;
+        }
+        let Some(listener) = listener else { return };
+        for (req, moved) in moved_bytes(batch, outcome) {
+            let event = CompletionEvent {
+                id: req.id,
+                job: req.job,
+                op: req.op,
+                batch: batch.id(),
+                bytes: moved,
+                outcome,
+                queue_wait: dispatched_at - req.arrival,
+                service_time: now - dispatched_at,
+            };
+            if catch_unwind(AssertUnwindSafe(|| listener(&event))).is_err() {
+                tracing::error!(request = %req.id, "completion listener panicked; event dropped");
+            }
+        }
+    }
+}
+
+impl<T> Drop for Inner<T> {
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        let queued = st.queued();
+        if queued > 0 {
+            tracing::warn!(
+                queued,
+                policy = st.active.policy.name(),
+                "scheduler dropped with requests still queued; their payloads are dropped unanswered"
+            );
+        }
+    }
+}
+
+impl<T: Send + 'static> Scheduler<T> {
+    /// A scheduler around `policy` on the real monotonic clock (time zero = now).
+    ///
+    /// # Panics
+    /// If `policy` already holds queued or in-service requests: the runtime must see every request
+    /// its policy holds, to carry its payload.
+    pub fn new(policy: Counted) -> Scheduler<T> {
+        Scheduler::with_clock(policy, Arc::new(MonotonicClock::new()))
+    }
+
+    /// A scheduler around `policy` reading time from `clock`.
+    ///
+    /// # Panics
+    /// As [`Scheduler::new`].
+    pub fn with_clock(policy: Counted, clock: Arc<dyn Clock>) -> Scheduler<T> {
+        assert!(
+            policy.queued() == 0 && policy.in_flight() == 0,
+            "Scheduler needs an empty policy, got {} with {} queued and {} in service",
+            policy.name(),
+            policy.queued(),
+            policy.in_flight()
+        );
+        let state = State {
+            active: Instance {
+                generation: 0,
+                policy,
+            },
+            retired: Vec::new(),
+            retired_counters: Counters::default(),
+            payloads: IdMap::default(),
+            jobs: IdMap::default(),
+            priorities: IdMap::default(),
+            listener: None,
+            next_id: 1,
+            last_now: Nanos::ZERO,
+            submitted: 0,
+            requests_in_service: 0,
+            forgotten_ops: 0,
+            switches: 0,
+            rejected_completions: 0,
+            shutdown: false,
+            waiting: 0,
+            wakes_pending: 0,
+            timer: None,
+            idle_waiters: 0,
+        };
+        Scheduler {
+            inner: Arc::new(Inner {
+                clock,
+                state: Mutex::new(state),
+                work_cv: Condvar::new(),
+                idle_cv: Condvar::new(),
+            }),
+        }
+    }
+
+    /// The scheduler's current time (what its clock says).
+    pub fn now(&self) -> Nanos {
+        self.inner.clock.now()
+    }
+
+    /// Queues `req` with its `payload`. The runtime assigns the request id (overwriting `req.id`)
+    /// and the arrival time (`req.arrival` = now); the id is returned. Wakes one waiting worker.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
+    pub fn submit(&self, mut req: Request, payload: T) -> Result<RequestId, RuntimeError> {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        if st.shutdown {
+            return Err(RuntimeError::ShutDown);
+        }
+        let now = st.tick(raw);
+        let id = RequestId(st.next_id);
+        st.next_id += 1;
+        st.submitted += 1;
+        req.id = id;
+        req.arrival = now;
+        st.payloads.insert(id, payload);
+        st.jobs.entry(req.job).or_insert_with(JobEntry::new).queued += 1;
+        st.active.policy.enqueue(req, now);
+        self.inner.wake_one(&mut st);
+        Ok(id)
+    }
+
+    /// The next batch to serve, blocking until one can be handed out. `None` once the scheduler is
+    /// shut down and every queued request has been handed out.
+    ///
+    /// Honours the policy's timers: on `NotBefore(t)` one waiting worker sleeps until `t` (or until
+    /// a submit or completion wakes it) and asks again; on `Idle` it sleeps until woken.
+    pub fn next(&self) -> Option<Work<T>> {
+        match self.take(None) {
+            Next::Work(w) => Some(w),
+            Next::TimedOut | Next::Shutdown => None,
+        }
+    }
+
+    /// As [`Scheduler::next`], giving up after `timeout` with [`Next::TimedOut`].
+    pub fn next_timeout(&self, timeout: Duration) -> Next<T> {
+        let deadline = Instant::now().checked_add(timeout);
+        match deadline {
+            Some(d) => self.take(Some(d)),
+            None => self.take(None),
+        }
+    }
+
+    /// A batch if one can be handed out right now, [`Next::TimedOut`] if not, [`Next::Shutdown`] if
+    /// the scheduler is shut down and empty. Does not wait, beyond taking the lock.
+    pub fn try_next(&self) -> Next<T> {
+        self.take(Some(Instant::now()))
+    }
+
+    fn take(&self, deadline: Option<Instant>) -> Next<T> {
+        let inner = &*self.inner;
+        // Most batches hold one request: allocate its payload slot before taking the lock.
+        let mut payloads = Vec::with_capacity(1);
+        let mut st = inner.state.lock();
+        loop {
+            let now = st.tick(inner.clock.now());
+            let timer = match st.active.policy.dispatch(now) {
+                Dispatch::Ready(batch) => {
+                    st.take_payloads(&batch, now, &mut payloads);
+                    let generation = st.active.generation;
+                    if st.queued() > 0 {
+                        // More may be dispatchable and another worker may be idle: pass the wake on.
+                        inner.wake_one(&mut st);
+                    } else if st.shutdown {
+                        // The last queued request is out: the others can return.
+                        inner.wake_all(&mut st);
+                    }
+                    drop(st);
+                    let sink: Arc<dyn Sink> = self.inner.clone();
+                    return Next::Work(Work::new(
+                        payloads,
+                        Completion::new(sink, batch, generation, now),
+                    ));
+                }
+                Dispatch::NotBefore(t) => Some(t),
+                Dispatch::Idle => None,
+            };
+            if st.shutdown && st.queued() == 0 {
+                return Next::Shutdown;
+            }
+            // One waiting worker watches the earliest timer; the others sleep until woken.
+            let watch = timer.filter(|&t| st.timer.map_or(true, |held| t < held));
+            let real_now = Instant::now();
+            if deadline.is_some_and(|d| real_now >= d) {
+                if watch.is_some() {
+                    // Nobody watches this timer: hand it to a waiting worker before leaving.
+                    inner.wake_one(&mut st);
+                }
+                return Next::TimedOut;
+            }
+            let mut wake_at = deadline;
+            if let Some(t) = watch {
+                let wait = if t > now {
+                    Duration::from_nanos((t - now).0)
+                } else {
+                    PAST_TIMER_WAIT
+                };
+                if let Some(at) = real_now.checked_add(wait) {
+                    wake_at = Some(wake_at.map_or(at, |d| d.min(at)));
+                }
+                st.timer = Some(t);
+            }
+            st.waiting += 1;
+            let notified = match wake_at {
+                Some(at) => !inner.work_cv.wait_until(&mut st, at).timed_out(),
+                None => {
+                    inner.work_cv.wait(&mut st);
+                    true
+                }
+            };
+            st.waiting -= 1;
+            if notified {
+                st.wakes_pending = st.wakes_pending.saturating_sub(1);
+            }
+            debug_assert!(
+                st.wakes_pending <= st.waiting,
+                "more wakes pending than sleepers"
+            );
+            if watch.is_some() && st.timer == watch {
+                st.timer = None;
+            }
+        }
+    }
+
+    /// Calls `listener` for every original request that completes (after the scheduler lock is
+    /// released, on the completing thread), replacing any previous listener. A panicking listener is
+    /// caught and logged.
+    pub fn set_listener<F>(&self, listener: F)
+    where
+        F: Fn(&CompletionEvent) + Send + Sync + 'static,
+    {
+        let listener: Arc<ListenerFn> = Arc::new(listener);
+        self.inner.state.lock().listener = Some(listener);
+    }
+
+    /// Removes the completion listener.
+    pub fn clear_listener(&self) {
+        let old = self.inner.state.lock().listener.take();
+        drop(old);
+    }
+
+    /// Sets (`Some`) or clears (`None`) `job`'s priority in the policy, overriding the hints its
+    /// requests carry. Remembered and re-applied when another policy is switched in. Returns false
+    /// if the active policy has no notion of priority.
+    pub fn set_priority(&self, job: JobId, priority: Option<Priority>) -> bool {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let now = st.tick(raw);
+        match priority {
+            Some(p) => st.priorities.insert(job, p),
+            None => st.priorities.remove(&job),
+        };
+        let known = st.active.policy.set_priority(job, priority, now);
+        if st.queued() > 0 {
+            self.inner.wake_one(&mut st);
+        }
+        known
+    }
+
+    /// Replaces the active policy with `new` at run time.
+    ///
+    /// Queued requests are drained from the old policy and enqueued into `new` in the old policy's
+    /// order, keeping their ids, arrival times and payloads; priorities set through
+    /// [`Scheduler::set_priority`] are applied to `new` first. Batches the old policy dispatched
+    /// stay in service and complete against the old instance, which is kept until its last batch
+    /// completes. `new` knows nothing of those batches: an `iosets` policy switched in does not keep
+    /// a set exclusive for a job whose request is still in service in the old instance.
+    ///
+    /// # Errors
+    /// [`RuntimeError::PolicyNotEmpty`] if `new` already holds requests.
+    pub fn switch_policy(&self, mut new: Counted) -> Result<(), RuntimeError> {
+        if new.queued() != 0 || new.in_flight() != 0 {
+            return Err(RuntimeError::PolicyNotEmpty {
+                policy: new.name(),
+                queued: new.queued(),
+                in_flight: new.in_flight(),
+            });
+        }
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let now = st.tick(raw);
+        let moved = st.active.policy.drain();
+        let stranded = st.active.policy.queued();
+        for (&job, &p) in &st.priorities {
+            new.set_priority(job, Some(p), now);
+        }
+        for req in moved {
+            new.enqueue(req, now);
+        }
+        let generation = st.active.generation + 1;
+        let old = mem::replace(
+            &mut st.active,
+            Instance {
+                generation,
+                policy: new,
+            },
+        );
+        st.switches += 1;
+        let dropped = if old.policy.in_flight() > 0 {
+            st.retired.push(old);
+            None
+        } else {
+            st.retired_counters = add_counters(st.retired_counters, old.policy.counters());
+            Some(old)
+        };
+        // Every waiting worker asks the new policy; timers of the old one no longer hold.
+        st.timer = None;
+        self.inner.wake_all(&mut st);
+        drop(st);
+        drop(dropped);
+        if stranded > 0 {
+            tracing::error!(
+                stranded,
+                "old policy kept requests after drain (policy contract broken)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The active policy's name.
+    pub fn policy_name(&self) -> &'static str {
+        self.inner.state.lock().active.policy.name()
+    }
+
+    /// Refuses new requests from now on. Workers keep receiving what is queued; `next` returns
+    /// `None` once the queue is empty. Batches in service complete normally.
+    pub fn shutdown(&self) {
+        let mut st = self.inner.state.lock();
+        st.shutdown = true;
+        self.inner.wake_all(&mut st);
+    }
+
+    /// Whether [`Scheduler::shutdown`] was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.inner.state.lock().shutdown
+    }
+
+    /// Blocks until nothing is queued and nothing is in service. Needs workers to make progress.
+    pub fn wait_idle(&self) {
+        let mut st = self.inner.state.lock();
+        while st.queued() > 0 || st.in_flight() > 0 {
+            st.idle_waiters += 1;
+            self.inner.idle_cv.wait(&mut st);
+            st.idle_waiters -= 1;
+        }
+    }
+
+    /// As [`Scheduler::wait_idle`], giving up after `timeout`; returns whether the scheduler is idle.
+    pub fn wait_idle_timeout(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut st = self.inner.state.lock();
+        while st.queued() > 0 || st.in_flight() > 0 {
+            let Some(deadline) = deadline else {
+                st.idle_waiters += 1;
+                self.inner.idle_cv.wait(&mut st);
+                st.idle_waiters -= 1;
+                continue;
+            };
+            st.idle_waiters += 1;
+            let timed_out = self.inner.idle_cv.wait_until(&mut st, deadline).timed_out();
+            st.idle_waiters -= 1;
+            if timed_out {
+                return st.queued() == 0 && st.in_flight() == 0;
+            }
+        }
+        true
+    }
+
+    /// A snapshot of the counters and of every job's statistics.
+    pub fn stats(&self) -> SchedulerStats {
+        let st = self.inner.state.lock();
+        let mut jobs: Vec<JobStats> = Vec::with_capacity(st.jobs.len());
+        jobs.extend(st.jobs.iter().map(|(&id, j)| j.snapshot(id)));
+        let stats = SchedulerStats {
+            policy: st.active.policy.name(),
+            counters: st.counters(),
+            submitted: st.submitted,
+            queued: st.queued(),
+            in_flight: st.in_flight(),
+            requests_in_service: st.requests_in_service,
+            retired_policies: st.retired.len(),
+            switches: st.switches,
+            rejected_completions: st.rejected_completions,
+            shut_down: st.shutdown,
+            jobs,
+        };
+        drop(st);
+        let mut stats = stats;
+        stats.jobs.sort_unstable_by_key(|j| j.job);
+        stats
+    }
+
+    /// Removes and returns `job`'s statistics, if the job is known and has nothing queued or in
+    /// service (a server calls this when a job ends, to bound memory). `None` otherwise.
+    pub fn forget_job(&self, job: JobId) -> Option<JobStats> {
+        let mut st = self.inner.state.lock();
+        if !st.jobs.get(&job)?.is_idle() {
+            return None;
+        }
+        let entry = st.jobs.remove(&job)?;
+        st.forgotten_ops += entry.ops;
+        drop(st);
+        Some(entry.snapshot(job))
+    }
+
+    /// Checks every conservation invariant: each policy instance's own balance, the aggregate
+    /// counters, and the runtime's bookkeeping (payloads held, per-job counts, requests accounted
+    /// for as queued, in service or completed).
+    ///
+    /// # Errors
+    /// The first invariant found broken.
+    pub fn check_balance(&self) -> Result<(), RuntimeError> {
+        let st = self.inner.state.lock();
+        st.active.policy.check_balance()?;
+        for r in &st.retired {
+            r.policy.check_balance()?;
+        }
+        let c = st.counters();
+        let queued = st.queued() as u64;
+        let ops: u64 = st.forgotten_ops + st.jobs.values().map(|j| j.ops).sum::<u64>();
+        let checks: [(&'static str, u64, u64); 6] = [
+            (
+                "queued requests (inserted − merged − dispatched − withdrawn)",
+                c.queued(),
+                queued,
+            ),
+            (
+                "batches in service (dispatched − completed)",
+                c.in_flight(),
+                st.in_flight() as u64,
+            ),
+            (
+                "payloads held for queued requests",
+                queued,
+                st.payloads.len() as u64,
+            ),
+            (
+                "per-job queued requests",
+                queued,
+                st.jobs.values().map(|j| j.queued).sum(),
+            ),
+            (
+                "per-job requests in service",
+                st.requests_in_service,
+                st.jobs.values().map(|j| j.in_service).sum(),
+            ),
+            (
+                "requests submitted (queued + in service + completed)",
+                st.submitted,
+                queued + st.requests_in_service + ops,
+            ),
+        ];
+        for (what, expected, found) in checks {
+            if expected != found {
+                return Err(RuntimeError::Unbalanced {
+                    what,
+                    expected,
+                    found,
+                });
+            }
+        }
+        let net_inserted = c.inserted.saturating_sub(c.withdrawn);
+        if net_inserted != st.submitted {
+            return Err(RuntimeError::Unbalanced {
+                what: "requests inserted − withdrawn (submitted)",
+                expected: st.submitted,
+                found: net_inserted,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<T> fmt::Debug for Scheduler<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Scheduler");
+        match self.inner.state.try_lock() {
+            Some(st) => d
+                .field("policy", &st.active.policy.name())
+                .field("queued", &st.queued())
+                .field("in_flight", &st.in_flight())
+                .field("shut_down", &st.shutdown)
+                .finish(),
+            None => d.finish_non_exhaustive(),
+        }
+    }
+}

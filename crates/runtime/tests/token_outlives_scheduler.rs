@@ -1,0 +1,69 @@
+//! A completion token keeps the scheduler's state alive: answering it after every scheduler handle
+//! is dropped works and does not panic.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::policy;
+use iosets_runtime::{CompletionEvent, Scheduler};
+use iosets_types::{Op, Outcome, Request};
+
+fn scheduler_with_log() -> (Scheduler<String>, Arc<Mutex<Vec<Outcome>>>) {
+    let sched: Scheduler<String> = Scheduler::new(policy("wfq"));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let seen = log.clone();
+    sched.set_listener(move |e: &CompletionEvent| seen.lock().unwrap().push(e.outcome));
+    (sched, log)
+}
+
+#[test]
+fn completing_after_the_scheduler_is_dropped_does_not_panic() {
+    let (sched, log) = scheduler_with_log();
+    sched
+        .submit(
+            Request::new(0, 1, 1, 0, 100, Op::Write),
+            "reply".to_string(),
+        )
+        .unwrap();
+    sched
+        .submit(
+            Request::new(0, 2, 2, 0, 100, Op::Write),
+            "left queued".to_string(),
+        )
+        .unwrap();
+    let work = sched.try_next().work().unwrap();
+    drop(sched);
+    let payloads = work.complete(Outcome::Done { bytes: 100 });
+    assert_eq!(payloads, vec!["reply".to_string()]);
+    assert_eq!(*log.lock().unwrap(), vec![Outcome::Done { bytes: 100 }]);
+}
+
+#[test]
+fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
+    let (sched, log) = scheduler_with_log();
+    sched
+        .submit(Request::new(0, 1, 1, 0, 100, Op::Read), "reply".to_string())
+        .unwrap();
+    let (payloads, token) = sched.try_next().work().unwrap().into_parts();
+    drop(sched);
+    drop(payloads);
+    drop(token);
+    assert_eq!(*log.lock().unwrap(), vec![Outcome::Abandoned]);
+}
+
+#[test]
+fn completing_on_another_thread_after_the_scheduler_is_dropped() {
+    let (sched, log) = scheduler_with_log();
+    sched
+        .submit(Request::new(0, 1, 1, 0, 100, Op::Read), "reply".to_string())
+        .unwrap();
+    let work = sched.try_next().work().unwrap();
+    drop(sched);
+    std::thread::spawn(move || {
+        work.complete(Outcome::Failed { errno: 5 });
+    })
+    .join()
+    .unwrap();
+    assert_eq!(*log.lock().unwrap(), vec![Outcome::Failed { errno: 5 }]);
+}
