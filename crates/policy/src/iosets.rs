@@ -82,6 +82,9 @@ pub enum Order {
     JobId,
 }
 
+/// How many emptied job queues are kept for reuse.
+const SPARE_QUEUES: usize = 256;
+
 /// A set: all jobs of one priority, or a job without priority alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum SetKey {
@@ -132,6 +135,8 @@ pub struct IoSets {
     explicit: IdMap<JobId, Priority>,
     configured: IdMap<JobId, Priority>,
     in_service: IdMap<RequestId, JobId>,
+    /// Emptied job queues kept for reuse.
+    spare: Vec<VecDeque<Request>>,
     sched: Wf2q<SetKey>,
     len: usize,
     seq: u64,
@@ -149,6 +154,7 @@ impl IoSets {
             explicit: IdMap::default(),
             configured: IdMap::default(),
             in_service: IdMap::default(),
+            spare: Vec::new(),
             sched: Wf2q::new(),
             len: 0,
             seq: 0,
@@ -238,8 +244,7 @@ impl IoSets {
 
     /// The length of the request `set` would dispatch next, or `None` if it has nothing it may
     /// dispatch (empty, or blocked behind its holder's in-service requests).
-    fn head_len(&self, key: SetKey) -> Option<u64> {
-        let set = self.sets.get(&key)?;
+    fn head_len(&self, set: &Set) -> Option<u64> {
         match set.holder {
             Some(h) => {
                 let job = &self.jobs[&h];
@@ -272,17 +277,16 @@ impl IoSets {
     /// Brings the fair-queuing state of `key` in line with what the set can dispatch, and removes
     /// the set once it has no members.
     fn refresh(&mut self, key: SetKey) {
-        let head = self.head_len(key);
-        let active = self.sched.is_backlogged(key);
-        match (head, active) {
-            (Some(len), false) => {
-                let w = self.sets[&key].priority.get();
-                self.sched.arrive(key, w, len);
-            }
+        let Some(set) = self.sets.get(&key) else {
+            return;
+        };
+        let (head, weight, empty) = (self.head_len(set), set.priority.get(), set.members == 0);
+        match (head, self.sched.is_backlogged(key)) {
+            (Some(len), false) => self.sched.arrive(key, weight, len),
             (None, true) => self.sched.leave(key),
             _ => {}
         }
-        if self.sets.get(&key).is_some_and(|s| s.members == 0) {
+        if empty {
             debug_assert!(head.is_none());
             self.sets.remove(&key);
         }
@@ -383,8 +387,17 @@ impl IoSets {
         let job = &self.jobs[&id];
         if job.queue.is_empty() && job.in_service == 0 {
             let key = self.leave_set(id);
-            self.jobs.remove(&id);
+            let job = self.jobs.remove(&id).expect("job");
+            self.recycle(job.queue);
             self.refresh(key);
+        }
+    }
+
+    /// Keeps an emptied job queue for the next new job, up to a bound.
+    fn recycle(&mut self, queue: VecDeque<Request>) {
+        debug_assert!(queue.is_empty());
+        if self.spare.len() < SPARE_QUEUES {
+            self.spare.push(queue);
         }
     }
 }
@@ -403,7 +416,11 @@ impl Policy for IoSets {
             self.jobs.insert(
                 id,
                 Job {
-                    queue: VecDeque::from([req]),
+                    queue: {
+                        let mut q = self.spare.pop().unwrap_or_default();
+                        q.push_back(req);
+                        q
+                    },
                     in_service: 0,
                     set: key,
                     waiting: None,
@@ -467,9 +484,11 @@ impl Policy for IoSets {
                 continue;
             };
             job.in_service += 1;
+            // The holder keeps the set (it has a request in service): its next request is the
+            // set's head, and without one the set is blocked or empty.
+            let next = job.queue.front().map(|r| r.len);
             self.len -= 1;
             self.in_service.insert(req.id, holder);
-            let next = self.head_len(key);
             self.sched.served(key, req.len, next);
             return Dispatch::Ready(Batch::single(req));
         }
@@ -486,24 +505,34 @@ impl Policy for IoSets {
             return;
         }
         let key = job.set;
-        let has_queued = !job.queue.is_empty();
+        if job.queue.is_empty() {
+            // The job's burst is over: it leaves its set (releasing it if it held it) and is
+            // forgotten. A job with nothing queued is never in a waiting list.
+            debug_assert!(job.waiting.is_none());
+            let job = self.jobs.remove(&job_id).expect("job");
+            self.recycle(job.queue);
+            let set = self.sets.get_mut(&key).expect("set of a job");
+            set.members -= 1;
+            if set.holder == Some(job_id) {
+                set.holder = None;
+                set.yielding = false;
+                set.last_holder = Some(job_id);
+            }
+            self.refresh(key);
+            return;
+        }
         let set = self.sets.get_mut(&key).expect("set of a job");
-        if set.holder == Some(job_id) && (set.yielding || !has_queued) {
-            // The holder's burst is over (or it yielded): the set passes on.
+        if set.holder == Some(job_id) && set.yielding {
+            // The holder yielded and its last request in service is done: the set passes on and
+            // the job queues again with a new burst.
             set.holder = None;
             set.yielding = false;
             set.last_holder = Some(job_id);
-            if has_queued {
-                let seq = self.next_seq();
-                self.jobs.get_mut(&job_id).expect("job").burst = (now, seq);
-                self.start_waiting(job_id, now);
-            }
+            let seq = self.next_seq();
+            self.jobs.get_mut(&job_id).expect("job").burst = (now, seq);
+            self.start_waiting(job_id, now);
         }
-        if has_queued {
-            self.refresh(key);
-        } else {
-            self.retire_if_idle(job_id);
-        }
+        self.refresh(key);
     }
 
     fn queued(&self) -> usize {

@@ -22,15 +22,18 @@
 //! backlogged or still in debt. When nothing at all is backlogged, `V` restarts at zero and all debt
 //! is forgiven (the device was idle: nobody was wronged).
 //!
-//! Costs: `O(log n)` per call in the number of backlogged flows (two ordered sets), no scan.
+//! Costs: `O(log n)` per call in the number of flows, no scan. The three orders (eligible flows by
+//! finish tag, pending flows by start tag, parked flows by finish tag) are binary heaps with lazy
+//! deletion: a flow's entry carries the flow's generation, and an entry whose generation is stale is
+//! dropped when it surfaces. Heaps are rebuilt when stale entries outnumber live flows.
 
-use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 use std::hash::Hash;
 
 use iosets_types::hash::IdMap;
 
-/// An `f64` with a total order, for tags in ordered sets.
+/// An `f64` with a total order, for tags in heaps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Tag(f64);
 
@@ -56,6 +59,8 @@ enum State {
     Eligible,
     /// Not backlogged, but in debt (`finish > V`); remembered until `V` passes `finish`.
     Parked,
+    /// Slot free.
+    Free,
 }
 
 #[derive(Debug)]
@@ -65,6 +70,46 @@ struct Flow<K> {
     start: f64,
     finish: f64,
     state: State,
+    /// Bumped whenever the flow enters or leaves a heap; heap entries with another value are stale.
+    generation: u64,
+}
+
+/// A heap entry: (tag, flow index, generation), smallest tag first, ties by flow index.
+type Entry = Reverse<(Tag, usize, u64)>;
+
+/// A min-heap of flows by tag with lazy deletion.
+#[derive(Debug, Default)]
+struct Heap(BinaryHeap<Entry>);
+
+impl Heap {
+    fn push<K>(&mut self, flows: &mut [Flow<K>], i: usize, tag: f64) {
+        flows[i].generation += 1;
+        self.0.push(Reverse((Tag(tag), i, flows[i].generation)));
+    }
+
+    /// The smallest live entry, dropping stale ones on the way.
+    fn peek<K>(&mut self, flows: &[Flow<K>]) -> Option<(f64, usize)> {
+        while let Some(&Reverse((Tag(t), i, g))) = self.0.peek() {
+            if flows[i].generation == g {
+                return Some((t, i));
+            }
+            self.0.pop();
+        }
+        None
+    }
+
+    fn pop<K>(&mut self, flows: &[Flow<K>]) -> Option<(f64, usize)> {
+        let top = self.peek(flows)?;
+        self.0.pop();
+        Some(top)
+    }
+
+    /// Drops stale entries when they outnumber `live` by far.
+    fn compact<K>(&mut self, flows: &[Flow<K>], live: usize) {
+        if self.0.len() > 2 * live + 64 {
+            self.0.retain(|&Reverse((_, i, g))| flows[i].generation == g);
+        }
+    }
 }
 
 /// The WF²Q+ scheduler over flows named by `K`.
@@ -73,12 +118,13 @@ pub struct Wf2q<K> {
     flows: Vec<Flow<K>>,
     free: Vec<usize>,
     index: IdMap<K, usize>,
-    /// Eligible flows by (finish, flow).
-    eligible: BTreeSet<(Tag, usize)>,
-    /// Backlogged but not yet eligible flows by (start, flow).
-    pending: BTreeSet<(Tag, usize)>,
-    /// Idle flows in debt, by (finish, flow).
-    parked: BTreeSet<(Tag, usize)>,
+    /// Eligible flows by finish tag.
+    eligible: Heap,
+    /// Backlogged but not yet eligible flows by start tag.
+    pending: Heap,
+    /// Idle flows in debt, by finish tag.
+    parked: Heap,
+    backlogged: usize,
     vtime: f64,
     active_weight: f64,
 }
@@ -89,9 +135,10 @@ impl<K: Copy + Eq + Hash> Default for Wf2q<K> {
             flows: Vec::new(),
             free: Vec::new(),
             index: IdMap::default(),
-            eligible: BTreeSet::new(),
-            pending: BTreeSet::new(),
-            parked: BTreeSet::new(),
+            eligible: Heap::default(),
+            pending: Heap::default(),
+            parked: Heap::default(),
+            backlogged: 0,
             vtime: 0.0,
             active_weight: 0.0,
         }
@@ -111,14 +158,14 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
 
     /// Number of backlogged flows.
     pub fn backlogged(&self) -> usize {
-        self.eligible.len() + self.pending.len()
+        self.backlogged
     }
 
     /// True if `key` is backlogged.
     pub fn is_backlogged(&self, key: K) -> bool {
         self.index
             .get(&key)
-            .is_some_and(|&i| self.flows[i].state != State::Parked)
+            .is_some_and(|&i| matches!(self.flows[i].state, State::Pending | State::Eligible))
     }
 
     /// The system virtual time.
@@ -133,15 +180,10 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// # Panics
     /// If `key` is already backlogged or `weight` is not positive: both are caller bugs.
     pub fn arrive(&mut self, key: K, weight: f64, head_len: u64) {
-        assert!(
-            weight.is_finite() && weight > 0.0,
-            "weight must be positive, got {weight}"
-        );
+        assert!(weight.is_finite() && weight > 0.0, "weight must be positive, got {weight}");
         let i = match self.index.get(&key) {
             Some(&i) => {
-                let f = &self.flows[i];
-                assert_eq!(f.state, State::Parked, "flow arrived twice");
-                self.parked.remove(&(Tag(f.finish), i));
+                assert_eq!(self.flows[i].state, State::Parked, "flow arrived twice");
                 i
             }
             None => self.alloc(key),
@@ -151,19 +193,20 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
         f.start = f.finish.max(self.vtime);
         f.finish = f.start + cost(head_len) / weight;
         self.active_weight += weight;
+        self.backlogged += 1;
         self.insert_backlogged(i);
     }
 
     /// The flow to serve next, or `None` if none is backlogged. Does not change any tag.
     pub fn select(&mut self) -> Option<K> {
         self.promote();
-        if self.eligible.is_empty() {
+        if self.eligible.peek(&self.flows).is_none() {
             // Only happens through float rounding: V = max(V, min S) makes some flow eligible.
-            let &(Tag(s), _) = self.pending.first()?;
+            let (s, _) = self.pending.peek(&self.flows)?;
             self.vtime = self.vtime.max(s);
             self.promote();
         }
-        self.eligible.first().map(|&(_, i)| self.flows[i].key)
+        self.eligible.peek(&self.flows).map(|(_, i)| self.flows[i].key)
     }
 
     /// `key`, backlogged, was served `len` bytes. With `next_len = Some(n)` it stays backlogged with
@@ -173,7 +216,6 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// If `key` is not backlogged.
     pub fn served(&mut self, key: K, len: u64, next_len: Option<u64>) {
         let i = self.backlogged_index(key);
-        self.remove_backlogged(i);
         let weight = self.flows[i].weight;
         // The tag is charged for what was actually served (a merged batch may exceed the head).
         let finish = self.flows[i].start + cost(len) / weight;
@@ -200,7 +242,6 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// If `key` is not backlogged.
     pub fn leave(&mut self, key: K) {
         let i = self.backlogged_index(key);
-        self.remove_backlogged(i);
         self.flows[i].finish = self.flows[i].start;
         self.deactivate(i);
         self.settle();
@@ -213,21 +254,24 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
 
     fn backlogged_index(&self, key: K) -> usize {
         match self.index.get(&key) {
-            Some(&i) if self.flows[i].state != State::Parked => i,
+            Some(&i) if matches!(self.flows[i].state, State::Pending | State::Eligible) => i,
             _ => panic!("flow is not backlogged"),
         }
     }
 
     fn alloc(&mut self, key: K) -> usize {
-        let flow = Flow {
+        let mut flow = Flow {
             key,
             weight: 1.0,
             start: 0.0,
             finish: 0.0,
             state: State::Parked,
+            generation: 0,
         };
         let i = match self.free.pop() {
             Some(i) => {
+                // Keep counting generations: entries of the slot's former flow stay stale.
+                flow.generation = self.flows[i].generation + 1;
                 self.flows[i] = flow;
                 i
             }
@@ -241,80 +285,82 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     }
 
     fn forget(&mut self, i: usize) {
-        self.index.remove(&self.flows[i].key);
+        let f = &mut self.flows[i];
+        f.state = State::Free;
+        f.generation += 1;
+        self.index.remove(&f.key);
         self.free.push(i);
     }
 
+    /// Puts backlogged flow `i` in the eligible or the pending heap (dropping any older entry).
     fn insert_backlogged(&mut self, i: usize) {
-        let f = &mut self.flows[i];
-        if f.start <= self.vtime {
-            f.state = State::Eligible;
-            self.eligible.insert((Tag(f.finish), i));
+        let (start, finish) = (self.flows[i].start, self.flows[i].finish);
+        if start <= self.vtime {
+            self.flows[i].state = State::Eligible;
+            self.eligible.push(&mut self.flows, i, finish);
         } else {
-            f.state = State::Pending;
-            self.pending.insert((Tag(f.start), i));
+            self.flows[i].state = State::Pending;
+            self.pending.push(&mut self.flows, i, start);
         }
     }
 
-    fn remove_backlogged(&mut self, i: usize) {
-        let f = &self.flows[i];
-        let removed = match f.state {
-            State::Eligible => self.eligible.remove(&(Tag(f.finish), i)),
-            State::Pending => self.pending.remove(&(Tag(f.start), i)),
-            State::Parked => false,
-        };
-        debug_assert!(removed);
-    }
-
-    /// `i` was just taken out of the backlogged sets: park it if in debt, else forget it.
+    /// `i` stops being backlogged: park it if in debt, else forget it.
     fn deactivate(&mut self, i: usize) {
         self.active_weight -= self.flows[i].weight;
-        let f = &mut self.flows[i];
-        f.state = State::Parked;
-        if f.finish > self.vtime {
-            self.parked.insert((Tag(f.finish), i));
+        self.backlogged -= 1;
+        let finish = self.flows[i].finish;
+        if finish > self.vtime {
+            self.flows[i].state = State::Parked;
+            self.parked.push(&mut self.flows, i, finish);
         } else {
             self.forget(i);
         }
     }
 
-    /// Moves pending flows whose start tag `V` has reached into the eligible set.
+    /// Moves pending flows whose start tag `V` has reached into the eligible heap.
     fn promote(&mut self) {
-        while let Some(&(Tag(s), i)) = self.pending.first() {
+        while let Some((s, i)) = self.pending.peek(&self.flows) {
             if s > self.vtime {
                 break;
             }
-            self.pending.pop_first();
-            let f = &mut self.flows[i];
-            f.state = State::Eligible;
-            self.eligible.insert((Tag(f.finish), i));
+            self.pending.pop(&self.flows);
+            self.flows[i].state = State::Eligible;
+            let finish = self.flows[i].finish;
+            self.eligible.push(&mut self.flows, i, finish);
         }
     }
 
-    /// After a change: `V = max(V, min S)`, forget flows whose debt `V` has passed, and restart
-    /// from zero when nothing is backlogged.
+    /// After a change: `V = max(V, min S)`, forget flows whose debt `V` has passed, restart from
+    /// zero when nothing is backlogged, and drop stale heap entries when they pile up.
     fn settle(&mut self) {
-        if self.backlogged() == 0 {
+        if self.backlogged == 0 {
             // Idle: forgive all debt, restart virtual time (also bounds float growth).
-            for (_, i) in std::mem::take(&mut self.parked) {
+            while let Some((_, i)) = self.parked.pop(&self.flows) {
                 self.forget(i);
             }
+            self.eligible.0.clear();
+            self.pending.0.clear();
+            self.parked.0.clear();
             self.vtime = 0.0;
             self.active_weight = 0.0;
             return;
         }
-        if self.eligible.is_empty() {
-            if let Some(&(Tag(s), _)) = self.pending.first() {
+        if self.eligible.peek(&self.flows).is_none() {
+            if let Some((s, _)) = self.pending.peek(&self.flows) {
                 self.vtime = self.vtime.max(s);
             }
         }
-        while let Some(&(Tag(f), i)) = self.parked.first() {
+        while let Some((f, i)) = self.parked.peek(&self.flows) {
             if f > self.vtime {
                 break;
             }
-            self.parked.pop_first();
+            self.parked.pop(&self.flows);
             self.forget(i);
         }
+        let live = self.index.len();
+        self.eligible.compact(&self.flows, live);
+        self.pending.compact(&self.flows, live);
+        self.parked.compact(&self.flows, live);
     }
 }
 
@@ -386,7 +432,7 @@ mod tests {
         assert_eq!(s.select(), Some(0));
         s.served(0, 100, None);
         assert!(!s.is_backlogged(0));
-        assert_eq!(s.parked.len(), 1);
+        assert!(s.parked.peek(&s.flows).is_some());
         // It comes back at once: flow 1 (start 0) must go before it (start 100).
         s.arrive(0, 1.0, 100);
         assert_eq!(s.select(), Some(1));
@@ -394,7 +440,7 @@ mod tests {
         s.served(0, 100, None);
         // Nothing is backlogged: all state is gone and V restarts.
         assert_eq!(s.backlogged(), 0);
-        assert!(s.index.is_empty() && s.parked.is_empty());
+        assert!(s.index.is_empty() && s.parked.0.is_empty());
         assert_eq!(s.virtual_time(), 0.0);
     }
 

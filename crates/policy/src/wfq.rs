@@ -42,6 +42,9 @@ pub const TUNABLES: &[TunableSpec] = &[
     },
 ];
 
+/// How many emptied queues are kept for reuse.
+const SPARE_QUEUES: usize = 256;
+
 /// What a queue is keyed by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyBy {
@@ -59,6 +62,8 @@ pub struct Wfq {
     weights: IdMap<u64, f64>,
     overrides: IdMap<u64, f64>,
     queues: IdMap<u64, VecDeque<Request>>,
+    /// Emptied queues kept for reuse, so that a queue that empties and refills does not allocate.
+    spare: Vec<VecDeque<Request>>,
     sched: Wf2q<u64>,
     len: usize,
 }
@@ -77,6 +82,7 @@ impl Wfq {
             weights: weights.iter().copied().collect(),
             overrides: IdMap::default(),
             queues: IdMap::default(),
+            spare: Vec::new(),
             sched: Wf2q::new(),
             len: 0,
         }
@@ -116,7 +122,8 @@ impl Policy for Wfq {
 
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         let key = self.key(&req);
-        let q = self.queues.entry(key).or_default();
+        let spare = &mut self.spare;
+        let q = self.queues.entry(key).or_insert_with(|| spare.pop().unwrap_or_default());
         q.push_back(req);
         self.len += 1;
         if q.len() == 1 {
@@ -136,7 +143,10 @@ impl Policy for Wfq {
         let req = q.pop_front().expect("a backlogged queue is not empty");
         let next = q.front().map(|r| r.len);
         if next.is_none() {
-            self.queues.remove(&key);
+            let q = self.queues.remove(&key).expect("queue");
+            if self.spare.len() < SPARE_QUEUES {
+                self.spare.push(q);
+            }
         }
         self.sched.served(key, req.len, next);
         self.len -= 1;
