@@ -33,6 +33,8 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use slab::Slab;
+
 use crate::set10::{SetMapping, DEFAULT_PRIORITY};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
@@ -92,15 +94,21 @@ enum SetKey {
     Solo(JobId),
 }
 
-/// Position of a waiting job: `(burst time, tie-break, job)` for arrival order, `(job, 0, job)` for
-/// job-id order.
-type WaitKey = (u64, u64, JobId);
+/// A slot in the job or set slab.
+type Slot = usize;
+
+/// Position of a waiting job: `(burst time, tie-break, job, slot)` for arrival order,
+/// `(job, 0, job, slot)` for job-id order. The slot rides along for direct access; it never
+/// decides the order (the first three fields are unique).
+type WaitKey = (u64, u64, JobId, Slot);
 
 #[derive(Debug)]
 struct Job {
+    id: JobId,
     queue: VecDeque<Request>,
     in_service: u32,
-    set: SetKey,
+    /// The slot of the job's set.
+    set: Slot,
     /// Where the job sits in its set's waiting list, if it waits.
     waiting: Option<WaitKey>,
     /// Burst arrival (time, sequence), for arrival order.
@@ -110,9 +118,11 @@ struct Job {
 
 #[derive(Debug)]
 struct Set {
+    key: SetKey,
     priority: Priority,
     members: usize,
-    holder: Option<JobId>,
+    /// The slot of the job holding the set.
+    holder: Option<Slot>,
     /// The holder exceeded `max_exclusive` and waits for its in-service requests to finish.
     yielding: bool,
     /// When the holder took the set.
@@ -130,13 +140,17 @@ pub struct IoSets {
     order: Order,
     max_exclusive: Option<Nanos>,
     default_priority: Priority,
-    jobs: IdMap<JobId, Job>,
-    sets: IdMap<SetKey, Set>,
+    jobs: Slab<Job>,
+    job_slots: IdMap<JobId, Slot>,
+    sets: Slab<Set>,
+    set_slots: IdMap<SetKey, Slot>,
     explicit: IdMap<JobId, Priority>,
     configured: IdMap<JobId, Priority>,
-    in_service: IdMap<RequestId, JobId>,
+    /// In-service request → slot of its job.
+    in_service: IdMap<RequestId, Slot>,
     /// Emptied job queues kept for reuse.
     spare: Vec<VecDeque<Request>>,
+    /// Fair queuing across sets, keyed by set (a set that re-forms keeps its WF²Q+ debt).
     sched: Wf2q<SetKey>,
     len: usize,
     seq: u64,
@@ -149,8 +163,10 @@ impl IoSets {
             order,
             max_exclusive,
             default_priority,
-            jobs: IdMap::default(),
-            sets: IdMap::default(),
+            jobs: Slab::new(),
+            job_slots: IdMap::default(),
+            sets: Slab::new(),
+            set_slots: IdMap::default(),
             explicit: IdMap::default(),
             configured: IdMap::default(),
             in_service: IdMap::default(),
@@ -206,35 +222,30 @@ impl IoSets {
         }
     }
 
-    fn wait_key(&mut self, job: JobId, burst: (Nanos, u64)) -> WaitKey {
-        match self.order {
-            Order::Arrival => (burst.0 .0, burst.1, job),
-            Order::JobId => (job.0, 0, job),
-        }
-    }
-
     fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
 
-    /// Puts `job` (which has queued work and is not the holder) in its set's waiting list.
-    fn start_waiting(&mut self, id: JobId, now: Nanos) {
-        let job = &self.jobs[&id];
-        let (set_key, burst) = (job.set, job.burst);
-        let key = self.wait_key(id, burst);
-        self.jobs.get_mut(&id).expect("job").waiting = Some(key);
-        let set = self.sets.get_mut(&set_key).expect("set of a job");
+    /// Puts job `j` (which has queued work and is not the holder) in its set's waiting list.
+    fn start_waiting(&mut self, j: Slot, now: Nanos) {
+        let job = &mut self.jobs[j];
+        let key = match self.order {
+            Order::Arrival => (job.burst.0 .0, job.burst.1, job.id, j),
+            Order::JobId => (job.id.0, 0, job.id, j),
+        };
+        job.waiting = Some(key);
+        let set = &mut self.sets[job.set];
         set.waiting.insert(key);
         if set.holder.is_some() && set.contended_since.is_none() {
             set.contended_since = Some(now);
         }
     }
 
-    fn stop_waiting(&mut self, id: JobId) {
-        let job = self.jobs.get_mut(&id).expect("job");
+    fn stop_waiting(&mut self, j: Slot) {
+        let job = &mut self.jobs[j];
         if let Some(key) = job.waiting.take() {
-            let set = self.sets.get_mut(&job.set).expect("set of a job");
+            let set = &mut self.sets[job.set];
             set.waiting.remove(&key);
             if set.waiting.is_empty() {
                 set.contended_since = None;
@@ -242,45 +253,37 @@ impl IoSets {
         }
     }
 
-    /// The length of the request `set` would dispatch next, or `None` if it has nothing it may
+    /// The length of the request set `s` would dispatch next, or `None` if it has nothing it may
     /// dispatch (empty, or blocked behind its holder's in-service requests).
-    fn head_len(&self, set: &Set) -> Option<u64> {
-        match set.holder {
-            Some(h) => {
-                let job = &self.jobs[&h];
-                if set.yielding {
-                    None
-                } else {
-                    job.queue.front().map(|r| r.len)
-                }
-            }
-            None => {
-                let first = self.next_waiter(set)?;
-                self.jobs[&first].queue.front().map(|r| r.len)
-            }
-        }
+    fn head_len(&self, s: Slot) -> Option<u64> {
+        let set = &self.sets[s];
+        let job = match set.holder {
+            Some(_) if set.yielding => return None,
+            Some(h) => h,
+            None => self.next_waiter(set)?,
+        };
+        self.jobs[job].queue.front().map(|r| r.len)
     }
 
     /// The waiting job that takes the set when it is free.
-    fn next_waiter(&self, set: &Set) -> Option<JobId> {
+    fn next_waiter(&self, set: &Set) -> Option<Slot> {
         let pick = match (self.order, set.last_holder) {
             (Order::JobId, Some(last)) => set
                 .waiting
-                .range((last.0.saturating_add(1), 0, JobId(0))..)
+                .range((last.0.saturating_add(1), 0, JobId(0), 0)..)
                 .next()
                 .or_else(|| set.waiting.first()),
             _ => set.waiting.first(),
         };
-        pick.map(|&(_, _, j)| j)
+        pick.map(|w| w.3)
     }
 
-    /// Brings the fair-queuing state of `key` in line with what the set can dispatch, and removes
-    /// the set once it has no members.
-    fn refresh(&mut self, key: SetKey) {
-        let Some(set) = self.sets.get(&key) else {
-            return;
-        };
-        let (head, weight, empty) = (self.head_len(set), set.priority.get(), set.members == 0);
+    /// Brings the fair-queuing state of set `s` in line with what it can dispatch, and removes the
+    /// set once it has no members.
+    fn refresh(&mut self, s: Slot) {
+        let head = self.head_len(s);
+        let set = &self.sets[s];
+        let (key, weight, empty) = (set.key, set.priority.get(), set.members == 0);
         match (head, self.sched.is_backlogged(key)) {
             (Some(len), false) => self.sched.arrive(key, weight, len),
             (None, true) => self.sched.leave(key),
@@ -288,65 +291,77 @@ impl IoSets {
         }
         if empty {
             debug_assert!(head.is_none());
-            self.sets.remove(&key);
+            self.sets.remove(s);
+            self.set_slots.remove(&key);
         }
     }
 
-    /// Adds `id` to set `key` (creating it), as waiter or holder.
-    fn join(&mut self, id: JobId, key: SetKey, priority: Priority, now: Nanos) {
-        let set = self.sets.entry(key).or_insert_with(|| Set {
-            priority,
-            members: 0,
-            holder: None,
-            yielding: false,
-            held_since: now,
-            contended_since: None,
-            last_holder: None,
-            waiting: BTreeSet::new(),
-        });
+    /// Adds job `j` to the set `key` (creating it), as waiter or holder.
+    fn join(&mut self, j: Slot, key: SetKey, priority: Priority, now: Nanos) -> Slot {
+        let s = match self.set_slots.get(&key) {
+            Some(&s) => s,
+            None => {
+                let s = self.sets.insert(Set {
+                    key,
+                    priority,
+                    members: 0,
+                    holder: None,
+                    yielding: false,
+                    held_since: now,
+                    contended_since: None,
+                    last_holder: None,
+                    waiting: BTreeSet::new(),
+                });
+                self.set_slots.insert(key, s);
+                s
+            }
+        };
+        let set = &mut self.sets[s];
         set.members += 1;
-        let job = self.jobs.get_mut(&id).expect("job");
-        job.set = key;
+        let job = &mut self.jobs[j];
+        job.set = s;
         if job.in_service > 0 && set.holder.is_none() {
-            set.holder = Some(id);
+            set.holder = Some(j);
             set.held_since = now;
             set.contended_since = (!set.waiting.is_empty()).then_some(now);
         } else if !job.queue.is_empty() {
-            self.start_waiting(id, now);
+            self.start_waiting(j, now);
         }
+        s
     }
 
-    /// Takes `id` out of its set (releasing the set if it held it).
-    fn leave_set(&mut self, id: JobId) -> SetKey {
-        self.stop_waiting(id);
-        let key = self.jobs[&id].set;
-        let set = self.sets.get_mut(&key).expect("set of a job");
+    /// Takes job `j` out of its set (releasing the set if it held it); returns the set's slot.
+    fn leave_set(&mut self, j: Slot) -> Slot {
+        self.stop_waiting(j);
+        let job = &self.jobs[j];
+        let set = &mut self.sets[job.set];
         set.members -= 1;
-        if set.holder == Some(id) {
+        if set.holder == Some(j) {
             set.holder = None;
             set.yielding = false;
-            set.last_holder = Some(id);
+            set.last_holder = Some(job.id);
         }
-        key
+        job.set
     }
 
-    /// Moves `id` to the set its current priority says, if that changed.
-    fn place(&mut self, id: JobId, now: Nanos) {
-        let (key, priority) = self.placement(id, self.jobs[&id].hint);
-        if key == self.jobs[&id].set {
+    /// Moves job `j` to the set its current priority says, if that changed.
+    fn place(&mut self, j: Slot, now: Nanos) {
+        let job = &self.jobs[j];
+        let (key, priority) = self.placement(job.id, job.hint);
+        if key == self.sets[job.set].key {
             return;
         }
-        let old = self.leave_set(id);
-        self.join(id, key, priority, now);
+        let old = self.leave_set(j);
+        let new = self.join(j, key, priority, now);
         self.refresh(old);
-        self.refresh(key);
+        self.refresh(new);
     }
 
-    /// Makes the next waiter of `key` the holder; returns it.
-    fn hand_over(&mut self, key: SetKey, now: Nanos) -> Option<JobId> {
-        let next = self.next_waiter(&self.sets[&key])?;
+    /// Makes the next waiter of set `s` the holder; returns it.
+    fn hand_over(&mut self, s: Slot, now: Nanos) -> Option<Slot> {
+        let next = self.next_waiter(&self.sets[s])?;
         self.stop_waiting(next);
-        let set = self.sets.get_mut(&key).expect("set");
+        let set = &mut self.sets[s];
         set.holder = Some(next);
         set.yielding = false;
         set.held_since = now;
@@ -364,41 +379,34 @@ impl IoSets {
         }
     }
 
-    /// The holder of `key` gives the set up: it queues again behind the others with a new burst.
-    fn yield_holder(&mut self, key: SetKey, now: Nanos) {
-        let set = self.sets.get_mut(&key).expect("set");
-        let holder = set.holder.expect("a holder yields");
-        if self.jobs[&holder].in_service > 0 {
-            set.yielding = true;
+    /// The holder of set `s` gives the set up: it queues again behind the others with a new burst.
+    fn yield_holder(&mut self, s: Slot, now: Nanos) {
+        let h = self.sets[s].holder.expect("a holder yields");
+        if self.jobs[h].in_service > 0 {
+            self.sets[s].yielding = true;
             return;
         }
-        set.holder = None;
-        set.last_holder = Some(holder);
         let seq = self.next_seq();
-        let job = self.jobs.get_mut(&holder).expect("job");
+        let set = &mut self.sets[s];
+        set.holder = None;
+        set.last_holder = Some(self.jobs[h].id);
+        let job = &mut self.jobs[h];
         job.burst = (now, seq);
         if !job.queue.is_empty() {
-            self.start_waiting(holder, now);
+            self.start_waiting(h, now);
         }
     }
 
-    /// Forgets `id` if it has nothing queued and nothing in service.
-    fn retire_if_idle(&mut self, id: JobId) {
-        let job = &self.jobs[&id];
-        if job.queue.is_empty() && job.in_service == 0 {
-            let key = self.leave_set(id);
-            let job = self.jobs.remove(&id).expect("job");
-            self.recycle(job.queue);
-            self.refresh(key);
-        }
-    }
-
-    /// Keeps an emptied job queue for the next new job, up to a bound.
-    fn recycle(&mut self, queue: VecDeque<Request>) {
-        debug_assert!(queue.is_empty());
+    /// Forgets job `j`, which has nothing queued and nothing in service, and refreshes its set.
+    fn retire(&mut self, j: Slot) {
+        let s = self.leave_set(j);
+        let job = self.jobs.remove(j);
+        debug_assert!(job.queue.is_empty() && job.in_service == 0);
+        self.job_slots.remove(&job.id);
         if self.spare.len() < SPARE_QUEUES {
-            self.spare.push(queue);
+            self.spare.push(job.queue);
         }
+        self.refresh(s);
     }
 }
 
@@ -408,76 +416,66 @@ impl Policy for IoSets {
     }
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
-        let id = req.job;
         self.len += 1;
-        if !self.jobs.contains_key(&id) {
-            let seq = self.next_seq();
-            let (key, priority) = self.placement(id, req.priority);
-            self.jobs.insert(
-                id,
-                Job {
-                    queue: {
-                        let mut q = self.spare.pop().unwrap_or_default();
-                        q.push_back(req);
-                        q
-                    },
-                    in_service: 0,
-                    set: key,
-                    waiting: None,
-                    burst: (now, seq),
-                    hint: req.priority,
-                },
-            );
-            self.join(id, key, priority, now);
-            self.refresh(key);
-            return;
-        }
         let seq = self.next_seq();
-        let job = self.jobs.get_mut(&id).expect("job");
-        let idle = job.queue.is_empty() && job.in_service == 0;
-        if idle {
-            job.burst = (now, seq);
-        }
+        let Some(&j) = self.job_slots.get(&req.job) else {
+            let (key, priority) = self.placement(req.job, req.priority);
+            let mut queue = self.spare.pop().unwrap_or_default();
+            queue.push_back(req);
+            let j = self.jobs.insert(Job {
+                id: req.job,
+                queue,
+                in_service: 0,
+                set: 0,
+                waiting: None,
+                burst: (now, seq),
+                hint: req.priority,
+            });
+            self.job_slots.insert(req.job, j);
+            let s = self.join(j, key, priority, now);
+            self.refresh(s);
+            return;
+        };
+        let job = &mut self.jobs[j];
         job.queue.push_back(req);
         let hint_changed = req.priority.is_some() && req.priority != job.hint;
         if hint_changed {
             job.hint = req.priority;
         }
-        let key = job.set;
-        let must_wait = job.waiting.is_none() && self.sets[&key].holder != Some(id);
-        if must_wait {
-            self.start_waiting(id, now);
+        if job.waiting.is_none() && self.sets[job.set].holder != Some(j) {
+            self.start_waiting(j, now);
         }
         if hint_changed {
-            self.place(id, now);
+            self.place(j, now);
         }
         // An enqueue only adds work: a set already backlogged stays so with the same head.
-        let key = self.jobs[&id].set;
-        if !self.sched.is_backlogged(key) {
-            self.refresh(key);
+        let s = self.jobs[j].set;
+        if !self.sched.is_backlogged(self.sets[s].key) {
+            self.refresh(s);
         }
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
         while let Some(key) = self.sched.select() {
-            let set = &self.sets[&key];
+            let s = self.set_slots[&key];
+            let set = &self.sets[s];
             let holder = match set.holder {
                 Some(_) if self.expired(set, now) => {
-                    self.yield_holder(key, now);
-                    if self.sets[&key].yielding {
+                    self.yield_holder(s, now);
+                    if self.sets[s].yielding {
                         self.sched.leave(key);
                         continue;
                     }
-                    self.hand_over(key, now)
+                    self.hand_over(s, now)
                 }
                 Some(h) => Some(h),
-                None => self.hand_over(key, now),
+                None => self.hand_over(s, now),
             };
-            let Some(holder) = holder else {
+            let Some(h) = holder else {
                 self.sched.leave(key);
                 continue;
             };
-            let job = self.jobs.get_mut(&holder).expect("holder");
+            let job = &mut self.jobs[h];
             let Some(req) = job.queue.pop_front() else {
                 // Holder with only in-service work: the set is blocked until it completes.
                 self.sched.leave(key);
@@ -488,7 +486,7 @@ impl Policy for IoSets {
             // set's head, and without one the set is blocked or empty.
             let next = job.queue.front().map(|r| r.len);
             self.len -= 1;
-            self.in_service.insert(req.id, holder);
+            self.in_service.insert(req.id, h);
             self.sched.served(key, req.len, next);
             return Dispatch::Ready(Batch::single(req));
         }
@@ -496,78 +494,40 @@ impl Policy for IoSets {
     }
 
     fn complete(&mut self, id: RequestId, _outcome: Outcome, now: Nanos) {
-        let Some(job_id) = self.in_service.remove(&id) else {
+        let Some(j) = self.in_service.remove(&id) else {
             return;
         };
-        let job = self.jobs.get_mut(&job_id).expect("job in service");
+        let job = &mut self.jobs[j];
         job.in_service -= 1;
         if job.in_service > 0 {
             return;
         }
-        let key = job.set;
         if job.queue.is_empty() {
-            // The job's burst is over: it leaves its set (releasing it if it held it) and is
-            // forgotten. A job with nothing queued is never in a waiting list.
-            debug_assert!(job.waiting.is_none());
-            let job = self.jobs.remove(&job_id).expect("job");
-            self.recycle(job.queue);
-            let set = self.sets.get_mut(&key).expect("set of a job");
-            set.members -= 1;
-            if set.holder == Some(job_id) {
-                set.holder = None;
-                set.yielding = false;
-                set.last_holder = Some(job_id);
-            }
-            self.refresh(key);
+            // The job's burst is over: it leaves its set (releasing it if it held it).
+            self.retire(j);
             return;
         }
-        let set = self.sets.get_mut(&key).expect("set of a job");
-        if set.holder == Some(job_id) && set.yielding {
+        let s = job.set;
+        if self.sets[s].holder == Some(j) && self.sets[s].yielding {
             // The holder yielded and its last request in service is done: the set passes on and
             // the job queues again with a new burst.
+            let seq = self.next_seq();
+            let set = &mut self.sets[s];
             set.holder = None;
             set.yielding = false;
-            set.last_holder = Some(job_id);
-            let seq = self.next_seq();
-            self.jobs.get_mut(&job_id).expect("job").burst = (now, seq);
-            self.start_waiting(job_id, now);
+            set.last_holder = Some(self.jobs[j].id);
+            self.jobs[j].burst = (now, seq);
+            self.start_waiting(j, now);
         }
-        self.refresh(key);
-    }
-
-    fn queued(&self) -> usize {
-        self.len
-    }
-
-    fn drain(&mut self) -> Vec<Request> {
-        let mut keys: Vec<SetKey> = self.sets.keys().copied().collect();
-        keys.sort_unstable();
-        let mut out = Vec::with_capacity(self.len);
-        for key in keys {
-            let set = &self.sets[&key];
-            let order: Vec<JobId> = set
-                .holder
-                .into_iter()
-                .chain(set.waiting.iter().map(|w| w.2))
-                .collect();
-            for j in order {
-                out.extend(self.jobs.get_mut(&j).expect("job").queue.drain(..));
-                self.stop_waiting(j);
-                self.retire_if_idle(j);
-            }
-            if self.sets.contains_key(&key) {
-                self.refresh(key);
-            }
-        }
-        self.len = 0;
-        out
+        self.refresh(s);
     }
 
     fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
-        let hint = req
-            .priority
-            .or_else(|| self.jobs.get(&req.job).and_then(|j| j.hint));
-        let (key, priority) = self.placement(req.job, hint);
+        let known = self
+            .job_slots
+            .get(&req.job)
+            .and_then(|&j| self.jobs[j].hint);
+        let (key, priority) = self.placement(req.job, req.priority.or(known));
         let queue = match key {
             SetKey::Priority(bits) => QueueId::Set(bits),
             SetKey::Solo(job) => QueueId::Job(job),
@@ -578,13 +538,43 @@ impl Policy for IoSets {
         })
     }
 
+    fn queued(&self) -> usize {
+        self.len
+    }
+
+    fn drain(&mut self) -> Vec<Request> {
+        let mut sets: Vec<(SetKey, Slot)> = self.sets.iter().map(|(s, set)| (set.key, s)).collect();
+        sets.sort_unstable();
+        let mut out = Vec::with_capacity(self.len);
+        for (_, s) in sets {
+            let set = &self.sets[s];
+            let order: Vec<Slot> = set
+                .holder
+                .into_iter()
+                .chain(set.waiting.iter().map(|w| w.3))
+                .collect();
+            for j in order {
+                self.stop_waiting(j);
+                out.extend(self.jobs[j].queue.drain(..));
+                if self.jobs[j].in_service == 0 {
+                    self.retire(j);
+                }
+            }
+            if self.sets.contains(s) {
+                self.refresh(s);
+            }
+        }
+        self.len = 0;
+        out
+    }
+
     fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {
         match priority {
             Some(p) => self.explicit.insert(job, p),
             None => self.explicit.remove(&job),
         };
-        if self.jobs.contains_key(&job) {
-            self.place(job, now);
+        if let Some(&j) = self.job_slots.get(&job) {
+            self.place(j, now);
         }
         true
     }

@@ -107,7 +107,8 @@ impl Heap {
     /// Drops stale entries when they outnumber `live` by far.
     fn compact<K>(&mut self, flows: &[Flow<K>], live: usize) {
         if self.0.len() > 2 * live + 64 {
-            self.0.retain(|&Reverse((_, i, g))| flows[i].generation == g);
+            self.0
+                .retain(|&Reverse((_, i, g))| flows[i].generation == g);
         }
     }
 }
@@ -180,7 +181,10 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// # Panics
     /// If `key` is already backlogged or `weight` is not positive: both are caller bugs.
     pub fn arrive(&mut self, key: K, weight: f64, head_len: u64) {
-        assert!(weight.is_finite() && weight > 0.0, "weight must be positive, got {weight}");
+        assert!(
+            weight.is_finite() && weight > 0.0,
+            "weight must be positive, got {weight}"
+        );
         let i = match self.index.get(&key) {
             Some(&i) => {
                 assert_eq!(self.flows[i].state, State::Parked, "flow arrived twice");
@@ -206,7 +210,9 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
             self.vtime = self.vtime.max(s);
             self.promote();
         }
-        self.eligible.peek(&self.flows).map(|(_, i)| self.flows[i].key)
+        self.eligible
+            .peek(&self.flows)
+            .map(|(_, i)| self.flows[i].key)
     }
 
     /// `key`, backlogged, was served `len` bytes. With `next_len = Some(n)` it stays backlogged with

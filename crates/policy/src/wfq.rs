@@ -123,7 +123,10 @@ impl Policy for Wfq {
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         let key = self.key(&req);
         let spare = &mut self.spare;
-        let q = self.queues.entry(key).or_insert_with(|| spare.pop().unwrap_or_default());
+        let q = self
+            .queues
+            .entry(key)
+            .or_insert_with(|| spare.pop().unwrap_or_default());
         q.push_back(req);
         self.len += 1;
         if q.len() == 1 {
