@@ -1,45 +1,49 @@
 #!/usr/bin/env python3
-"""Reads criterion's estimates.json files and prints Markdown tables of medians with the ratio of
-each policy to `noop` measured in the same run (same group, same parameter)."""
+"""Reads criterion's estimates.json files of one or more runs (one criterion directory per run) and
+prints Markdown tables: for each group/parameter/policy, the median over runs of criterion's median,
+the min-max range over runs, throughput where the bench declared one, and the ratio to `noop`
+(same group and parameter; ratio of the medians over runs)."""
 import json
+import statistics
 import sys
 from pathlib import Path
 
 
-def median_ns(path: Path) -> float:
-    return json.loads(path.read_text())["median"]["point_estimate"]
-
-
-def throughput(bench_dir: Path):
-    bench = bench_dir / "new" / "benchmark.json"
-    if not bench.exists():
-        return None
-    t = json.loads(bench.read_text()).get("throughput") or {}
-    return t.get("Elements")
-
-
-def main(root: Path) -> None:
-    groups = {}
-    for est in sorted(root.glob("*/*/*/new/estimates.json")):
+def load(root: Path):
+    out = {}
+    for est in root.glob("*/*/*/new/estimates.json"):
         group, policy, param = est.parts[-5], est.parts[-4], est.parts[-3]
-        groups.setdefault(group, {}).setdefault(param, {})[policy] = (
-            median_ns(est),
-            throughput(est.parent.parent),
-        )
-    for group, params in sorted(groups.items()):
-        print(f"\n### {group}\n")
-        print("| parameter | policy | median | per-second | ratio to noop |")
-        print("|---|---|---|---|---|")
-        for param in sorted(params, key=lambda p: (len(p), p)):
-            row = params[param]
-            base = row.get("noop", (None, None))[0]
-            for policy in sorted(row, key=lambda p: (p != "noop", p)):
-                ns, elems = row[policy]
-                per_s = f"{elems / (ns * 1e-9):,.0f}/s" if elems else "-"
-                ratio = f"{ns / base:.2f}x" if base else "-"
-                shown = f"{ns:,.1f} ns" if ns < 1e6 else f"{ns / 1e6:,.2f} ms"
-                print(f"| {param} | {policy} | {shown} | {per_s} | {ratio} |")
+        median = json.loads(est.read_text())["median"]["point_estimate"]
+        bench = est.parent / "benchmark.json"
+        elems = None
+        if bench.exists():
+            elems = (json.loads(bench.read_text()).get("throughput") or {}).get("Elements")
+        out[(group, param, policy)] = (median, elems)
+    return out
+
+
+def fmt_ns(ns: float) -> str:
+    return f"{ns:,.1f} ns" if ns < 1e6 else f"{ns / 1e6:,.1f} ms"
+
+
+def main(roots) -> None:
+    runs = [load(Path(r)) for r in roots]
+    keys = sorted(set().union(*runs), key=lambda k: (k[0], len(k[1]), k[1], k[2] != "noop", k[2]))
+    groups = {}
+    for key in keys:
+        samples = [r[key][0] for r in runs if key in r]
+        elems = next((r[key][1] for r in runs if key in r), None)
+        groups.setdefault(key[0], []).append((key, statistics.median(samples), min(samples), max(samples), elems, len(samples)))
+    for group, rows in groups.items():
+        print(f"\n### {group} ({len(runs)} runs)\n")
+        print("| parameter | policy | median | range over runs | per second | ratio to noop |")
+        print("|---|---|---|---|---|---|")
+        base = {k[1]: m for (k, m, *_ ) in rows if k[2] == "noop"}
+        for (g, param, policy), med, lo, hi, elems, n in rows:
+            per_s = f"{elems / (med * 1e-9):,.0f}/s" if elems else "-"
+            ratio = f"{med / base[param]:.2f}x" if param in base else "-"
+            print(f"| {param} | {policy} | {fmt_ns(med)} | {fmt_ns(lo)} – {fmt_ns(hi)} | {per_s} | {ratio} |")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "target/criterion"))
+    main(sys.argv[1:] or ["target/criterion"])
