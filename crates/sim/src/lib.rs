@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod error;
+pub mod fluid;
 pub mod replay;
 pub mod report;
 pub mod shares;

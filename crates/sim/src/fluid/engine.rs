@@ -1,0 +1,539 @@
+//! The event-driven fluid simulation: exact up to float rounding, no time step.
+//!
+//! Events are the ends of compute phases (a job then asks for I/O), the ends of I/O phases and the
+//! edges of the measurement window. Between two events every rate is constant. Whenever the set of
+//! phases doing I/O changes, every active phase's bandwidth is recomputed as `B · p_i / Σ p` over the
+//! phases currently transferring: the head of each non-empty set, sets served first come first served
+//! by the time the job asked for I/O (ties by job index). The next I/O end is then
+//! `min_i remaining_i / rate_i`, found by a scan of the active phases — there are at most as many as
+//! sets, so the scan is cheap and no error accumulates in a virtual clock.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::heuristic::{
+    online_estimator, Estimate, Heuristic, MeanGap, PeriodEstimator, Placer, SetKey,
+};
+use super::metrics::{JobWork, Metrics};
+use super::model::{Window, Workload};
+use super::FluidError;
+
+/// Relative tolerance under which an I/O phase's remaining volume counts as done (float rounding
+/// of phases that end at the same instant).
+const DONE_TOLERANCE: f64 = 1e-12;
+
+/// How to run one simulation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimOptions {
+    /// Seed of the error drawn by `:error=e` heuristics.
+    pub seed: u64,
+    /// Keep every phase and every constant-rate interval (for tables, checks and tests; costs
+    /// memory).
+    pub record: bool,
+    /// Stop at the end of the window: the metrics are then already known, and the rest of the run
+    /// is not simulated (no completion times). Ignored without a window.
+    pub stop_at_window_end: bool,
+}
+
+impl Default for SimOptions {
+    /// Seed 0, no records, run to the end.
+    fn default() -> SimOptions {
+        SimOptions {
+            seed: 0,
+            record: false,
+            stop_at_window_end: false,
+        }
+    }
+}
+
+/// Compute or I/O.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseKind {
+    /// A compute phase: runs at full speed whatever the others do.
+    Compute,
+    /// An I/O phase: waits for its set, then transfers at its share of `B`.
+    Io,
+}
+
+/// One phase a job executed (recorded with [`SimOptions::record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PhaseRecord {
+    /// Its iteration, from 0.
+    pub iteration: usize,
+    /// Compute or I/O.
+    pub kind: PhaseKind,
+    /// When it began (for I/O: when the job asked for it).
+    pub start: f64,
+    /// For I/O: when the job's set let it transfer; for compute: `start`.
+    pub transfer_start: f64,
+    /// When it ended.
+    pub end: f64,
+    /// For I/O: the volume; for compute: 0.
+    pub volume: f64,
+    /// For I/O: the volume transferred inside the window.
+    pub volume_in_window: f64,
+    /// For I/O: the set it joined.
+    pub set: Option<SetKey>,
+    /// For I/O: its set's priority.
+    pub priority: f64,
+}
+
+/// An interval of constant rates (recorded with [`SimOptions::record`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RateSegment {
+    /// Its start.
+    pub start: f64,
+    /// Its end.
+    pub end: f64,
+    /// The bandwidth in use, summed over the transferring phases.
+    pub total_rate: f64,
+    /// Jobs in an I/O phase (transferring or waiting for their set).
+    pub jobs_in_io: usize,
+    /// Jobs transferring.
+    pub transferring: usize,
+}
+
+/// What one job did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct JobOutcome {
+    /// Its group's index.
+    pub group: usize,
+    /// Its true characteristic time (mean isolated iteration length), seconds.
+    pub w_iter: f64,
+    /// Iterations it completed.
+    pub iterations_done: usize,
+    /// Its number of iterations.
+    pub iterations: usize,
+    /// When its last I/O phase ended, if the run got that far.
+    pub completion: Option<f64>,
+    /// Its work inside the window.
+    pub work: JobWork,
+    /// Its stretch over the window (`None`: no work in the window).
+    pub stretch: Option<f64>,
+    /// Its I/O slowdown over the window (`None`: no I/O in the window).
+    pub io_slowdown: Option<f64>,
+    /// Total volume it received, integrated over the rates (equals its total I/O volume when it
+    /// completed).
+    pub delivered: f64,
+    /// The set and priority of its last I/O phase.
+    pub last_set: Option<(SetKey, f64)>,
+    /// Every phase, with [`SimOptions::record`].
+    pub phases: Vec<PhaseRecord>,
+}
+
+/// The result of one simulation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunResult {
+    /// The heuristic.
+    #[serde(serialize_with = "as_display")]
+    pub heuristic: Heuristic,
+    /// The window the metrics were measured over (the workload's, or `[0, end]`).
+    pub window: Window,
+    /// When the simulation stopped (the last event, or the window's end).
+    pub end_time: f64,
+    /// Events processed: phase ends (compute and I/O).
+    pub events: u64,
+    /// One entry per job.
+    pub jobs: Vec<JobOutcome>,
+    /// The metrics over the window.
+    pub metrics: Metrics,
+    /// Constant-rate intervals, with [`SimOptions::record`].
+    pub segments: Vec<RateSegment>,
+}
+
+fn as_display<S: serde::Serializer>(h: &Heuristic, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(h)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Computing,
+    Waiting,
+    Transferring,
+    Done,
+}
+
+#[derive(Debug)]
+struct JobState {
+    iter: usize,
+    mode: Mode,
+    /// Compute start, or the time the job asked for I/O.
+    phase_start: f64,
+    transfer_start: f64,
+    volume: f64,
+    remaining: f64,
+    rate: f64,
+    priority: f64,
+    set: usize,
+    set_key: Option<SetKey>,
+    /// Volume of the current I/O phase transferred before `T_begin`.
+    done_at_begin: f64,
+    /// Volume of the current I/O phase counted inside the window.
+    phase_in: f64,
+    e_cpu: f64,
+    volume_in: f64,
+    delivered: f64,
+    completion: Option<f64>,
+    estimator: MeanGap,
+    phases: Vec<PhaseRecord>,
+}
+
+/// A compute end in the event heap: earliest first, then lowest job index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Due(f64, u32);
+
+impl Eq for Due {}
+
+impl Ord for Due {
+    fn cmp(&self, other: &Due) -> Ordering {
+        other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+    }
+}
+
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Due) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum WindowState {
+    Before,
+    Inside,
+    After,
+}
+
+/// Simulates `workload` under `heuristic`.
+pub fn simulate(
+    workload: &Workload,
+    heuristic: Heuristic,
+    options: SimOptions,
+) -> Result<RunResult, FluidError> {
+    workload.validate()?;
+    let placer = Placer::new(heuristic)?;
+    let estimate = heuristic.estimate();
+    let b = workload.bandwidth;
+    let n = workload.jobs.len();
+    let w_true: Vec<f64> = workload.jobs.iter().map(|j| j.w_iter(b)).collect();
+    let (begin, end) = workload
+        .window
+        .map_or((0.0, f64::INFINITY), |w| (w.begin, w.end));
+    let clip = Window { begin, end };
+    let stop_at_end = options.stop_at_window_end && workload.window.is_some();
+    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+
+    let mut js: Vec<JobState> = workload
+        .jobs
+        .iter()
+        .map(|j| JobState {
+            iter: 0,
+            mode: Mode::Computing,
+            phase_start: j.release,
+            transfer_start: 0.0,
+            volume: 0.0,
+            remaining: 0.0,
+            rate: 0.0,
+            priority: 1.0,
+            set: 0,
+            set_key: None,
+            done_at_begin: 0.0,
+            phase_in: 0.0,
+            e_cpu: 0.0,
+            volume_in: 0.0,
+            delivered: 0.0,
+            completion: None,
+            estimator: online_estimator(),
+            phases: Vec::new(),
+        })
+        .collect();
+    let mut heap: BinaryHeap<Due> = workload
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| Due(j.release + j.cpu[0], i as u32))
+        .collect();
+    let mut slots: HashMap<SetKey, usize> = HashMap::new();
+    let mut queues: Vec<VecDeque<u32>> = Vec::new();
+    let mut active: Vec<u32> = Vec::new();
+    let mut in_io = 0usize;
+    let mut dirty = false;
+    let mut segments = Vec::new();
+    let mut events = 0u64;
+    let mut now = 0.0f64;
+    let mut state = if begin <= 0.0 {
+        WindowState::Inside
+    } else {
+        WindowState::Before
+    };
+    let mut finished = 0usize;
+
+    loop {
+        if dirty {
+            let sum_p: f64 = active.iter().map(|&j| js[j as usize].priority).sum();
+            for &j in &active {
+                let s = &mut js[j as usize];
+                s.rate = b * s.priority / sum_p;
+            }
+            dirty = false;
+        }
+        // The next I/O end.
+        let mut dt_io = f64::INFINITY;
+        let mut first_done = None;
+        for &j in &active {
+            let s = &js[j as usize];
+            let dt = s.remaining / s.rate;
+            if dt < dt_io {
+                dt_io = dt;
+                first_done = Some(j);
+            }
+        }
+        let t_io = now + dt_io.max(0.0);
+        let t_cpu = heap.peek().map_or(f64::INFINITY, |d| d.0);
+        let t_mark = match state {
+            WindowState::Before => begin,
+            WindowState::Inside => end,
+            WindowState::After => f64::INFINITY,
+        };
+        let t_next = t_io.min(t_cpu).min(t_mark);
+        if t_next == f64::INFINITY {
+            break;
+        }
+        if finished == n && state != WindowState::Before {
+            // Everyone is done and nothing happens before the end of the window.
+            break;
+        }
+        let dt = t_next - now;
+        if dt > 0.0 {
+            let mut total = 0.0;
+            for &j in &active {
+                let s = &mut js[j as usize];
+                let d = s.rate * dt;
+                s.remaining -= d;
+                s.delivered += d;
+                total += s.rate;
+            }
+            if options.record {
+                segments.push(RateSegment {
+                    start: now,
+                    end: t_next,
+                    total_rate: total,
+                    jobs_in_io: in_io,
+                    transferring: active.len(),
+                });
+            }
+        }
+        now = t_next;
+
+        // Window edges.
+        if t_mark <= now {
+            match state {
+                WindowState::Before => {
+                    for &j in &active {
+                        let s = &mut js[j as usize];
+                        s.done_at_begin = (s.volume - s.remaining).max(0.0);
+                    }
+                    state = if end <= now {
+                        WindowState::After
+                    } else {
+                        WindowState::Inside
+                    };
+                }
+                WindowState::Inside => {
+                    for s in js.iter_mut() {
+                        if matches!(s.mode, Mode::Waiting | Mode::Transferring) {
+                            let inside = (s.volume - s.remaining.max(0.0)) - s.done_at_begin;
+                            s.volume_in += inside;
+                            s.phase_in = inside;
+                            s.done_at_begin = s.volume;
+                        }
+                    }
+                    state = WindowState::After;
+                    if stop_at_end {
+                        break;
+                    }
+                }
+                WindowState::After => {}
+            }
+        }
+
+        // I/O ends.
+        if t_io <= now {
+            let mut k = 0;
+            while k < active.len() {
+                let j = active[k];
+                let s = &js[j as usize];
+                if Some(j) == first_done || s.remaining <= DONE_TOLERANCE * s.volume {
+                    active.swap_remove(k);
+                    events += 1;
+                    in_io -= 1;
+                    dirty = true;
+                    let job = &workload.jobs[j as usize];
+                    let s = &mut js[j as usize];
+                    s.remaining = 0.0;
+                    if state == WindowState::Inside {
+                        let inside = s.volume - s.done_at_begin;
+                        s.volume_in += inside;
+                        s.phase_in = inside;
+                    }
+                    if options.record {
+                        let in_window = s.phase_in;
+                        s.phases.push(PhaseRecord {
+                            iteration: s.iter,
+                            kind: PhaseKind::Io,
+                            start: s.phase_start,
+                            transfer_start: s.transfer_start,
+                            end: now,
+                            volume: s.volume,
+                            volume_in_window: in_window,
+                            set: s.set_key,
+                            priority: s.priority,
+                        });
+                    }
+                    let slot = s.set;
+                    let popped = queues[slot].pop_front();
+                    debug_assert_eq!(popped, Some(j));
+                    if let Some(&next) = queues[slot].front() {
+                        let t = &mut js[next as usize];
+                        t.mode = Mode::Transferring;
+                        t.transfer_start = now;
+                        active.push(next);
+                    }
+                    let s = &mut js[j as usize];
+                    s.iter += 1;
+                    if s.iter == job.iterations() {
+                        s.mode = Mode::Done;
+                        s.completion = Some(now);
+                        finished += 1;
+                    } else {
+                        s.mode = Mode::Computing;
+                        s.phase_start = now;
+                        heap.push(Due(now + job.cpu[s.iter], j));
+                    }
+                } else {
+                    k += 1;
+                }
+            }
+        }
+
+        // Compute ends: the job asks for I/O.
+        while let Some(&Due(t, j)) = heap.peek() {
+            if t > now {
+                break;
+            }
+            heap.pop();
+            events += 1;
+            let job = &workload.jobs[j as usize];
+            let s = &mut js[j as usize];
+            s.e_cpu += clip.overlap(s.phase_start, now);
+            if options.record {
+                s.phases.push(PhaseRecord {
+                    iteration: s.iter,
+                    kind: PhaseKind::Compute,
+                    start: s.phase_start,
+                    transfer_start: s.phase_start,
+                    end: now,
+                    volume: 0.0,
+                    volume_in_window: 0.0,
+                    set: None,
+                    priority: 0.0,
+                });
+            }
+            let w = match estimate {
+                None => None,
+                Some(Estimate::Known) => Some(w_true[j as usize]),
+                Some(Estimate::Noisy { error }) => {
+                    let f = if error > 0.0 {
+                        1.0 + rng.gen_range(-error..=error)
+                    } else {
+                        1.0
+                    };
+                    Some(w_true[j as usize] * f)
+                }
+                Some(Estimate::Online) => {
+                    s.estimator.observe_burst_start(now);
+                    s.estimator.estimate()
+                }
+            };
+            let place = placer.place(j, w, job.class_w_iter);
+            s.phase_start = now;
+            s.volume = job.volume[s.iter];
+            s.remaining = s.volume;
+            s.done_at_begin = if state == WindowState::After {
+                s.volume
+            } else {
+                0.0
+            };
+            s.phase_in = 0.0;
+            s.priority = place.priority;
+            s.set_key = Some(place.set);
+            let next_slot = queues.len();
+            let slot = *slots.entry(place.set).or_insert(next_slot);
+            if slot == queues.len() {
+                queues.push(VecDeque::new());
+            }
+            s.set = slot;
+            s.mode = Mode::Waiting;
+            in_io += 1;
+            queues[slot].push_back(j);
+            if queues[slot].len() == 1 {
+                s.mode = Mode::Transferring;
+                s.transfer_start = now;
+                active.push(j);
+                dirty = true;
+            }
+        }
+    }
+
+    // Compute phases still running when the simulation stopped count up to the stop.
+    for s in js.iter_mut() {
+        if s.mode == Mode::Computing {
+            s.e_cpu += clip.overlap(s.phase_start, now);
+        }
+    }
+    let window = workload.window.unwrap_or(Window {
+        begin: 0.0,
+        end: now.max(f64::MIN_POSITIVE),
+    });
+    let work: Vec<JobWork> = js
+        .iter()
+        .map(|s| JobWork {
+            e_cpu: s.e_cpu,
+            e_io: s.volume_in / b,
+        })
+        .collect();
+    let metrics = Metrics::compute(window, &work);
+    let len = window.len();
+    let jobs = js
+        .into_iter()
+        .zip(&workload.jobs)
+        .zip(work)
+        .zip(w_true)
+        .map(|(((s, job), work), w_iter)| JobOutcome {
+            group: job.group,
+            w_iter,
+            iterations_done: s.iter,
+            iterations: job.iterations(),
+            completion: s.completion,
+            work,
+            stretch: work.stretch(len),
+            io_slowdown: work.io_slowdown(len),
+            delivered: s.delivered,
+            last_set: s.set_key.map(|k| (k, s.priority)),
+            phases: s.phases,
+        })
+        .collect();
+    Ok(RunResult {
+        heuristic,
+        window,
+        end_time: now,
+        events,
+        jobs,
+        metrics,
+        segments,
+    })
+}

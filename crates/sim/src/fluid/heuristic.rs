@@ -1,0 +1,482 @@
+//! The bandwidth-management heuristics of the IO-SETS paper, and where each puts a job.
+//!
+//! A heuristic answers, each time a job asks for I/O, two questions: which *set* the job joins
+//! (inside a set, one job does I/O at a time, first come first served) and which *priority* the
+//! set has (sets share the bandwidth in proportion to their priorities). The six of the paper:
+//!
+//! | heuristic | sets | priorities |
+//! |---|---|---|
+//! | `exclusive-fcfs` | one set for all jobs | (irrelevant) |
+//! | `fair-share` | one set per job | equal |
+//! | `set-10` (`set-<b>`) | Set-b of the job's `w_iter` | `b^-set` |
+//! | `set-fairshare` | Set-10 sets | equal |
+//! | `share+priority` | one set per job | Set-10 priority `10^-set` |
+//! | `clairvoyant` | Set-10 of the mean `w_iter` of the distribution the job was drawn from | `10^-set` |
+//!
+//! The mapping itself is [`iosets_policy::set10::SetMapping`], the code the server runs.
+//!
+//! Set-based heuristics read a job's `w_iter` through an [`Estimate`]: known exactly (the mean of
+//! its isolated iteration lengths), known with an injected error (each estimate multiplied by
+//! `1 + U[-e, e]`, drawn afresh at every I/O phase), or estimated online from the job's own
+//! simulated I/O history by a [`PeriodEstimator`] — today [`MeanGap`], the mean gap between the
+//! starts of its bursts so far; the `period` crate's online detector can take its place behind
+//! the same trait. A job without an estimate yet gets a set of its own and the mapping's default
+//! priority (1/50, seed 004).
+
+use std::fmt;
+use std::str::FromStr;
+
+use iosets_policy::set10::{Assignment, SetMapping};
+
+use super::FluidError;
+
+/// Where a set-based heuristic gets a job's characteristic time `w_iter`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Estimate {
+    /// The job's true `w_iter`: the mean of its isolated iteration lengths `t_cpu + t_io`.
+    Known,
+    /// The true `w_iter` times `1 + U[-error, error]`, drawn afresh at each I/O phase.
+    Noisy {
+        /// The relative error bound `e`, in `[0, 1)`.
+        error: f64,
+    },
+    /// Estimated online from the job's simulated burst starts (see [`PeriodEstimator`]).
+    Online,
+}
+
+/// A heuristic of the IO-SETS paper (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Heuristic {
+    /// One set for every job: one job does I/O at a time, first come first served.
+    ExclusiveFcfs,
+    /// Every job its own set, equal priorities: the bandwidth is shared equally.
+    FairShare,
+    /// Set-b: sets and priorities from the Set-b mapping of the job's `w_iter`.
+    SetB {
+        /// The base `b` (10 for SET-10).
+        base: f64,
+        /// Where `w_iter` comes from.
+        estimate: Estimate,
+    },
+    /// Set-b sets, equal priorities.
+    SetFairShare {
+        /// The base `b`.
+        base: f64,
+        /// Where `w_iter` comes from.
+        estimate: Estimate,
+    },
+    /// A set per job, Set-b priorities.
+    SharePriority {
+        /// The base `b`.
+        base: f64,
+        /// Where `w_iter` comes from.
+        estimate: Estimate,
+    },
+    /// Set-b of the mean `w_iter` of the group (distribution) the job was drawn from.
+    Clairvoyant {
+        /// The base `b`.
+        base: f64,
+    },
+}
+
+impl Heuristic {
+    /// SET-10 with known `w_iter`.
+    pub const SET10: Heuristic = Heuristic::SetB {
+        base: 10.0,
+        estimate: Estimate::Known,
+    };
+
+    /// The six heuristics of the paper, in its order.
+    pub const PAPER: [Heuristic; 6] = [
+        Heuristic::ExclusiveFcfs,
+        Heuristic::FairShare,
+        Heuristic::SET10,
+        Heuristic::SetFairShare {
+            base: 10.0,
+            estimate: Estimate::Known,
+        },
+        Heuristic::SharePriority {
+            base: 10.0,
+            estimate: Estimate::Known,
+        },
+        Heuristic::Clairvoyant { base: 10.0 },
+    ];
+
+    /// The base of the Set-b mapping this heuristic uses, if any.
+    pub fn base(&self) -> Option<f64> {
+        match *self {
+            Heuristic::ExclusiveFcfs | Heuristic::FairShare => None,
+            Heuristic::SetB { base, .. }
+            | Heuristic::SetFairShare { base, .. }
+            | Heuristic::SharePriority { base, .. }
+            | Heuristic::Clairvoyant { base } => Some(base),
+        }
+    }
+
+    /// Where this heuristic reads `w_iter` from, if it reads it at all.
+    pub fn estimate(&self) -> Option<Estimate> {
+        match *self {
+            Heuristic::SetB { estimate, .. }
+            | Heuristic::SetFairShare { estimate, .. }
+            | Heuristic::SharePriority { estimate, .. } => Some(estimate),
+            _ => None,
+        }
+    }
+
+    /// Checks the parameters: a base `> 1`, finite; an error in `[0, 1)`.
+    pub fn validate(&self) -> Result<(), FluidError> {
+        if let Some(b) = self.base() {
+            if SetMapping::new(b, iosets_types::Priority::new(1.0).expect("1 > 0")).is_none() {
+                return Err(FluidError::UnknownHeuristic {
+                    name: self.to_string(),
+                    problem: format!("base {b}: expected a finite number > 1"),
+                });
+            }
+        }
+        if let Some(Estimate::Noisy { error }) = self.estimate() {
+            if !(error.is_finite() && (0.0..1.0).contains(&error)) {
+                return Err(FluidError::UnknownHeuristic {
+                    name: self.to_string(),
+                    problem: format!("error {error}: expected a number in [0, 1)"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fmt_base(b: f64) -> String {
+    if b == b.trunc() && b.abs() < 1e15 {
+        format!("{}", b as i64)
+    } else {
+        format!("{b}")
+    }
+}
+
+impl fmt::Display for Heuristic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let suffix = |b: f64| {
+            if b == 10.0 {
+                String::new()
+            } else {
+                format!("-{}", fmt_base(b))
+            }
+        };
+        match *self {
+            Heuristic::ExclusiveFcfs => write!(f, "exclusive-fcfs")?,
+            Heuristic::FairShare => write!(f, "fair-share")?,
+            Heuristic::SetB { base, .. } => write!(f, "set-{}", fmt_base(base))?,
+            Heuristic::SetFairShare { base, .. } => write!(f, "set-fairshare{}", suffix(base))?,
+            Heuristic::SharePriority { base, .. } => write!(f, "share+priority{}", suffix(base))?,
+            Heuristic::Clairvoyant { base } => write!(f, "clairvoyant{}", suffix(base))?,
+        }
+        match self.estimate() {
+            Some(Estimate::Noisy { error }) => write!(f, ":error={error}"),
+            Some(Estimate::Online) => write!(f, ":online"),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl FromStr for Heuristic {
+    type Err = FluidError;
+
+    /// Parses the names of the [module docs](self): `exclusive-fcfs`, `fair-share`, `set-<b>`,
+    /// `set-fairshare[-<b>]`, `share+priority[-<b>]`, `clairvoyant[-<b>]`, the three `w_iter`
+    /// readers optionally followed by `:error=<e>` or `:online`. Case-insensitive; `_` may stand
+    /// for `-`.
+    fn from_str(s: &str) -> Result<Heuristic, FluidError> {
+        let bad = |problem: String| FluidError::UnknownHeuristic {
+            name: s.to_string(),
+            problem,
+        };
+        let lower = s.trim().to_ascii_lowercase().replace('_', "-");
+        let (name, variant) = match lower.split_once(':') {
+            Some((n, v)) => (n, Some(v)),
+            None => (lower.as_str(), None),
+        };
+        let estimate = match variant {
+            None => Estimate::Known,
+            Some("online") => Estimate::Online,
+            Some(v) => match v.strip_prefix("error=") {
+                Some(e) => Estimate::Noisy {
+                    error: e
+                        .parse()
+                        .map_err(|_| bad(format!("error {e:?} is not a number")))?,
+                },
+                None => return Err(bad(format!("unknown variant {v:?}"))),
+            },
+        };
+        let parse_base = |rest: &str| -> Result<f64, FluidError> {
+            if rest.is_empty() {
+                return Ok(10.0);
+            }
+            let b = rest
+                .strip_prefix('-')
+                .ok_or_else(|| bad(format!("unexpected {rest:?}")))?;
+            b.parse()
+                .map_err(|_| bad(format!("base {b:?} is not a number")))
+        };
+        let h = if name == "exclusive-fcfs" || name == "exclusive" {
+            Heuristic::ExclusiveFcfs
+        } else if name == "fair-share" || name == "fairshare" {
+            Heuristic::FairShare
+        } else if let Some(rest) = name.strip_prefix("set-fairshare") {
+            Heuristic::SetFairShare {
+                base: parse_base(rest)?,
+                estimate,
+            }
+        } else if let Some(rest) = name
+            .strip_prefix("share+priority")
+            .or_else(|| name.strip_prefix("share-priority"))
+        {
+            Heuristic::SharePriority {
+                base: parse_base(rest)?,
+                estimate,
+            }
+        } else if let Some(rest) = name.strip_prefix("clairvoyant") {
+            Heuristic::Clairvoyant {
+                base: parse_base(rest)?,
+            }
+        } else if let Some(b) = name.strip_prefix("set-") {
+            Heuristic::SetB {
+                base: b
+                    .parse()
+                    .map_err(|_| bad(format!("base {b:?} is not a number")))?,
+                estimate,
+            }
+        } else {
+            return Err(bad("not a heuristic name".to_string()));
+        };
+        if variant.is_some() && h.estimate().is_none() {
+            return Err(bad(format!(
+                "{} does not read w_iter, so it takes no :error or :online variant",
+                h
+            )));
+        }
+        h.validate()?;
+        Ok(h)
+    }
+}
+
+/// The set a job joins for one I/O phase. Jobs with equal keys take turns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SetKey {
+    /// The single set of EXCLUSIVE-FCFS.
+    All,
+    /// A set of its own (FAIR-SHARE, SHARE+PRIORITY): the job's index.
+    Job(u32),
+    /// Set `i` of the Set-b mapping.
+    Index(i32),
+    /// A job with no estimate yet: a set of its own.
+    Unknown(u32),
+}
+
+impl fmt::Display for SetKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SetKey::All => write!(f, "all"),
+            SetKey::Job(j) => write!(f, "job{j}"),
+            SetKey::Index(i) => write!(f, "S{i}"),
+            SetKey::Unknown(j) => write!(f, "new{j}"),
+        }
+    }
+}
+
+impl serde::Serialize for SetKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Where a heuristic places a job for one I/O phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// The set it joins.
+    pub set: SetKey,
+    /// The set's priority (a weight > 0).
+    pub priority: f64,
+}
+
+/// A heuristic made ready to place jobs: its mapping built once.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Placer {
+    heuristic: Heuristic,
+    mapping: SetMapping,
+}
+
+impl Placer {
+    pub(crate) fn new(heuristic: Heuristic) -> Result<Placer, FluidError> {
+        heuristic.validate()?;
+        let mapping = match heuristic.base() {
+            Some(b) => SetMapping::new(b, SetMapping::default().assign(None).priority())
+                .expect("validated base"),
+            None => SetMapping::default(),
+        };
+        Ok(Placer { heuristic, mapping })
+    }
+
+    /// Places job `job` given its `w_iter` estimate (`None`: no estimate yet) and the mean
+    /// `w_iter` of its group (for CLAIRVOYANT).
+    pub(crate) fn place(&self, job: u32, w_iter: Option<f64>, class_w_iter: f64) -> Placement {
+        let set_of = |a: Assignment, equal: bool| match a {
+            Assignment::Set { set, priority } => Placement {
+                set: SetKey::Index(set),
+                priority: if equal { 1.0 } else { priority.get() },
+            },
+            Assignment::Unknown { priority } => Placement {
+                set: SetKey::Unknown(job),
+                priority: if equal { 1.0 } else { priority.get() },
+            },
+        };
+        match self.heuristic {
+            Heuristic::ExclusiveFcfs => Placement {
+                set: SetKey::All,
+                priority: 1.0,
+            },
+            Heuristic::FairShare => Placement {
+                set: SetKey::Job(job),
+                priority: 1.0,
+            },
+            Heuristic::SetB { .. } => set_of(self.mapping.assign(w_iter), false),
+            Heuristic::SetFairShare { .. } => set_of(self.mapping.assign(w_iter), true),
+            Heuristic::SharePriority { .. } => Placement {
+                set: SetKey::Job(job),
+                priority: self.mapping.assign(w_iter).priority().get(),
+            },
+            Heuristic::Clairvoyant { .. } => set_of(self.mapping.assign(Some(class_w_iter)), false),
+        }
+    }
+}
+
+/// An online estimator of a job's characteristic time from its own simulated I/O history.
+///
+/// The simulator feeds it the time of each burst start (when the job asks for I/O) and asks for an
+/// estimate right after. Implementations must be deterministic.
+pub trait PeriodEstimator: fmt::Debug + Send {
+    /// The job started an I/O burst at `t` seconds.
+    fn observe_burst_start(&mut self, t: f64);
+    /// The current estimate of `w_iter` in seconds, if there is one.
+    fn estimate(&self) -> Option<f64>;
+}
+
+/// The fallback estimator: the mean gap between the job's burst starts so far, `(s_k - s_1)/(k-1)`;
+/// no estimate before the second burst.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct MeanGap {
+    first: f64,
+    last: f64,
+    count: u64,
+}
+
+impl PeriodEstimator for MeanGap {
+    fn observe_burst_start(&mut self, t: f64) {
+        if self.count == 0 {
+            self.first = t;
+        }
+        self.last = t;
+        self.count += 1;
+    }
+
+    fn estimate(&self) -> Option<f64> {
+        (self.count >= 2).then(|| (self.last - self.first) / (self.count - 1) as f64)
+    }
+}
+
+/// The estimator the `:online` heuristics use for each job. Swap this for the `period` crate's
+/// online detector once it exists.
+pub fn online_estimator() -> MeanGap {
+    MeanGap::default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for name in [
+            "exclusive-fcfs",
+            "fair-share",
+            "set-10",
+            "set-2",
+            "set-fairshare",
+            "share+priority",
+            "clairvoyant",
+            "set-10:error=0.5",
+            "set-10:online",
+            "set-fairshare:online",
+            "share+priority-2:error=0.1",
+            "clairvoyant-3",
+            "set-2.5",
+        ] {
+            let h: Heuristic = name.parse().unwrap();
+            assert_eq!(h.to_string(), name);
+        }
+        for (h, name) in Heuristic::PAPER.iter().zip([
+            "exclusive-fcfs",
+            "fair-share",
+            "set-10",
+            "set-fairshare",
+            "share+priority",
+            "clairvoyant",
+        ]) {
+            assert_eq!(h.to_string(), name);
+        }
+    }
+
+    #[test]
+    fn bad_names_say_why() {
+        let msg = |s: &str| s.parse::<Heuristic>().unwrap_err().to_string();
+        assert!(msg("set-1").contains("expected a finite number > 1"));
+        assert!(msg("set-ten").contains("base \"ten\""));
+        assert!(msg("round-robin").contains("not a heuristic name"));
+        assert!(msg("fair-share:online").contains("takes no :error"));
+        assert!(msg("set-10:error=1.5").contains("[0, 1)"));
+        assert!(msg("set-10:guess").contains("unknown variant"));
+    }
+
+    #[test]
+    fn placements_follow_the_paper_table() {
+        let place = |h: Heuristic, w: Option<f64>| Placer::new(h).unwrap().place(3, w, 1000.0);
+        assert_eq!(place(Heuristic::ExclusiveFcfs, Some(10.0)).set, SetKey::All);
+        assert_eq!(
+            place(Heuristic::FairShare, Some(10.0)),
+            Placement {
+                set: SetKey::Job(3),
+                priority: 1.0
+            }
+        );
+        let p = place(Heuristic::SET10, Some(64.0));
+        assert_eq!(p.set, SetKey::Index(2));
+        assert!((p.priority - 0.01).abs() < 1e-18);
+        let p = place(Heuristic::PAPER[3], Some(64.0));
+        assert_eq!((p.set, p.priority), (SetKey::Index(2), 1.0));
+        let p = place(Heuristic::PAPER[4], Some(64.0));
+        assert_eq!(p.set, SetKey::Job(3));
+        assert!((p.priority - 0.01).abs() < 1e-18);
+        // Clairvoyant ignores the job's own w_iter and uses its group's.
+        let p = place(Heuristic::PAPER[5], Some(64.0));
+        assert_eq!((p.set, p.priority), (SetKey::Index(3), 0.001));
+        // No estimate: a set of its own, priority 1/50.
+        assert_eq!(
+            place(Heuristic::SET10, None),
+            Placement {
+                set: SetKey::Unknown(3),
+                priority: 0.02
+            }
+        );
+    }
+
+    #[test]
+    fn mean_gap_needs_two_bursts() {
+        let mut m = online_estimator();
+        assert_eq!(m.estimate(), None);
+        m.observe_burst_start(5.0);
+        assert_eq!(m.estimate(), None);
+        m.observe_burst_start(15.0);
+        assert_eq!(m.estimate(), Some(10.0));
+        m.observe_burst_start(35.0);
+        assert_eq!(m.estimate(), Some(15.0));
+    }
+}

@@ -1,0 +1,349 @@
+//! The fluid simulator on cases small enough to work out by hand: exact completion times (up to
+//! float rounding) under each sharing rule, FCFS order inside a set, windows that cut phases, and
+//! the online and noisy estimates.
+
+use iosets_sim::fluid::{
+    simulate, Heuristic, Job, PhaseKind, RunResult, SetKey, SimOptions, Window, Workload,
+};
+
+fn job(release: f64, cpu: &[f64], volume: &[f64], class_w_iter: f64) -> Job {
+    Job {
+        group: 0,
+        release,
+        cpu: cpu.to_vec(),
+        volume: volume.to_vec(),
+        class_w_iter,
+    }
+}
+
+fn workload(bandwidth: f64, window: Option<Window>, jobs: Vec<Job>) -> Workload {
+    Workload {
+        bandwidth,
+        window,
+        jobs,
+        groups: vec!["g".to_string()],
+    }
+}
+
+fn run(w: &Workload, h: &str) -> RunResult {
+    let options = SimOptions {
+        record: true,
+        ..SimOptions::default()
+    };
+    simulate(w, h.parse().unwrap(), options).unwrap()
+}
+
+/// Equal up to float rounding.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+}
+
+fn completions(r: &RunResult) -> Vec<f64> {
+    r.jobs.iter().map(|j| j.completion.unwrap()).collect()
+}
+
+fn assert_times(r: &RunResult, expected: &[f64]) {
+    let got = completions(r);
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(expected) {
+        assert!(
+            close(*g, *e),
+            "{}: completions {got:?}, expected {expected:?}",
+            r.heuristic
+        );
+    }
+}
+
+#[test]
+fn a_job_alone_gets_all_the_bandwidth_under_every_heuristic() {
+    // B = 2. Compute 1→4, I/O of 4 units 4→6, compute 6→7, I/O of 2 units 7→8.
+    let w = workload(2.0, None, vec![job(1.0, &[3.0, 1.0], &[4.0, 2.0], 3.5)]);
+    for h in [
+        "exclusive-fcfs",
+        "fair-share",
+        "set-10",
+        "set-fairshare",
+        "share+priority",
+        "clairvoyant",
+        "set-2",
+        "set-10:error=0.5",
+        "set-10:online",
+    ] {
+        let r = run(&w, h);
+        assert_times(&r, &[8.0]);
+        let io: Vec<(f64, f64)> = r.jobs[0]
+            .phases
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Io)
+            .map(|p| (p.transfer_start, p.end))
+            .collect();
+        assert_eq!(io, vec![(4.0, 6.0), (7.0, 8.0)], "{h}");
+        assert!(r
+            .segments
+            .iter()
+            .all(|s| s.transferring == 0 || s.total_rate == 2.0));
+        assert_eq!(r.events, 4);
+        // Window [0, 8]: 4 s compute, 3 s of I/O, 1 s before release.
+        assert!(close(r.metrics.max_stretch, 8.0 / 7.0));
+        assert!(close(r.metrics.utilization, 0.5));
+    }
+}
+
+/// A asks for 4 units at t = 1, B asks for 2 units at t = 2; B = 1.
+fn two_jobs() -> Workload {
+    workload(
+        1.0,
+        None,
+        vec![job(0.0, &[1.0], &[4.0], 5.0), job(0.0, &[2.0], &[2.0], 4.0)],
+    )
+}
+
+#[test]
+fn two_jobs_under_fair_share() {
+    // A alone 1→2 (3 left); both at 1/2 until B's 2 units are done at 6 (A has 1 left); A alone
+    // until 7.
+    let r = run(&two_jobs(), "fair-share");
+    assert_times(&r, &[7.0, 6.0]);
+    let rates: Vec<(f64, f64, usize)> = r
+        .segments
+        .iter()
+        .filter(|s| s.transferring > 0)
+        .map(|s| (s.start, s.end, s.transferring))
+        .collect();
+    assert_eq!(rates, vec![(1.0, 2.0, 1), (2.0, 6.0, 2), (6.0, 7.0, 1)]);
+}
+
+#[test]
+fn two_jobs_under_exclusive_fcfs() {
+    // A asked first: 1→5 alone; B waits from 2 and transfers 5→7.
+    let r = run(&two_jobs(), "exclusive-fcfs");
+    assert_times(&r, &[5.0, 7.0]);
+    let b_io = r.jobs[1].phases[1];
+    assert_eq!((b_io.start, b_io.transfer_start, b_io.end), (2.0, 5.0, 7.0));
+}
+
+/// B (w_iter 41, set 2, priority 1/100) asks for 40 units at 1; A (w_iter 6, set 1, priority
+/// 1/10) asks for 4 units at 2; B = 1.
+fn ten_to_one() -> Workload {
+    workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[2.0], &[4.0], 6.0),
+            job(0.0, &[1.0], &[40.0], 41.0),
+        ],
+    )
+}
+
+#[test]
+fn priorities_ten_to_one() {
+    // B alone 1→2 (39 left). Then A gets 10/11 and B 1/11: A's 4 units take 4.4 s, so A ends at
+    // 6.4 while B moves 0.4 (38.6 left); B alone ends at 45.
+    for h in ["set-10", "share+priority", "clairvoyant"] {
+        let r = run(&ten_to_one(), h);
+        assert_times(&r, &[6.4, 45.0]);
+        let mid = r.segments.iter().find(|s| s.start == 2.0).unwrap();
+        assert!(close(mid.end, 6.4) && close(mid.total_rate, 1.0));
+    }
+    // Same sets, equal priorities: A gets 1/2, its 4 units take 8 s.
+    assert_times(&run(&ten_to_one(), "set-fairshare"), &[10.0, 45.0]);
+    // One set: B holds it 1→41, then A 41→45.
+    assert_times(&run(&ten_to_one(), "exclusive-fcfs"), &[45.0, 41.0]);
+}
+
+#[test]
+fn sets_and_priorities_are_the_paper_s() {
+    let r = run(&ten_to_one(), "set-10");
+    let (a_set, a_p) = r.jobs[0].last_set.unwrap();
+    let (b_set, b_p) = r.jobs[1].last_set.unwrap();
+    assert_eq!((a_set, b_set), (SetKey::Index(1), SetKey::Index(2)));
+    assert!(close(a_p, 0.1) && close(b_p, 0.01));
+    let r = run(&ten_to_one(), "share+priority");
+    assert_eq!(r.jobs[0].last_set.unwrap().0, SetKey::Job(0));
+}
+
+#[test]
+fn a_set_serves_its_three_jobs_first_come_first_served() {
+    // All in Set-10's set 1 (w_iter 13 to 15); they ask at 11 (job 2), 12 (job 0), 13 (job 1) for
+    // 2 units each; B = 1.
+    let w = workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[12.0], &[2.0], 14.0),
+            job(0.0, &[13.0], &[2.0], 15.0),
+            job(0.0, &[11.0], &[2.0], 13.0),
+        ],
+    );
+    for h in ["set-10", "set-fairshare", "clairvoyant"] {
+        let r = run(&w, h);
+        assert_times(&r, &[15.0, 17.0, 13.0]);
+        let starts: Vec<f64> = r.jobs.iter().map(|j| j.phases[1].transfer_start).collect();
+        assert_eq!(starts, vec![13.0, 15.0, 11.0], "{h}");
+        assert!(r
+            .jobs
+            .iter()
+            .all(|j| j.last_set.unwrap().0 == SetKey::Index(1)));
+    }
+    // Fair-share instead: all three share.
+    let r = run(&w, "fair-share");
+    assert!(r.segments.iter().any(|s| s.transferring == 3));
+}
+
+#[test]
+fn simultaneous_requests_are_served_by_job_index() {
+    let w = workload(
+        1.0,
+        None,
+        vec![job(0.0, &[1.0], &[1.0], 2.0), job(0.0, &[1.0], &[1.0], 2.0)],
+    );
+    assert_times(&run(&w, "exclusive-fcfs"), &[2.0, 3.0]);
+    // Phases that end at the same instant end together, with one event each.
+    let r = run(&w, "fair-share");
+    assert_times(&r, &[3.0, 3.0]);
+    assert_eq!(r.events, 4);
+}
+
+#[test]
+fn a_window_counts_the_part_of_each_phase_inside_it() {
+    // Alone, B = 1: compute 0→4, I/O 4→6, compute 6→10, I/O 10→12. Window [5, 11]: 1 unit of the
+    // first I/O, all of the second compute, 1 unit of the second I/O.
+    let w = workload(
+        1.0,
+        Some(Window::new(5.0, 11.0).unwrap()),
+        vec![job(0.0, &[4.0, 4.0], &[2.0, 2.0], 6.0)],
+    );
+    let r = run(&w, "fair-share");
+    let work = r.jobs[0].work;
+    assert!(close(work.e_cpu, 4.0) && close(work.e_io, 2.0), "{work:?}");
+    assert!(close(r.metrics.max_stretch, 1.0));
+    assert!(close(r.metrics.io_slowdown, 1.0));
+    assert!(close(r.metrics.utilization, 4.0 / 6.0));
+    let io: Vec<f64> = r.jobs[0]
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Io)
+        .map(|p| p.volume_in_window)
+        .collect();
+    assert_eq!(io, vec![1.0, 1.0]);
+    assert_times(&r, &[12.0]);
+}
+
+#[test]
+fn a_window_cutting_shared_transfers_counts_what_moved_inside() {
+    // Fair share of two_jobs(): A transfers at 1/2 during [2, 6] and at 1 during [6, 7]; B at 1/2
+    // during [2, 6]. Window [3, 6.5]: A moved 1.5 + 0.5 = 2 units, B 1.5 units.
+    let mut w = two_jobs();
+    w.window = Some(Window::new(3.0, 6.5).unwrap());
+    for stop in [false, true] {
+        let options = SimOptions {
+            stop_at_window_end: stop,
+            ..SimOptions::default()
+        };
+        let r = simulate(&w, Heuristic::FairShare, options).unwrap();
+        let (a, b) = (r.jobs[0].work, r.jobs[1].work);
+        assert!(close(a.e_io, 2.0) && close(b.e_io, 1.5), "{a:?} {b:?}");
+        assert_eq!((a.e_cpu, b.e_cpu), (0.0, 0.0));
+        assert!(close(r.metrics.max_stretch, 3.5 / 1.5));
+        assert!(close(
+            r.metrics.geomean_stretch,
+            (1.75f64 * (3.5 / 1.5)).sqrt()
+        ));
+        assert!(close(r.metrics.io_slowdown, (1.75f64 * (3.5 / 1.5)).sqrt()));
+        assert_eq!(r.metrics.utilization, 0.0);
+        if stop {
+            assert_eq!(r.end_time, 6.5);
+            assert_eq!(r.jobs[0].completion, None);
+            assert_eq!(r.jobs[1].completion, Some(6.0));
+        } else {
+            assert_times(&r, &[7.0, 6.0]);
+        }
+    }
+}
+
+#[test]
+fn a_window_cutting_a_compute_phase_counts_its_inside_part() {
+    // Alone, B = 1, released at 2: compute 2→12, I/O 12→13. Window [10, 20]: 2 s compute, 1 s I/O;
+    // the job is done at 13 so its stretch is 10 / 3.
+    let w = workload(
+        1.0,
+        Some(Window::new(10.0, 20.0).unwrap()),
+        vec![job(2.0, &[10.0], &[1.0], 11.0)],
+    );
+    let r = run(&w, "set-10");
+    assert!(close(r.jobs[0].work.e_cpu, 2.0) && close(r.jobs[0].work.e_io, 1.0));
+    assert!(close(r.metrics.max_stretch, 10.0 / 3.0));
+    assert!(close(r.metrics.io_slowdown, 8.0));
+    assert!(close(r.metrics.utilization, 0.2));
+}
+
+#[test]
+fn online_estimates_start_with_the_default_priority() {
+    // Alone: asks for I/O at 9, 19, 29 (period 10). First burst: no estimate, a set of its own at
+    // priority 1/50; then mean gaps of 10 s: set 1, priority 1/10.
+    let w = workload(1.0, None, vec![job(0.0, &[9.0; 3], &[1.0; 3], 10.0)]);
+    let r = run(&w, "set-10:online");
+    let sets: Vec<(Option<SetKey>, f64)> = r.jobs[0]
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Io)
+        .map(|p| (p.set, p.priority))
+        .collect();
+    assert_eq!(sets[0], (Some(SetKey::Unknown(0)), 0.02));
+    assert_eq!(sets[1].0, Some(SetKey::Index(1)));
+    assert!(close(sets[2].1, 0.1));
+}
+
+#[test]
+fn online_estimates_see_the_slowed_down_period() {
+    // Job 0 (isolated w_iter 2 s: set 0) computes 1 s then writes 1 unit, three times; job 1 asks
+    // at 0.5 for 30 units. Both start without an estimate, in sets of their own at priority 1/50,
+    // so they share: job 0's first unit takes 2 s and its second burst starts later than in
+    // isolation. Its first estimate is that observed gap, and its set follows it.
+    let w = workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[1.0, 1.0, 1.0], &[1.0, 1.0, 1.0], 2.0),
+            job(0.0, &[0.5], &[30.0], 30.5),
+        ],
+    );
+    let r = run(&w, "set-10:online");
+    let second = r.jobs[0]
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Io)
+        .nth(1)
+        .unwrap();
+    let gap = second.start - 1.0;
+    // 1→3 at half the bandwidth, then 1 s of compute.
+    assert!(close(gap, 3.0));
+    let expected_set = (gap.log10()).round() as i32;
+    assert_eq!(second.set, Some(SetKey::Index(expected_set)));
+    let known = run(&w, "set-10");
+    assert_eq!(known.jobs[0].last_set.unwrap().0, SetKey::Index(0));
+}
+
+#[test]
+fn noisy_estimates_move_jobs_between_sets_reproducibly() {
+    // w_iter = 100 (set 2); with error 0.9 the estimate spans [10, 190]: sets 1 and 2.
+    let w = workload(1.0, None, vec![job(0.0, &[99.0; 200], &[1.0; 200], 100.0)]);
+    let r = run(&w, "set-10:error=0.9");
+    let sets: std::collections::BTreeSet<SetKey> =
+        r.jobs[0].phases.iter().filter_map(|p| p.set).collect();
+    assert_eq!(
+        sets.into_iter().collect::<Vec<_>>(),
+        vec![SetKey::Index(1), SetKey::Index(2)]
+    );
+    // Alone, its placement does not change its times.
+    assert_times(&r, &[20_000.0]);
+    let again = run(&w, "set-10:error=0.9");
+    assert_eq!(r.jobs[0].phases, again.jobs[0].phases);
+    // Error 0.3 keeps it in [70, 130]: always set 2.
+    let r = run(&w, "set-10:error=0.3");
+    assert!(r.jobs[0]
+        .phases
+        .iter()
+        .filter_map(|p| p.set)
+        .all(|s| s == SetKey::Index(2)));
+}
