@@ -24,11 +24,14 @@
 //! a bad name or value is an error listing the valid choices, never silently clamped.
 #![deny(missing_docs)]
 
+pub mod deadline;
+pub mod elevator;
 mod error;
 pub mod iosets;
 pub mod noop;
 pub mod registry;
 pub mod set10;
+mod sorted;
 pub mod timeorder;
 pub mod tunables;
 pub mod wf2q;

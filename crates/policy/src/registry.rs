@@ -1,7 +1,7 @@
 //! Policies by name: the list every front end (CLI, server, C library, simulator) builds from.
 
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{iosets, noop, timeorder, wfq, Policy, PolicyError};
+use crate::{deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError};
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +28,18 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "arrival order; merge=true merges contiguous requests (AGIOS TO / TO-agg)",
         tunables: timeorder::TUNABLES,
         build: |t| Ok(Box::new(timeorder::TimeOrder::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: elevator::NAME,
+        summary: "sorted by (file, offset), one-way sweeps (C-SCAN), contiguous requests merged",
+        tunables: elevator::TUNABLES,
+        build: |t| Ok(Box::new(elevator::Elevator::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: deadline::NAME,
+        summary: "Linux deadline: sorted batches, read/write FIFOs with expiry, reads preferred",
+        tunables: deadline::TUNABLES,
+        build: |t| Ok(Box::new(deadline::Deadline::from_tunables(t)?)),
     },
     PolicySpec {
         name: wfq::NAME,
