@@ -55,6 +55,16 @@ pub fn run_slots(
     slots: usize,
     service: Nanos,
 ) -> Vec<Served> {
+    run_device(p, arrivals, slots, |_| service)
+}
+
+/// As [`run_slots`], a batch taking `service(batch)`.
+pub fn run_device(
+    p: &mut Counted,
+    arrivals: &[Request],
+    slots: usize,
+    service: impl Fn(&iosets_policy::Batch) -> Nanos,
+) -> Vec<Served> {
     let mut arrivals = arrivals.to_vec();
     arrivals.sort_by_key(|r| (r.arrival, r.id));
     let mut next_arrival = 0;
@@ -71,14 +81,15 @@ pub fn run_slots(
             match p.dispatch(now) {
                 Dispatch::Ready(b) => {
                     let first = out.len();
+                    let end = now + service(&b);
                     for r in b.requests() {
                         out.push(Served {
                             req: *r,
                             start: now,
-                            end: now + service,
+                            end,
                         });
                     }
-                    busy.push(Reverse((now + service, b.id().0, first)));
+                    busy.push(Reverse((end, b.id().0, first)));
                 }
                 Dispatch::NotBefore(t) => {
                     timer = Some(t);
