@@ -1,7 +1,7 @@
 //! Policies by name: the list every front end (CLI, server, C library, simulator) builds from.
 
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError};
+use crate::{cfq, deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError};
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +40,12 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "Linux deadline: sorted batches, read/write FIFOs with expiry, reads preferred",
         tunables: deadline::TUNABLES,
         build: |t| Ok(Box::new(deadline::Deadline::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: cfq::NAME,
+        summary: "Linux CFQ by job: round robin of time slices, idle window, reads before writes",
+        tunables: cfq::TUNABLES,
+        build: |t| Ok(Box::new(cfq::Cfq::from_tunables(t)?)),
     },
     PolicySpec {
         name: wfq::NAME,

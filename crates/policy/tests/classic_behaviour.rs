@@ -136,3 +136,66 @@ fn deadline_sorts_within_a_direction() {
         p.counters()
     );
 }
+
+#[test]
+fn cfq_gives_jobs_equal_service_time_whatever_their_request_sizes() {
+    // Three jobs, backlogged, with 4 KiB, 64 KiB and 1 MiB requests; the device moves 100 MB/s, so
+    // a request's service time is proportional to its size (40 µs .. 10 ms).
+    let sizes = [4096u64, 65_536, 1 << 20];
+    let mut reqs = Vec::new();
+    for (j, &size) in sizes.iter().enumerate() {
+        let n = (400 << 20) / size; // 400 MiB each: more than the run serves
+        for i in 0..n {
+            reqs.push(req(
+                reqs.len() as u64,
+                j as u64 + 1,
+                j as u64 + 1,
+                i * size,
+                size,
+                Op::Read,
+                Nanos::ZERO,
+            ));
+        }
+    }
+    let mut p = policy("cfq", &["max_merge_bytes=0"]);
+    let per_byte_ns = 10.0; // 100 MB/s
+    let served = run_device(&mut p, &reqs, 1, |b| {
+        Nanos((b.bytes() as f64 * per_byte_ns) as u64)
+    });
+    // Service time per job over the first 6 s (60 slices of 100 ms), while all three are backlogged.
+    let horizon = Nanos::from_millis(6000);
+    let mut time = [0u64; 4];
+    for s in served.iter().filter(|s| s.end <= horizon) {
+        time[s.req.job.0 as usize] += (s.end - s.start).0;
+    }
+    let mean = (time[1] + time[2] + time[3]) as f64 / 3.0;
+    for j in 1..=3 {
+        let dev = (time[j] as f64 - mean).abs() / mean;
+        assert!(
+            dev <= 0.10,
+            "job {j}: {:.3} s of service vs mean {:.3} s",
+            time[j] as f64 / 1e9,
+            mean / 1e9
+        );
+    }
+    // Under noop the small-request job gets a far smaller share of the device time.
+    let mut noop = policy("noop", &[]);
+    let mut interleaved = reqs.clone();
+    interleaved.sort_by_key(|r| (r.offset / r.len, r.job));
+    // Requests arriving together go by id: number them in the interleaved order.
+    for (k, r) in interleaved.iter_mut().enumerate() {
+        r.id = iosets_policy::RequestId(k as u64);
+    }
+    let served = run_device(&mut noop, &interleaved, 1, |b| {
+        Nanos((b.bytes() as f64 * per_byte_ns) as u64)
+    });
+    let small: u64 = served
+        .iter()
+        .filter(|s| s.end <= horizon && s.req.job.0 == 1)
+        .map(|s| (s.end - s.start).0)
+        .sum();
+    assert!(
+        (small as f64) < 0.05 * horizon.0 as f64,
+        "noop gave the 4 KiB job {small} ns"
+    );
+}
