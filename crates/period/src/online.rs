@@ -1,0 +1,1 @@
+//! Online detection (being written).
