@@ -153,6 +153,40 @@ impl Deadline {
     }
 }
 
+impl Deadline {
+    /// The queued read of `job` in `file` nearest after `pos` within `distance` bytes (for
+    /// anticipation), if any.
+    pub(crate) fn read_near(
+        &self,
+        job: crate::JobId,
+        file: FileId,
+        pos: u64,
+        distance: u64,
+    ) -> Option<SortKey> {
+        let reads = &self.dirs[READ].sorted;
+        reads
+            .in_range(file, pos, pos.saturating_add(distance))
+            .chain(reads.in_range(file, pos.saturating_sub(distance), pos.saturating_sub(1)))
+            .find(|(_, r)| r.job == job)
+            .map(|(k, _)| *k)
+    }
+
+    /// True if the oldest queued request of either direction is past due at `now`.
+    pub(crate) fn any_expired(&self, now: Nanos) -> bool {
+        self.dirs.iter().any(|d| {
+            d.fifo
+                .first_key_value()
+                .is_some_and(|(_, &(due, _))| due <= now)
+        })
+    }
+
+    /// Dispatches the queued read at `key` as the start of a read batch.
+    pub(crate) fn take_read(&mut self, key: SortKey) -> crate::Batch {
+        self.batch = Some((READ, 1));
+        self.take(READ, key)
+    }
+}
+
 impl Default for Deadline {
     /// Linux's defaults: reads due in 500 ms, writes in 5 s, batches of 16, writes starved twice.
     fn default() -> Deadline {

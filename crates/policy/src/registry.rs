@@ -1,7 +1,9 @@
 //! Policies by name: the list every front end (CLI, server, C library, simulator) builds from.
 
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{cfq, deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError};
+use crate::{
+    anticipatory, cfq, deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError,
+};
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +42,12 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "Linux deadline: sorted batches, read/write FIFOs with expiry, reads preferred",
         tunables: deadline::TUNABLES,
         build: |t| Ok(Box::new(deadline::Deadline::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: anticipatory::NAME,
+        summary: "deadline plus a short wait after a read for the same job's next nearby read",
+        tunables: anticipatory::TUNABLES,
+        build: |t| Ok(Box::new(anticipatory::Anticipatory::from_tunables(t)?)),
     },
     PolicySpec {
         name: cfq::NAME,

@@ -60,11 +60,6 @@ impl SortedQueue {
         self.map.range((file, from, 0)..=(file, to, u64::MAX))
     }
 
-    /// Removes the request at `key`.
-    pub(crate) fn remove(&mut self, key: &SortKey) -> Option<Request> {
-        self.map.remove(key)
-    }
-
     /// Removes the request at `key` and, when `max_merge_bytes > 0`, the queued requests that
     /// continue it (same file and operation, starting where the batch ends) while the batch stays
     /// within `max_merge_bytes`. Calls `taken` with the key of every request removed.

@@ -199,3 +199,112 @@ fn cfq_gives_jobs_equal_service_time_whatever_their_request_sizes() {
         "noop gave the 4 KiB job {small} ns"
     );
 }
+
+/// Two synchronous sequential readers, each reading its own file: one read outstanding each, the
+/// next issued `think` after the previous completes. One service slot; a read costs `seek` unless
+/// it starts where the previous read ended, plus `transfer`. Returns the served reads in order and
+/// the longest time the device stood idle while a request was queued.
+fn two_sync_readers(
+    p: &mut iosets_policy::Counted,
+    reads_each: u64,
+    think: Nanos,
+) -> (Vec<Request>, Nanos) {
+    use iosets_policy::{Dispatch, Outcome};
+    let (seek, transfer, len) = (Nanos::from_millis(8), Nanos::from_micros(500), 65_536u64);
+    let mut issued = [0u64; 2];
+    let mut next_arrival: [Option<Nanos>; 2] = [Some(Nanos::ZERO), Some(Nanos::ZERO)];
+    let mut now = Nanos::ZERO;
+    let mut busy: Option<(Nanos, Request)> = None;
+    let mut last_end: Option<(u64, u64)> = None;
+    let mut served = Vec::new();
+    let mut idle_since: Option<Nanos> = Some(Nanos::ZERO);
+    let mut worst_idle = Nanos::ZERO;
+    let mut id = 0;
+    loop {
+        for r in 0..2 {
+            if next_arrival[r].is_some_and(|t| t <= now) {
+                next_arrival[r] = None;
+                let job = r as u64 + 1;
+                p.enqueue(req(id, job, job, issued[r] * len, len, Op::Read, now), now);
+                id += 1;
+                issued[r] += 1;
+            }
+        }
+        if p.queued() > 0 && busy.is_none() && idle_since.is_none() {
+            idle_since = Some(now);
+        }
+        let mut timer = None;
+        if busy.is_none() {
+            match p.dispatch(now) {
+                Dispatch::Ready(b) => {
+                    let r = *b.head();
+                    if let Some(since) = idle_since.take() {
+                        worst_idle = worst_idle.max(now - since);
+                    }
+                    let cost = if last_end == Some((r.file.0, r.offset)) {
+                        transfer
+                    } else {
+                        seek + transfer
+                    };
+                    last_end = Some((r.file.0, b.end()));
+                    busy = Some((now + cost, r));
+                    served.push(r);
+                }
+                Dispatch::NotBefore(t) => timer = Some(t),
+                Dispatch::Idle => {}
+            }
+        }
+        let next = [busy.map(|b| b.0), timer, next_arrival[0], next_arrival[1]]
+            .into_iter()
+            .flatten()
+            .min();
+        let Some(t) = next else { break };
+        now = t;
+        if let Some((end, r)) = busy {
+            if end <= now {
+                busy = None;
+                idle_since = None;
+                p.complete(r.id, Outcome::Done { bytes: r.len }, now)
+                    .unwrap();
+                let k = r.job.0 as usize - 1;
+                if issued[k] < reads_each {
+                    next_arrival[k] = Some(now + think);
+                }
+            }
+        }
+    }
+    p.check_balance().unwrap();
+    (served, worst_idle)
+}
+
+fn switches(served: &[Request]) -> usize {
+    served.windows(2).filter(|w| w[0].job != w[1].job).count()
+}
+
+#[test]
+fn anticipatory_serves_sequential_readers_in_long_runs_and_idles_within_its_bound() {
+    let think = Nanos::from_millis(1);
+    let (served, worst_idle) = two_sync_readers(&mut policy("anticipatory", &[]), 1000, think);
+    assert_eq!(served.len(), 2000);
+    let (noop_served, _) = two_sync_readers(&mut policy("noop", &[]), 1000, think);
+    let (a, n) = (switches(&served), switches(&noop_served));
+    // noop alternates between the readers at almost every read; anticipation keeps each reader
+    // going until the other's oldest read is due (500 ms).
+    assert!(n > 1500, "noop switched {n} times");
+    assert!(a * 20 < n, "anticipatory switched {a} times, noop {n}");
+    assert!(
+        worst_idle <= Nanos::from_millis(6),
+        "idled {worst_idle} with work queued"
+    );
+    // With a think time longer than the window, anticipation gives up at the bound each time.
+    let (_, worst_idle) =
+        two_sync_readers(&mut policy("anticipatory", &[]), 200, Nanos::from_millis(9));
+    assert!(
+        worst_idle <= Nanos::from_millis(6),
+        "idled {worst_idle} with work queued"
+    );
+    assert!(
+        worst_idle >= Nanos::from_millis(5),
+        "the window was used: {worst_idle}"
+    );
+}
