@@ -34,8 +34,10 @@ pub mod noop;
 pub mod registry;
 pub mod set10;
 mod sorted;
+pub mod sw;
 pub mod timeorder;
 pub mod tunables;
+pub mod twins;
 pub mod wf2q;
 pub mod wfq;
 

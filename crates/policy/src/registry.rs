@@ -2,7 +2,8 @@
 
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{
-    anticipatory, cfq, deadline, elevator, iosets, noop, timeorder, wfq, Policy, PolicyError,
+    anticipatory, cfq, deadline, elevator, iosets, noop, sw, timeorder, twins, wfq, Policy,
+    PolicyError,
 };
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
@@ -54,6 +55,18 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "Linux CFQ by job: round robin of time slices, idle window, reads before writes",
         tunables: cfq::TUNABLES,
         build: |t| Ok(Box::new(cfq::Cfq::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: sw::NAME,
+        summary: "AGIOS SW: by (arrival window, application), one application's requests together",
+        tunables: sw::TUNABLES,
+        build: |t| Ok(Box::new(sw::StaticWindows::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: twins::NAME,
+        summary: "AGIOS TWINS: a time window per data server (class) in round robin",
+        tunables: twins::TUNABLES,
+        build: |t| Ok(Box::new(twins::Twins::from_tunables(t)?)),
     },
     PolicySpec {
         name: wfq::NAME,
