@@ -163,7 +163,7 @@ impl Policy for Cfq {
                 } else {
                     &mut job.writes
                 };
-                let batch = queue.take_batch(key, self.max_merge_bytes, |_, _| {});
+                let batch = queue.take_batch(key, self.max_merge_bytes, usize::MAX, |_, _| {});
                 job.head = (batch.head().file, batch.end());
                 job.in_service += 1;
                 self.len -= batch.len();

@@ -145,9 +145,11 @@ impl Deadline {
     fn take(&mut self, d: usize, key: SortKey) -> crate::Batch {
         let dir = &mut self.dirs[d];
         let fifo = &mut dir.fifo;
-        let batch = dir.sorted.take_batch(key, self.max_merge_bytes, |k, _| {
-            fifo.remove(&k.2);
-        });
+        let batch = dir
+            .sorted
+            .take_batch(key, self.max_merge_bytes, usize::MAX, |k, _| {
+                fifo.remove(&k.2);
+            });
         dir.head = (batch.head().file, batch.end());
         batch
     }

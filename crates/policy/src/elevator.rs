@@ -59,7 +59,9 @@ impl Policy for Elevator {
         let Some(key) = self.queue.next_cscan(self.head) else {
             return Dispatch::Idle;
         };
-        let batch = self.queue.take_batch(key, self.max_merge_bytes, |_, _| {});
+        let batch = self
+            .queue
+            .take_batch(key, self.max_merge_bytes, usize::MAX, |_, _| {});
         self.head = (batch.head().file, batch.end());
         Dispatch::Ready(batch)
     }

@@ -33,6 +33,7 @@ pub mod iosets;
 pub mod noop;
 pub mod registry;
 pub mod set10;
+pub mod sjf;
 mod sorted;
 pub mod sw;
 pub mod timeorder;

@@ -2,7 +2,7 @@
 
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{
-    anticipatory, cfq, deadline, elevator, iosets, noop, sw, timeorder, twins, wfq, Policy,
+    anticipatory, cfq, deadline, elevator, iosets, noop, sjf, sw, timeorder, twins, wfq, Policy,
     PolicyError,
 };
 
@@ -55,6 +55,13 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "Linux CFQ by job: round robin of time slices, idle window, reads before writes",
         tunables: cfq::TUNABLES,
         build: |t| Ok(Box::new(cfq::Cfq::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: sjf::NAME,
+        summary:
+            "AGIOS SJF: the file/direction with the fewest queued bytes first, 16-request merging",
+        tunables: sjf::TUNABLES,
+        build: |t| Ok(Box::new(sjf::Sjf::from_tunables(t)?)),
     },
     PolicySpec {
         name: sw::NAME,

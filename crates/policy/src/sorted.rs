@@ -62,7 +62,8 @@ impl SortedQueue {
 
     /// Removes the request at `key` and, when `max_merge_bytes > 0`, the queued requests that
     /// continue it (same file and operation, starting where the batch ends) while the batch stays
-    /// within `max_merge_bytes`. Calls `taken` with the key of every request removed.
+    /// within `max_merge_bytes` and `max_requests`. Calls `taken` with the key of every request
+    /// removed.
     ///
     /// # Panics
     /// If `key` is not queued (a caller bug).
@@ -70,6 +71,7 @@ impl SortedQueue {
         &mut self,
         key: SortKey,
         max_merge_bytes: u64,
+        max_requests: usize,
         mut taken: impl FnMut(SortKey, &Request),
     ) -> Batch {
         let first = self.map.remove(&key).expect("key is queued");
@@ -87,7 +89,7 @@ impl SortedQueue {
                 .find(|(_, r)| r.op == first.op && r.len > 0)
                 .map(|(k, r)| (*k, r.len));
             match next {
-                Some((k, len)) if bytes + len <= max_merge_bytes => {
+                Some((k, len)) if bytes + len <= max_merge_bytes && batch.len() < max_requests => {
                     let r = self.map.remove(&k).expect("found above");
                     taken(k, &r);
                     bytes += len;
@@ -131,14 +133,14 @@ mod tests {
         q.insert(3, r(4, 1, 20, 10, Op::Write));
         q.insert(4, r(5, 1, 30, 10, Op::Write));
         let mut seen = Vec::new();
-        let b = q.take_batch(k, 30, |k, _| seen.push(k.2));
+        let b = q.take_batch(k, 30, usize::MAX, |k, _| seen.push(k.2));
         let ids: Vec<u64> = b.requests().map(|r| r.id.0).collect();
         assert_eq!(ids, vec![1, 3, 4]);
         assert_eq!(seen, vec![0, 2, 3]);
         assert_eq!(q.len(), 2);
         let k = q.next_cscan((FileId(1), 0)).unwrap();
         assert_eq!(
-            q.take_batch(k, 0, |_, _| {}).len(),
+            q.take_batch(k, 0, usize::MAX, |_, _| {}).len(),
             1,
             "no merging with a zero cap"
         );
