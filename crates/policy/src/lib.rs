@@ -30,6 +30,7 @@ pub mod deadline;
 pub mod elevator;
 mod error;
 pub mod iosets;
+pub mod mlf;
 pub mod noop;
 pub mod registry;
 pub mod set10;

@@ -2,8 +2,8 @@
 
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{
-    anticipatory, cfq, deadline, elevator, iosets, noop, sjf, sw, timeorder, twins, wfq, Policy,
-    PolicyError,
+    anticipatory, cfq, deadline, elevator, iosets, mlf, noop, sjf, sw, timeorder, twins, wfq,
+    Policy, PolicyError,
 };
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
@@ -62,6 +62,12 @@ pub const POLICIES: &[PolicySpec] = &[
             "AGIOS SJF: the file/direction with the fewest queued bytes first, 16-request merging",
         tunables: sjf::TUNABLES,
         build: |t| Ok(Box::new(sjf::Sjf::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: mlf::NAME,
+        summary: "AGIOS MLF: round robin over files, per-request quanta doubling each visit",
+        tunables: mlf::TUNABLES,
+        build: |t| Ok(Box::new(mlf::Mlf::from_tunables(t)?)),
     },
     PolicySpec {
         name: sw::NAME,
