@@ -24,6 +24,7 @@
 //! a bad name or value is an error listing the valid choices, never silently clamped.
 #![deny(missing_docs)]
 
+pub mod aioli;
 pub mod anticipatory;
 pub mod cfq;
 pub mod deadline;

@@ -2,8 +2,8 @@
 
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{
-    anticipatory, cfq, deadline, elevator, iosets, mlf, noop, sjf, sw, timeorder, twins, wfq,
-    Policy, PolicyError,
+    aioli, anticipatory, cfq, deadline, elevator, iosets, mlf, noop, sjf, sw, timeorder, twins,
+    wfq, Policy, PolicyError,
 };
 
 /// A registered policy: its name, a one-line summary, its tunables and its constructor.
@@ -68,6 +68,13 @@ pub const POLICIES: &[PolicySpec] = &[
         summary: "AGIOS MLF: round robin over files, per-request quanta doubling each visit",
         tunables: mlf::TUNABLES,
         build: |t| Ok(Box::new(mlf::Mlf::from_tunables(t)?)),
+    },
+    PolicySpec {
+        name: aioli::NAME,
+        summary:
+            "AGIOS aIOLi: FCFS across files by eligible head, offset order inside, adaptive quanta",
+        tunables: aioli::TUNABLES,
+        build: |t| Ok(Box::new(aioli::Aioli::from_tunables(t)?)),
     },
     PolicySpec {
         name: sw::NAME,
