@@ -354,8 +354,9 @@ impl Analyzer {
         // Fit the bursts at each plausible scale; keep the most confident.
         let mut best: Option<Estimate> = None;
         fn consider(best: &mut Option<Estimate>, est: Estimate) {
-            if best.map_or(true, |b| est.confidence > b.confidence) {
-                *best = Some(est);
+            match best {
+                Some(b) if b.confidence >= est.confidence => {}
+                _ => *best = Some(est),
             }
         }
         let mut scales: Vec<f64> = Vec::new();
