@@ -80,16 +80,12 @@ impl Aioli {
 
     /// The next quantum after using `used` of `granted` bytes.
     fn adjust(&self, used: u64, granted: u64) -> u64 {
-        let next = if granted == 0 {
-            self.quantum
-        } else {
-            let rate = used.saturating_mul(100) / granted;
-            match rate {
-                175.. => granted.saturating_mul(2),
-                125.. => granted.saturating_add(granted / 2),
-                75.. => granted,
-                _ => granted / 2,
-            }
+        let next = match used.saturating_mul(100).checked_div(granted) {
+            None => self.quantum,
+            Some(175..) => granted.saturating_mul(2),
+            Some(125..) => granted.saturating_add(granted / 2),
+            Some(75..) => granted,
+            Some(_) => granted / 2,
         };
         let next = if next == 0 { self.quantum } else { next };
         next.min(self.quantum.saturating_mul(self.max_aggregation as u64))
@@ -126,6 +122,20 @@ impl Aioli {
             }
         }
         best.map(|(_, f, d)| (f, d))
+    }
+
+    /// Forgets `file` (and ends its visit) once it has no request: quanta live as long as the
+    /// file has requests, so memory stays bounded by the files with work.
+    fn forget_if_empty(&mut self, file: FileId) {
+        if self.files[&file]
+            .iter()
+            .all(|q| q.factors.sorted.is_empty())
+        {
+            self.files.remove(&file);
+            if self.visit.is_some_and(|v| v.file == file) {
+                self.visit = None;
+            }
+        }
     }
 
     fn serve(&mut self, file: FileId, dir: usize) -> crate::Batch {
@@ -176,6 +186,7 @@ impl Policy for Aioli {
                     used: v.used + batch.bytes(),
                     ..v
                 });
+                self.forget_if_empty(v.file);
                 return Dispatch::Ready(batch);
             }
             self.end_visit();
@@ -195,14 +206,7 @@ impl Policy for Aioli {
             granted,
             used: batch.bytes(),
         });
-        if self.files[&file]
-            .iter()
-            .all(|q| q.factors.sorted.is_empty())
-        {
-            // Keep the queues' quanta only while the file has requests.
-            self.visit = None;
-            self.files.remove(&file);
-        }
+        self.forget_if_empty(file);
         Dispatch::Ready(batch)
     }
 
