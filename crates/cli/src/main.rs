@@ -5,6 +5,8 @@
 //! `policies` (every registered policy and its tunables). This binary parses arguments and prints;
 //! every decision and measurement comes from the `iosets-policy` and `iosets-sim` crates.
 
+mod sim_cmd;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -40,6 +42,8 @@ enum Command {
     Demo(DemoArgs),
     /// List every registered policy with its tunables.
     Policies,
+    /// The IO-SETS fluid simulator: run a scenario, or sweep one and plot the metrics.
+    Sim(sim_cmd::SimArgs),
 }
 
 #[derive(Debug, Args)]
@@ -497,6 +501,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
         Command::Demo(args) => demo(args),
+        Command::Sim(args) => sim_cmd::sim(args),
         Command::Policies => {
             policies();
             Ok(())

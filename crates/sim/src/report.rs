@@ -55,7 +55,7 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(240, 228, 66),
 ];
 
-fn colour(i: usize) -> RGBColor {
+pub(crate) fn colour(i: usize) -> RGBColor {
     COLOURS.get(i).copied().unwrap_or_else(|| {
         let c = Palette99::pick(i).to_rgba();
         RGBColor(c.0, c.1, c.2)

@@ -13,9 +13,9 @@
 //! part inside it.
 //!
 //! **The workloads**: built directly ([`Workload`]), drawn by the paper's generator
-//! ([`generator::PaperGenerator`]), or read from a TOML scenario (`scenario::Scenario`) that may
-//! sweep one variable; `sweep` runs a sweep over many random workloads in parallel and
-//! aggregates it; `plot` draws each metric against the swept variable.
+//! ([`generator::PaperGenerator`]), or read from a TOML scenario ([`scenario::Scenario`]) that may
+//! sweep one variable; [`sweep`] runs a sweep over many random workloads in parallel and
+//! aggregates it; [`plot`] draws each metric against the swept variable; [`report`] writes tables, CSV and JSON.
 //!
 //! What this module is not: it does not run the real policies (that is the request-level
 //! simulator, [`crate::replay`]); it models the paper's idealised platform — a single shared
@@ -28,6 +28,10 @@ pub mod generator;
 pub mod heuristic;
 pub mod metrics;
 pub mod model;
+pub mod plot;
+pub mod report;
+pub mod scenario;
+pub mod sweep;
 
 pub use engine::{
     simulate, JobOutcome, PhaseKind, PhaseRecord, RateSegment, RunResult, SimOptions,

@@ -1,0 +1,315 @@
+//! `iosets sim`: the IO-SETS fluid simulator (`run`, `sweep`, `heuristics`).
+//!
+//! This file parses flags and prints; the model, heuristics, metrics, sweeps and writers are in
+//! `iosets_sim::fluid`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use iosets_sim::fluid::metrics::METRIC_NAMES;
+use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table, RunReport};
+use iosets_sim::fluid::scenario::Scenario;
+use iosets_sim::fluid::sweep::{run_sweep, workload_seed, SweepConfig, SweepResult};
+use iosets_sim::fluid::{plot, simulate, Heuristic, SimOptions};
+
+/// `iosets sim` and its subcommands.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(subcommand)]
+    command: SimCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum SimCommand {
+    /// Run a scenario once under each heuristic: a table per job, then the metrics side by side.
+    Run(RunArgs),
+    /// Run a sweep: every value of its variable × K random workloads × every heuristic, in
+    /// parallel; writes CSV (every run), JSON (aggregates) and one SVG plot per metric.
+    Sweep(SweepArgs),
+    /// List the heuristics and their variants.
+    Heuristics,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The scenario file (TOML; see scenarios/ and EXPERIMENTS.md).
+    scenario: PathBuf,
+    /// The value of the scenario's swept variable to run at (required for a sweep file).
+    #[arg(long, value_name = "VALUE", allow_negative_numbers = true)]
+    at: Option<f64>,
+    /// A heuristic to run instead of the scenario's list; repeat for several (see `iosets sim
+    /// heuristics`).
+    #[arg(long = "heuristic", short = 'H', value_name = "NAME")]
+    heuristics: Vec<String>,
+    /// Seed: the workload is workload 0 of `iosets sim sweep --seed SEED`.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print only the summary, not the table per job.
+    #[arg(long)]
+    summary_only: bool,
+    /// Write a line per (heuristic, job) as CSV here.
+    #[arg(long, value_name = "FILE.csv")]
+    csv: Option<PathBuf>,
+    /// Write the workload and every result as JSON here.
+    #[arg(long, value_name = "FILE.json")]
+    json: Option<PathBuf>,
+    /// Include every phase of every job in the JSON.
+    #[arg(long, requires = "json")]
+    phases: bool,
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// The sweep file (a scenario with a [sweep] table; without one, a single point).
+    sweep: PathBuf,
+    /// Random workloads per value of the swept variable.
+    #[arg(long, default_value_t = 20, value_name = "K")]
+    workloads: usize,
+    /// Seed of the sweep (workload k is drawn with a seed derived from it and k).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// A heuristic to run instead of the scenario's list; repeat for several.
+    #[arg(long = "heuristic", short = 'H', value_name = "NAME")]
+    heuristics: Vec<String>,
+    /// Directory for NAME.csv, NAME.json and NAME-METRIC.svg (NAME: the scenario's name).
+    #[arg(long, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Simulate every run to its end instead of stopping at the window's end (same metrics,
+    /// slower).
+    #[arg(long)]
+    full_runs: bool,
+    /// Do not draw the plots.
+    #[arg(long)]
+    no_plots: bool,
+    /// Print nothing but errors (no progress bar, no tables).
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs `iosets sim ...`.
+pub fn sim(args: &SimArgs) -> Result<()> {
+    match &args.command {
+        SimCommand::Run(a) => run(a),
+        SimCommand::Sweep(a) => sweep(a),
+        SimCommand::Heuristics => {
+            heuristics();
+            Ok(())
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Scenario> {
+    Ok(Scenario::load(path)?)
+}
+
+fn pick_heuristics(scenario: &Scenario, names: &[String]) -> Result<Vec<Heuristic>> {
+    if names.is_empty() {
+        return Ok(scenario.heuristics.clone());
+    }
+    names
+        .iter()
+        .map(|n| {
+            n.parse::<Heuristic>()
+                .with_context(|| format!("--heuristic {n}"))
+        })
+        .collect()
+}
+
+fn run(a: &RunArgs) -> Result<()> {
+    let scenario = load(&a.scenario)?;
+    let heuristics = pick_heuristics(&scenario, &a.heuristics)?;
+    let source = scenario.at(a.at)?;
+    let seed = workload_seed(a.seed, 0);
+    let workload = source.workload(seed)?;
+    let options = SimOptions {
+        seed,
+        record: a.phases,
+        stop_at_window_end: false,
+    };
+    let runs = heuristics
+        .iter()
+        .map(|&h| simulate(&workload, h, options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let window = runs[0].window;
+    let at = scenario
+        .sweep
+        .as_ref()
+        .zip(a.at)
+        .map(|(s, x)| (s.variable.as_str(), x));
+    println!(
+        "scenario {}{}: {} jobs, {} iterations, B = {}, window [{}, {}] s{}",
+        scenario.name,
+        at.map_or_else(String::new, |(v, x)| format!(" at {v} = {x}")),
+        workload.jobs.len(),
+        workload.iterations(),
+        workload.bandwidth,
+        window.begin,
+        window.end,
+        if source.is_random() {
+            format!(", drawn with seed {}", a.seed)
+        } else {
+            String::new()
+        }
+    );
+    if !a.summary_only {
+        for r in &runs {
+            println!();
+            println!("== {} ({} events)", r.heuristic, r.events);
+            print!("{}", job_table(&workload, r));
+        }
+        println!();
+    }
+    print!("{}", summary_table(&runs));
+    if let Some(p) = &a.csv {
+        save_jobs_csv(p, &workload, &runs)?;
+        println!("wrote the per-job table to {}", p.display());
+    }
+    if let Some(p) = &a.json {
+        RunReport {
+            scenario: &scenario.name,
+            at,
+            seed: a.seed,
+            workload: &workload,
+            runs: &runs,
+        }
+        .save_json(p)?;
+        println!("wrote the workload and results to {}", p.display());
+    }
+    Ok(())
+}
+
+fn sweep(a: &SweepArgs) -> Result<()> {
+    let scenario = load(&a.sweep)?;
+    let heuristics = pick_heuristics(&scenario, &a.heuristics)?;
+    if a.workloads == 0 {
+        bail!("--workloads 0: expected at least 1 workload per value");
+    }
+    if a.threads == Some(0) {
+        bail!("--threads 0: expected at least 1 thread");
+    }
+    let values = scenario.sweep.as_ref().map_or(1, |s| s.values.len());
+    let config = SweepConfig {
+        workloads: a.workloads,
+        seed: a.seed,
+        heuristics,
+        threads: a.threads,
+        stop_at_window_end: !a.full_runs,
+    };
+    let tasks = (values * a.workloads) as u64;
+    let bar = if a.quiet {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::new(tasks);
+        b.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} workloads ({eta} left)",
+            )
+            .context("progress bar template")?,
+        );
+        b
+    };
+    let start = Instant::now();
+    let result = run_sweep(&scenario, &config, &|| bar.inc(1))?;
+    let elapsed = start.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let csv = a.out.join(format!("{}.csv", result.name));
+    let json = a.out.join(format!("{}.json", result.name));
+    result.save_csv(&csv)?;
+    result.save_json(&json)?;
+    let plots = if a.no_plots {
+        Vec::new()
+    } else {
+        plot::save_all(&a.out, &result)?
+    };
+    if !a.quiet {
+        print_sweep(&result, elapsed, a.threads);
+        println!(
+            "wrote {} (every run) and {} (aggregates)",
+            csv.display(),
+            json.display()
+        );
+        for p in plots {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>) {
+    let events = r.events();
+    println!(
+        "sweep {}: {} values of {} × {} workload{} × {} heuristics = {} runs, {} events in {:.2} s \
+         ({:.2} M events/s, {} threads)",
+        r.name,
+        r.values.len(),
+        r.variable,
+        r.workloads,
+        if r.workloads == 1 { "" } else { "s" },
+        r.heuristics.len(),
+        r.rows.len(),
+        events,
+        elapsed,
+        events as f64 / elapsed / 1e6,
+        threads.unwrap_or_else(rayon_threads),
+    );
+    if !r.random && r.workloads > 1 {
+        println!(
+            "(the scenario is not random: its {} workloads are identical; only :error heuristics vary)",
+            r.workloads
+        );
+    }
+    let points = r.points();
+    for (m, name) in METRIC_NAMES.iter().enumerate() {
+        println!();
+        println!("{name} (mean over the workloads)");
+        let mut header = format!("{:>8}", r.variable);
+        for h in &r.heuristics {
+            header.push_str(&format!("  {:>15}", h.to_string()));
+        }
+        println!("{header}");
+        for &x in &r.values {
+            let mut line = format!("{x:>8}");
+            for h in &r.heuristics {
+                let label = h.to_string();
+                let v = points
+                    .iter()
+                    .find(|p| p.value == x && p.heuristic == label)
+                    .map_or(f64::NAN, |p| p.stats()[m].mean);
+                line.push_str(&format!("  {v:>15.4}"));
+            }
+            println!("{line}");
+        }
+    }
+}
+
+fn rayon_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn heuristics() {
+    let rows = [
+        ("exclusive-fcfs", "one set for all jobs: one does I/O at a time, first come first served"),
+        ("fair-share", "a set per job, equal priorities: B shared equally"),
+        ("set-10", "sets round(log10 w_iter), priority 10^-set (the paper's SET-10)"),
+        ("set-<b>", "Set-b for any base b > 1, e.g. set-2, set-3.5"),
+        ("set-fairshare", "SET-10 sets, equal priorities"),
+        ("share+priority", "a set per job, SET-10 priorities"),
+        ("clairvoyant", "SET-10 of the mean w_iter of the job's group (the distribution it was drawn from)"),
+        (":error=<e>", "suffix for set-<b>, set-fairshare, share+priority: each w_iter estimate × (1 + U[-e, e]), drawn at every I/O phase"),
+        (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); default priority 1/50 before the second burst"),
+    ];
+    for (name, what) in rows {
+        println!("{name:<16} {what}");
+    }
+    println!(
+        "(set-fairshare, share+priority and clairvoyant also take a base: set-fairshare-2, ...)"
+    );
+}

@@ -1,0 +1,279 @@
+//! `iosets sim` end to end: `run` on a hand-computed scenario and on the shipped seed 004
+//! scenario, `sweep` with its CSV, JSON and plots, and a one-line error naming the problem for
+//! each bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("iosets-sim-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn iosets(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iosets"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn shipped(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Expects exit code 1 and a one-line error containing every needle.
+fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
+    let o = iosets(dir, args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err} {}", stdout(&o));
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
+    }
+}
+
+const TWO_JOBS: &str = r#"
+name = "two"
+heuristics = ["fair-share", "exclusive-fcfs"]
+[platform]
+bandwidth = 1.0
+[[group]]
+name = "a"
+t_cpu = 1
+volume = 4
+iterations = 1
+[[group]]
+name = "b"
+t_cpu = 2
+volume = 2
+iterations = 1
+"#;
+
+#[test]
+fn run_prints_exact_times_per_job_and_the_summary() {
+    let dir = scratch("run");
+    std::fs::write(dir.join("two.toml"), TWO_JOBS).unwrap();
+    let o = iosets(
+        &dir,
+        &[
+            "sim", "run", "two.toml", "--csv", "jobs.csv", "--json", "all.json", "--phases",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Fair share: a ends at 7, b at 6; exclusive: a at 5, b at 7 (see the hand cases).
+    let section = |h: &str| {
+        let start = out
+            .find(&format!("== {h} "))
+            .unwrap_or_else(|| panic!("{h}: {out}"));
+        out[start..]
+            .lines()
+            .skip(2)
+            .take(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let fair = section("fair-share");
+    assert!(
+        fair[0].starts_with("0 ") && fair[0].contains(" 7.000 "),
+        "{fair:?}"
+    );
+    assert!(
+        fair[1].starts_with("1 ") && fair[1].contains(" 6.000 "),
+        "{fair:?}"
+    );
+    let excl = section("exclusive-fcfs");
+    assert!(
+        excl[0].contains(" 5.000 ") && excl[1].contains(" 7.000 "),
+        "{excl:?}"
+    );
+    let summary: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("heuristic "))
+        .collect();
+    assert_eq!(summary.len(), 1, "{out}");
+    let csv = std::fs::read_to_string(dir.join("jobs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4);
+    let json = std::fs::read_to_string(dir.join("all.json")).unwrap();
+    assert!(json.contains("\"phases\":[{") && json.contains("\"heuristic\":\"exclusive-fcfs\""));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_on_seed004_shows_set10_ahead_of_fair_share() {
+    let dir = scratch("seed004");
+    let o = iosets(
+        &dir,
+        &["sim", "run", &shipped("seed004.toml"), "--summary-only"],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let metric = |h: &str, col: usize| -> f64 {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(h))
+            .unwrap_or_else(|| panic!("no {h} in {out}"))
+            .split_whitespace()
+            .nth(col)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    for h in [
+        "exclusive-fcfs",
+        "fair-share",
+        "set-10",
+        "set-fairshare",
+        "share+priority",
+        "clairvoyant",
+    ] {
+        assert!(metric(h, 1) >= 1.0, "{h}");
+    }
+    assert!(metric("set-10", 1) < metric("fair-share", 1));
+    assert!(metric("set-10", 3) < metric("fair-share", 3));
+    assert!(metric("set-10", 4) > metric("fair-share", 4));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sweep_writes_csv_json_and_one_plot_per_metric() {
+    let dir = scratch("sweep");
+    let o = iosets(
+        &dir,
+        &[
+            "sim",
+            "sweep",
+            &shipped("validation16.toml"),
+            "--workloads",
+            "2",
+            "--threads",
+            "2",
+            "-H",
+            "set-10",
+            "-H",
+            "fair-share",
+            "--out",
+            "res",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("17 values of nH × 2 workloads × 2 heuristics = 68 runs"),
+        "{out}"
+    );
+    let csv = std::fs::read_to_string(dir.join("res/validation16.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 68);
+    let json = std::fs::read_to_string(dir.join("res/validation16.json")).unwrap();
+    assert!(json.contains("\"variable\": \"nH\""));
+    for m in [
+        "max_stretch",
+        "geomean_stretch",
+        "io_slowdown",
+        "utilization",
+    ] {
+        let svg = std::fs::read_to_string(dir.join(format!("res/validation16-{m}.svg"))).unwrap();
+        assert!(svg.contains("set-10") && svg.contains("fair-share"), "{m}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn heuristics_are_listed() {
+    let o = iosets(Path::new("."), &["sim", "heuristics"]);
+    let out = stdout(&o);
+    assert!(o.status.success());
+    for h in [
+        "exclusive-fcfs",
+        "fair-share",
+        "set-10",
+        "set-fairshare",
+        "share+priority",
+        "clairvoyant",
+        ":online",
+    ] {
+        assert!(out.contains(h), "{h}");
+    }
+}
+
+#[test]
+fn bad_scenarios_are_one_line_errors_naming_the_problem() {
+    let dir = scratch("bad");
+    let write = |name: &str, text: String| {
+        std::fs::write(dir.join(name), text).unwrap();
+        name.to_string()
+    };
+    let unknown = write(
+        "unknown.toml",
+        TWO_JOBS.replace("bandwidth = 1.0", "bandwith = 1.0"),
+    );
+    fails(
+        &dir,
+        &["sim", "run", &unknown],
+        &["unknown.toml", "unknown field `bandwith`"],
+    );
+    let negative = write(
+        "negative.toml",
+        TWO_JOBS.replace("bandwidth = 1.0", "bandwidth = -2.0"),
+    );
+    fails(
+        &dir,
+        &["sim", "run", &negative],
+        &["platform.bandwidth = -2", "> 0"],
+    );
+    let empty = write("empty.toml", "[platform]\nbandwidth = 1.0\n".to_string());
+    fails(&dir, &["sim", "run", &empty], &["no jobs"]);
+    fails(&dir, &["sim", "run", "missing.toml"], &["missing.toml"]);
+    let two = write("two.toml", TWO_JOBS.to_string());
+    fails(
+        &dir,
+        &["sim", "run", &two, "-H", "lottery"],
+        &["--heuristic lottery", "unknown heuristic"],
+    );
+    fails(
+        &dir,
+        &["sim", "run", &two, "--at", "3"],
+        &["no [sweep] variable"],
+    );
+    fails(
+        &dir,
+        &["sim", "run", &shipped("validation16.toml")],
+        &["sweeps \"nH\"", "--at"],
+    );
+    fails(
+        &dir,
+        &["sim", "sweep", &two, "--workloads", "0"],
+        &["--workloads 0"],
+    );
+    fails(
+        &dir,
+        &["sim", "sweep", &two, "--threads", "0"],
+        &["--threads 0"],
+    );
+    // Flags clap rejects: exit code 2 and a message naming the flag.
+    let o = iosets(&dir, &["sim", "sweep", &two, "--workloads", "many"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--workloads"));
+    let o = iosets(&dir, &["sim", "run", &two, "--colour"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--colour"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
