@@ -30,7 +30,7 @@ pub mod summary;
 pub mod workload;
 
 pub use error::{CsvProblem, SimError};
-pub use replay::{run, DeviceModel, ReplayResult, RequestRecord};
+pub use replay::{run, DeviceModel, ReplayResult, RequestRecord, SeekModel};
 pub use shares::{window_shares, QueueKey, ShareKey, WindowShares};
 pub use summary::{expected_weights, Summary};
 pub use workload::{read_csv, read_csv_file, WorkloadSpec};

@@ -25,9 +25,16 @@
 //! So one request of `b` bytes alone takes `latency + b / bandwidth`; two equal requests started
 //! together both end after `latency + 2b / bandwidth`.
 //!
-//! What the model is not: no seek cost depending on offsets, no read/write asymmetry, no queueing
-//! inside the device beyond its slots. It is there to give policies a realistic dispatch rhythm
-//! (completions arrive over time, slots fill and free), not to predict a real file system.
+//! - Optionally a [`SeekModel`] (a disk head): the device remembers where the last batch it started
+//!   ended, `(file, offset)`, and a batch's latency phase grows by the seek to its start: in the same
+//!   file `distance × seek_per_gib / 1 GiB`, capped at `max_seek`; in another file `max_seek`. So
+//!   sorting and merging pay, as on a disk ([`DeviceModel::hdd`]); without a seek model offsets cost
+//!   nothing, as on flash ([`DeviceModel::ssd`]).
+//!
+//! What the model is not: no read/write asymmetry, no rotational position, no queueing inside the
+//! device beyond its slots. It is there to give policies a realistic dispatch rhythm (completions
+//! arrive over time, slots fill and free) and the first-order cost of seeking, not to predict a real
+//! file system.
 //!
 //! # What is checked
 //! Every request must be dispatched exactly once (alone or merged), only after it was enqueued; every
@@ -38,7 +45,7 @@
 use std::collections::HashMap;
 
 use iosets_policy::{Counted, Counters, Dispatch};
-use iosets_types::{Batch, ClassId, JobId, Nanos, Outcome, Priority, Request, RequestId};
+use iosets_types::{Batch, ClassId, FileId, JobId, Nanos, Outcome, Priority, Request, RequestId};
 
 use crate::SimError;
 
@@ -47,12 +54,36 @@ use crate::SimError;
 pub const MAX_IDLE_WAKEUPS: u64 = 1_000_000;
 
 /// The modelled storage device: bandwidth shared by the batches in service, a fixed latency per
-/// batch, a number of parallel slots. See the [module docs](self) for the model.
+/// batch, a number of parallel slots, optionally a seek cost. See the [module docs](self).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DeviceModel {
     bandwidth: f64,
     latency: Nanos,
     slots: usize,
+    seek: Option<SeekModel>,
+}
+
+/// The cost of moving a disk head: proportional to the distance inside a file, capped; a full seek
+/// between files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeekModel {
+    /// Seek time per GiB of distance within a file.
+    pub per_gib: Nanos,
+    /// The longest seek, and the cost of moving to another file.
+    pub max: Nanos,
+}
+
+impl SeekModel {
+    /// The seek from the head at `from` (file, offset) to `to`; zero when already there.
+    pub fn cost(&self, from: Option<(FileId, u64)>, to: (FileId, u64)) -> Nanos {
+        match from {
+            Some((file, pos)) if file == to.0 => {
+                let distance = pos.abs_diff(to.1) as f64 / (1u64 << 30) as f64;
+                Nanos((distance * self.per_gib.0 as f64).round() as u64).min(self.max)
+            }
+            _ => self.max,
+        }
+    }
 }
 
 impl DeviceModel {
@@ -79,7 +110,37 @@ impl DeviceModel {
             bandwidth,
             latency,
             slots,
+            seek: None,
         })
+    }
+
+    /// The same device with a disk head that costs `seek` to move.
+    pub fn with_seek(self, seek: SeekModel) -> DeviceModel {
+        DeviceModel {
+            seek: Some(seek),
+            ..self
+        }
+    }
+
+    /// A disk-like device: 150 MiB/s, 100 µs per operation, one operation at a time, 8 ms per GiB
+    /// of distance up to an 8 ms full seek (between files too).
+    pub fn hdd() -> DeviceModel {
+        DeviceModel::new(150.0 * 1_048_576.0, Nanos::from_micros(100), 1)
+            .expect("valid preset")
+            .with_seek(SeekModel {
+                per_gib: Nanos::from_millis(8),
+                max: Nanos::from_millis(8),
+            })
+    }
+
+    /// A flash-like device: 2 GiB/s, 80 µs per operation, 8 operations at once, no seek cost.
+    pub fn ssd() -> DeviceModel {
+        DeviceModel::new(2048.0 * 1_048_576.0, Nanos::from_micros(80), 8).expect("valid preset")
+    }
+
+    /// The seek model, if the device has a head.
+    pub fn seek(&self) -> Option<SeekModel> {
+        self.seek
     }
 
     /// Total bandwidth, bytes per second.
@@ -250,6 +311,8 @@ struct Sim<'w> {
     now: Nanos,
     timer: Option<Nanos>,
     batches: u64,
+    /// Where the last batch started ends: the disk head, for the seek model.
+    head: Option<(FileId, u64)>,
 }
 
 impl Sim<'_> {
@@ -387,8 +450,15 @@ impl Sim<'_> {
             });
         }
         let bytes = batch.bytes();
-        let stage = if self.device.latency > Nanos::ZERO {
-            Stage::Latency(self.now + self.device.latency)
+        let target = (batch.head().file, batch.head().offset);
+        let seek = self
+            .device
+            .seek
+            .map_or(Nanos::ZERO, |s| s.cost(self.head, target));
+        self.head = Some((batch.head().file, batch.end()));
+        let setup = self.device.latency + seek;
+        let stage = if setup > Nanos::ZERO {
+            Stage::Latency(self.now + setup)
         } else {
             Stage::Transfer(self.served + bytes as f64)
         };
@@ -479,6 +549,7 @@ pub fn run(
         now: Nanos::ZERO,
         timer: None,
         batches: 0,
+        head: None,
     };
 
     let mut idle_wakeups = 0u64;
