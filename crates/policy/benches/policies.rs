@@ -28,7 +28,7 @@ fn setup(name: &str, opts: &[&str], jobs: u64) -> (Counted, u64) {
     let pairs = iosets_policy::tunables::parse_pairs(opts).unwrap();
     let mut p = Counted::build(name, &pairs).unwrap();
     for i in 0..QUEUED {
-        p.enqueue(request(i, jobs), Nanos(i));
+        p.enqueue(request(i, jobs), Nanos(i * 1000));
     }
     (p, QUEUED)
 }
@@ -64,5 +64,42 @@ fn enqueue_dispatch(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, enqueue_dispatch);
+/// Every registered policy at 64 jobs, 10,000 queued; time advances 1 µs per request so that
+/// time-based policies (slices, windows, expiries) run through their cycles. `cfq` runs without its
+/// idle window (`slice_idle_ms=0`): with completions at once the window would only stall the loop.
+fn every_policy(c: &mut Criterion) {
+    let mut g = c.benchmark_group("every_policy_10k_queued_64_jobs");
+    g.measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(500));
+    for spec in iosets_policy::registry::POLICIES {
+        let opts: &[&str] = if spec.name == "cfq" {
+            &["slice_idle_ms=0"]
+        } else {
+            &[]
+        };
+        let (mut p, mut next) = setup(spec.name, opts, 64);
+        g.bench_function(BenchmarkId::new(spec.name, 64), |b| {
+            b.iter(|| {
+                let now = Nanos(next * 1000);
+                p.enqueue(request(next, 64), now);
+                next += 1;
+                if let Dispatch::Ready(batch) = p.dispatch(now) {
+                    let id = batch.id();
+                    let bytes = black_box(batch).bytes();
+                    p.complete(id, Outcome::Done { bytes }, now).unwrap();
+                }
+            });
+        });
+        assert!(p.check_balance().is_ok());
+        assert!(
+            p.queued() < 2 * QUEUED as usize,
+            "{} fell behind: {} queued",
+            spec.name,
+            p.queued()
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, enqueue_dispatch, every_policy);
 criterion_main!(benches);
