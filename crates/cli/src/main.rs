@@ -5,6 +5,7 @@
 //! `policies` (every registered policy and its tunables). This binary parses arguments and prints;
 //! every decision and measurement comes from the `iosets-policy` and `iosets-sim` crates.
 
+mod detect_cmd;
 mod sim_cmd;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +43,8 @@ enum Command {
     Demo(DemoArgs),
     /// List every registered policy with its tunables.
     Policies,
+    /// Find each job's I/O period in a trace: period, confidence, Set-10 set and priority.
+    Detect(detect_cmd::DetectArgs),
     /// The IO-SETS fluid simulator: run a scenario, or sweep one and plot the metrics.
     Sim(sim_cmd::SimArgs),
 }
@@ -501,6 +504,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
         Command::Demo(args) => demo(args),
+        Command::Detect(args) => detect_cmd::run(args),
         Command::Sim(args) => sim_cmd::sim(args),
         Command::Policies => {
             policies();

@@ -394,8 +394,9 @@ impl Analyzer {
                 },
             );
         }
-        // No separable bursts: the autocorrelation alone.
-        if best.is_none() {
+        // Activity that never falls silent (no burst stands out at all): the autocorrelation
+        // alone. A single burst is not that: it is one phase.
+        if best.is_none() && first_bursts.is_empty() {
             if let Some(p) = acf_period {
                 let rho = acf.at(p).unwrap_or(0.0).clamp(0.0, 1.0);
                 let cycles = (n as f64 / p).floor() - 1.0;
@@ -409,7 +410,7 @@ impl Analyzer {
                     Estimate {
                         period: to_nanos(p),
                         confidence: (f * rho).clamp(0.0, 1.0),
-                        phases: first_bursts.len(),
+                        phases: (n as f64 / p).floor() as usize,
                         regularity: 0.0,
                         autocorrelation: rho,
                         spectral_period,
