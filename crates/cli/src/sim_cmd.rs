@@ -14,7 +14,7 @@ use iosets_sim::fluid::metrics::METRIC_NAMES;
 use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table, RunReport};
 use iosets_sim::fluid::scenario::Scenario;
 use iosets_sim::fluid::sweep::{run_sweep, workload_seed, SweepConfig, SweepResult};
-use iosets_sim::fluid::{plot, simulate, Heuristic, SimOptions};
+use iosets_sim::fluid::{plot, simulate, Heuristic, SimOptions, Workload};
 
 /// `iosets sim` and its subcommands.
 #[derive(Debug, Args)]
@@ -37,7 +37,12 @@ enum SimCommand {
 #[derive(Debug, Args)]
 struct RunArgs {
     /// The scenario file (TOML; see scenarios/ and EXPERIMENTS.md).
-    scenario: PathBuf,
+    #[arg(required_unless_present = "workload")]
+    scenario: Option<PathBuf>,
+    /// Run this workload (JSON: the `workload` object written by --json) instead of a scenario,
+    /// under the paper's six heuristics unless --heuristic says otherwise.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["scenario", "at"])]
+    workload: Option<PathBuf>,
     /// The value of the scenario's swept variable to run at (required for a sweep file).
     #[arg(long, value_name = "VALUE", allow_negative_numbers = true)]
     at: Option<f64>,
@@ -113,6 +118,10 @@ fn pick_heuristics(scenario: &Scenario, names: &[String]) -> Result<Vec<Heuristi
     if names.is_empty() {
         return Ok(scenario.heuristics.clone());
     }
+    parse_heuristics(names)
+}
+
+fn parse_heuristics(names: &[String]) -> Result<Vec<Heuristic>> {
     names
         .iter()
         .map(|n| {
@@ -123,11 +132,30 @@ fn pick_heuristics(scenario: &Scenario, names: &[String]) -> Result<Vec<Heuristi
 }
 
 fn run(a: &RunArgs) -> Result<()> {
-    let scenario = load(&a.scenario)?;
-    let heuristics = pick_heuristics(&scenario, &a.heuristics)?;
-    let source = scenario.at(a.at)?;
     let seed = workload_seed(a.seed, 0);
-    let workload = source.workload(seed)?;
+    let (name, sweep, heuristics, workload, random) = match (&a.scenario, &a.workload) {
+        (_, Some(path)) => {
+            let w = Workload::load_json(path)?;
+            let name = path.file_stem().map_or_else(
+                || "workload".to_string(),
+                |s| s.to_string_lossy().into_owned(),
+            );
+            let hs = if a.heuristics.is_empty() {
+                Heuristic::PAPER.to_vec()
+            } else {
+                parse_heuristics(&a.heuristics)?
+            };
+            (name, None, hs, w, false)
+        }
+        (Some(path), None) => {
+            let scenario = load(path)?;
+            let hs = pick_heuristics(&scenario, &a.heuristics)?;
+            let source = scenario.at(a.at)?;
+            let w = source.workload(seed)?;
+            (scenario.name, scenario.sweep, hs, w, source.is_random())
+        }
+        (None, None) => bail!("give a scenario file or --workload FILE.json"),
+    };
     let options = SimOptions {
         seed,
         record: a.phases,
@@ -138,21 +166,20 @@ fn run(a: &RunArgs) -> Result<()> {
         .map(|&h| simulate(&workload, h, options))
         .collect::<Result<Vec<_>, _>>()?;
     let window = runs[0].window;
-    let at = scenario
-        .sweep
+    let at = sweep
         .as_ref()
         .zip(a.at)
         .map(|(s, x)| (s.variable.as_str(), x));
     println!(
         "scenario {}{}: {} jobs, {} iterations, B = {}, window [{}, {}] s{}",
-        scenario.name,
+        name,
         at.map_or_else(String::new, |(v, x)| format!(" at {v} = {x}")),
         workload.jobs.len(),
         workload.iterations(),
         workload.bandwidth,
         window.begin,
         window.end,
-        if source.is_random() {
+        if random {
             format!(", drawn with seed {}", a.seed)
         } else {
             String::new()
@@ -173,7 +200,7 @@ fn run(a: &RunArgs) -> Result<()> {
     }
     if let Some(p) = &a.json {
         RunReport {
-            scenario: &scenario.name,
+            scenario: &name,
             at,
             seed: a.seed,
             workload: &workload,

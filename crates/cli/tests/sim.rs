@@ -277,3 +277,55 @@ fn bad_scenarios_are_one_line_errors_naming_the_problem() {
     assert!(stderr(&o).contains("--colour"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn run_accepts_a_workload_written_as_json() {
+    let dir = scratch("workload");
+    let w = r#"{"bandwidth": 1.0, "window": null, "groups": ["g"], "jobs": [
+        {"group": 0, "release": 0.0, "cpu": [2.0], "volume": [4.0], "class_w_iter": 6.0},
+        {"group": 0, "release": 0.0, "cpu": [1.0], "volume": [40.0], "class_w_iter": 41.0}]}"#;
+    std::fs::write(dir.join("w.json"), w).unwrap();
+    let o = iosets(
+        &dir,
+        &[
+            "sim",
+            "run",
+            "--workload",
+            "w.json",
+            "-H",
+            "set-10",
+            "--csv",
+            "j.csv",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The 10:1 hand case: the short job ends at 6.4, the long one at 45.
+    let csv = std::fs::read_to_string(dir.join("j.csv")).unwrap();
+    let completion = |line: usize| -> f64 {
+        csv.lines()
+            .nth(line)
+            .unwrap()
+            .split(',')
+            .nth(8)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        (completion(1) - 6.4).abs() < 1e-12 && (completion(2) - 45.0).abs() < 1e-12,
+        "{csv}"
+    );
+    std::fs::write(
+        dir.join("bad.json"),
+        w.replace("\"cpu\": [2.0]", "\"cpus\": [2.0]"),
+    )
+    .unwrap();
+    fails(
+        &dir,
+        &["sim", "run", "--workload", "bad.json"],
+        &["bad.json", "unknown field `cpus`"],
+    );
+    let o = iosets(&dir, &["sim", "run", "two.toml", "--workload", "w.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,12 +1,15 @@
 //! The fluid model's inputs: jobs as lists of phases, the platform's bandwidth and the
 //! measurement window.
 
-use serde::Serialize;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use super::FluidError;
 
 /// The interval `[begin, end]` (seconds) over which the metrics are measured.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Window {
     /// `T_begin`.
     pub begin: f64,
@@ -40,7 +43,8 @@ impl Window {
 
 /// One job: a release time, then `n` iterations of compute (`cpu[i]` seconds) followed by I/O
 /// (`volume[i]` units of data, taking `volume[i] / B` seconds alone).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Job {
     /// The group (scenario `[[group]]` or generator group) it belongs to.
     pub group: usize,
@@ -69,7 +73,8 @@ impl Job {
 }
 
 /// A complete fluid workload: the platform and the jobs.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Workload {
     /// The bandwidth `B` of the shared storage (volume per second).
     pub bandwidth: f64,
@@ -147,6 +152,21 @@ impl Workload {
         Ok(())
     }
 
+    /// Reads a workload written as JSON (the `workload` object of `iosets sim run --json`, or a
+    /// file of the same shape) and checks it.
+    pub fn load_json(path: &Path) -> Result<Workload, FluidError> {
+        let text = std::fs::read_to_string(path).map_err(|error| FluidError::Io {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        let w: Workload = serde_json::from_str(&text).map_err(|e| FluidError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        w.validate()?;
+        Ok(w)
+    }
+
     /// The total number of iterations of all jobs.
     pub fn iterations(&self) -> usize {
         self.jobs.iter().map(Job::iterations).sum()
@@ -178,6 +198,32 @@ mod tests {
         // (1 + 2/2) and (3 + 6/2): mean of 2 and 6.
         assert_eq!(w.jobs[0].w_iter(w.bandwidth), 4.0);
         assert_eq!(w.iterations(), 2);
+    }
+
+    #[test]
+    fn json_round_trip_and_errors() {
+        let dir = std::env::temp_dir().join(format!("iosets-fluid-model-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("w.json");
+        std::fs::write(&p, serde_json::to_string(&one_job()).unwrap()).unwrap();
+        assert_eq!(Workload::load_json(&p).unwrap(), one_job());
+        std::fs::write(
+            &p,
+            r#"{"bandwidth": 1, "window": null, "jobs": [], "groups": []}"#,
+        )
+        .unwrap();
+        assert!(Workload::load_json(&p)
+            .unwrap_err()
+            .to_string()
+            .contains("no jobs"));
+        std::fs::write(
+            &p,
+            r#"{"bandwidth": 1, "windows": null, "jobs": [], "groups": []}"#,
+        )
+        .unwrap();
+        let e = Workload::load_json(&p).unwrap_err().to_string();
+        assert!(e.contains("unknown field `windows`"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
