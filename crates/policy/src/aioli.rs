@@ -1,25 +1,31 @@
 //! `aioli`: AGIOS' aIOLi (Lebre et al., Cluster 2006, as adapted in AGIOS).
 //!
 //! Requests are kept per (file, direction), sorted by offset. Every dispatch that starts a new visit
-//! is a *scan*; each scan grows every request's quantum factor (0, 1, 2, 4, …, as in [`crate::mlf`]).
-//! A file offers its reads' first request in offset order if its factor covers its length
-//! (`factor × quantum_bytes ≥ len`), else its writes' first request likewise. Among the files that
-//! offer one, the request that arrived first wins (first come, first served across files; offset
-//! order inside a file; reads before writes inside a file). The chosen queue is then served for its
-//! quantum: consecutive batches from its head while they fit in the bytes it was granted (the first
-//! always goes). The next quantum follows how much of this one was used — ≥ 175 %: doubled,
-//! ≥ 125 %: × 1.5, ≥ 75 %: kept, else halved — starting at 0 (one batch) and bounded by
-//! `max_aggregation × quantum_bytes`. Batches merge up to `max_aggregation` contiguous requests.
+//! is a *scan*; each scan grows the quantum factor of every request of the files that are not waiting
+//! (0, 1, 2, 4, …, as in [`crate::mlf`]). A file offers its reads' first request in offset order if
+//! its factor covers its length (`factor × quantum_bytes ≥ len`), else its writes' first request
+//! likewise. Among the files that offer one, the request that arrived first wins (first come, first
+//! served across files; offset order inside a file; reads before writes inside a file). The chosen
+//! queue is then served for its quantum: consecutive batches from its head while they fit in the bytes
+//! it was granted (the first always goes). The next quantum follows how much of this one was used —
+//! ≥ 175 %: doubled, ≥ 125 %: × 1.5, ≥ 75 %: kept, else halved — starting at 0 (one batch) and
+//! bounded by `max_aggregation × quantum_bytes`. Batches merge up to `max_aggregation` contiguous
+//! requests.
+//!
+//! Before a chosen head goes, AGIOS' waiting heuristics run (see [`crate::mlf`]): the file may wait
+//! `waiting_time_us` for an expected contiguous request. A waiting file is skipped by scans (its
+//! factors do not grow); if only waiting files have requests, `dispatch` answers
+//! `NotBefore(the earliest end of a wait)`.
 //!
 //! Differences from AGIOS' code, on purpose: its quantum bound compares bytes with a request count
 //! (16 bytes), which after two visits leaves one batch per visit; we bound by
-//! `max_aggregation × quantum_bytes`, the intent. Its "shift" and "better aggregation" waiting
-//! heuristics are not reproduced. The factor grows per scan for every queue, not only for read queues
-//! and write queues whose reads had nothing to offer. No timers.
+//! `max_aggregation × quantum_bytes`, the intent. Its waits end early (elapsed time subtracted more
+//! than once); we keep deadlines. The factor grows per scan for both directions of a file, not only
+//! for writes when the reads had nothing to offer.
 
 use std::collections::BTreeMap;
 
-use crate::mlf::FactorQueue;
+use crate::mlf::{FactorQueue, Remembered, Shift, WAITING_TIME};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
 
@@ -27,8 +33,17 @@ use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
 pub const NAME: &str = "aioli";
 /// Tunables of `aioli`.
 pub const TUNABLES: &[TunableSpec] = &[
-    TunableSpec { name: "quantum_bytes", default: "65536", help: "AGIOS aioli_quantum: bytes per unit of a request's factor, and the first granted quantum (1 .. 1 GiB)" },
-    TunableSpec { name: "max_aggregation", default: "16", help: "most requests merged into one batch (1 .. 1024)" },
+    TunableSpec {
+        name: "quantum_bytes",
+        default: "65536",
+        help: "AGIOS aioli_quantum: bytes per unit of a request's factor, and the first granted quantum (1 .. 1 GiB)",
+    },
+    TunableSpec {
+        name: "max_aggregation",
+        default: "16",
+        help: "most requests merged into one batch (1 .. 1024)",
+    },
+    WAITING_TIME,
 ];
 
 /// A queue of one file and direction, with the quantum it gets on its next visit.
@@ -36,6 +51,13 @@ pub const TUNABLES: &[TunableSpec] = &[
 struct Queue {
     factors: FactorQueue,
     next_quantum: u64,
+}
+
+/// A file: its reads and writes, and until when it waits.
+#[derive(Debug, Default)]
+struct AioliFile {
+    queues: [Queue; 2],
+    wait_until: Option<Nanos>,
 }
 
 /// The visit under way: which queue, the bytes granted, the bytes used.
@@ -47,24 +69,40 @@ struct Visit {
     used: u64,
 }
 
+/// What a scan found.
+enum Scan {
+    /// The offered head that arrived first: (file, direction).
+    Pick(FileId, usize),
+    /// Every file with requests waits; the earliest wait ends then.
+    AllWaiting(Nanos),
+    /// No head is eligible yet.
+    Nothing,
+}
+
 /// aIOLi.
 #[derive(Debug)]
 pub struct Aioli {
     quantum: u64,
     max_aggregation: usize,
-    files: BTreeMap<FileId, [Queue; 2]>,
+    waiting_time: Nanos,
+    files: BTreeMap<FileId, AioliFile>,
+    /// Idle files' heuristics state and next quanta.
+    idle: Remembered<[(Shift, u64); 2]>,
     visit: Option<Visit>,
     len: usize,
     seq: u64,
 }
 
 impl Aioli {
-    /// aIOLi with `quantum` bytes per factor unit and `max_aggregation` requests per batch.
-    pub fn new(quantum: u64, max_aggregation: usize) -> Aioli {
+    /// aIOLi with `quantum` bytes per factor unit, `max_aggregation` requests per batch, and files
+    /// waiting `waiting_time` on AGIOS' heuristics (zero: never).
+    pub fn new(quantum: u64, max_aggregation: usize, waiting_time: Nanos) -> Aioli {
         Aioli {
             quantum,
             max_aggregation,
+            waiting_time,
             files: BTreeMap::new(),
+            idle: Remembered::default(),
             visit: None,
             len: 0,
             seq: 0,
@@ -75,6 +113,7 @@ impl Aioli {
         Ok(Aioli::new(
             t.u64_in("quantum_bytes", 1, 1 << 30)?,
             t.u64_in("max_aggregation", 1, 1024)? as usize,
+            Nanos::from_micros(t.u64_in("waiting_time_us", 0, 1_000_000)?),
         ))
     }
 
@@ -95,25 +134,36 @@ impl Aioli {
     fn end_visit(&mut self) {
         if let Some(v) = self.visit.take() {
             let next = self.adjust(v.used, v.granted);
-            if let Some(qs) = self.files.get_mut(&v.file) {
-                qs[v.dir].next_quantum = next;
+            if let Some(f) = self.files.get_mut(&v.file) {
+                f.queues[v.dir].next_quantum = next;
             }
         }
     }
 
-    /// One scan: grow every factor; the offered head that arrived first, as (file, direction).
-    fn scan(&mut self) -> Option<(FileId, usize)> {
+    /// One scan: grows the factors of the files not waiting and finds the head to serve.
+    fn scan(&mut self, now: Nanos) -> Scan {
         let mut best: Option<(u64, FileId, usize)> = None;
-        for (&file, qs) in self.files.iter_mut() {
-            for q in qs.iter_mut() {
+        let mut earliest_wait: Option<Nanos> = None;
+        let mut any_free = false;
+        for (&file, f) in self.files.iter_mut() {
+            match f.wait_until {
+                Some(t) if now < t => {
+                    earliest_wait = Some(earliest_wait.map_or(t, |e| e.min(t)));
+                    continue;
+                }
+                _ => f.wait_until = None,
+            }
+            any_free = true;
+            for q in f.queues.iter_mut() {
                 if !q.factors.sorted.is_empty() {
                     q.factors.visits += 1;
                 }
             }
             let offer = (0..2).find_map(|d| {
-                let f = &qs[d].factors;
-                let (k, r) = f.sorted.in_range(file, 0, u64::MAX).next()?;
-                f.eligible(k, r.len, self.quantum).then_some((k.2, file, d))
+                let fq = &f.queues[d].factors;
+                let (k, r) = fq.sorted.in_range(file, 0, u64::MAX).next()?;
+                fq.eligible(k, r.len, self.quantum)
+                    .then_some((k.2, file, d))
             });
             if let Some(o) = offer {
                 if best.is_none_or(|b| o.0 < b.0) {
@@ -121,31 +171,50 @@ impl Aioli {
                 }
             }
         }
-        best.map(|(_, f, d)| (f, d))
+        match (best, any_free, earliest_wait) {
+            (Some((_, file, dir)), _, _) => Scan::Pick(file, dir),
+            (None, false, Some(t)) => Scan::AllWaiting(t),
+            _ => Scan::Nothing,
+        }
     }
 
-    /// Forgets `file` (and ends its visit) once it has no request: quanta live as long as the
-    /// file has requests, so memory stays bounded by the files with work.
+    /// The head key of (file, dir).
+    fn head(&self, file: FileId, dir: usize) -> Option<crate::sorted::SortKey> {
+        let q = &self.files.get(&file)?.queues[dir].factors;
+        q.sorted.in_range(file, 0, u64::MAX).next().map(|(k, _)| *k)
+    }
+
+    /// Sets `file` aside once it has no request (ending its visit), keeping its heuristics state
+    /// and quanta among the bounded set of remembered idle files.
     fn forget_if_empty(&mut self, file: FileId) {
         if self.files[&file]
+            .queues
             .iter()
             .all(|q| q.factors.sorted.is_empty())
         {
-            self.files.remove(&file);
             if self.visit.is_some_and(|v| v.file == file) {
-                self.visit = None;
+                self.end_visit();
             }
+            let f = self.files.remove(&file).expect("file");
+            let [r, w] = f.queues;
+            self.idle.keep(
+                file,
+                [
+                    (r.factors.shift, r.next_quantum),
+                    (w.factors.shift, w.next_quantum),
+                ],
+            );
         }
     }
 
     fn serve(&mut self, file: FileId, dir: usize) -> crate::Batch {
-        let q = &mut self.files.get_mut(&file).expect("served file exists")[dir].factors;
-        let key = q
-            .sorted
-            .in_range(file, 0, u64::MAX)
-            .next()
-            .map(|(k, _)| *k)
-            .expect("head");
+        let key = self.head(file, dir).expect("served queue has a head");
+        let q = &mut self
+            .files
+            .get_mut(&file)
+            .expect("served file exists")
+            .queues[dir]
+            .factors;
         let batch = q.take(key, self.max_aggregation);
         self.len -= batch.len();
         batch
@@ -161,26 +230,36 @@ impl Policy for Aioli {
         self.seq += 1;
         self.len += 1;
         let d = usize::from(req.op != Op::Read);
-        self.files.entry(req.file).or_default()[d]
-            .factors
-            .insert(self.seq, req);
+        let idle = &mut self.idle;
+        let f = self.files.entry(req.file).or_insert_with(|| {
+            let mut f = AioliFile::default();
+            if let Some(saved) = idle.take(req.file) {
+                for (q, (shift, quantum)) in f.queues.iter_mut().zip(saved) {
+                    q.factors.shift = shift;
+                    q.next_quantum = quantum;
+                }
+            }
+            f
+        });
+        f.queues[d].factors.insert(self.seq, req);
     }
 
-    fn dispatch(&mut self, _now: Nanos) -> Dispatch {
+    fn dispatch(&mut self, now: Nanos) -> Dispatch {
         if self.len == 0 {
             self.end_visit();
             return Dispatch::Idle;
         }
         // Continue the visit under way while the queue's head fits in what is left of its quantum.
         if let Some(v) = self.visit {
-            let fits = self.files.get(&v.file).and_then(|qs| {
-                let f = &qs[v.dir].factors;
-                f.sorted
-                    .in_range(v.file, 0, u64::MAX)
-                    .next()
-                    .map(|(_, r)| v.used + r.len <= v.granted)
+            let fits = self.head(v.file, v.dir).is_some_and(|k| {
+                let r = self.files[&v.file].queues[v.dir]
+                    .factors
+                    .sorted
+                    .in_range(v.file, k.1, k.1)
+                    .next();
+                r.is_some_and(|(_, r)| v.used + r.len <= v.granted)
             });
-            if fits == Some(true) {
+            if fits {
                 let batch = self.serve(v.file, v.dir);
                 self.visit = Some(Visit {
                     used: v.used + batch.bytes(),
@@ -191,23 +270,33 @@ impl Policy for Aioli {
             }
             self.end_visit();
         }
-        // A new visit. Factors double every scan, so some head becomes eligible within
-        // 1 + log2(longest request / quantum) scans.
-        let (file, dir) = loop {
-            if let Some(pick) = self.scan() {
-                break pick;
+        // A new visit. Factors double every scan, so unless every file waits some head becomes
+        // eligible within 1 + log2(longest request / quantum) scans.
+        loop {
+            let (file, dir) = match self.scan(now) {
+                Scan::Pick(file, dir) => (file, dir),
+                Scan::AllWaiting(t) => return Dispatch::NotBefore(t),
+                Scan::Nothing => continue,
+            };
+            let key = self.head(file, dir).expect("picked queue has a head");
+            let f = self.files.get_mut(&file).expect("picked file exists");
+            if self.waiting_time > Nanos::ZERO
+                && f.queues[dir].factors.should_wait(key, self.max_aggregation)
+            {
+                f.wait_until = Some(now + self.waiting_time);
+                continue;
             }
-        };
-        let granted = self.files[&file][dir].next_quantum;
-        let batch = self.serve(file, dir);
-        self.visit = Some(Visit {
-            file,
-            dir,
-            granted,
-            used: batch.bytes(),
-        });
-        self.forget_if_empty(file);
-        Dispatch::Ready(batch)
+            let granted = f.queues[dir].next_quantum;
+            let batch = self.serve(file, dir);
+            self.visit = Some(Visit {
+                file,
+                dir,
+                granted,
+                used: batch.bytes(),
+            });
+            self.forget_if_empty(file);
+            return Dispatch::Ready(batch);
+        }
     }
 
     fn queued(&self) -> usize {
@@ -219,8 +308,9 @@ impl Policy for Aioli {
         self.visit = None;
         std::mem::take(&mut self.files)
             .into_values()
-            .flat_map(|qs| {
-                qs.into_iter()
+            .flat_map(|f| {
+                f.queues
+                    .into_iter()
                     .flat_map(|mut q| q.factors.sorted.drain().map(|(_, r)| r).collect::<Vec<_>>())
             })
             .collect()
@@ -235,7 +325,7 @@ mod tests {
     fn first_come_first_served_across_files_offset_order_inside() {
         // The spec's example: f1 @300 (first), f2 @0, f1 @100; f1's head is @100 (arrived third), so
         // f2 @0 goes first, then f1 @100, then f1 @300.
-        let mut p = Aioli::new(65_536, 16);
+        let mut p = Aioli::new(65_536, 16, Nanos::ZERO);
         p.enqueue(Request::new(1, 1, 1, 300, 64, Op::Read), Nanos::ZERO);
         p.enqueue(Request::new(2, 1, 2, 0, 64, Op::Read), Nanos::ZERO);
         p.enqueue(Request::new(3, 1, 1, 100, 64, Op::Read), Nanos::ZERO);
@@ -248,7 +338,7 @@ mod tests {
 
     #[test]
     fn quantum_grows_with_use() {
-        let p = Aioli::new(1000, 16);
+        let p = Aioli::new(1000, 16, Nanos::ZERO);
         assert_eq!(p.adjust(10, 0), 1000);
         assert_eq!(p.adjust(2000, 1000), 2000);
         assert_eq!(p.adjust(1300, 1000), 1500);

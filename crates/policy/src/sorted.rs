@@ -100,6 +100,37 @@ impl SortedQueue {
         }
     }
 
+    /// How many requests [`SortedQueue::take_batch`] would take at `key` with these caps.
+    pub(crate) fn batch_len(
+        &self,
+        key: SortKey,
+        max_merge_bytes: u64,
+        max_requests: usize,
+    ) -> usize {
+        let Some(first) = self.map.get(&key) else {
+            return 0;
+        };
+        if max_merge_bytes == 0 || first.op == Op::Other || first.len == 0 {
+            return 1;
+        }
+        let (mut n, mut bytes, mut end) = (1, first.len, first.end());
+        while n < max_requests {
+            let next = self
+                .map
+                .range((first.file, end, 0)..=(first.file, end, u64::MAX))
+                .find(|(k, r)| k.2 != key.2 && r.op == first.op && r.len > 0);
+            match next {
+                Some((_, r)) if bytes + r.len <= max_merge_bytes => {
+                    n += 1;
+                    bytes += r.len;
+                    end = r.end();
+                }
+                _ => break,
+            }
+        }
+        n
+    }
+
     /// Removes every request, in position order.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (SortKey, Request)> {
         std::mem::take(&mut self.map).into_iter()
