@@ -22,7 +22,7 @@ use iosets_sim::shares::{window_shares, ShareKey, WindowShares};
 use iosets_sim::workload::{
     read_csv_file, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
 };
-use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, Summary};
+use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, SeekModel, Summary};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -138,6 +138,39 @@ struct DeviceArgs {
     /// Batches in service at once.
     #[arg(long, default_value_t = 1)]
     slots: usize,
+    /// Add a disk head: seek time per GiB of distance within a file, ms (needs --max-seek-ms).
+    #[arg(
+        long,
+        value_name = "MS",
+        requires = "max_seek_ms",
+        allow_negative_numbers = true
+    )]
+    seek_ms_per_gib: Option<f64>,
+    /// With a disk head: the longest seek, also the cost of moving to another file, ms.
+    #[arg(
+        long,
+        value_name = "MS",
+        requires = "seek_ms_per_gib",
+        allow_negative_numbers = true
+    )]
+    max_seek_ms: Option<f64>,
+    /// A preset instead of the device flags: hdd (150 MiB/s, 100 µs, 1 slot, seeks of 8 ms per GiB
+    /// up to 8 ms) or ssd (2 GiB/s, 80 µs, 8 slots, no seeks).
+    #[arg(
+        long,
+        value_enum,
+        conflicts_with_all = ["bandwidth_mib_s", "latency_us", "slots", "seek_ms_per_gib", "max_seek_ms"]
+    )]
+    device: Option<DevicePreset>,
+}
+
+/// A preset device model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DevicePreset {
+    /// A seeking disk.
+    Hdd,
+    /// Flash: no seek cost.
+    Ssd,
 }
 
 /// What to measure and write.
@@ -263,6 +296,30 @@ struct Outcome {
     summary: Summary,
 }
 
+/// The device the flags describe: a preset, or bandwidth/latency/slots with an optional head.
+fn device_of(d: &DeviceArgs) -> Result<DeviceModel> {
+    match d.device {
+        Some(DevicePreset::Hdd) => return Ok(DeviceModel::hdd()),
+        Some(DevicePreset::Ssd) => return Ok(DeviceModel::ssd()),
+        None => {}
+    }
+    let dev = device(d.bandwidth_mib_s, d.latency_us, d.slots)?;
+    match (d.seek_ms_per_gib, d.max_seek_ms) {
+        (Some(per_gib), Some(max)) => {
+            for (flag, v) in [("--seek-ms-per-gib", per_gib), ("--max-seek-ms", max)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    bail!("{flag} {v}: expected a finite number of milliseconds ≥ 0");
+                }
+            }
+            Ok(dev.with_seek(SeekModel {
+                per_gib: Nanos::from_secs_f64(per_gib * 1e-3),
+                max: Nanos::from_secs_f64(max * 1e-3),
+            }))
+        }
+        _ => Ok(dev),
+    }
+}
+
 fn device(bandwidth_mib_s: f64, latency_us: f64, slots: usize) -> Result<DeviceModel> {
     if !(latency_us.is_finite() && latency_us >= 0.0) {
         bail!("--latency-us {latency_us}: expected a finite number of microseconds ≥ 0");
@@ -363,7 +420,7 @@ fn replay(args: &ReplayArgs) -> Result<()> {
         None => Source::Generated(workload_spec(&args.generator)?),
     };
     let d = &args.device;
-    let device = device(d.bandwidth_mib_s, d.latency_us, d.slots)?;
+    let device = device_of(d)?;
     let out = &args.output;
     if out.window == 0 {
         bail!("--window 0: a window must hold at least 1 request");

@@ -317,3 +317,32 @@ fn clap_rejects_unknown_flags_and_mixed_sources() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("uniform") && stderr(&o).contains("heavy"));
 }
+
+#[test]
+fn device_presets_and_seek_flags() {
+    let dir = scratch("device");
+    let gen = ["--jobs", "4", "--requests", "400", "--quiet"];
+    for preset in ["hdd", "ssd"] {
+        let mut args = vec!["replay", "--policy", "elevator", "--device", preset];
+        args.extend(gen);
+        let o = iosets(&dir, &args);
+        assert!(o.status.success(), "{preset}: {}", stderr(&o));
+    }
+    let mut args = vec!["replay", "--seek-ms-per-gib", "8", "--max-seek-ms", "8"];
+    args.extend(gen);
+    assert!(iosets(&dir, &args).status.success());
+    // A preset with a device flag, half of the seek pair, a negative seek: clear errors.
+    let o = iosets(&dir, &["replay", "--device", "hdd", "--slots", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
+    let o = iosets(&dir, &["replay", "--seek-ms-per-gib", "8"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-seek-ms"), "{}", stderr(&o));
+    fails(
+        &dir,
+        &["replay", "--seek-ms-per-gib", "-1", "--max-seek-ms", "8"],
+        &["--seek-ms-per-gib -1"],
+    );
+    let o = iosets(&dir, &["replay", "--device", "floppy"]);
+    assert_eq!(o.status.code(), Some(2));
+}
