@@ -392,7 +392,7 @@ impl<T: Send + 'static> Scheduler<T> {
                 return Next::Shutdown;
             }
             // One waiting worker watches the earliest timer; the others sleep until woken.
-            let watch = timer.filter(|&t| st.timer.map_or(true, |held| t < held));
+            let watch = timer.filter(|&t| st.timer.is_none_or(|held| t < held));
             let real_now = Instant::now();
             if deadline.is_some_and(|d| real_now >= d) {
                 if watch.is_some() {
