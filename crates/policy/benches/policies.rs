@@ -33,6 +33,16 @@ fn setup(name: &str, opts: &[&str], jobs: u64) -> (Counted, u64) {
     (p, QUEUED)
 }
 
+/// One measured step: enqueue request `next` at `now`, dispatch, complete what was dispatched.
+fn cycle(p: &mut Counted, next: u64, jobs: u64, now: Nanos) {
+    p.enqueue(request(next, jobs), now);
+    if let Dispatch::Ready(batch) = p.dispatch(now) {
+        let id = batch.id();
+        let bytes = black_box(batch).bytes();
+        p.complete(id, Outcome::Done { bytes }, now).unwrap();
+    }
+}
+
 fn enqueue_dispatch(c: &mut Criterion) {
     let mut g = c.benchmark_group("enqueue_dispatch_10k_queued");
     g.measurement_time(Duration::from_secs(3))
@@ -48,14 +58,8 @@ fn enqueue_dispatch(c: &mut Criterion) {
             let (mut p, mut next) = setup(name, opts, jobs);
             g.bench_with_input(BenchmarkId::new(name, jobs), &jobs, |b, &jobs| {
                 b.iter(|| {
-                    let now = Nanos(next);
-                    p.enqueue(request(next, jobs), now);
+                    cycle(&mut p, next, jobs, Nanos(next));
                     next += 1;
-                    if let Dispatch::Ready(batch) = p.dispatch(now) {
-                        let id = batch.id();
-                        let bytes = black_box(batch).bytes();
-                        p.complete(id, Outcome::Done { bytes }, now).unwrap();
-                    }
                 });
             });
             assert!(p.check_balance().is_ok());
@@ -80,14 +84,8 @@ fn every_policy(c: &mut Criterion) {
         let (mut p, mut next) = setup(spec.name, opts, 64);
         g.bench_function(BenchmarkId::new(spec.name, 64), |b| {
             b.iter(|| {
-                let now = Nanos(next * 1000);
-                p.enqueue(request(next, 64), now);
+                cycle(&mut p, next, 64, Nanos(next * 1000));
                 next += 1;
-                if let Dispatch::Ready(batch) = p.dispatch(now) {
-                    let id = batch.id();
-                    let bytes = black_box(batch).bytes();
-                    p.complete(id, Outcome::Done { bytes }, now).unwrap();
-                }
             });
         });
         assert!(p.check_balance().is_ok());

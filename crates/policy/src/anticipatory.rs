@@ -10,7 +10,7 @@
 //! The wait is bounded: `dispatch` answers `NotBefore(completion + antic_expire)` at most, so the
 //! device never idles longer than the window while work is queued.
 
-use crate::deadline::Deadline;
+use crate::deadline::{self, Deadline};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::{
     Batch, Dispatch, FileId, JobId, Nanos, Op, Outcome, Policy, PolicyError, Request, RequestId,
@@ -31,31 +31,11 @@ pub const TUNABLES: &[TunableSpec] = &[
         default: "1048576",
         help: "how near the last read's end the next read must start (bytes)",
     },
-    TunableSpec {
-        name: "read_expire_ms",
-        default: "500",
-        help: "a read is due this long after arrival (ms, 1 .. 1 day)",
-    },
-    TunableSpec {
-        name: "write_expire_ms",
-        default: "5000",
-        help: "a write is due this long after arrival (ms, 1 .. 1 day)",
-    },
-    TunableSpec {
-        name: "fifo_batch",
-        default: "16",
-        help: "requests dispatched in one direction before choosing again (1 .. 1024)",
-    },
-    TunableSpec {
-        name: "writes_starved",
-        default: "2",
-        help: "read batches that may pass over waiting writes (0 .. 1024)",
-    },
-    TunableSpec {
-        name: "max_merge_bytes",
-        default: "1048576",
-        help: "largest merged batch in bytes (0 = never merge)",
-    },
+    deadline::SPECS[0],
+    deadline::SPECS[1],
+    deadline::SPECS[2],
+    deadline::SPECS[3],
+    deadline::SPECS[4],
 ];
 
 /// What the scheduler is waiting for.

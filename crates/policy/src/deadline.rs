@@ -23,7 +23,10 @@ use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
 /// Registry name.
 pub const NAME: &str = "deadline";
 /// Tunables of `deadline` (Linux's names, with units).
-pub const TUNABLES: &[TunableSpec] = &[
+pub const TUNABLES: &[TunableSpec] = &SPECS;
+
+/// Deadline's tunables, shared with `anticipatory`.
+pub(crate) const SPECS: [TunableSpec; 5] = [
     TunableSpec {
         name: "read_expire_ms",
         default: "500",

@@ -39,6 +39,26 @@ fn assert_exclusive(served: &[Served], jobs: &[u64]) {
     }
 }
 
+/// When `job` first started service.
+fn first_start(served: &[Served], job: u64) -> Nanos {
+    served
+        .iter()
+        .filter(|s| s.req.job.0 == job)
+        .map(|s| s.start)
+        .min()
+        .unwrap()
+}
+
+/// When `job`'s last request finished.
+fn last_end(served: &[Served], job: u64) -> Nanos {
+    served
+        .iter()
+        .filter(|s| s.req.job.0 == job)
+        .map(|s| s.end)
+        .max()
+        .unwrap()
+}
+
 #[test]
 fn two_jobs_of_one_set_never_share_the_device() {
     // Three jobs in set 0.1 and one in set 0.01, interleaved arrivals, 4 slots.
@@ -78,22 +98,7 @@ fn the_burst_that_arrived_first_finishes_first() {
     }
     let mut p = policy("iosets", &[]);
     let served = run_slots(&mut p, &reqs, 4, Nanos::from_millis(1));
-    let finish = |j: u64| {
-        served
-            .iter()
-            .filter(|s| s.req.job.0 == j)
-            .map(|s| s.end)
-            .max()
-            .unwrap()
-    };
-    let start = |j: u64| {
-        served
-            .iter()
-            .filter(|s| s.req.job.0 == j)
-            .map(|s| s.start)
-            .min()
-            .unwrap()
-    };
+    let (start, finish) = (|j| first_start(&served, j), |j| last_end(&served, j));
     assert!(
         finish(5) <= start(3) && finish(3) <= start(8),
         "FCFS by burst arrival"
@@ -102,22 +107,7 @@ fn the_burst_that_arrived_first_finishes_first() {
     // With order=jobid the set goes by job id instead.
     let mut p = policy("iosets", &["order=jobid"]);
     let served = run_slots(&mut p, &reqs, 4, Nanos::from_millis(1));
-    let finish = |j: u64| {
-        served
-            .iter()
-            .filter(|s| s.req.job.0 == j)
-            .map(|s| s.end)
-            .max()
-            .unwrap()
-    };
-    let start = |j: u64| {
-        served
-            .iter()
-            .filter(|s| s.req.job.0 == j)
-            .map(|s| s.start)
-            .min()
-            .unwrap()
-    };
+    let (start, finish) = (|j| first_start(&served, j), |j| last_end(&served, j));
     // Job 5 took the free set first; then the next id after 5 is 8, then 3 (wrapping).
     assert!(
         finish(5) <= start(8) && finish(8) <= start(3),
