@@ -26,7 +26,9 @@
 //! What it is not: a change-point detector. One window is assumed to hold one behaviour; the
 //! [`crate::online`] detector chooses the windows.
 
-use std::sync::Arc;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use iosets_types::Nanos;
 use rustfft::num_complex::Complex;
@@ -208,17 +210,54 @@ impl Detection {
 
 /// Detects the period of one window of events with the default [`Config`]; the window runs from
 /// the first start to the last end.
+///
+/// Uses one [`Analyzer`] per thread, so that repeated calls reuse its buffers (FFT plans are
+/// shared by all analyzers of the process).
 pub fn detect(events: &[Event]) -> Detection {
-    Analyzer::new(Config::default())
-        .expect("the default configuration is valid")
-        .analyze(events)
+    thread_local! {
+        static DEFAULT: RefCell<Option<Analyzer>> = const { RefCell::new(None) };
+    }
+    let fresh = || Analyzer::new(Config::default()).expect("the default configuration is valid");
+    DEFAULT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut slot) => {
+            let analyzer = slot.get_or_insert_with(fresh);
+            let det = analyzer.analyze(events);
+            analyzer.scratch.trim(analyzer.config.bins);
+            det
+        }
+        Err(_) => fresh().analyze(events),
+    })
 }
 
-/// A reusable detector: holds its configuration and FFT plans, so that repeated analyses (the
-/// online detector's) do not plan again.
+/// A reusable detector: holds its configuration and working buffers, so that repeated analyses
+/// (the online detector's) allocate nothing. FFT plans are cached for the whole process.
 pub struct Analyzer {
     config: Config,
-    planner: FftPlanner<f64>,
+    scratch: Scratch,
+}
+
+/// Buffers reused from one analysis to the next.
+#[derive(Default)]
+struct Scratch {
+    /// Binned bandwidth.
+    x: Vec<f64>,
+    /// Binning differences; then the values of the weighted median.
+    tmp: Vec<f64>,
+    /// FFT data.
+    buf: Vec<Complex<f64>>,
+    /// Spectrum of the padded signal, bins `0..=n`.
+    spec: Vec<Complex<f64>>,
+    /// FFT scratch.
+    fft: Vec<Complex<f64>>,
+}
+
+impl Scratch {
+    /// Frees buffers grown past what `bins` bins need (after a finer second pass).
+    fn trim(&mut self, bins: usize) {
+        if self.x.capacity() > bins {
+            *self = Scratch::default();
+        }
+    }
 }
 
 impl std::fmt::Debug for Analyzer {
@@ -250,7 +289,7 @@ impl Analyzer {
         config.validate()?;
         Ok(Analyzer {
             config,
-            planner: FftPlanner::new(),
+            scratch: Scratch::default(),
         })
     }
 
@@ -287,11 +326,14 @@ impl Analyzer {
         let mut n = self.config.bins;
         loop {
             let w = (t1.0 - t0.0) as f64 / n as f64;
-            let x = bin(events, t0, w, n);
+            let mut x = std::mem::take(&mut self.scratch.x);
+            bin_into(events, t0, w, n, &mut x, &mut self.scratch.tmp);
             if x.iter().all(|&v| v <= 0.0) {
+                self.scratch.x = x;
                 return not_periodic(NotPeriodicReason::NoActivity, None);
             }
             let det = self.analyze_bins(&x, w, clipped_start);
+            self.scratch.x = x;
             // Too coarse for this period: bin again, finer, once.
             if let Some(e) = det.best() {
                 let period_bins = e.period.0 as f64 / w;
@@ -310,16 +352,17 @@ impl Analyzer {
 
     fn analyze_bins(&mut self, x: &[f64], w: f64, clipped_start: bool) -> Detection {
         let n = x.len();
-        let mean = x.iter().sum::<f64>() / n as f64;
-        let centred: Vec<f64> = x.iter().map(|v| v - mean).collect();
-        let peaks = self.spectral_peaks(&centred, 3);
-        let acf = self.autocorrelation(&centred);
+        self.spectrum(x);
+        let peaks = spectral_peaks(&self.scratch.spec, 3);
+        let acf = self.autocorrelation();
         let to_nanos = |bins: f64| Nanos((bins * w).round().max(0.0) as u64);
         let spectral_period = peaks.first().map(|&p| to_nanos(p));
 
+        // The threshold and the runs above it do not depend on the scale: found once.
+        let runs = runs(x, &mut self.scratch.tmp);
         let bursts_at = |scale: Option<f64>| -> Vec<Burst> {
             let bridge = scale.map_or(0.0, |s| 0.05 * s);
-            let mut b = bursts(x, bridge);
+            let mut b = bursts(x, &runs, bridge);
             if clipped_start && b.first().is_some_and(|f| f.start < 1.0) {
                 b.remove(0);
             }
@@ -436,74 +479,189 @@ impl Analyzer {
         }
     }
 
-    fn fft(&mut self, len: usize, inverse: bool) -> Arc<dyn Fft<f64>> {
-        if inverse {
-            self.planner.plan_fft_inverse(len)
-        } else {
-            self.planner.plan_fft_forward(len)
-        }
+    /// The spectrum of the mean-removed `x` zero-padded to `2n` (`n = x.len()`), bins `0..=n`,
+    /// into `scratch.spec`. Its even bins are the spectrum of `x` itself.
+    fn spectrum(&mut self, x: &[f64]) {
+        let n = x.len();
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let s = &mut self.scratch;
+        // The real signal of length 2n, packed two by two into n complex values.
+        s.buf.clear();
+        s.buf.extend(
+            x.chunks_exact(2)
+                .map(|p| Complex::new(p[0] - mean, p[1] - mean)),
+        );
+        s.buf.resize(n, Complex::new(0.0, 0.0));
+        let plan = RealFft::get(2 * n);
+        plan.forward(&mut s.buf, &mut s.spec, n + 1, &mut s.fft);
     }
 
-    /// Periods (in bins) of the `k` strongest local maxima of the power spectrum with at least two
-    /// cycles in the window and at least 4 bins per cycle, strongest first.
-    fn spectral_peaks(&mut self, x: &[f64], k: usize) -> Vec<f64> {
-        let n = x.len();
-        let mut buf: Vec<Complex<f64>> = x.iter().map(|&v| Complex::new(v, 0.0)).collect();
-        self.fft(n, false).process(&mut buf);
-        let mag: Vec<f64> = buf[..=n / 2].iter().map(|c| c.norm()).collect();
-        let mut peaks: Vec<(usize, f64)> = (2..n / 4)
-            .filter(|&i| mag[i] > 0.0 && mag[i] >= mag[i - 1] && mag[i] >= mag[i + 1])
-            .map(|i| (i, mag[i]))
-            .collect();
-        peaks.sort_by(|a, b| b.1.total_cmp(&a.1));
-        peaks
-            .iter()
-            .take(k)
-            .map(|&(i, _)| {
-                let (a, b, c) = (mag[i - 1], mag[i], mag[i + 1]);
-                let den = a - 2.0 * b + c;
-                let d = if den.abs() > f64::EPSILON * b {
-                    (0.5 * (a - c) / den).clamp(-0.5, 0.5)
-                } else {
-                    0.0
-                };
-                n as f64 / (i as f64 + d)
-            })
-            .collect()
-    }
-
-    /// The unbiased, normalised autocorrelation of `x` for lags `0..n`, by FFT.
-    fn autocorrelation(&mut self, x: &[f64]) -> Acf {
-        let n = x.len();
-        let m = 2 * n;
-        let mut buf: Vec<Complex<f64>> = Vec::with_capacity(m);
-        buf.extend(x.iter().map(|&v| Complex::new(v, 0.0)));
-        buf.resize(m, Complex::new(0.0, 0.0));
-        self.fft(m, false).process(&mut buf);
-        for c in buf.iter_mut() {
-            *c = Complex::new(c.norm_sqr(), 0.0);
-        }
-        self.fft(m, true).process(&mut buf);
-        let r0 = buf[0].re / n as f64;
+    /// The unbiased, normalised autocorrelation of the signal of [`Analyzer::spectrum`] for lags
+    /// `0..=n/2 + 1`: the inverse transform of the power spectrum (the spectrum of the signal
+    /// padded to `2n`, so that no lag wraps around).
+    fn autocorrelation(&mut self) -> Acf {
+        let s = &mut self.scratch;
+        let n = s.spec.len() - 1;
+        let max_lag = n / 2;
+        let lags = (max_lag + 2).min(n);
+        // The power spectrum of the 2n-long signal is real and even: P[2n - k] = P[k]. Its
+        // (inverse) transform is a forward one of a real signal, packed as above.
+        let power = |k: usize| s.spec[if k <= n { k } else { 2 * n - k }].norm_sqr();
+        s.buf.clear();
+        s.buf
+            .extend((0..n).map(|k| Complex::new(power(2 * k), power(2 * k + 1))));
+        let plan = RealFft::get(2 * n);
+        let mut r = std::mem::take(&mut s.spec);
+        plan.forward(&mut s.buf, &mut r, lags, &mut s.fft);
+        let r0 = r[0].re / n as f64;
         let rho = if r0 > 0.0 {
-            (0..n)
-                .map(|l| buf[l].re / (n - l) as f64 / r0)
+            (0..lags)
+                .map(|l| r[l].re / (n - l) as f64 / r0)
                 .collect::<Vec<_>>()
         } else {
-            vec![0.0; n]
+            vec![0.0; lags]
         };
-        Acf { rho }
+        s.spec = r;
+        Acf::new(rho, max_lag)
+    }
+}
+
+/// Periods (in bins) of the `k` strongest local maxima of the power spectrum with at least two
+/// cycles in the window and at least 4 bins per cycle, strongest first. `spec` is the spectrum of
+/// the signal padded to twice its length `n`: bin `i` of the signal's own spectrum is `spec[2i]`.
+fn spectral_peaks(spec: &[Complex<f64>], k: usize) -> Vec<f64> {
+    let n = spec.len() - 1;
+    let mag: Vec<f64> = (0..=n / 4).map(|i| spec[2 * i].norm_sqr().sqrt()).collect();
+    // The k strongest, ties to the lowest bin.
+    let mut top: Vec<(usize, f64)> = Vec::with_capacity(k + 1);
+    for i in 2..n / 4 {
+        let m = mag[i];
+        if !(m > 0.0 && m >= mag[i - 1] && m >= mag[i + 1]) {
+            continue;
+        }
+        if top.len() == k && top.last().is_some_and(|t| t.1 >= m) {
+            continue;
+        }
+        let at = top.partition_point(|t| t.1 >= m);
+        top.insert(at, (i, m));
+        top.truncate(k);
+    }
+    top.iter()
+        .map(|&(i, _)| {
+            let (a, b, c) = (mag[i - 1], mag[i], mag[i + 1]);
+            let den = a - 2.0 * b + c;
+            let d = if den.abs() > f64::EPSILON * b {
+                (0.5 * (a - c) / den).clamp(-0.5, 0.5)
+            } else {
+                0.0
+            };
+            n as f64 / (i as f64 + d)
+        })
+        .collect()
+}
+
+/// A forward FFT of real signals of length `m` (even), as a complex FFT of length `m/2` of the
+/// signal's values packed two by two, and an untangling pass.
+struct RealFft {
+    /// The complex FFT, of length `m/2`.
+    fft: Arc<dyn Fft<f64>>,
+    /// `e^{-2πik/m}` for `k` in `0..m/2`.
+    twiddles: Vec<Complex<f64>>,
+}
+
+impl RealFft {
+    /// The plan for length `m`, planned once per process.
+    fn get(m: usize) -> Arc<RealFft> {
+        static PLANS: OnceLock<Mutex<HashMap<usize, Arc<RealFft>>>> = OnceLock::new();
+        let mut plans = PLANS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        plans
+            .entry(m)
+            .or_insert_with(|| {
+                let h = m / 2;
+                Arc::new(RealFft {
+                    fft: FftPlanner::new().plan_fft_forward(h),
+                    twiddles: (0..h)
+                        .map(|k| {
+                            let (s, c) =
+                                (-2.0 * std::f64::consts::PI * k as f64 / m as f64).sin_cos();
+                            Complex::new(c, s)
+                        })
+                        .collect(),
+                })
+            })
+            .clone()
+    }
+
+    /// Bins `0..count` (`count <= m/2 + 1`) of the spectrum of the real signal packed in `buf`
+    /// (`z[j] = x[2j] + i·x[2j+1]`, `m/2` values, overwritten) into `out`.
+    fn forward(
+        &self,
+        buf: &mut [Complex<f64>],
+        out: &mut Vec<Complex<f64>>,
+        count: usize,
+        scratch: &mut Vec<Complex<f64>>,
+    ) {
+        let h = buf.len();
+        debug_assert_eq!(h, self.twiddles.len());
+        scratch.resize(self.fft.get_inplace_scratch_len(), Complex::new(0.0, 0.0));
+        self.fft.process_with_scratch(buf, scratch);
+        // Z[k] = E[k] + i·O[k], E and O the spectra of the even and odd samples;
+        // X[k] = E[k] + e^{-2πik/m}·O[k].
+        let count = count.min(h + 1);
+        out.clear();
+        out.reserve(count);
+        // k = 0 and k = h: Z[h] = Z[0], twiddles 1 and -1.
+        let z0 = buf[0];
+        out.push(Complex::new(z0.re + z0.im, 0.0));
+        let inner = count.saturating_sub(1).min(h - 1);
+        out.extend(
+            buf[1..=inner]
+                .iter()
+                .zip(buf[h - inner..h].iter().rev())
+                .zip(&self.twiddles[1..=inner])
+                .map(|((&z, &zr), &w)| {
+                    let zc = zr.conj();
+                    let e = (z + zc) * 0.5;
+                    let o = (z - zc) * Complex::new(0.0, -0.5);
+                    e + w * o
+                }),
+        );
+        if count == h + 1 {
+            out.push(Complex::new(z0.re - z0.im, 0.0));
+        }
     }
 }
 
 /// The autocorrelation, usable up to half the window.
 struct Acf {
+    /// Lags `0..=max_lag + 1` (fewer in windows under 4 bins).
     rho: Vec<f64>,
+    /// `dip[i]`: the least of `rho[1..=i]` (`dip[0]` unused).
+    dip: Vec<f64>,
+    max_lag: usize,
 }
 
 impl Acf {
+    fn new(rho: Vec<f64>, max_lag: usize) -> Acf {
+        let mut low = f64::INFINITY;
+        let dip = rho
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                if i > 0 {
+                    low = low.min(r);
+                }
+                low
+            })
+            .collect();
+        Acf { rho, dip, max_lag }
+    }
+
     fn max_lag(&self) -> f64 {
-        (self.rho.len() / 2) as f64
+        self.max_lag as f64
     }
 
     /// The correlation at a fractional lag (linear interpolation), if within half the window.
@@ -540,7 +698,7 @@ impl Acf {
             return None;
         }
         // A period's correlation peak follows a dip.
-        let dip = self.rho[1..k].iter().copied().fold(f64::INFINITY, f64::min);
+        let dip = self.dip[k - 1];
         if dip > best - 0.1 {
             return None;
         }
@@ -565,10 +723,20 @@ fn not_periodic(reason: NotPeriodicReason, best: Option<Estimate>) -> Detection 
 
 /// Bytes per bin of `events` over `n` bins of `w` nanoseconds from `t0`; events are clipped to
 /// the window with their bytes prorated. O(events + n).
+#[cfg(test)]
 pub(crate) fn bin(events: &[Event], t0: Nanos, w: f64, n: usize) -> Vec<f64> {
-    let mut x = vec![0.0; n];
+    let mut x = Vec::new();
+    bin_into(events, t0, w, n, &mut x, &mut Vec::new());
+    x
+}
+
+/// [`bin`] into `x`, with `diff` as working space.
+fn bin_into(events: &[Event], t0: Nanos, w: f64, n: usize, x: &mut Vec<f64>, diff: &mut Vec<f64>) {
+    x.clear();
+    x.resize(n, 0.0);
     // Rate of events covering whole bins, as differences (added up at the end).
-    let mut diff = vec![0.0; n + 1];
+    diff.clear();
+    diff.resize(n + 1, 0.0);
     let nf = n as f64;
     for e in events {
         if e.bytes == 0 {
@@ -603,37 +771,81 @@ pub(crate) fn bin(events: &[Event], t0: Nanos, w: f64, n: usize) -> Vec<f64> {
         diff[i1] -= rate;
     }
     let mut run = 0.0;
-    for (xi, d) in x.iter_mut().zip(&diff) {
+    for (xi, d) in x.iter_mut().zip(diff.iter()) {
         run += d;
         *xi += run.max(0.0);
     }
-    x
 }
 
 /// The value `v` such that half of the total of `values` lies in values ≥ `v`.
+#[cfg(test)]
 fn weighted_median(mut values: Vec<f64>) -> f64 {
+    weighted_median_in(&mut values)
+}
+
+/// [`weighted_median`] of `values`, reordered in place. Expected O(len): a selection, not a sort.
+fn weighted_median_in(values: &mut Vec<f64>) -> f64 {
     values.retain(|v| *v > 0.0);
-    values.sort_by(f64::total_cmp);
-    let total: f64 = values.iter().sum();
+    let half = values.iter().sum::<f64>() / 2.0;
+    // The answer is the largest v with sum(values ≥ v) ≥ half. `acc` sums the values above `s`.
     let mut acc = 0.0;
-    for v in values.iter().rev() {
+    let mut s = &mut values[..];
+    let mut least = 0.0;
+    while s.len() > 16 {
+        let len = s.len();
+        let p = median3(s[0], s[len / 2], s[len - 1]);
+        // Three ways: s[..gt] > p, s[gt..lt] == p, s[lt..] < p.
+        let (mut gt, mut i, mut lt) = (0, 0, len);
+        while i < lt {
+            if s[i] > p {
+                s.swap(gt, i);
+                gt += 1;
+                i += 1;
+            } else if s[i] < p {
+                lt -= 1;
+                s.swap(i, lt);
+            } else {
+                i += 1;
+            }
+        }
+        let above: f64 = s[..gt].iter().sum();
+        if acc + above >= half {
+            s = &mut s[..gt];
+            continue;
+        }
+        let equal: f64 = s[gt..lt].iter().sum();
+        if acc + above + equal >= half {
+            return p;
+        }
+        acc += above + equal;
+        least = p;
+        s = &mut s[lt..];
+    }
+    s.sort_unstable_by(|a, b| b.total_cmp(a));
+    for v in s.iter() {
         acc += v;
-        if acc >= total / 2.0 {
+        if acc >= half {
             return *v;
         }
     }
-    0.0
+    // Only by rounding: the least value.
+    s.last().copied().unwrap_or(least)
 }
 
-/// Bursts of the binned signal: runs of bins above a tenth of the volume-weighted median bin,
-/// runs closer than `bridge` bins joined, runs under a tenth of the volume-weighted median burst
-/// dropped.
-fn bursts(x: &[f64], bridge: f64) -> Vec<Burst> {
-    let level = 0.1 * weighted_median(x.to_vec());
+fn median3(a: f64, b: f64, c: f64) -> f64 {
+    a.max(b).min(a.min(b).max(c))
+}
+
+/// Runs of bins above a tenth of the volume-weighted median bin: `[start, end)` and bytes. `tmp`
+/// is working space.
+fn runs(x: &[f64], tmp: &mut Vec<f64>) -> Vec<(usize, usize, f64)> {
+    tmp.clear();
+    tmp.extend_from_slice(x);
+    let level = 0.1 * weighted_median_in(tmp);
+    let mut runs = Vec::new();
     if level <= 0.0 {
-        return Vec::new();
+        return runs;
     }
-    let mut runs: Vec<(usize, usize, f64)> = Vec::new(); // [start, end) in bins, bytes
     let mut i = 0;
     while i < x.len() {
         if x[i] < level {
@@ -646,15 +858,25 @@ fn bursts(x: &[f64], bridge: f64) -> Vec<Burst> {
             bytes += x[i];
             i += 1;
         }
+        runs.push((s, i, bytes));
+    }
+    runs
+}
+
+/// Bursts of the binned signal `x` from its [`runs`]: runs closer than `bridge` bins joined, runs
+/// under a tenth of the volume-weighted median burst dropped.
+fn bursts(x: &[f64], raw: &[(usize, usize, f64)], bridge: f64) -> Vec<Burst> {
+    let mut runs: Vec<(usize, usize, f64)> = Vec::new(); // [start, end) in bins, bytes
+    for &(s, e, bytes) in raw {
         match runs.last_mut() {
             Some(last) if ((s - last.1) as f64) <= bridge => {
-                last.1 = i;
+                last.1 = e;
                 last.2 += bytes;
             }
-            _ => runs.push((s, i, bytes)),
+            _ => runs.push((s, e, bytes)),
         }
     }
-    let typical = weighted_median(runs.iter().map(|r| r.2).collect());
+    let typical = weighted_median_in(&mut runs.iter().map(|r| r.2).collect());
     runs.into_iter()
         .filter(|r| r.2 >= 0.1 * typical)
         .map(|(s, e, bytes)| {
@@ -760,6 +982,97 @@ mod tests {
         assert!((f.period - 10.0).abs() < 1e-9);
         assert_eq!(f.phases, 4);
         assert!(f.regularity < 0.7);
+    }
+
+    #[test]
+    fn real_fft_matches_the_complex_fft() {
+        for m in [4usize, 64, 96] {
+            let x: Vec<f64> = (0..m)
+                .map(|i| ((i * 37 % 11) as f64).sin() + i as f64 * 0.1)
+                .collect();
+            let mut full: Vec<Complex<f64>> = x.iter().map(|&v| Complex::new(v, 0.0)).collect();
+            FftPlanner::new().plan_fft_forward(m).process(&mut full);
+            let mut buf: Vec<Complex<f64>> = x
+                .chunks_exact(2)
+                .map(|p| Complex::new(p[0], p[1]))
+                .collect();
+            let mut out = Vec::new();
+            RealFft::get(m).forward(&mut buf, &mut out, m / 2 + 1, &mut Vec::new());
+            assert_eq!(out.len(), m / 2 + 1);
+            for k in 0..=m / 2 {
+                assert!((full[k] - out[k]).norm() < 1e-9, "m {m}, bin {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn autocorrelation_matches_the_direct_sum() {
+        let x: Vec<f64> = (0..128)
+            .map(|i| {
+                if i % 23 < 5 {
+                    10.0 + (i % 3) as f64
+                } else {
+                    (i % 7) as f64 * 0.1
+                }
+            })
+            .collect();
+        let n = x.len();
+        let mean = x.iter().sum::<f64>() / n as f64;
+        let c: Vec<f64> = x.iter().map(|v| v - mean).collect();
+        let r = |l: usize| (0..n - l).map(|i| c[i] * c[i + l]).sum::<f64>() / (n - l) as f64;
+        let mut a = Analyzer::new(Config::default()).unwrap();
+        a.spectrum(&x);
+        let acf = a.autocorrelation();
+        assert_eq!(acf.max_lag, n / 2);
+        assert_eq!(acf.rho.len(), n / 2 + 2);
+        for l in 0..acf.rho.len() {
+            assert!((acf.rho[l] - r(l) / r(0)).abs() < 1e-9, "lag {l}");
+            let dip = acf.rho[1..=l.max(1)]
+                .iter()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            assert_eq!(acf.dip[l.max(1)], dip);
+        }
+    }
+
+    #[test]
+    fn weighted_median_by_selection_equals_the_sorted_scan() {
+        let sorted = |mut v: Vec<f64>| {
+            v.retain(|x| *x > 0.0);
+            v.sort_by(f64::total_cmp);
+            let total: f64 = v.iter().sum();
+            let mut acc = 0.0;
+            for x in v.iter().rev() {
+                acc += x;
+                if acc >= total / 2.0 {
+                    return *x;
+                }
+            }
+            0.0
+        };
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as f64 / (1u64 << 31) as f64
+        };
+        for len in [0usize, 1, 2, 5, 17, 100, 1000, 5000] {
+            for kind in 0..3 {
+                let v: Vec<f64> = (0..len)
+                    .map(|_| match kind {
+                        0 => next(),
+                        1 => (next() * 5.0).floor(), // many ties and zeros
+                        _ => next().powi(8) * 1e9,   // heavy tail
+                    })
+                    .collect();
+                assert_eq!(
+                    weighted_median(v.clone()),
+                    sorted(v),
+                    "len {len}, kind {kind}"
+                );
+            }
+        }
     }
 
     #[test]
