@@ -5,7 +5,7 @@
 //! `set = round(log10 w_iter)`). Seed 004 ran the FTIO tool beside every application to find it;
 //! this crate finds it inside iosets.
 //!
-//! - [`detect`] / [`Analyzer`]: one window of [`Event`]s in, one [`Detection`] out — a period with
+//! - [`detect()`] / [`Analyzer`]: one window of [`Event`]s in, one [`Detection`] out — a period with
 //!   a confidence in `[0, 1]`, or "not periodic" with the reason. The method (binned bandwidth,
 //!   FFT, candidates checked against the autocorrelation and the gaps between I/O bursts, so that
 //!   neither half nor double the period is reported) is described in [`detect`](mod@detect).

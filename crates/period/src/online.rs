@@ -10,7 +10,7 @@
 //!
 //! **Cost**: [`OnlineDetector::observe`] is amortised O(1) (a comparison and an addition; a fold
 //! of `capacity` segments every `capacity / 4` new ones at worst). [`OnlineDetector::estimate`]
-//! runs the offline analysis ([`crate::detect`]) twice — on the whole history and on its most
+//! runs the offline analysis ([`crate::detect()`]) twice — on the whole history and on its most
 //! recent quarter — each over at most `capacity` segments and
 //! [`Config::max_bins`](crate::Config::max_bins) bins: bounded, whatever the run length.
 //!
