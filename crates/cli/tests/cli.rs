@@ -1,48 +1,9 @@
 //! The `iosets` binary end to end: the demo, replays of a trace and of a generated workload, the
 //! policy list, and a one-line error naming the problem for each bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-/// A fresh, empty directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("iosets-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn iosets(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs and expects failure with a one-line message containing every `needle`.
-fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
-    let o = iosets(dir, args);
-    let err = stderr(&o);
-    assert!(!o.status.success(), "{args:?} succeeded: {}", stdout(&o));
-    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-    assert_eq!(
-        err.trim().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-    }
-}
+use common::{fails, iosets, scratch, stderr, stdout};
 
 const TRACE: &str = "time_s,job,size,op\n0,1,4096,write\n0,2,8192,write\n0.001,1,4096,write\n\
                      0.001,2,4096,read\n0.002,1,65536,write\n";

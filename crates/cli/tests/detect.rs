@@ -2,8 +2,22 @@
 //! period, confidence, Set-10 set and priority and the phases seen, as a table and as JSON; and a
 //! one-line error naming the problem for each bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
+
+mod common;
+
+use common::{scratch, stderr, stdout};
+
+/// Runs `iosets ARGS` in the package directory.
+fn iosets(args: &[&str]) -> Output {
+    common::iosets(Path::new("."), args)
+}
+
+/// Expects exit code 1 and a one-line error containing every needle.
+fn fails(args: &[&str], needles: &[&str]) {
+    common::fails(Path::new("."), args, needles)
+}
 
 fn sample(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -13,43 +27,10 @@ fn sample(name: &str) -> String {
         .to_string()
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("iosets-detect-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn iosets(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn json(args: &[&str]) -> serde_json::Value {
     let o = iosets(args);
     assert!(o.status.success(), "{args:?}: {}", stderr(&o));
     serde_json::from_str(&stdout(&o)).unwrap()
-}
-
-/// Runs and expects failure with a one-line message containing every needle.
-fn fails(args: &[&str], needles: &[&str]) {
-    let o = iosets(args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-    }
 }
 
 fn close(v: &serde_json::Value, want: f64) -> bool {

@@ -2,31 +2,11 @@
 //! scenario, `sweep` with its CSV, JSON and plots, and a one-line error naming the problem for
 //! each bad input.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("iosets-sim-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
 
-fn iosets(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{fails, iosets, scratch, stderr, stdout};
 
 fn shipped(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -34,21 +14,6 @@ fn shipped(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-/// Expects exit code 1 and a one-line error containing every needle.
-fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
-    let o = iosets(dir, args);
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(1), "{args:?}: {err} {}", stdout(&o));
-    assert_eq!(
-        err.trim().lines().count(),
-        1,
-        "{args:?}: not one line: {err}"
-    );
-    for n in needles {
-        assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
-    }
 }
 
 const TWO_JOBS: &str = r#"
