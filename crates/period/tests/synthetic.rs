@@ -180,7 +180,8 @@ fn a_missed_phase_does_not_double_the_period() {
 
 #[test]
 fn short_periods_in_a_long_window_are_binned_finer() {
-    // 2000 phases of 1 s: 16384 bins give 8 bins per period, so the window is binned again.
+    // 2000 phases of 1 s: the first pass's 4096 bins give 2 bins per period, so the window is
+    // binned again.
     let trace = PeriodicSpec {
         requests_per_phase: 4,
         ..PeriodicSpec::new(1.0, 2000)
