@@ -20,8 +20,8 @@ def err(est, truth):
     return abs(est / truth - 1.0) if est else None
 
 
-def pct(e):
-    return "none" if e is None else f"{100 * e:.2f}%"
+def pct(e, digits=2):
+    return "none" if e is None else f"{100 * e:.{digits}f}%"
 
 
 def main(out):
@@ -69,6 +69,7 @@ def main(out):
                ("10% jitter", lambda c: c["jitter"] == 0.1), ("30% jitter", lambda c: c["jitter"] == 0.3),
                ("50% jitter", lambda c: c["jitter"] == 0.5), ("background I/O", lambda c: c["background"]),
                ("36 = jitter 0/10/30%, both backgrounds", lambda c: c["jitter"] < 0.4)]
+    medians, exact = {}, {}
     for tool in ["iosets"] + variants:
         for it in (20, 5):
             for name, keep in classes:
@@ -88,8 +89,28 @@ def main(out):
                 med = pct(statistics.median([x if x is not None else math.inf for x in errs])) if errs else "-"
                 mx = pct(max(known)) if len(known) == len(errs) and known else ("inf (missing)" if errs else "-")
                 times = [t for _, _, t in res if t is not None]
-                tm = f"{statistics.median(times) * 1e3:.2f} ms" if times else "-"
+                tm = f"{statistics.median(times) * 1e3:.3f} ms" if times else "-"
                 print(f"| {tool} | {it} | {name} | {len(rows)} | {right} | {conf} | {med} | {mx} | {tm} |")
+                if times:
+                    medians[(tool, it, name)] = statistics.median(times)
+                if tool == "iosets" and len(known) == len(errs) and known:
+                    exact[(it, name)] = pct(max(known), 4)
+
+    if variants:
+        print("\n### Speed: FTIO time / iosets time (medians per analysis)\n")
+        print("| iterations | class | iosets | " + " | ".join(variants) + " | " +
+              " | ".join(f"{v} / iosets" for v in variants) + " | iosets max error (4 digits) |")
+        print("|---:|:---|---:|" + "---:|" * (2 * len(variants)) + "---:|")
+        for it in (20, 5):
+            for name, _ in classes:
+                mine = medians.get(("iosets", it, name))
+                if mine is None:
+                    continue
+                theirs = [medians.get((v, it, name)) for v in variants]
+                ratio = [f"{t / mine:.0f}x" if t else "-" for t in theirs]
+                shown = [f"{t * 1e3:.2f} ms" if t else "-" for t in theirs]
+                print(f"| {it} | {name} | {mine * 1e3:.3f} ms | " + " | ".join(shown) + " | " +
+                      " | ".join(ratio) + f" | {exact.get((it, name), '-')} |")
 
 
 if __name__ == "__main__":
