@@ -26,8 +26,9 @@
 use std::collections::BTreeMap;
 
 use crate::mlf::{FactorQueue, Remembered, Shift, WAITING_TIME};
+use crate::sorted::direction;
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
+use crate::{Dispatch, FileId, Nanos, Policy, PolicyError, Request};
 
 /// Registry name.
 pub const NAME: &str = "aioli";
@@ -229,7 +230,7 @@ impl Policy for Aioli {
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         self.seq += 1;
         self.len += 1;
-        let d = usize::from(req.op != Op::Read);
+        let d = direction(req.op);
         let idle = &mut self.idle;
         let f = self.files.entry(req.file).or_insert_with(|| {
             let mut f = AioliFile::default();
@@ -308,11 +309,7 @@ impl Policy for Aioli {
         self.visit = None;
         std::mem::take(&mut self.files)
             .into_values()
-            .flat_map(|f| {
-                f.queues
-                    .into_iter()
-                    .flat_map(|mut q| q.factors.sorted.drain().map(|(_, r)| r).collect::<Vec<_>>())
-            })
+            .flat_map(|f| f.queues.into_iter().flat_map(|q| q.factors.into_requests()))
             .collect()
     }
 }
@@ -320,6 +317,7 @@ impl Policy for Aioli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Op;
 
     #[test]
     fn first_come_first_served_across_files_offset_order_inside() {

@@ -14,9 +14,9 @@
 
 use std::collections::VecDeque;
 
-use crate::sorted::SortedQueue;
+use crate::sorted::{direction, SortedQueue};
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{Dispatch, FileId, JobId, Nanos, Op, Outcome, Policy, PolicyError, Request, RequestId};
+use crate::{Dispatch, FileId, JobId, Nanos, Outcome, Policy, PolicyError, Request, RequestId};
 use iosets_types::hash::IdMap;
 
 /// Registry name.
@@ -30,8 +30,8 @@ pub const TUNABLES: &[TunableSpec] = &[
 
 #[derive(Debug, Default)]
 struct CfqJob {
-    reads: SortedQueue,
-    writes: SortedQueue,
+    /// Reads and writes, by [`direction`].
+    queues: [SortedQueue; 2],
     head: (FileId, u64),
     in_service: u32,
     in_round_robin: bool,
@@ -39,7 +39,7 @@ struct CfqJob {
 
 impl CfqJob {
     fn queued(&self) -> usize {
-        self.reads.len() + self.writes.len()
+        self.queues.iter().map(SortedQueue::len).sum()
     }
 }
 
@@ -118,11 +118,7 @@ impl Policy for Cfq {
         self.seq += 1;
         self.len += 1;
         let job = self.jobs.entry(req.job).or_default();
-        if req.op == Op::Read {
-            job.reads.insert(self.seq, req);
-        } else {
-            job.writes.insert(self.seq, req);
-        }
+        job.queues[direction(req.op)].insert(self.seq, req);
         match &mut self.active {
             Some(a) if a.job == req.job => a.idle_until = None,
             _ if !job.in_round_robin => {
@@ -152,18 +148,12 @@ impl Policy for Cfq {
                 continue;
             }
             let job = self.jobs.get_mut(&a.job).expect("active job");
-            let key = job
-                .reads
-                .next_cscan(job.head)
-                .map(|k| (true, k))
-                .or_else(|| job.writes.next_cscan(job.head).map(|k| (false, k)));
-            if let Some((read, key)) = key {
-                let queue = if read {
-                    &mut job.reads
-                } else {
-                    &mut job.writes
-                };
-                let batch = queue.take_batch(key, self.max_merge_bytes, usize::MAX, |_, _| {});
+            // Reads first: direction 0, then 1.
+            let head = job.head;
+            let key = (0..2).find_map(|d| job.queues[d].next_cscan(head).map(|k| (d, k)));
+            if let Some((d, key)) = key {
+                let batch =
+                    job.queues[d].take_batch(key, self.max_merge_bytes, usize::MAX, |_, _| {});
                 job.head = (batch.head().file, batch.end());
                 job.in_service += 1;
                 self.len -= batch.len();
@@ -218,8 +208,9 @@ impl Policy for Cfq {
         let mut out = Vec::with_capacity(self.len);
         for id in ids {
             let job = self.jobs.get_mut(&id).expect("job");
-            out.extend(job.reads.drain().map(|(_, r)| r));
-            out.extend(job.writes.drain().map(|(_, r)| r));
+            for q in &mut job.queues {
+                out.extend(q.drain().map(|(_, r)| r));
+            }
             job.in_round_robin = false;
             if job.in_service == 0 && self.active.is_none_or(|a| a.job != id) {
                 self.jobs.remove(&id);
@@ -234,6 +225,7 @@ impl Policy for Cfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Op;
 
     fn take(p: &mut Cfq, now: u64) -> Request {
         match p.dispatch(Nanos::from_millis(now)) {

@@ -16,9 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::sorted::{SortKey, SortedQueue};
+use crate::sorted::{direction, SortKey, SortedQueue};
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
+use crate::{Dispatch, FileId, Nanos, Policy, PolicyError, Request};
 
 /// Registry name.
 pub const NAME: &str = "deadline";
@@ -56,14 +56,6 @@ pub(crate) const SPECS: [TunableSpec; 5] = [
 
 const READ: usize = 0;
 const WRITE: usize = 1;
-
-fn direction(op: Op) -> usize {
-    if op == Op::Read {
-        READ
-    } else {
-        WRITE
-    }
-}
 
 /// One direction: sorted and FIFO views of the same requests.
 #[derive(Debug, Default)]
@@ -261,6 +253,7 @@ impl Policy for Deadline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Op;
 
     fn next(p: &mut Deadline, now: u64) -> Request {
         match p.dispatch(Nanos::from_millis(now)) {

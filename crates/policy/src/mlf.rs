@@ -20,9 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::sorted::{SortKey, SortedQueue};
+use crate::sorted::{direction, SortKey, SortedQueue};
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{Batch, Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
+use crate::{Batch, Dispatch, FileId, Nanos, Policy, PolicyError, Request};
 use iosets_types::hash::IdMap;
 
 /// Registry name.
@@ -150,6 +150,11 @@ impl FactorQueue {
         self.shift.should_wait(key.1, count)
     }
 
+    /// Every queued request, in position order.
+    pub(crate) fn into_requests(mut self) -> impl Iterator<Item = Request> {
+        self.sorted.drain().map(|(_, r)| r)
+    }
+
     /// Takes the batch at `key` and records it for the waiting heuristics.
     pub(crate) fn take(&mut self, key: SortKey, max_aggregation: usize) -> Batch {
         let arrived_at = &mut self.arrived_at;
@@ -258,7 +263,7 @@ impl Policy for Mlf {
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         self.seq += 1;
         self.len += 1;
-        let d = usize::from(req.op != Op::Read);
+        let d = direction(req.op);
         let idle = &mut self.idle;
         let f = self.files.entry(req.file).or_insert_with(|| {
             let mut f = MlfFile::default();
@@ -318,11 +323,7 @@ impl Policy for Mlf {
         self.len = 0;
         std::mem::take(&mut self.files)
             .into_values()
-            .flat_map(|f| {
-                f.queues
-                    .into_iter()
-                    .flat_map(|mut q| q.sorted.drain().map(|(_, r)| r).collect::<Vec<_>>())
-            })
+            .flat_map(|f| f.queues.into_iter().flat_map(FactorQueue::into_requests))
             .collect()
     }
 }
@@ -330,6 +331,7 @@ impl Policy for Mlf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Op;
 
     #[test]
     fn large_requests_wait_for_their_factor_small_ones_flow() {

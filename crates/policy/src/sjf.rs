@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use crate::sorted::SortedQueue;
+use crate::sorted::{direction, SortedQueue};
 use crate::tunables::{TunableSpec, Tunables};
-use crate::{Dispatch, FileId, Nanos, Op, Policy, PolicyError, Request};
+use crate::{Dispatch, FileId, Nanos, Policy, PolicyError, Request};
 use iosets_types::hash::IdMap;
 
 /// Registry name.
@@ -23,11 +23,7 @@ pub const TUNABLES: &[TunableSpec] = &[TunableSpec {
 }];
 
 /// A queue: one file's reads (0) or writes (1).
-pub(crate) type QueueKey = (FileId, u8);
-
-pub(crate) fn queue_of(req: &Request) -> QueueKey {
-    (req.file, u8::from(req.op != Op::Read))
-}
+type QueueKey = (FileId, usize);
 
 /// Shortest job first by queued bytes per file and direction.
 #[derive(Debug)]
@@ -65,7 +61,7 @@ impl Policy for Sjf {
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         self.seq += 1;
         self.len += 1;
-        let key = queue_of(&req);
+        let key = (req.file, direction(req.op));
         let (queue, bytes) = self.queues.entry(key).or_default();
         self.by_size.remove(&(*bytes, key));
         queue.insert(self.seq, req);
@@ -115,6 +111,7 @@ impl Policy for Sjf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Op;
 
     #[test]
     fn the_smallest_queue_goes_first_and_contiguous_requests_merge() {

@@ -12,6 +12,12 @@ use std::collections::BTreeMap;
 
 use crate::{Batch, FileId, Op, Request};
 
+/// The direction of a request: 0 for reads, 1 for everything else. The sorting schedulers keep the
+/// two apart (reads before writes, separate sweeps and expiries).
+pub(crate) fn direction(op: Op) -> usize {
+    usize::from(op != Op::Read)
+}
+
 /// A position in the sort order: `(file, offset, arrival sequence)`.
 pub(crate) type SortKey = (FileId, u64, u64);
 
