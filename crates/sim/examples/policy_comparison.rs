@@ -10,6 +10,7 @@
 //! all queued at t = 0 (backlogged), where throughput shows what sorting and merging buy.
 
 use iosets_policy::{registry::POLICIES, tunables::parse_pairs, Counted};
+use iosets_sim::summary::{mean, percentile};
 use iosets_sim::{run, DeviceModel};
 use iosets_types::{Nanos, Op, Request};
 use rand::{Rng, SeedableRng};
@@ -69,8 +70,7 @@ fn table(reqs: &[Request]) {
             let r = run(policy, reqs.to_vec(), dev).expect("replay");
             let mut waits: Vec<Nanos> = r.records.iter().map(|x| x.wait()).collect();
             waits.sort_unstable();
-            let mean = Nanos(waits.iter().map(|w| w.0).sum::<u64>() / waits.len() as u64);
-            let p99 = waits[(waits.len() * 99).div_ceil(100) - 1];
+            let (mean, p99) = (mean(&waits), percentile(&waits, 0.99));
             println!(
                 "| {dev_name} | {} | {:.1} | {:.1} | {:.1} | {:.1} |",
                 spec.name,

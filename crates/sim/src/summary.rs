@@ -187,7 +187,7 @@ impl Summary {
 }
 
 /// Mean of sorted or unsorted durations (0 for none).
-fn mean(v: &[Nanos]) -> Nanos {
+pub fn mean(v: &[Nanos]) -> Nanos {
     if v.is_empty() {
         return Nanos::ZERO;
     }
@@ -196,7 +196,7 @@ fn mean(v: &[Nanos]) -> Nanos {
 }
 
 /// Nearest-rank percentile `p` (0..=1) of sorted durations (0 for none).
-fn percentile(sorted: &[Nanos], p: f64) -> Nanos {
+pub fn percentile(sorted: &[Nanos], p: f64) -> Nanos {
     if sorted.is_empty() {
         return Nanos::ZERO;
     }
