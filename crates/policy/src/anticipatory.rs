@@ -5,7 +5,10 @@
 //! seeking away to serve someone else: a synchronous reader sends its next read right after the
 //! previous one returns, and serving it keeps the disk head where it is. When such a read arrives in
 //! the window it goes at once; when the window closes, or any queued request of deadline's FIFOs is
-//! past due, anticipation ends and deadline decides. Everything else is [`crate::deadline`].
+//! past due, anticipation ends and deadline decides. The scheduler only holds the device while
+//! nothing else is in service: with other requests in flight (several service slots) there is no
+//! head position to protect, and deadline dispatches as usual. Everything else is
+//! [`crate::deadline`].
 //!
 //! The wait is bounded: `dispatch` answers `NotBefore(completion + antic_expire)` at most, so the
 //! device never idles longer than the window while work is queued.
