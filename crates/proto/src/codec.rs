@@ -1,0 +1,631 @@
+//! Frames to bytes and back.
+
+use bytes::Bytes;
+use iosets_types::{JobId, Priority};
+
+use crate::message::{
+    Attr, Control, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request, Response,
+};
+use crate::{ProtoError, HEADER_LEN, VERSION};
+
+/// One decoded frame.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Frame {
+    /// A client's request.
+    Request(Header, Request),
+    /// A server's response to the request with the same tag; `OpCode` echoes the request's.
+    Response(Header, OpCode, Response),
+}
+
+/// An encoded frame: `head` (length prefix, header and small fields) followed on the wire by
+/// `data` (the bulk payload of a write or a read reply, kept apart to avoid a copy).
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// Everything up to the bulk data, including the length prefix.
+    pub head: Vec<u8>,
+    /// The bulk data, empty if none.
+    pub data: Bytes,
+}
+
+impl Encoded {
+    /// The whole frame in one buffer.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.head.len() + self.data.len());
+        v.extend_from_slice(&self.head);
+        v.extend_from_slice(&self.data);
+        v
+    }
+
+    /// The frame's length on the wire.
+    pub fn wire_len(&self) -> usize {
+        self.head.len() + self.data.len()
+    }
+}
+
+/// The length announced by a frame's 4-byte prefix, checked against `max` before anyone
+/// allocates a buffer for it, and against the fixed header's length.
+pub fn frame_len(prefix: [u8; 4], max: u32) -> Result<usize, ProtoError> {
+    let len = u32::from_le_bytes(prefix);
+    if len > max {
+        return Err(ProtoError::TooLarge { len, max });
+    }
+    if (len as usize) < HEADER_LEN {
+        return Err(ProtoError::Truncated {
+            field: "header",
+            needed: HEADER_LEN - len as usize,
+        });
+    }
+    Ok(len as usize)
+}
+
+struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i64(&mut self, v: i64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn f64(&mut self, v: f64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    /// A string of at most `u16::MAX` bytes; longer ones are cut at a character boundary
+    /// (only messages can be that long; paths are limited far below by the server).
+    fn str(&mut self, s: &str) {
+        let mut end = s.len().min(u16::MAX as usize);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.u16(end as u16);
+        self.buf.extend_from_slice(&s.as_bytes()[..end]);
+    }
+    /// A long text (JSON reports): `u32` length.
+    fn text(&mut self, s: &str) {
+        self.u32(s.len() as u32);
+        self.buf.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Encodes `frame`. Strings longer than 65,535 bytes are cut (paths that long are refused by
+/// the server anyway); bulk data longer than `u32::MAX` cannot be expressed and panics.
+pub fn encode(frame: &Frame) -> Encoded {
+    let mut w = Writer {
+        buf: Vec::with_capacity(64),
+    };
+    w.u32(0); // length, patched below
+    let (kind, header, op) = match frame {
+        Frame::Request(h, r) => (Kind::Request, h, r.op()),
+        Frame::Response(h, op, _) => (Kind::Response, h, *op),
+    };
+    w.u8(VERSION);
+    w.u8(kind as u8);
+    w.u16(u16::from(header.priority.is_some()));
+    w.u64(header.tag);
+    w.u64(header.job.0);
+    w.f64(header.priority.map_or(0.0, Priority::get));
+    w.u8(op as u8);
+    let mut data = Bytes::new();
+    match frame {
+        Frame::Request(_, req) => encode_request(&mut w, req, &mut data),
+        Frame::Response(_, _, resp) => encode_response(&mut w, resp, &mut data),
+    }
+    let total = w.buf.len() - 4 + data.len();
+    let total = u32::try_from(total).expect("frame longer than 4 GiB");
+    w.buf[..4].copy_from_slice(&total.to_le_bytes());
+    Encoded { head: w.buf, data }
+}
+
+fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
+    match req {
+        Request::Lookup { path }
+        | Request::Fsync { path }
+        | Request::Unlink { path }
+        | Request::Rmdir { path }
+        | Request::Readdir { path } => w.str(path),
+        Request::Create {
+            path,
+            mode,
+            exclusive,
+        } => {
+            w.str(path);
+            w.u32(*mode);
+            w.u8(u8::from(*exclusive));
+        }
+        Request::Open { path, flags } => {
+            w.str(path);
+            w.u32(flags.0);
+        }
+        Request::Read { path, offset, len } => {
+            w.str(path);
+            w.u64(*offset);
+            w.u32(*len);
+        }
+        Request::Write {
+            path,
+            offset,
+            data: d,
+        } => {
+            w.str(path);
+            w.u64(*offset);
+            w.u32(u32::try_from(d.len()).expect("write longer than 4 GiB"));
+            *data = d.clone();
+        }
+        Request::Truncate { path, size } => {
+            w.str(path);
+            w.u64(*size);
+        }
+        Request::Mkdir { path, mode } => {
+            w.str(path);
+            w.u32(*mode);
+        }
+        Request::Rename { from, to } => {
+            w.str(from);
+            w.str(to);
+        }
+        Request::Control { token, op } => {
+            w.str(token);
+            match op {
+                Control::SetPriority { job, priority } => {
+                    w.u64(job.0);
+                    w.f64(priority.get());
+                }
+                Control::ClearPriority { job } => w.u64(job.0),
+                Control::Policy { name, options } => {
+                    w.str(name);
+                    w.u16(u16::try_from(options.len()).expect("more than 65535 options"));
+                    for (k, v) in options {
+                        w.str(k);
+                        w.str(v);
+                    }
+                }
+                Control::Jobs | Control::Stats => {}
+            }
+        }
+    }
+}
+
+const REPLY_ATTR: u8 = 1;
+const REPLY_DATA: u8 = 2;
+const REPLY_WRITTEN: u8 = 3;
+const REPLY_DONE: u8 = 4;
+const REPLY_ENTRIES: u8 = 5;
+const REPLY_JSON: u8 = 6;
+
+fn encode_attr(w: &mut Writer, a: &Attr) {
+    w.u8(a.kind as u8);
+    w.u64(a.size);
+    w.u32(a.mode);
+    w.i64(a.mtime_ns);
+}
+
+fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
+    match resp {
+        Response::Err { errno, message } => {
+            w.i32(*errno);
+            w.str(message);
+        }
+        Response::Ok(reply) => {
+            w.i32(0);
+            match reply {
+                Reply::Attr(a) => {
+                    w.u8(REPLY_ATTR);
+                    encode_attr(w, a);
+                }
+                Reply::Data(d) => {
+                    w.u8(REPLY_DATA);
+                    w.u32(u32::try_from(d.len()).expect("read longer than 4 GiB"));
+                    *data = d.clone();
+                }
+                Reply::Written(n) => {
+                    w.u8(REPLY_WRITTEN);
+                    w.u32(*n);
+                }
+                Reply::Done => w.u8(REPLY_DONE),
+                Reply::Entries(entries) => {
+                    w.u8(REPLY_ENTRIES);
+                    w.u32(u32::try_from(entries.len()).expect("more than 4G entries"));
+                    for e in entries {
+                        w.str(&e.name);
+                        w.u8(e.kind as u8);
+                    }
+                }
+                Reply::Json(s) => {
+                    w.u8(REPLY_JSON);
+                    w.text(s);
+                }
+            }
+        }
+    }
+}
+
+/// A bounds-checked reader over one frame's bytes.
+struct Reader {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Reader {
+    fn take(&mut self, n: usize, field: &'static str) -> Result<&[u8], ProtoError> {
+        let left = self.buf.len() - self.pos;
+        if n > left {
+            return Err(ProtoError::Truncated {
+                field,
+                needed: n - left,
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], ProtoError> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, field)?);
+        Ok(a)
+    }
+    fn u8(&mut self, field: &'static str) -> Result<u8, ProtoError> {
+        Ok(self.array::<1>(field)?[0])
+    }
+    fn u16(&mut self, field: &'static str) -> Result<u16, ProtoError> {
+        Ok(u16::from_le_bytes(self.array(field)?))
+    }
+    fn u32(&mut self, field: &'static str) -> Result<u32, ProtoError> {
+        Ok(u32::from_le_bytes(self.array(field)?))
+    }
+    fn u64(&mut self, field: &'static str) -> Result<u64, ProtoError> {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+    fn i32(&mut self, field: &'static str) -> Result<i32, ProtoError> {
+        Ok(i32::from_le_bytes(self.array(field)?))
+    }
+    fn i64(&mut self, field: &'static str) -> Result<i64, ProtoError> {
+        Ok(i64::from_le_bytes(self.array(field)?))
+    }
+    fn f64(&mut self, field: &'static str) -> Result<f64, ProtoError> {
+        Ok(f64::from_le_bytes(self.array(field)?))
+    }
+    fn utf8(bytes: &[u8], field: &'static str) -> Result<String, ProtoError> {
+        String::from_utf8(bytes.to_vec()).map_err(|_| ProtoError::Invalid {
+            field,
+            reason: "not UTF-8".into(),
+        })
+    }
+    fn str(&mut self, field: &'static str) -> Result<String, ProtoError> {
+        let n = self.u16(field)? as usize;
+        let b = self.take(n, field)?;
+        Self::utf8(b, field)
+    }
+    fn text(&mut self, field: &'static str) -> Result<String, ProtoError> {
+        let n = self.u32(field)? as usize;
+        let b = self.take(n, field)?;
+        Self::utf8(b, field)
+    }
+    fn bulk(&mut self, field: &'static str) -> Result<Bytes, ProtoError> {
+        let n = self.u32(field)? as usize;
+        let start = self.pos;
+        self.take(n, field)?;
+        Ok(self.buf.slice(start..start + n))
+    }
+    fn priority(&mut self, field: &'static str) -> Result<Priority, ProtoError> {
+        let v = self.f64(field)?;
+        Priority::new(v).ok_or_else(|| ProtoError::Invalid {
+            field,
+            reason: format!("{v} is not a finite positive number"),
+        })
+    }
+    fn finish(&self) -> Result<(), ProtoError> {
+        match self.buf.len() - self.pos {
+            0 => Ok(()),
+            n => Err(ProtoError::Trailing(n)),
+        }
+    }
+}
+
+/// Decodes one frame from `buf`: the bytes after the length prefix, exactly as many as it
+/// announced. Never panics; any malformed input is an error.
+pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
+    let mut r = Reader { buf, pos: 0 };
+    let version = r.u8("version")?;
+    if version != VERSION {
+        return Err(ProtoError::Version(version));
+    }
+    let kind = r.u8("kind")?;
+    let flags = r.u16("flags")?;
+    if flags & !1 != 0 {
+        return Err(ProtoError::Invalid {
+            field: "flags",
+            reason: format!("unknown bits {:#x}", flags & !1),
+        });
+    }
+    let tag = r.u64("tag")?;
+    let job = JobId(r.u64("job")?);
+    let priority = if flags & 1 != 0 {
+        Some(r.priority("priority hint")?)
+    } else {
+        r.f64("priority hint")?;
+        None
+    };
+    let code = r.u8("operation")?;
+    let op = OpCode::from_u8(code).ok_or(ProtoError::Op(code))?;
+    let header = Header { tag, job, priority };
+    let frame = match kind {
+        k if k == Kind::Request as u8 => Frame::Request(header, decode_request(&mut r, op)?),
+        k if k == Kind::Response as u8 => Frame::Response(header, op, decode_response(&mut r)?),
+        k => return Err(ProtoError::Kind(k)),
+    };
+    r.finish()?;
+    Ok(frame)
+}
+
+fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
+    Ok(match op {
+        OpCode::Lookup => Request::Lookup {
+            path: r.str("path")?,
+        },
+        OpCode::Create => Request::Create {
+            path: r.str("path")?,
+            mode: r.u32("mode")?,
+            exclusive: match r.u8("exclusive")? {
+                0 => false,
+                1 => true,
+                v => {
+                    return Err(ProtoError::Invalid {
+                        field: "exclusive",
+                        reason: format!("{v} is not 0 or 1"),
+                    })
+                }
+            },
+        },
+        OpCode::Open => {
+            let path = r.str("path")?;
+            let flags = r.u32("open flags")?;
+            if flags & !OpenFlags::ALL != 0 {
+                return Err(ProtoError::Invalid {
+                    field: "open flags",
+                    reason: format!("unknown bits {:#x}", flags & !OpenFlags::ALL),
+                });
+            }
+            Request::Open {
+                path,
+                flags: OpenFlags(flags),
+            }
+        }
+        OpCode::Read => Request::Read {
+            path: r.str("path")?,
+            offset: r.u64("offset")?,
+            len: r.u32("length")?,
+        },
+        OpCode::Write => Request::Write {
+            path: r.str("path")?,
+            offset: r.u64("offset")?,
+            data: r.bulk("data")?,
+        },
+        OpCode::Fsync => Request::Fsync {
+            path: r.str("path")?,
+        },
+        OpCode::Truncate => Request::Truncate {
+            path: r.str("path")?,
+            size: r.u64("size")?,
+        },
+        OpCode::Unlink => Request::Unlink {
+            path: r.str("path")?,
+        },
+        OpCode::Mkdir => Request::Mkdir {
+            path: r.str("path")?,
+            mode: r.u32("mode")?,
+        },
+        OpCode::Rmdir => Request::Rmdir {
+            path: r.str("path")?,
+        },
+        OpCode::Readdir => Request::Readdir {
+            path: r.str("path")?,
+        },
+        OpCode::Rename => Request::Rename {
+            from: r.str("from")?,
+            to: r.str("to")?,
+        },
+        OpCode::SetPriority
+        | OpCode::ClearPriority
+        | OpCode::Policy
+        | OpCode::Jobs
+        | OpCode::Stats => {
+            let token = r.str("token")?;
+            let op = match op {
+                OpCode::SetPriority => Control::SetPriority {
+                    job: JobId(r.u64("job")?),
+                    priority: r.priority("priority")?,
+                },
+                OpCode::ClearPriority => Control::ClearPriority {
+                    job: JobId(r.u64("job")?),
+                },
+                OpCode::Policy => {
+                    let name = r.str("policy name")?;
+                    let n = r.u16("option count")?;
+                    let mut options = Vec::new();
+                    for _ in 0..n {
+                        options.push((r.str("option key")?, r.str("option value")?));
+                    }
+                    Control::Policy { name, options }
+                }
+                OpCode::Jobs => Control::Jobs,
+                _ => Control::Stats,
+            };
+            Request::Control { token, op }
+        }
+    })
+}
+
+fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
+    let status = r.i32("status")?;
+    if status != 0 {
+        if status < 0 {
+            return Err(ProtoError::Invalid {
+                field: "status",
+                reason: format!("negative errno {status}"),
+            });
+        }
+        return Ok(Response::Err {
+            errno: status,
+            message: r.str("message")?,
+        });
+    }
+    let reply = match r.u8("reply kind")? {
+        REPLY_ATTR => {
+            let k = r.u8("file kind")?;
+            let kind = FileKind::from_u8(k).ok_or_else(|| ProtoError::Invalid {
+                field: "file kind",
+                reason: format!("unknown kind {k}"),
+            })?;
+            Reply::Attr(Attr {
+                kind,
+                size: r.u64("size")?,
+                mode: r.u32("mode")?,
+                mtime_ns: r.i64("mtime")?,
+            })
+        }
+        REPLY_DATA => Reply::Data(r.bulk("data")?),
+        REPLY_WRITTEN => Reply::Written(r.u32("written")?),
+        REPLY_DONE => Reply::Done,
+        REPLY_ENTRIES => {
+            let n = r.u32("entry count")?;
+            // Each entry takes at least 3 bytes: bound the allocation by what the frame holds.
+            let left = r.buf.len() - r.pos;
+            if n as usize > left / 3 {
+                return Err(ProtoError::Truncated {
+                    field: "entries",
+                    needed: n as usize * 3 - left,
+                });
+            }
+            let mut entries = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let name = r.str("entry name")?;
+                let k = r.u8("entry kind")?;
+                let kind = FileKind::from_u8(k).ok_or_else(|| ProtoError::Invalid {
+                    field: "entry kind",
+                    reason: format!("unknown kind {k}"),
+                })?;
+                entries.push(DirEntry { name, kind });
+            }
+            Reply::Entries(entries)
+        }
+        REPLY_JSON => Reply::Json(r.text("report")?),
+        k => {
+            return Err(ProtoError::Invalid {
+                field: "reply kind",
+                reason: format!("unknown kind {k}"),
+            })
+        }
+    };
+    Ok(Response::Ok(reply))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roundtrip(f: Frame) {
+        let enc = encode(&f).to_vec();
+        let len = frame_len(enc[..4].try_into().unwrap(), u32::MAX).unwrap();
+        assert_eq!(len, enc.len() - 4);
+        assert_eq!(decode(Bytes::from(enc[4..].to_vec())).unwrap(), f);
+    }
+
+    #[test]
+    fn write_and_read_reply_round_trip() {
+        let h = Header {
+            tag: 9,
+            job: JobId(42),
+            priority: Priority::new(0.1),
+        };
+        roundtrip(Frame::Request(
+            h,
+            Request::Write {
+                path: "a/b".into(),
+                offset: 1 << 40,
+                data: Bytes::from_static(b"hello"),
+            },
+        ));
+        roundtrip(Frame::Response(
+            h,
+            OpCode::Read,
+            Response::Ok(Reply::Data(Bytes::from_static(b"xyz"))),
+        ));
+        roundtrip(Frame::Response(
+            h,
+            OpCode::Unlink,
+            Response::Err {
+                errno: 2,
+                message: "no such file".into(),
+            },
+        ));
+    }
+
+    #[test]
+    fn oversized_length_is_refused_before_allocation() {
+        let err = frame_len(1000u32.to_le_bytes(), 999).unwrap_err();
+        assert_eq!(
+            err,
+            ProtoError::TooLarge {
+                len: 1000,
+                max: 999
+            }
+        );
+        assert!(frame_len(*b"GET ", crate::DEFAULT_MAX_FRAME).is_err());
+    }
+
+    #[test]
+    fn bad_version_and_op_are_errors() {
+        let h = Header {
+            tag: 1,
+            job: JobId(1),
+            priority: None,
+        };
+        let mut enc = encode(&Frame::Request(h, Request::Fsync { path: "f".into() })).to_vec();
+        enc[4] = 2;
+        assert_eq!(
+            decode(Bytes::from(enc[4..].to_vec())),
+            Err(ProtoError::Version(2))
+        );
+        enc[4] = VERSION;
+        enc[4 + HEADER_LEN - 1] = 200;
+        assert_eq!(
+            decode(Bytes::from(enc[4..].to_vec())),
+            Err(ProtoError::Op(200))
+        );
+    }
+
+    #[test]
+    fn huge_entry_count_does_not_allocate() {
+        let h = Header {
+            tag: 1,
+            job: JobId(1),
+            priority: None,
+        };
+        let mut enc = encode(&Frame::Response(
+            h,
+            OpCode::Readdir,
+            Response::Ok(Reply::Entries(vec![])),
+        ))
+        .to_vec();
+        let n = enc.len();
+        enc[n - 4..].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(
+            decode(Bytes::from(enc[4..].to_vec())),
+            Err(ProtoError::Truncated { .. })
+        ));
+    }
+}

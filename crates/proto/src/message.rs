@@ -1,0 +1,373 @@
+//! The protocol's messages as values.
+
+use bytes::Bytes;
+use iosets_types::{JobId, Priority};
+
+/// What every frame carries besides its operation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Header {
+    /// The client's tag for the request; the response echoes it. Unique among a connection's
+    /// outstanding requests.
+    pub tag: u64,
+    /// The job the request is done for (Slurm's job id, `IOSETS_JOB_ID`).
+    pub job: JobId,
+    /// A priority the client suggests for its job; the server's control plane overrides it.
+    pub priority: Option<Priority>,
+}
+
+/// The kind byte of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// A client's request.
+    Request = 1,
+    /// A server's response.
+    Response = 2,
+}
+
+/// The operation codes on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum OpCode {
+    Lookup = 1,
+    Create = 2,
+    Open = 3,
+    Read = 4,
+    Write = 5,
+    Fsync = 6,
+    Truncate = 7,
+    Unlink = 8,
+    Mkdir = 9,
+    Rmdir = 10,
+    Readdir = 11,
+    Rename = 12,
+    SetPriority = 64,
+    ClearPriority = 65,
+    Policy = 66,
+    Jobs = 67,
+    Stats = 68,
+}
+
+impl OpCode {
+    /// The operation of code `code`, if there is one.
+    pub fn from_u8(code: u8) -> Option<OpCode> {
+        use OpCode::*;
+        Some(match code {
+            1 => Lookup,
+            2 => Create,
+            3 => Open,
+            4 => Read,
+            5 => Write,
+            6 => Fsync,
+            7 => Truncate,
+            8 => Unlink,
+            9 => Mkdir,
+            10 => Rmdir,
+            11 => Readdir,
+            12 => Rename,
+            64 => SetPriority,
+            65 => ClearPriority,
+            66 => Policy,
+            67 => Jobs,
+            68 => Stats,
+            _ => return None,
+        })
+    }
+
+    /// The lower-case name used in metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        use OpCode::*;
+        match self {
+            Lookup => "lookup",
+            Create => "create",
+            Open => "open",
+            Read => "read",
+            Write => "write",
+            Fsync => "fsync",
+            Truncate => "truncate",
+            Unlink => "unlink",
+            Mkdir => "mkdir",
+            Rmdir => "rmdir",
+            Readdir => "readdir",
+            Rename => "rename",
+            SetPriority => "set_priority",
+            ClearPriority => "clear_priority",
+            Policy => "policy",
+            Jobs => "jobs",
+            Stats => "stats",
+        }
+    }
+}
+
+/// How [`Request::Open`] opens a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct OpenFlags(pub u32);
+
+impl OpenFlags {
+    /// Open for reading.
+    pub const READ: u32 = 1;
+    /// Open for writing.
+    pub const WRITE: u32 = 2;
+    /// Create the file if it does not exist.
+    pub const CREATE: u32 = 4;
+    /// Truncate it to zero length.
+    pub const TRUNCATE: u32 = 8;
+    /// Every defined bit.
+    pub const ALL: u32 = 15;
+
+    /// Whether `bit` is set.
+    pub fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// A client's request. Paths are relative to the server's root, `/`-separated, without `..`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    /// The attributes of a path (stat).
+    Lookup {
+        /// The path.
+        path: String,
+    },
+    /// Create a regular file.
+    Create {
+        /// The path.
+        path: String,
+        /// Permission bits (`0o644`), masked by the server's umask.
+        mode: u32,
+        /// Fail with `EEXIST` if it exists (otherwise an existing file is kept as is).
+        exclusive: bool,
+    },
+    /// Check that a file can be opened this way (creating or truncating it if asked).
+    Open {
+        /// The path.
+        path: String,
+        /// How.
+        flags: OpenFlags,
+    },
+    /// Read up to `len` bytes at `offset` (fewer at the end of the file).
+    Read {
+        /// The path.
+        path: String,
+        /// Byte offset.
+        offset: u64,
+        /// How many bytes.
+        len: u32,
+    },
+    /// Write `data` at `offset` (the file must exist).
+    Write {
+        /// The path.
+        path: String,
+        /// Byte offset.
+        offset: u64,
+        /// The bytes.
+        data: Bytes,
+    },
+    /// Flush a file's data to stable storage.
+    Fsync {
+        /// The path.
+        path: String,
+    },
+    /// Set a file's length.
+    Truncate {
+        /// The path.
+        path: String,
+        /// The new length.
+        size: u64,
+    },
+    /// Remove a file.
+    Unlink {
+        /// The path.
+        path: String,
+    },
+    /// Create a directory.
+    Mkdir {
+        /// The path.
+        path: String,
+        /// Permission bits.
+        mode: u32,
+    },
+    /// Remove an empty directory.
+    Rmdir {
+        /// The path.
+        path: String,
+    },
+    /// List a directory (without `.` and `..`), sorted by name.
+    Readdir {
+        /// The path (`""` or `"."` for the root).
+        path: String,
+    },
+    /// Rename `from` to `to`, replacing `to` if it exists.
+    Rename {
+        /// The old path.
+        from: String,
+        /// The new path.
+        to: String,
+    },
+    /// A control request, authenticated by the server's control token.
+    Control {
+        /// The token.
+        token: String,
+        /// What to do.
+        op: Control,
+    },
+}
+
+impl Request {
+    /// The request's operation code.
+    pub fn op(&self) -> OpCode {
+        match self {
+            Request::Lookup { .. } => OpCode::Lookup,
+            Request::Create { .. } => OpCode::Create,
+            Request::Open { .. } => OpCode::Open,
+            Request::Read { .. } => OpCode::Read,
+            Request::Write { .. } => OpCode::Write,
+            Request::Fsync { .. } => OpCode::Fsync,
+            Request::Truncate { .. } => OpCode::Truncate,
+            Request::Unlink { .. } => OpCode::Unlink,
+            Request::Mkdir { .. } => OpCode::Mkdir,
+            Request::Rmdir { .. } => OpCode::Rmdir,
+            Request::Readdir { .. } => OpCode::Readdir,
+            Request::Rename { .. } => OpCode::Rename,
+            Request::Control { op, .. } => op.op(),
+        }
+    }
+
+    /// Whether sending it twice has the same effect as sending it once, so a client may retry
+    /// it after a lost connection.
+    pub fn is_idempotent(&self) -> bool {
+        match self {
+            Request::Lookup { .. }
+            | Request::Read { .. }
+            | Request::Write { .. }
+            | Request::Fsync { .. }
+            | Request::Truncate { .. }
+            | Request::Readdir { .. } => true,
+            Request::Create { exclusive, .. } => !exclusive,
+            Request::Open { flags, .. } => !flags.has(OpenFlags::TRUNCATE),
+            Request::Control { op, .. } => !matches!(op, Control::Policy { .. }),
+            Request::Unlink { .. }
+            | Request::Mkdir { .. }
+            | Request::Rmdir { .. }
+            | Request::Rename { .. } => false,
+        }
+    }
+}
+
+/// Control operations (`iosets ctl`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// Give a job a priority (the control plane's value overrides client hints).
+    SetPriority {
+        /// The job.
+        job: JobId,
+        /// Its priority.
+        priority: Priority,
+    },
+    /// Forget the priority the control plane gave a job.
+    ClearPriority {
+        /// The job.
+        job: JobId,
+    },
+    /// Switch the scheduling policy; queued requests move to the new one.
+    Policy {
+        /// The policy's registry name.
+        name: String,
+        /// Its tunables.
+        options: Vec<(String, String)>,
+    },
+    /// Per-job statistics ([`JobsReport`](crate::JobsReport) as JSON).
+    Jobs,
+    /// Server statistics ([`ServerReport`](crate::ServerReport) as JSON).
+    Stats,
+}
+
+impl Control {
+    /// The operation code.
+    pub fn op(&self) -> OpCode {
+        match self {
+            Control::SetPriority { .. } => OpCode::SetPriority,
+            Control::ClearPriority { .. } => OpCode::ClearPriority,
+            Control::Policy { .. } => OpCode::Policy,
+            Control::Jobs => OpCode::Jobs,
+            Control::Stats => OpCode::Stats,
+        }
+    }
+}
+
+/// The type of a directory entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+#[allow(missing_docs)]
+pub enum FileKind {
+    File = 1,
+    Dir = 2,
+    Symlink = 3,
+    Other = 4,
+}
+
+impl FileKind {
+    pub(crate) fn from_u8(v: u8) -> Option<FileKind> {
+        Some(match v {
+            1 => FileKind::File,
+            2 => FileKind::Dir,
+            3 => FileKind::Symlink,
+            4 => FileKind::Other,
+            _ => return None,
+        })
+    }
+}
+
+/// A file's attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Attr {
+    /// What it is.
+    pub kind: FileKind,
+    /// Length in bytes.
+    pub size: u64,
+    /// Permission bits.
+    pub mode: u32,
+    /// Modification time, nanoseconds since the Unix epoch.
+    pub mtime_ns: i64,
+}
+
+/// One directory entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DirEntry {
+    /// Its name.
+    pub name: String,
+    /// What it is.
+    pub kind: FileKind,
+}
+
+/// A successful reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// Attributes (lookup, create, open).
+    Attr(Attr),
+    /// Bytes read.
+    Data(Bytes),
+    /// Bytes written.
+    Written(u32),
+    /// Done, nothing to return.
+    Done,
+    /// A directory listing.
+    Entries(Vec<DirEntry>),
+    /// A report, as JSON text.
+    Json(String),
+}
+
+/// A server's answer to one request.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Response {
+    /// It worked.
+    Ok(Reply),
+    /// It failed with a POSIX errno, and a message for people.
+    Err {
+        /// The errno (positive).
+        errno: i32,
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,172 @@
+//! Decoding arbitrary bytes never panics, and every message survives a round trip.
+
+use iosets_proto::{
+    decode, encode, frame_len, Attr, Bytes, Control, DirEntry, FileKind, Frame, Header, OpCode,
+    OpenFlags, Reply, Request, Response, DEFAULT_MAX_FRAME,
+};
+use iosets_types::{JobId, Priority};
+use proptest::prelude::*;
+
+fn path() -> impl Strategy<Value = String> {
+    "[a-z0-9/._-]{0,40}"
+}
+
+fn header() -> impl Strategy<Value = Header> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        proptest::option::of(1e-6f64..1e6),
+    )
+        .prop_map(|(tag, job, p)| Header {
+            tag,
+            job: JobId(job),
+            priority: p.and_then(Priority::new),
+        })
+}
+
+fn request() -> impl Strategy<Value = Request> {
+    prop_oneof![
+        path().prop_map(|path| Request::Lookup { path }),
+        (path(), any::<u32>(), any::<bool>()).prop_map(|(path, mode, exclusive)| {
+            Request::Create {
+                path,
+                mode,
+                exclusive,
+            }
+        }),
+        (path(), 0u32..16).prop_map(|(path, f)| Request::Open {
+            path,
+            flags: OpenFlags(f)
+        }),
+        (path(), any::<u64>(), any::<u32>()).prop_map(|(path, offset, len)| Request::Read {
+            path,
+            offset,
+            len
+        }),
+        (
+            path(),
+            any::<u64>(),
+            proptest::collection::vec(any::<u8>(), 0..300)
+        )
+            .prop_map(|(path, offset, d)| Request::Write {
+                path,
+                offset,
+                data: Bytes::from(d)
+            }),
+        path().prop_map(|path| Request::Fsync { path }),
+        (path(), any::<u64>()).prop_map(|(path, size)| Request::Truncate { path, size }),
+        path().prop_map(|path| Request::Unlink { path }),
+        (path(), any::<u32>()).prop_map(|(path, mode)| Request::Mkdir { path, mode }),
+        path().prop_map(|path| Request::Rmdir { path }),
+        path().prop_map(|path| Request::Readdir { path }),
+        (path(), path()).prop_map(|(from, to)| Request::Rename { from, to }),
+        (".{0,10}", any::<u64>(), 1e-9f64..1e9).prop_map(|(token, job, p)| Request::Control {
+            token,
+            op: Control::SetPriority {
+                job: JobId(job),
+                priority: Priority::new(p).unwrap()
+            }
+        }),
+        (".{0,10}", any::<u64>()).prop_map(|(token, job)| Request::Control {
+            token,
+            op: Control::ClearPriority { job: JobId(job) }
+        }),
+        (
+            ".{0,10}",
+            "[a-z]{1,8}",
+            proptest::collection::vec(("[a-z.]{1,8}", "[0-9a-z]{0,8}"), 0..4)
+        )
+            .prop_map(|(token, name, options)| Request::Control {
+                token,
+                op: Control::Policy { name, options }
+            }),
+        ".{0,10}".prop_map(|token| Request::Control {
+            token,
+            op: Control::Jobs
+        }),
+        ".{0,10}".prop_map(|token| Request::Control {
+            token,
+            op: Control::Stats
+        }),
+    ]
+}
+
+fn kind() -> impl Strategy<Value = FileKind> {
+    prop_oneof![
+        Just(FileKind::File),
+        Just(FileKind::Dir),
+        Just(FileKind::Symlink),
+        Just(FileKind::Other)
+    ]
+}
+
+fn response() -> impl Strategy<Value = Response> {
+    prop_oneof![
+        (kind(), any::<u64>(), any::<u32>(), any::<i64>()).prop_map(|(kind, size, mode, m)| {
+            Response::Ok(Reply::Attr(Attr {
+                kind,
+                size,
+                mode,
+                mtime_ns: m,
+            }))
+        }),
+        proptest::collection::vec(any::<u8>(), 0..300)
+            .prop_map(|d| Response::Ok(Reply::Data(Bytes::from(d)))),
+        any::<u32>().prop_map(|n| Response::Ok(Reply::Written(n))),
+        Just(Response::Ok(Reply::Done)),
+        proptest::collection::vec(("[a-z]{0,12}", kind()), 0..6).prop_map(|es| {
+            Response::Ok(Reply::Entries(
+                es.into_iter()
+                    .map(|(name, kind)| DirEntry { name, kind })
+                    .collect(),
+            ))
+        }),
+        ".{0,60}".prop_map(|s| Response::Ok(Reply::Json(s))),
+        (1i32..200, ".{0,30}").prop_map(|(errno, message)| Response::Err { errno, message }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        if bytes.len() >= 4 {
+            let _ = frame_len(bytes[..4].try_into().unwrap(), DEFAULT_MAX_FRAME);
+        }
+        let _ = decode(Bytes::from(bytes));
+    }
+
+    #[test]
+    fn mutated_frames_never_panic(
+        h in header(),
+        r in request(),
+        flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        cut in any::<usize>(),
+    ) {
+        let mut enc = encode(&Frame::Request(h, r)).to_vec()[4..].to_vec();
+        for (i, b) in flips {
+            let n = enc.len();
+            enc[i % n] ^= b;
+        }
+        let keep = cut % (enc.len() + 1);
+        enc.truncate(keep.max(enc.len() / 2));
+        let _ = decode(Bytes::from(enc));
+    }
+
+    #[test]
+    fn requests_round_trip(h in header(), r in request()) {
+        let f = Frame::Request(h, r);
+        let enc = encode(&f).to_vec();
+        let len = frame_len(enc[..4].try_into().unwrap(), DEFAULT_MAX_FRAME).unwrap();
+        prop_assert_eq!(len, enc.len() - 4);
+        prop_assert_eq!(decode(Bytes::from(enc[4..].to_vec())).unwrap(), f);
+    }
+
+    #[test]
+    fn responses_round_trip(h in header(), resp in response()) {
+        let f = Frame::Response(h, OpCode::Read, resp);
+        let enc = encode(&f).to_vec();
+        prop_assert_eq!(decode(Bytes::from(enc[4..].to_vec())).unwrap(), f);
+    }
+}
