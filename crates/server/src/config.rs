@@ -1,0 +1,208 @@
+//! The server's configuration: command-line flags or an `iosets.toml` file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::ServerError;
+
+/// Everything `iosets serve` needs.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The directory the server serves; no request reaches outside it.
+    pub root: PathBuf,
+    /// Address to listen on (`host:port`; port 0 picks a free one).
+    pub listen: String,
+    /// The scheduling policy's registry name (`iosets policies` lists them).
+    pub policy: String,
+    /// The policy's tunables, `key=value`.
+    pub policy_options: Vec<(String, String)>,
+    /// Worker threads doing the blocking I/O.
+    pub workers: usize,
+    /// Emulated device bandwidth in MiB/s (none: the backing store's own speed).
+    pub throttle_mib_s: Option<f64>,
+    /// The control token; without one, every control request is refused.
+    pub token: Option<String>,
+    /// Largest frame accepted, in bytes.
+    pub max_frame: u32,
+    /// A CSV file to record every served request in (job, op, offset, length, and when it
+    /// arrived, was dispatched and completed), for analysis and tests.
+    pub trace: Option<PathBuf>,
+    /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
+    pub handle_signals: bool,
+}
+
+impl ServerConfig {
+    /// The defaults for serving `root`: loopback on a free port, `iosets`, 4 workers, no
+    /// throttle, no token (control refused), 64 MiB frames, no trace, no signal handling.
+    pub fn new(root: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            root: root.into(),
+            listen: "127.0.0.1:0".into(),
+            policy: "iosets".into(),
+            policy_options: Vec::new(),
+            workers: 4,
+            throttle_mib_s: None,
+            token: None,
+            max_frame: iosets_proto::DEFAULT_MAX_FRAME,
+            trace: None,
+            handle_signals: false,
+        }
+    }
+
+    /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
+    /// `token` or `token_file`, `max_frame_mib`, `trace`, and a `[policy_options]` table).
+    /// Unknown keys are errors; relative paths are relative to the file's directory.
+    pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
+            reason: format!("cannot read {}: {e}", path.display()),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        ServerConfig::from_toml_str(&text, base).map_err(|e| match e {
+            ServerError::Config { reason } => ServerError::Config {
+                reason: format!("{}: {reason}", path.display()),
+            },
+            e => e,
+        })
+    }
+
+    /// Parses the TOML text of a configuration; relative paths are taken from `base`.
+    pub fn from_toml_str(text: &str, base: &Path) -> Result<ServerConfig, ServerError> {
+        let file: FileConfig = toml::from_str(text).map_err(|e| ServerError::Config {
+            reason: e.to_string(),
+        })?;
+        let resolve = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+        let root = file.root.map(resolve).ok_or_else(|| ServerError::Config {
+            reason: "missing key `root`".into(),
+        })?;
+        let mut c = ServerConfig::new(root);
+        if let Some(l) = file.listen {
+            c.listen = l;
+        }
+        if let Some(p) = file.policy {
+            c.policy = p;
+        }
+        for (k, v) in file.policy_options.unwrap_or_default() {
+            let v = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(ServerError::Config {
+                        reason: format!("policy option {k}: {other} is not a string or number"),
+                    })
+                }
+            };
+            c.policy_options.push((k, v));
+        }
+        if let Some(w) = file.workers {
+            c.workers = w;
+        }
+        c.throttle_mib_s = file.throttle_mib_s;
+        match (file.token, file.token_file) {
+            (Some(_), Some(_)) => {
+                return Err(ServerError::Config {
+                    reason: "give `token` or `token_file`, not both".into(),
+                })
+            }
+            (Some(t), None) => c.token = Some(t),
+            (None, Some(f)) => c.token = Some(read_token_file(&resolve(f))?),
+            (None, None) => {}
+        }
+        if let Some(m) = file.max_frame_mib {
+            if !(m.is_finite() && m > 0.0 && m <= 4095.0) {
+                return Err(ServerError::Config {
+                    reason: format!("max_frame_mib = {m}: must be in (0, 4095]"),
+                });
+            }
+            c.max_frame = (m * 1024.0 * 1024.0) as u32;
+        }
+        c.trace = file.trace.map(resolve);
+        Ok(c)
+    }
+
+    /// Checks every value; the server refuses to start on any error.
+    pub fn validate(&self) -> Result<(), ServerError> {
+        let bad = |reason: String| Err(ServerError::Config { reason });
+        if !self.root.is_dir() {
+            return bad(format!("root {} is not a directory", self.root.display()));
+        }
+        if self.workers == 0 || self.workers > 1024 {
+            return bad(format!("workers = {}: must be 1..=1024", self.workers));
+        }
+        if let Some(r) = self.throttle_mib_s {
+            if !(r.is_finite() && r > 0.0) {
+                return bad(format!("throttle = {r} MiB/s: must be a positive number"));
+            }
+        }
+        if let Some(t) = &self.token {
+            if t.trim().is_empty() {
+                return bad("the control token is empty".into());
+            }
+        }
+        if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
+            return bad(format!(
+                "max frame of {} bytes is too small",
+                self.max_frame
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Reads a token from a file (surrounding whitespace removed; empty is an error).
+pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
+    let t = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
+        reason: format!("cannot read token file {}: {e}", path.display()),
+    })?;
+    let t = t.trim().to_string();
+    if t.is_empty() {
+        return Err(ServerError::Config {
+            reason: format!("token file {} is empty", path.display()),
+        });
+    }
+    Ok(t)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    root: Option<PathBuf>,
+    listen: Option<String>,
+    policy: Option<String>,
+    policy_options: Option<BTreeMap<String, toml::Value>>,
+    workers: Option<usize>,
+    throttle_mib_s: Option<f64>,
+    token: Option<String>,
+    token_file: Option<PathBuf>,
+    max_frame_mib: Option<f64>,
+    trace: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_with_options_and_unknown_key() {
+        let c = ServerConfig::from_toml_str(
+            "root = \"data\"\npolicy = \"wfq\"\nworkers = 2\nthrottle_mib_s = 50\ntoken = \"s\"\n[policy_options]\ndefault_weight = 2\n",
+            Path::new("/srv"),
+        )
+        .unwrap();
+        assert_eq!(c.root, PathBuf::from("/srv/data"));
+        assert_eq!(c.policy, "wfq");
+        assert_eq!(
+            c.policy_options,
+            vec![("default_weight".into(), "2".into())]
+        );
+        assert_eq!(c.throttle_mib_s, Some(50.0));
+        let e = ServerConfig::from_toml_str("root = \"x\"\nworkerz = 3\n", Path::new("."));
+        assert!(e.unwrap_err().to_string().contains("workerz"));
+        let e = ServerConfig::from_toml_str("listen = \"x\"\n", Path::new("."));
+        assert!(e.unwrap_err().to_string().contains("root"));
+    }
+}

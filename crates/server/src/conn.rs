@@ -1,0 +1,333 @@
+//! One client connection: frames in, requests to the scheduler (data) or to a blocking task
+//! (metadata, control), responses out in completion order.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use iosets_proto::{
+    decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
+};
+use iosets_types::{JobId, Op, Priority};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+use crate::control;
+use crate::root::{check_path, FsError};
+use crate::state::{DataOp, Pending, PrioritySource, Shared};
+
+const EPROTO: i32 = 71;
+const EBADMSG: i32 = 74;
+const EMSGSIZE: i32 = 90;
+const ESHUTDOWN: i32 = 108;
+
+/// Serves one connection until the peer closes it, it sends an unreadable frame, or the server
+/// stops (then requests already read are still answered).
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    mut stream: TcpStream,
+    mut stop: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let mut prefix = [0u8; 4];
+    let first = tokio::select! {
+        biased;
+        _ = stop.changed() => return,
+        r = stream.read_exact(&mut prefix) => r,
+    };
+    if first.is_err() {
+        return;
+    }
+    if &prefix == b"GET " {
+        crate::http::serve(&shared, stream).await;
+        return;
+    }
+    let (rd, wr) = stream.into_split();
+    let mut rd = BufReader::with_capacity(64 * 1024, rd);
+    let (tx, mut rx) = mpsc::unbounded_channel::<Encoded>();
+    let writer = tokio::spawn(async move {
+        let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+        while let Some(msg) = rx.recv().await {
+            if write_one(&mut wr, &msg).await.is_err() {
+                return;
+            }
+            // Gather what is already waiting before flushing.
+            while let Ok(msg) = rx.try_recv() {
+                if write_one(&mut wr, &msg).await.is_err() {
+                    return;
+                }
+            }
+            if wr.flush().await.is_err() {
+                return;
+            }
+        }
+        let _ = wr.shutdown().await;
+    });
+
+    let mut have_prefix = true;
+    loop {
+        if !have_prefix {
+            let read = tokio::select! {
+                biased;
+                _ = stop.changed() => break,
+                r = rd.read_exact(&mut prefix) => r,
+            };
+            if read.is_err() {
+                break; // closed by the peer (or reset)
+            }
+        }
+        have_prefix = false;
+        shared.counters.frame();
+        let len = match frame_len(prefix, shared.config.max_frame) {
+            Ok(len) => len,
+            Err(e) => {
+                // The stream cannot be resynchronised after a bad length: answer and close.
+                shared.counters.bad_frame();
+                let _ = tx.send(error_frame(
+                    no_header(),
+                    OpCode::Lookup,
+                    EMSGSIZE,
+                    e.to_string(),
+                ));
+                break;
+            }
+        };
+        let buf = match read_body(&mut rd, len, &mut stop).await {
+            Some(b) => b,
+            None => break,
+        };
+        match decode(buf.clone()) {
+            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx),
+            Ok(Frame::Response(header, op, _)) => {
+                shared.counters.bad_frame();
+                let _ = tx.send(error_frame(
+                    header,
+                    op,
+                    EPROTO,
+                    "a server accepts requests, not responses".into(),
+                ));
+            }
+            Err(e) => {
+                // The frame was read whole, so the stream is still in step: answer, go on.
+                shared.counters.bad_frame();
+                let mut header = no_header();
+                if buf.len() >= 12 {
+                    header.tag = u64::from_le_bytes(buf[4..12].try_into().unwrap_or([0; 8]));
+                }
+                let _ = tx.send(error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()));
+            }
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn write_one<W: tokio::io::AsyncWrite + Unpin>(
+    wr: &mut W,
+    msg: &Encoded,
+) -> std::io::Result<()> {
+    wr.write_all(&msg.head).await?;
+    if !msg.data.is_empty() {
+        wr.write_all(&msg.data).await?;
+    }
+    Ok(())
+}
+
+/// Reads exactly `len` bytes without zeroing a buffer first. `None` if the peer closed the
+/// connection mid-frame or the server is stopping.
+async fn read_body<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    len: usize,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Bytes> {
+    let mut buf = bytes::BytesMut::with_capacity(len);
+    while buf.len() < len {
+        let want = (len - buf.len()) as u64;
+        let mut limited = (&mut *rd).take(want);
+        let n = tokio::select! {
+            biased;
+            _ = stop.changed() => return None,
+            r = limited.read_buf(&mut buf) => r.ok()?,
+        };
+        if n == 0 {
+            return None;
+        }
+    }
+    Some(buf.freeze())
+}
+
+fn no_header() -> Header {
+    Header {
+        tag: 0,
+        job: JobId(0),
+        priority: None,
+    }
+}
+
+fn error_frame(header: Header, op: OpCode, errno: i32, message: String) -> Encoded {
+    encode(&Frame::Response(
+        header,
+        op,
+        Response::Err { errno, message },
+    ))
+}
+
+fn reply(
+    tx: &mpsc::UnboundedSender<Encoded>,
+    shared: &Shared,
+    h: Header,
+    op: OpCode,
+    r: Result<Reply, FsError>,
+) {
+    let resp = match r {
+        Ok(reply) => Response::Ok(reply),
+        Err(e) => {
+            shared.counters.error();
+            Response::Err {
+                errno: e.errno,
+                message: e.message,
+            }
+        }
+    };
+    let _ = tx.send(encode(&Frame::Response(h, op, resp)));
+}
+
+/// A stable 64-bit id for a path (FNV-1a), so policies that sort by file see one file per path.
+fn file_id(path: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in path.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn note_hint(shared: &Shared, job: JobId, hint: Option<Priority>) {
+    let Some(p) = hint else { return };
+    let mut prios = shared.priorities.lock();
+    match prios.get(&job) {
+        Some((_, PrioritySource::Control)) => {}
+        Some((v, PrioritySource::Hint)) if *v == p.get() => {}
+        _ => {
+            prios.insert(job, (p.get(), PrioritySource::Hint));
+        }
+    }
+}
+
+fn handle(shared: &Arc<Shared>, header: Header, req: Request, tx: &mpsc::UnboundedSender<Encoded>) {
+    let op = req.op();
+    note_hint(shared, header.job, header.priority);
+    let data = match req {
+        Request::Read { path, offset, len } => {
+            if len > shared.config.max_frame - 64 {
+                let msg = format!("read of {len} bytes exceeds the frame limit");
+                reply(
+                    tx,
+                    shared,
+                    header,
+                    op,
+                    Err(FsError {
+                        errno: EMSGSIZE,
+                        message: msg,
+                    }),
+                );
+                return;
+            }
+            check_path(&path).map(|path| DataOp::Read { path, offset, len })
+        }
+        Request::Write { path, offset, data } => {
+            check_path(&path).map(|path| DataOp::Write { path, offset, data })
+        }
+        Request::Fsync { path } => check_path(&path).map(|path| DataOp::Fsync { path }),
+        Request::Control { token, op: ctl } => {
+            let shared = shared.clone();
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                let r = control::handle(&shared, &token, ctl);
+                reply(&tx, &shared, header, op, r);
+            });
+            return;
+        }
+        meta => {
+            let shared = shared.clone();
+            let tx = tx.clone();
+            tokio::task::spawn_blocking(move || {
+                let r = metadata(&shared, meta);
+                reply(&tx, &shared, header, op, r);
+            });
+            return;
+        }
+    };
+    let data = match data {
+        Ok(d) => d,
+        Err(e) => return reply(tx, shared, header, op, Err(e)),
+    };
+    let (file, offset, len, kind) = match &data {
+        DataOp::Read { path, offset, len } => (file_id(path), *offset, u64::from(*len), Op::Read),
+        DataOp::Write { path, offset, data } => {
+            (file_id(path), *offset, data.len() as u64, Op::Write)
+        }
+        DataOp::Fsync { path } => (file_id(path), 0, 0, Op::Other),
+    };
+    let mut request = iosets_types::Request::new(0, header.job.0, file, offset, len, kind);
+    request.priority = header.priority;
+    let pending = Pending {
+        header,
+        op: data,
+        reply: tx.clone(),
+        received: Instant::now(),
+    };
+    if shared.sched.submit(request, pending).is_err() {
+        let msg = "the server is shutting down".to_string();
+        reply(
+            tx,
+            shared,
+            header,
+            op,
+            Err(FsError {
+                errno: ESHUTDOWN,
+                message: msg,
+            }),
+        );
+    }
+}
+
+fn metadata(shared: &Shared, req: Request) -> Result<Reply, FsError> {
+    let root = &shared.root;
+    match req {
+        Request::Lookup { path } => root.lookup(&check_path(&path)?).map(Reply::Attr),
+        Request::Create {
+            path,
+            mode,
+            exclusive,
+        } => root
+            .create(&check_path(&path)?, mode, exclusive)
+            .map(Reply::Attr),
+        Request::Open { path, flags } => {
+            root.open_with(&check_path(&path)?, flags).map(Reply::Attr)
+        }
+        Request::Truncate { path, size } => root
+            .truncate(&check_path(&path)?, size)
+            .map(|()| Reply::Done),
+        Request::Unlink { path } => root.unlink(&check_path(&path)?).map(|()| Reply::Done),
+        Request::Mkdir { path, mode } => {
+            root.mkdir(&check_path(&path)?, mode).map(|()| Reply::Done)
+        }
+        Request::Rmdir { path } => root.rmdir(&check_path(&path)?).map(|()| Reply::Done),
+        Request::Readdir { path } => root.readdir(&check_path(&path)?).map(Reply::Entries),
+        Request::Rename { from, to } => root
+            .rename(&check_path(&from)?, &check_path(&to)?)
+            .map(|()| Reply::Done),
+        Request::Read { .. }
+        | Request::Write { .. }
+        | Request::Fsync { .. }
+        | Request::Control { .. } => unreachable_op(),
+    }
+}
+
+fn unreachable_op() -> Result<Reply, FsError> {
+    Err(FsError {
+        errno: EPROTO,
+        message: "internal: data or control request routed to the metadata path".into(),
+    })
+}

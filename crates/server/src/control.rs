@@ -1,0 +1,182 @@
+//! Control requests (`iosets ctl`): priorities, policy switch, job and server statistics.
+//!
+//! Every control request carries the server's token; a server started without one refuses them
+//! all (`EACCES`), and a wrong token is refused the same way.
+
+use std::time::Instant;
+
+use iosets_policy::set10::SetMapping;
+use iosets_proto::{Control, JobReport, JobsReport, Reply, ServerReport, WaitReport};
+use iosets_runtime::Counted;
+use iosets_types::Priority;
+
+use crate::root::FsError;
+use crate::state::{PrioritySource, Shared};
+
+const EACCES: i32 = 13;
+const EINVAL: i32 = 22;
+const EBUSY: i32 = 16;
+
+/// Compares without stopping at the first difference.
+fn same_token(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn refuse(errno: i32, message: impl Into<String>) -> FsError {
+    FsError {
+        errno,
+        message: message.into(),
+    }
+}
+
+pub(crate) fn handle(shared: &Shared, token: &str, ctl: Control) -> Result<Reply, FsError> {
+    match &shared.config.token {
+        None => {
+            return Err(refuse(
+                EACCES,
+                "control is disabled: the server was started without a token \
+                 (--token-file, or token/token_file in the config)",
+            ))
+        }
+        Some(t) if !same_token(t, token) => {
+            return Err(refuse(EACCES, "control refused: wrong token"))
+        }
+        Some(_) => {}
+    }
+    match ctl {
+        Control::SetPriority { job, priority } => {
+            shared.sched.set_priority(job, Some(priority));
+            shared
+                .priorities
+                .lock()
+                .insert(job, (priority.get(), PrioritySource::Control));
+            Ok(Reply::Done)
+        }
+        Control::ClearPriority { job } => {
+            shared.sched.set_priority(job, None);
+            shared.priorities.lock().remove(&job);
+            Ok(Reply::Done)
+        }
+        Control::Policy { name, options } => {
+            let new = Counted::build(&name, &options).map_err(|e| refuse(EINVAL, e.to_string()))?;
+            shared
+                .sched
+                .switch_policy(new)
+                .map_err(|e| refuse(EBUSY, e.to_string()))?;
+            tracing::info!(policy = %name, "policy switched");
+            Ok(Reply::Done)
+        }
+        Control::Jobs => Ok(Reply::Json(
+            serde_json::to_string(&jobs(shared)).expect("report serialises"),
+        )),
+        Control::Stats => Ok(Reply::Json(
+            serde_json::to_string(&stats(shared)).expect("report serialises"),
+        )),
+    }
+}
+
+/// The Set-10 index of a priority, if it is one of Set-10's (`10^-i`).
+fn set_of(priority: f64) -> Option<i32> {
+    let map = SetMapping::new(10.0, Priority::new(0.02).expect("positive"))?;
+    let i = (-priority.log10()).round();
+    if !i.is_finite() || i.abs() > 300.0 {
+        return None;
+    }
+    let i = i as i32;
+    let p = map.priority_of_set(i).get();
+    ((p - priority).abs() <= 1e-9 * p).then_some(i)
+}
+
+pub(crate) fn jobs(shared: &Shared) -> JobsReport {
+    let stats = shared.sched.stats();
+    let prios = shared.priorities.lock().clone();
+    let meters = shared.meters.lock();
+    let now = Instant::now();
+    let us = |ns: u64| ns as f64 / 1e3;
+    let jobs = stats
+        .jobs
+        .iter()
+        .map(|j| {
+            let (priority, source) = match prios.get(&j.job) {
+                Some((p, s)) => (Some(*p), s.as_str()),
+                None => (None, "none"),
+            };
+            let (bw1, bw10) = meters.bandwidth(j.job, now);
+            JobReport {
+                job: j.job.0,
+                priority,
+                priority_source: source.into(),
+                set: priority.and_then(set_of),
+                ops: j.ops,
+                bytes_read: j.bytes_read,
+                bytes_written: j.bytes_written,
+                failed: j.failed,
+                bw_1s_mib_s: bw1,
+                bw_10s_mib_s: bw10,
+                queued: j.queued,
+                in_service: j.in_service,
+                queue_wait: WaitReport {
+                    count: j.queue_wait.count,
+                    mean_us: us(j.queue_wait.mean_ns),
+                    p50_us: us(j.queue_wait.p50_ns),
+                    p99_us: us(j.queue_wait.p99_ns),
+                    max_us: us(j.queue_wait.max_ns),
+                },
+            }
+        })
+        .collect();
+    JobsReport {
+        policy: stats.policy.into(),
+        jobs,
+    }
+}
+
+pub(crate) fn stats(shared: &Shared) -> ServerReport {
+    use std::sync::atomic::Ordering::Relaxed;
+    let s = shared.sched.stats();
+    let c = &s.counters;
+    ServerReport {
+        policy: s.policy.into(),
+        uptime_s: shared.start.elapsed().as_secs_f64(),
+        workers: shared.config.workers,
+        throttle_mib_s: shared.config.throttle_mib_s,
+        connections: shared.counters.connections(),
+        frames: shared.counters.frames(),
+        bad_frames: shared.counters.bad_frames(),
+        errors: shared.counters.errors(),
+        submitted: s.submitted,
+        inserted: c.inserted,
+        merged: c.merged,
+        dispatched: c.dispatched,
+        completed: c.completed,
+        failed: c.failed,
+        withdrawn: c.withdrawn,
+        queued: s.queued as u64,
+        in_service: s.requests_in_service,
+        balanced: shared.sched.check_balance().is_ok(),
+        switches: s.switches,
+        bytes_read: shared.counters.bytes_read.load(Relaxed),
+        bytes_written: shared.counters.bytes_written.load(Relaxed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set10_priorities_map_to_their_set() {
+        assert_eq!(set_of(1.0), Some(0));
+        assert_eq!(set_of(0.1), Some(1));
+        assert_eq!(set_of(0.01), Some(2));
+        assert_eq!(set_of(10.0), Some(-1));
+        assert_eq!(set_of(0.3), None);
+        assert!(same_token("abc", "abc"));
+        assert!(!same_token("abc", "abd"));
+        assert!(!same_token("abc", "ab"));
+    }
+}

@@ -1,0 +1,337 @@
+//! The iosets I/O server (`iosets serve`): a stand-alone I/O-forwarding daemon in front of any
+//! POSIX file system, whose queue is ordered by an iosets policy.
+//!
+//! # What it is
+//! The server of seed 004 (a storage server with an IO-SETS queue), made independent of any file
+//! system. Clients ([`iosets-client`], `iosets demo`) send [`iosets_proto`] frames over TCP; each
+//! frame names a job. The server:
+//!
+//! - reads frames on async sockets (tokio), checking the length before allocating;
+//! - sends every **data request** (read, write, fsync) through one runtime
+//!   [`Scheduler`](iosets_runtime::Scheduler) with the configured policy, so the order in which the
+//!   worker threads serve them is the policy's; the workers are OS threads doing the blocking
+//!   `pread`/`pwrite`/`fsync` on files under the root ([`root`]);
+//! - serves **metadata** (lookup, create, open, truncate, unlink, mkdir, rmdir, readdir, rename)
+//!   on tokio's blocking pool, outside the scheduler — as a parallel file system's metadata
+//!   servers are separate from its storage servers;
+//! - answers **control** requests authenticated by a token: set or clear a job's priority, switch
+//!   the policy at run time (queued requests move, none lost), job statistics like seed 004's
+//!   `beegfs-ctl --jobstats`, server statistics with the conservation counters;
+//! - exposes Prometheus metrics at `GET /metrics` on the same port (a frame's length prefix can
+//!   never read `GET `);
+//! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
+//! - stops gracefully: no new frames are read, everything queued is served and answered, every
+//!   written file is fsynced, then the server returns.
+//!
+//! # What it is not
+//! Not a file system: no caching, no striping, no replication. Striping is the client's
+//! ([`iosets-client`]); many servers run side by side with no central controller, each scheduling
+//! its own queue. There is no authentication of data requests: the job id is what the client says.
+//!
+//! # Invariants
+//! - No path leaves the root: every path is checked ([`root::check_path`]) and resolved by the
+//!   kernel beneath the root's descriptor (`openat2` with `RESOLVE_BENEATH`).
+//! - A write is acknowledged only after `pwrite` returned; at shutdown every file written since its
+//!   last fsync is fsynced before [`ServerHandle::shutdown`] returns. Nothing acknowledged is lost.
+//! - Decoding a frame never panics; a malformed frame is answered with an error (or, if its
+//!   length is unusable, the connection is closed) and other clients are not affected.
+//!
+//! [`iosets-client`]: https://docs.rs/iosets-client
+#![deny(missing_docs)]
+
+mod config;
+mod conn;
+mod control;
+mod error;
+mod http;
+mod meter;
+mod metrics;
+pub mod root;
+mod state;
+pub mod throttle;
+mod worker;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use iosets_runtime::{Counted, Scheduler};
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use config::{read_token_file, ServerConfig};
+pub use error::ServerError;
+
+use crate::state::Shared;
+
+/// Starts servers. See the crate documentation.
+#[derive(Debug)]
+pub struct Server;
+
+/// What a graceful shutdown did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShutdownReport {
+    /// Requests the scheduler completed over the server's life.
+    pub completed: u64,
+    /// Files fsynced at shutdown.
+    pub fsynced_files: usize,
+    /// Whether the conservation counters balanced at the end.
+    pub balanced: bool,
+}
+
+/// A running server. Dropping it stops the server (gracefully) and waits for it.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<Result<ShutdownReport, ServerError>>>,
+}
+
+impl Server {
+    /// Validates `config`, binds the listen address, opens the root, starts the worker threads
+    /// and the network runtime, and returns at once.
+    pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
+        config.validate()?;
+        let policy = Counted::build(&config.policy, &config.policy_options)?;
+        let root = root::Root::open(&config.root).map_err(|source| ServerError::Io {
+            what: format!("opening root {}", config.root.display()),
+            source,
+        })?;
+        let listener =
+            std::net::TcpListener::bind(&config.listen).map_err(|source| ServerError::Io {
+                what: format!("binding {}", config.listen),
+                source,
+            })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| ServerError::Io {
+                what: "configuring the listener".into(),
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| ServerError::Io {
+            what: "reading the bound address".into(),
+            source,
+        })?;
+        let trace = match &config.trace {
+            None => None,
+            Some(p) => {
+                let io = |source| ServerError::Io {
+                    what: format!("creating trace {}", p.display()),
+                    source,
+                };
+                let mut w = std::io::BufWriter::new(std::fs::File::create(p).map_err(io)?);
+                writeln!(w, "{}", worker::TRACE_HEADER).map_err(io)?;
+                Some(Mutex::new(w))
+            }
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("iosets-net")
+            .enable_all()
+            .build()
+            .map_err(|source| ServerError::Io {
+                what: "starting the network runtime".into(),
+                source,
+            })?;
+        let shared = Arc::new(Shared {
+            throttle: config.throttle_mib_s.map(throttle::Throttle::new),
+            sched: Scheduler::new(policy),
+            root,
+            meters: Mutex::new(meter::Meters::new()),
+            priorities: Mutex::new(BTreeMap::new()),
+            counters: state::Counters::default(),
+            histograms: Mutex::new(metrics::Histograms::default()),
+            start: Instant::now(),
+            trace,
+            config,
+        });
+        let mut workers = Vec::with_capacity(shared.config.workers);
+        for i in 0..shared.config.workers {
+            let s = shared.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("iosets-io-{i}"))
+                .spawn(move || worker::run(s))
+                .map_err(|source| ServerError::Io {
+                    what: "starting a worker thread".into(),
+                    source,
+                })?;
+            workers.push(h);
+        }
+        let (stop, stop_rx) = watch::channel(false);
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("iosets-server".into())
+            .spawn(move || rt.block_on(main_loop(s, listener, stop_rx, workers)))
+            .map_err(|source| ServerError::Io {
+                what: "starting the server thread".into(),
+                source,
+            })?;
+        tracing::info!(%addr, policy = shared.sched.policy_name(), "serving");
+        Ok(ServerHandle {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the server gracefully and waits until it has: no new frames are read, every queued
+    /// request is served and answered, written files are fsynced.
+    pub fn shutdown(mut self) -> Result<ShutdownReport, ServerError> {
+        let _ = self.stop.send(true);
+        self.join()
+    }
+
+    /// Waits until the server stops by itself (on SIGTERM/SIGINT when the configuration asks
+    /// for signal handling).
+    pub fn wait(mut self) -> Result<ShutdownReport, ServerError> {
+        self.join()
+    }
+
+    fn join(&mut self) -> Result<ShutdownReport, ServerError> {
+        match self.thread.take() {
+            None => Err(ServerError::Internal("server already stopped".into())),
+            Some(t) => t
+                .join()
+                .map_err(|_| ServerError::Internal("the server thread panicked".into()))?,
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.stop.send(true);
+            let _ = self.join();
+        }
+    }
+}
+
+/// Jobs idle this long are forgotten (their statistics, meters and priority hints), so a
+/// long-running server does not grow with every job it ever saw. Control-plane priorities stay.
+const FORGET_IDLE_JOBS: Duration = Duration::from_secs(3600);
+
+fn forget_idle_jobs(shared: &Shared) {
+    let Some(before) = Instant::now().checked_sub(FORGET_IDLE_JOBS) else {
+        return;
+    };
+    let idle = shared.meters.lock().take_idle(before);
+    for job in idle {
+        let busy = shared
+            .sched
+            .stats()
+            .job(job)
+            .is_some_and(|j| j.queued > 0 || j.in_service > 0);
+        if busy {
+            continue;
+        }
+        shared.sched.forget_job(job);
+        let mut prios = shared.priorities.lock();
+        if matches!(prios.get(&job), Some((_, state::PrioritySource::Hint))) {
+            prios.remove(&job);
+        }
+    }
+}
+
+#[cfg(unix)]
+async fn signal_or_never(kind: Option<tokio::signal::unix::SignalKind>) {
+    match kind.and_then(|k| tokio::signal::unix::signal(k).ok()) {
+        Some(mut s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn main_loop(
+    shared: Arc<Shared>,
+    listener: std::net::TcpListener,
+    mut stop: watch::Receiver<bool>,
+    workers: Vec<JoinHandle<()>>,
+) -> Result<ShutdownReport, ServerError> {
+    use tokio::signal::unix::SignalKind;
+    let listener = TcpListener::from_std(listener).map_err(|source| ServerError::Io {
+        what: "registering the listener".into(),
+        source,
+    })?;
+    let signals = shared.config.handle_signals;
+    let term = signal_or_never(signals.then(SignalKind::terminate));
+    let int = signal_or_never(signals.then(SignalKind::interrupt));
+    tokio::pin!(term, int);
+    let (conn_stop, conn_stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    let mut sweep = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tokio::select! {
+            _ = sweep.tick() => forget_idle_jobs(&shared),
+            _ = stop.changed() => break,
+            _ = &mut term => { tracing::info!("SIGTERM: stopping gracefully"); break }
+            _ = &mut int => { tracing::info!("SIGINT: stopping gracefully"); break }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let s = shared.clone();
+                    let rx = conn_stop_rx.clone();
+                    s.counters.connection_opened();
+                    conns.spawn(async move {
+                        conn::serve(s.clone(), stream, rx).await;
+                        s.counters.connection_closed();
+                    });
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: wait a little rather than spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    // 1. No new connections, no new frames.
+    drop(listener);
+    let _ = conn_stop.send(true);
+    // 2. Serve everything already queued; the workers return once the queue is empty.
+    shared.sched.shutdown();
+    let joined = tokio::task::spawn_blocking(move || workers.into_iter().all(|w| w.join().is_ok()))
+        .await
+        .unwrap_or(false);
+    // 3. Make every acknowledged write durable.
+    let s = shared.clone();
+    let (fsynced, fsync_err) = tokio::task::spawn_blocking(move || s.root.fsync_dirty())
+        .await
+        .unwrap_or((0, None));
+    // 4. Let the connections send their last answers (bounded: a client that stopped reading
+    //    does not hold the server forever).
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    conns.abort_all();
+    let stats = shared.sched.stats();
+    let balanced = shared.sched.check_balance().is_ok();
+    if !joined {
+        return Err(ServerError::Internal("a worker thread panicked".into()));
+    }
+    if let Some(e) = fsync_err {
+        return Err(ServerError::Internal(format!(
+            "fsync at shutdown: {}",
+            e.message
+        )));
+    }
+    Ok(ShutdownReport {
+        completed: stats.counters.completed,
+        fsynced_files: fsynced,
+        balanced,
+    })
+}

@@ -1,0 +1,119 @@
+//! What the connections, the workers and the control plane share.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use iosets_proto::{Bytes, Encoded, Header};
+use iosets_runtime::Scheduler;
+use iosets_types::JobId;
+use parking_lot::Mutex;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::meter::Meters;
+use crate::metrics::Histograms;
+use crate::root::Root;
+use crate::throttle::Throttle;
+use crate::ServerConfig;
+
+/// A data request waiting in the scheduler: what to do and where to answer.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub(crate) header: Header,
+    pub(crate) op: DataOp,
+    pub(crate) reply: UnboundedSender<Encoded>,
+    pub(crate) received: Instant,
+}
+
+/// The operations that go through the scheduler.
+#[derive(Debug)]
+pub(crate) enum DataOp {
+    Read {
+        path: String,
+        offset: u64,
+        len: u32,
+    },
+    Write {
+        path: String,
+        offset: u64,
+        data: Bytes,
+    },
+    Fsync {
+        path: String,
+    },
+}
+
+/// Where a job's priority came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PrioritySource {
+    Control,
+    Hint,
+}
+
+impl PrioritySource {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            PrioritySource::Control => "control",
+            PrioritySource::Hint => "hint",
+        }
+    }
+}
+
+/// Server-wide counters (the scheduler keeps the conservation counters).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    connections: AtomicU64,
+    frames: AtomicU64,
+    bad_frames: AtomicU64,
+    errors: AtomicU64,
+    pub(crate) bytes_read: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn connection_closed(&self) {
+        self.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+    pub(crate) fn frame(&self) {
+        self.frames.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn bad_frame(&self) {
+        self.bad_frames.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn error(&self) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn connections(&self) -> u64 {
+        self.connections.load(Ordering::Relaxed)
+    }
+    pub(crate) fn frames(&self) -> u64 {
+        self.frames.load(Ordering::Relaxed)
+    }
+    pub(crate) fn bad_frames(&self) -> u64 {
+        self.bad_frames.load(Ordering::Relaxed)
+    }
+    pub(crate) fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+}
+
+/// The server's shared state.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    pub(crate) sched: Scheduler<Pending>,
+    pub(crate) root: Root,
+    pub(crate) throttle: Option<Throttle>,
+    pub(crate) meters: Mutex<Meters>,
+    /// The priority in force per job and where it came from.
+    pub(crate) priorities: Mutex<BTreeMap<JobId, (f64, PrioritySource)>>,
+    pub(crate) counters: Counters,
+    pub(crate) histograms: Mutex<Histograms>,
+    pub(crate) start: Instant,
+    pub(crate) trace: Option<Mutex<BufWriter<File>>>,
+}
