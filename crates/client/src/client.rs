@@ -1,0 +1,544 @@
+//! The asynchronous client.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+
+use bytes::{Bytes, BytesMut};
+use iosets_proto::{Attr, Control, DirEntry, FileKind, OpenFlags, Reply, Request, Response};
+use iosets_types::{JobId, Priority};
+
+use crate::config::ClientConfig;
+use crate::conn::Endpoint;
+use crate::error::ClientError;
+use crate::layout::{normalize_path, Layout};
+
+/// A client of one or many I/O servers, on a tokio runtime. Cheap to clone: clones share the
+/// connections.
+///
+/// Every operation takes a path relative to the servers' root (see
+/// [`normalize_path`](crate::normalize_path)). File data is striped over the servers by the
+/// [`Layout`]; see the [crate documentation](crate) for which server gets which request.
+#[derive(Clone, Debug)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    cfg: ClientConfig,
+    layout: Layout,
+    endpoints: Vec<Endpoint>,
+    /// The priority hint's bits; 0 for none (0.0 is not a valid priority).
+    priority: AtomicU64,
+}
+
+/// Awaits every future, concurrently, and returns their outputs in order.
+async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
+    let mut futures: Vec<Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (f, out) in futures.iter_mut().zip(outputs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
+/// Resolves `host:port` strings (the first address of each).
+pub(crate) async fn resolve<S: AsRef<str>>(addrs: &[S]) -> Result<Vec<SocketAddr>, ClientError> {
+    let mut out = Vec::with_capacity(addrs.len());
+    for a in addrs {
+        let a = a.as_ref();
+        let mut found = tokio::net::lookup_host(a)
+            .await
+            .map_err(|e| ClientError::Resolve {
+                addr: a.to_owned(),
+                reason: e.to_string(),
+            })?;
+        out.push(found.next().ok_or_else(|| ClientError::Resolve {
+            addr: a.to_owned(),
+            reason: "no address".into(),
+        })?);
+    }
+    Ok(out)
+}
+
+fn unexpected(server: SocketAddr, op: &str, reply: &Reply) -> ClientError {
+    ClientError::Protocol {
+        server,
+        reason: format!("unexpected reply to {op}: {reply:?}"),
+    }
+}
+
+impl Client {
+    /// Connects to every server of `servers` (the order defines the layout: every client of a
+    /// file must list the same servers in the same order). Fails if any server cannot be
+    /// reached (after the configured retries); later connection losses are repaired on use.
+    pub async fn connect(servers: &[SocketAddr], cfg: ClientConfig) -> Result<Client, ClientError> {
+        cfg.validate()?;
+        let layout = Layout::new(cfg.chunk_size, servers.len())?;
+        let mut endpoints = Vec::with_capacity(servers.len());
+        for &addr in servers {
+            let mut attempt = 0;
+            let ep = loop {
+                match Endpoint::connect(addr, &cfg).await {
+                    Ok(ep) => break ep,
+                    Err(e) if attempt >= cfg.retries => return Err(e),
+                    Err(_) => {
+                        tokio::time::sleep(cfg.backoff_for(attempt)).await;
+                        attempt += 1;
+                    }
+                }
+            };
+            endpoints.push(ep);
+        }
+        let priority = AtomicU64::new(cfg.priority.map_or(0, |p| p.get().to_bits()));
+        Ok(Client {
+            inner: Arc::new(Inner {
+                cfg,
+                layout,
+                endpoints,
+                priority,
+            }),
+        })
+    }
+
+    /// [`connect`](Client::connect) to servers given as `host:port` strings.
+    pub async fn connect_to<S: AsRef<str>>(
+        servers: &[S],
+        cfg: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        let addrs = resolve(servers).await?;
+        Client::connect(&addrs, cfg).await
+    }
+
+    /// The servers, in layout order.
+    pub fn servers(&self) -> Vec<SocketAddr> {
+        self.inner.endpoints.iter().map(|e| e.addr).collect()
+    }
+
+    /// The striping layout.
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+
+    /// The job this client's requests are done for.
+    pub fn job(&self) -> JobId {
+        self.inner.cfg.job
+    }
+
+    /// The priority hint sent with every request, if any.
+    pub fn priority_hint(&self) -> Option<Priority> {
+        Priority::new(f64::from_bits(self.inner.priority.load(Ordering::Relaxed)))
+    }
+
+    /// Changes the priority hint sent with the following requests (`None`: send none).
+    pub fn set_priority_hint(&self, priority: Option<Priority>) {
+        let bits = priority.map_or(0, |p| p.get().to_bits());
+        self.inner.priority.store(bits, Ordering::Relaxed);
+    }
+
+    /// Sends `req` to server `server` and turns an errno answer into [`ClientError::Errno`].
+    async fn request(&self, server: usize, req: Request) -> Result<Reply, ClientError> {
+        let ep = &self.inner.endpoints[server];
+        match ep.call(&self.inner.cfg, self.priority_hint(), req).await? {
+            Response::Ok(reply) => Ok(reply),
+            Response::Err { errno, message } => Err(ClientError::Errno {
+                errno,
+                message,
+                server: ep.addr,
+            }),
+        }
+    }
+
+    fn addr(&self, server: usize) -> SocketAddr {
+        self.inner.endpoints[server].addr
+    }
+
+    fn others(&self, home: usize) -> impl Iterator<Item = usize> {
+        (0..self.inner.endpoints.len()).filter(move |&s| s != home)
+    }
+
+    /// A namespace change: first on the home server, whose answer decides success; then on
+    /// every other server concurrently (with `others_req`), where errors of kind `tolerated`
+    /// (the change already visible through a shared root) are ignored.
+    async fn everywhere(
+        &self,
+        home: usize,
+        req: Request,
+        others_req: Request,
+        tolerated: Option<std::io::ErrorKind>,
+    ) -> Result<Vec<Reply>, ClientError> {
+        let first = self.request(home, req).await?;
+        let rest = join_all(
+            self.others(home)
+                .map(|s| self.request(s, others_req.clone()))
+                .collect(),
+        )
+        .await;
+        let mut replies = vec![first];
+        for r in rest {
+            match r {
+                Ok(reply) => replies.push(reply),
+                Err(e) if tolerated.is_some_and(|k| e.errno().is_some() && e.kind() == k) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(replies)
+    }
+
+    /// The home server's attributes with the size replaced by the largest of `replies`
+    /// (servers hold sparse parts of a file when their roots are separate).
+    fn merge_attrs(&self, home: usize, op: &str, replies: &[Reply]) -> Result<Attr, ClientError> {
+        let mut attr = match replies.first() {
+            Some(Reply::Attr(a)) => *a,
+            Some(other) => return Err(unexpected(self.addr(home), op, other)),
+            None => return Err(ClientError::Config("no reply".into())),
+        };
+        if attr.kind == FileKind::File {
+            for r in &replies[1..] {
+                if let Reply::Attr(a) = r {
+                    attr.size = attr.size.max(a.size);
+                }
+            }
+        }
+        Ok(attr)
+    }
+
+    /// The attributes of `path` (stat). Asked of every server at once: the kind, mode and
+    /// times are the home server's, the size of a regular file is the largest any server
+    /// reports (each may hold a sparse part of it).
+    pub async fn lookup(&self, path: &str) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let n = self.inner.endpoints.len();
+        let answers = join_all(
+            (0..n)
+                .map(|s| self.request(s, Request::Lookup { path: path.clone() }))
+                .collect(),
+        )
+        .await;
+        let mut replies = Vec::with_capacity(n);
+        let mut answers: Vec<Option<Result<Reply, ClientError>>> =
+            answers.into_iter().map(Some).collect();
+        // The home's answer decides errors and comes first.
+        let home_answer = answers[home].take().expect("home answered");
+        replies.push(home_answer?);
+        for a in answers.into_iter().flatten() {
+            match a {
+                Ok(r) => replies.push(r),
+                // A server lacking the file holds no part of it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.errno().is_some() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.merge_attrs(home, "lookup", &replies)
+    }
+
+    /// Creates a regular file with permission bits `mode` on every server. With `exclusive`,
+    /// fails with `EEXIST` if it exists on its home server; otherwise an existing file is kept.
+    /// Returns its attributes (as [`lookup`](Client::lookup)).
+    pub async fn create(
+        &self,
+        path: &str,
+        mode: u32,
+        exclusive: bool,
+    ) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Create {
+            path: path.clone(),
+            mode,
+            exclusive,
+        };
+        // Only the home server judges exclusivity: with one shared root the others see the
+        // file the home server just made.
+        let others = Request::Create {
+            path,
+            mode,
+            exclusive: false,
+        };
+        let replies = self.everywhere(home, req, others, None).await?;
+        self.merge_attrs(home, "create", &replies)
+    }
+
+    /// Checks that `path` can be opened with `flags` on every server, creating or truncating
+    /// it there if the flags say so. Returns its attributes (as [`lookup`](Client::lookup)).
+    pub async fn open(&self, path: &str, flags: OpenFlags) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Open { path, flags };
+        let replies = self.everywhere(home, req.clone(), req, None).await?;
+        self.merge_attrs(home, "open", &replies)
+    }
+
+    /// Reads up to `len` bytes of `path` at `offset`: fewer at the end of the file, none past
+    /// it. The chunks are read from their servers concurrently. A server's backing file may be
+    /// shorter than the logical file (it holds a sparse part); its missing bytes read as zeros
+    /// up to the logical size, the largest size any server reports.
+    pub async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Bytes, ClientError> {
+        let path = normalize_path(path)?;
+        let pieces = self.inner.layout.pieces(&path, offset, len as u64);
+        let answers = join_all(
+            pieces
+                .iter()
+                .map(|p| {
+                    self.request(
+                        p.server,
+                        Request::Read {
+                            path: path.clone(),
+                            offset: p.offset,
+                            // A piece is at most one chunk, and chunks fit in a u32.
+                            len: p.len as u32,
+                        },
+                    )
+                })
+                .collect(),
+        )
+        .await;
+        let mut data = Vec::with_capacity(pieces.len());
+        let mut short = false;
+        for (p, a) in pieces.iter().zip(answers) {
+            match a? {
+                Reply::Data(d) if d.len() as u64 <= p.len => {
+                    short |= (d.len() as u64) < p.len;
+                    data.push(d);
+                }
+                other => return Err(unexpected(self.addr(p.server), "read", &other)),
+            }
+        }
+        if !short {
+            if data.len() == 1 {
+                return Ok(data.pop().expect("one piece"));
+            }
+            let mut out = BytesMut::with_capacity(len);
+            for d in &data {
+                out.extend_from_slice(d);
+            }
+            return Ok(out.freeze());
+        }
+        // Some server's file ends inside the range: cut at the logical size.
+        let end = if self.inner.endpoints.len() == 1 {
+            // One server holds the whole file: its first short piece is the end.
+            let (p, d) = pieces
+                .iter()
+                .zip(&data)
+                .find(|(p, d)| (d.len() as u64) < p.len)
+                .expect("a short piece");
+            p.offset + d.len() as u64
+        } else {
+            self.size_of(&path).await?
+        };
+        let want = end.saturating_sub(offset).min(len as u64) as usize;
+        let mut out = BytesMut::zeroed(want);
+        for (p, d) in pieces.iter().zip(&data) {
+            let at = p.at as usize;
+            if at >= want {
+                break;
+            }
+            let n = d.len().min(want - at);
+            out[at..at + n].copy_from_slice(&d[..n]);
+        }
+        Ok(out.freeze())
+    }
+
+    /// The logical size of a file: the largest size any server reports.
+    async fn size_of(&self, path: &str) -> Result<u64, ClientError> {
+        Ok(self.lookup(path).await?.size)
+    }
+
+    /// Writes `data` into `path` at `offset` (the file must exist: [`create`](Client::create)
+    /// or [`open`](Client::open) with `CREATE` first). Each chunk's piece goes to its server,
+    /// all concurrently, without copying the data. Returns the number of bytes written (all of
+    /// them, or an error).
+    pub async fn write_at(
+        &self,
+        path: &str,
+        offset: u64,
+        data: impl Into<Bytes>,
+    ) -> Result<u64, ClientError> {
+        let data: Bytes = data.into();
+        let path = normalize_path(path)?;
+        let pieces = self.inner.layout.pieces(&path, offset, data.len() as u64);
+        let answers = join_all(
+            pieces
+                .iter()
+                .map(|p| {
+                    let at = p.at as usize;
+                    self.request(
+                        p.server,
+                        Request::Write {
+                            path: path.clone(),
+                            offset: p.offset,
+                            data: data.slice(at..at + p.len as usize),
+                        },
+                    )
+                })
+                .collect(),
+        )
+        .await;
+        for (p, a) in pieces.iter().zip(answers) {
+            match a? {
+                Reply::Written(n) if u64::from(n) == p.len => {}
+                Reply::Written(n) => {
+                    return Err(ClientError::Short {
+                        server: self.addr(p.server),
+                        op: "write",
+                        offset: p.offset,
+                        expected: p.len,
+                        done: u64::from(n),
+                    })
+                }
+                other => return Err(unexpected(self.addr(p.server), "write", &other)),
+            }
+        }
+        Ok(data.len() as u64)
+    }
+
+    /// Flushes `path`'s data to stable storage on every server (each may hold some of its
+    /// chunks), concurrently.
+    pub async fn fsync(&self, path: &str) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let n = self.inner.endpoints.len();
+        let answers = join_all(
+            (0..n)
+                .map(|s| self.request(s, Request::Fsync { path: path.clone() }))
+                .collect(),
+        )
+        .await;
+        for a in answers {
+            a?;
+        }
+        Ok(())
+    }
+
+    /// Sets the length of `path` to `size` on every server (home first), so the logical size
+    /// ([`lookup`](Client::lookup)) becomes `size`.
+    pub async fn truncate(&self, path: &str, size: u64) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Truncate { path, size };
+        self.everywhere(home, req.clone(), req, None).await?;
+        Ok(())
+    }
+
+    /// Removes the file `path` from every server (home first; the others may already miss it
+    /// through a shared root).
+    pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Unlink { path };
+        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+            .await?;
+        Ok(())
+    }
+
+    /// Creates the directory `path` on every server (home first).
+    pub async fn mkdir(&self, path: &str, mode: u32) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Mkdir { path, mode };
+        self.everywhere(
+            home,
+            req.clone(),
+            req,
+            Some(std::io::ErrorKind::AlreadyExists),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Removes the empty directory `path` from every server (home first).
+    pub async fn rmdir(&self, path: &str) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Rmdir { path };
+        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+            .await?;
+        Ok(())
+    }
+
+    /// Lists the directory `path` (`""` or `"/"` for the root), sorted by name, as its home
+    /// server sees it (every server has the same namespace).
+    pub async fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        match self.request(home, Request::Readdir { path }).await? {
+            Reply::Entries(e) => Ok(e),
+            other => Err(unexpected(self.addr(home), "readdir", &other)),
+        }
+    }
+
+    /// Renames `from` to `to` on every server (the home of `from` first), replacing `to`.
+    ///
+    /// The layout is a function of the path, so a renamed file's chunks stay where the old
+    /// name put them. With one shared root (the deployment iosets is made for: I/O-forwarding
+    /// servers in front of one PFS) every backing file is complete and nothing is lost; with
+    /// separate roots and more than one server, a renamed file's data no longer matches its
+    /// new name's layout.
+    pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
+        let from = normalize_path(from)?;
+        let to = normalize_path(to)?;
+        let home = self.inner.layout.home(&from);
+        let req = Request::Rename { from, to };
+        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+            .await?;
+        Ok(())
+    }
+
+    /// Sends a control request, authenticated by `token`, to server number `server` (an index
+    /// into [`servers`](Client::servers)) and returns its reply.
+    pub async fn control(
+        &self,
+        server: usize,
+        token: &str,
+        op: Control,
+    ) -> Result<Reply, ClientError> {
+        if server >= self.inner.endpoints.len() {
+            return Err(ClientError::Config(format!(
+                "no server number {server} (there are {})",
+                self.inner.endpoints.len()
+            )));
+        }
+        self.request(
+            server,
+            Request::Control {
+                token: token.to_owned(),
+                op,
+            },
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn join_all_keeps_the_order() {
+        let futs: Vec<_> = (0..5u64)
+            .map(|i| async move {
+                tokio::time::sleep(std::time::Duration::from_millis(5 * (5 - i))).await;
+                i
+            })
+            .collect();
+        assert_eq!(join_all(futs).await, vec![0, 1, 2, 3, 4]);
+    }
+}

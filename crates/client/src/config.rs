@@ -1,0 +1,145 @@
+//! The client's settings and the caller's job identity.
+
+use std::time::Duration;
+
+use iosets_types::{JobId, Priority};
+
+use crate::error::ClientError;
+
+/// The default chunk size of the striping layout: 1 MiB.
+pub const DEFAULT_CHUNK_SIZE: u64 = 1024 * 1024;
+
+/// The largest chunk size: a chunk travels in one frame, which must stay below the servers'
+/// default maximum frame size ([`iosets_proto::DEFAULT_MAX_FRAME`]).
+pub const MAX_CHUNK_SIZE: u64 = 64 * 1024 * 1024;
+
+/// The job this process works for, from the environment: `IOSETS_JOB_ID`, else `SLURM_JOB_ID`
+/// (what Slurm sets in every job step), parsed as an unsigned integer. `None` if neither is set
+/// or parses.
+pub fn job_from_env() -> Option<JobId> {
+    ["IOSETS_JOB_ID", "SLURM_JOB_ID"].iter().find_map(|var| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(JobId)
+    })
+}
+
+/// How a [`Client`](crate::Client) behaves. Build one with [`ClientConfig::new`] or
+/// [`ClientConfig::from_env`] and adjust the public fields.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// The job every request is done for (sent in every frame's header).
+    pub job: JobId,
+    /// A priority hint sent in every header; the server's control plane overrides it.
+    pub priority: Option<Priority>,
+    /// Chunk size of the striping layout, bytes (default 1 MiB, at most [`MAX_CHUNK_SIZE`]).
+    /// Every client of a file must use the same chunk size and the same server list, in the
+    /// same order: the layout is a function of those and the path alone.
+    pub chunk_size: u64,
+    /// How long to wait for a TCP connection to a server.
+    pub connect_timeout: Duration,
+    /// How long to wait for one request's response (`None`: forever). A request queued behind
+    /// other jobs' I/O on a busy server can wait long; the default is generous (120 s). A timed
+    /// out request is not retried: it may still be queued on the server.
+    pub request_timeout: Option<Duration>,
+    /// How many times an idempotent request is sent again after its connection broke (and how
+    /// many times a connection is attempted again before any request is sent).
+    pub retries: u32,
+    /// The wait before the first retry; it doubles with each further retry, up to
+    /// [`max_backoff`](ClientConfig::max_backoff).
+    pub backoff: Duration,
+    /// The longest wait between two retries.
+    pub max_backoff: Duration,
+    /// The largest frame accepted from a server (checked on the length prefix, before
+    /// allocating).
+    pub max_frame: u32,
+}
+
+impl ClientConfig {
+    /// The defaults for job `job`: no priority hint, 1 MiB chunks, 5 s connect timeout, 120 s
+    /// request timeout, 5 retries from 50 ms backoff up to 2 s, the protocol's default maximum
+    /// frame.
+    pub fn new(job: JobId) -> ClientConfig {
+        ClientConfig {
+            job,
+            priority: None,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Some(Duration::from_secs(120)),
+            retries: 5,
+            backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(2),
+            max_frame: iosets_proto::DEFAULT_MAX_FRAME,
+        }
+    }
+
+    /// The defaults with the job from [`job_from_env`], or job 0 when the environment names
+    /// none.
+    pub fn from_env() -> ClientConfig {
+        ClientConfig::new(job_from_env().unwrap_or_default())
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ClientError> {
+        if self.chunk_size == 0 || self.chunk_size > MAX_CHUNK_SIZE {
+            return Err(ClientError::Config(format!(
+                "chunk size {} bytes: expected 1..={MAX_CHUNK_SIZE}",
+                self.chunk_size
+            )));
+        }
+        // A read reply of one chunk must fit in a frame.
+        let needed = self.chunk_size + 4096;
+        if u64::from(self.max_frame) < needed {
+            return Err(ClientError::Config(format!(
+                "max frame {} bytes is below one chunk ({} bytes) plus headers",
+                self.max_frame, self.chunk_size
+            )));
+        }
+        if self.connect_timeout.is_zero() || self.request_timeout.is_some_and(|t| t.is_zero()) {
+            return Err(ClientError::Config("timeouts must be positive".into()));
+        }
+        Ok(())
+    }
+
+    /// The wait before retry number `attempt` (0-based).
+    pub(crate) fn backoff_for(&self, attempt: u32) -> Duration {
+        let factor = 1u32.checked_shl(attempt.min(16)).unwrap_or(u32::MAX);
+        self.backoff
+            .checked_mul(factor)
+            .unwrap_or(self.max_backoff)
+            .min(self.max_backoff)
+    }
+}
+
+impl Default for ClientConfig {
+    /// [`ClientConfig::from_env`].
+    fn default() -> ClientConfig {
+        ClientConfig::from_env()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let c = ClientConfig::new(JobId(1));
+        let waits: Vec<u128> = (0..8).map(|a| c.backoff_for(a).as_millis()).collect();
+        assert_eq!(waits, vec![50, 100, 200, 400, 800, 1600, 2000, 2000]);
+        assert_eq!(c.backoff_for(u32::MAX), c.max_backoff);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut c = ClientConfig::new(JobId(1));
+        assert!(c.validate().is_ok());
+        c.chunk_size = 0;
+        assert!(c.validate().is_err());
+        c.chunk_size = MAX_CHUNK_SIZE + 1;
+        assert!(c.validate().is_err());
+        c.chunk_size = 1 << 20;
+        c.max_frame = 1 << 20;
+        assert!(c.validate().is_err());
+    }
+}

@@ -1,0 +1,201 @@
+//! Reconnection and retries: idempotent requests survive a lost connection, others are never
+//! sent twice.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use common::{runtime, start, Scratch};
+use iosets_client::{BlockingClient, Client, ClientConfig, ClientError, JobId};
+use iosets_proto::{decode, encode, frame_len, Frame, Reply, Request, Response};
+
+fn quick_retries() -> ClientConfig {
+    let mut c = ClientConfig::new(JobId(3));
+    c.retries = 4;
+    c.backoff = Duration::from_millis(10);
+    c.max_backoff = Duration::from_millis(100);
+    c
+}
+
+/// A server restarted on the same port (same root) serves the same client again: the client
+/// reconnects, and reads and writes at an offset go through.
+#[test]
+fn reads_work_after_a_server_restart_on_the_same_port() {
+    let scratch = Scratch::new("restart");
+    let root = scratch.sub("root");
+    let first = start(&root, None);
+    let addr = first.addr();
+    let client = BlockingClient::connect(&[addr], quick_retries()).unwrap();
+    client.create("f", 0o644, false).unwrap();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    client.write_at("f", 0, data.clone()).unwrap();
+    assert!(client.read_at("f", 0, data.len()).unwrap() == data);
+
+    first.shutdown().unwrap();
+    let second = start(&root, Some(addr));
+    assert!(
+        client.read_at("f", 0, data.len()).unwrap() == data,
+        "read after the restart differs"
+    );
+    client.write_at("f", 10, vec![0u8; 10]).unwrap();
+    assert_eq!(client.lookup("f").unwrap().size, data.len() as u64);
+    drop(client);
+    second.shutdown().unwrap();
+}
+
+/// With no server at all, the client gives up after its retries with a connection error.
+#[test]
+fn no_server_is_a_connect_error_after_bounded_retries() {
+    let scratch = Scratch::new("gone");
+    let server = start(&scratch.sub("root"), None);
+    let addr = server.addr();
+    let client = BlockingClient::connect(&[addr], quick_retries()).unwrap();
+    client.create("f", 0o644, false).unwrap();
+    server.shutdown().unwrap();
+    match client.read_at("f", 0, 10) {
+        Err(ClientError::Connect { server, .. }) => assert_eq!(server, addr),
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+}
+
+/// A fake server that reads request frames and, on each of its first `drop_first` connections,
+/// closes the connection after the first frame without answering; later frames get `reply`.
+struct Fake {
+    addr: SocketAddr,
+    frames: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn read_frame(s: &mut TcpStream) -> Option<Frame> {
+    let mut prefix = [0u8; 4];
+    s.read_exact(&mut prefix).ok()?;
+    let len = frame_len(prefix, iosets_proto::DEFAULT_MAX_FRAME).ok()?;
+    let mut buf = vec![0u8; len];
+    s.read_exact(&mut buf).ok()?;
+    decode(buf.into()).ok()
+}
+
+impl Fake {
+    fn start(drop_first: usize, reply: Reply) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let frames = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (f, st) = (frames.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut conns = 0;
+            for stream in listener.incoming() {
+                if st.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(mut s) = stream else { continue };
+                conns += 1;
+                let dropping = conns <= drop_first;
+                let (f, reply) = (f.clone(), reply.clone());
+                std::thread::spawn(move || {
+                    while let Some(Frame::Request(h, req)) = read_frame(&mut s) {
+                        f.fetch_add(1, Ordering::SeqCst);
+                        if dropping {
+                            return; // closes the connection, the request unanswered
+                        }
+                        let resp = Frame::Response(h, req.op(), Response::Ok(reply.clone()));
+                        if s.write_all(&encode(&resp).to_vec()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Fake {
+            addr,
+            frames,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn frames(&self) -> usize {
+        self.frames.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.addr); // wakes the accept loop
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn an_idempotent_request_is_sent_again_after_a_lost_connection() {
+    let fake = Fake::start(1, Reply::Data(vec![5u8; 4].into()));
+    let rt = runtime();
+    rt.block_on(async {
+        let client = Client::connect(&[fake.addr], quick_retries())
+            .await
+            .unwrap();
+        let got = client.read_at("f", 0, 4).await.unwrap();
+        assert_eq!(&got[..], &[5u8; 4]);
+    });
+    // Once on the dropped connection, once more on the new one.
+    assert_eq!(fake.frames(), 2);
+}
+
+#[test]
+fn a_non_idempotent_request_is_not_sent_again() {
+    let fake = Fake::start(1, Reply::Done);
+    let rt = runtime();
+    let err = rt.block_on(async {
+        let client = Client::connect(&[fake.addr], quick_retries())
+            .await
+            .unwrap();
+        let req = Request::Mkdir {
+            path: "d".into(),
+            mode: 0o755,
+        };
+        assert!(!req.is_idempotent());
+        client.mkdir("d", 0o755).await.unwrap_err()
+    });
+    assert!(matches!(err, ClientError::ConnectionLost { .. }), "{err:?}");
+    assert_eq!(fake.frames(), 1, "the mkdir was sent again");
+    // The next request goes out on a new connection and is answered.
+    rt.block_on(async {
+        let client = Client::connect(&[fake.addr], quick_retries())
+            .await
+            .unwrap();
+        client.mkdir("d", 0o755).await.unwrap();
+    });
+    assert_eq!(fake.frames(), 2);
+}
+
+/// A server's frame larger than the client's maximum is refused on its length prefix: the
+/// connection is dropped and the request fails (after its retries), without allocating it.
+#[test]
+fn an_oversized_response_is_refused() {
+    let fake = Fake::start(0, Reply::Data(vec![0u8; 256 * 1024].into()));
+    let mut cfg = quick_retries();
+    cfg.chunk_size = 64 * 1024;
+    cfg.max_frame = 128 * 1024;
+    cfg.retries = 1;
+    let rt = runtime();
+    let err = rt.block_on(async {
+        let client = Client::connect(&[fake.addr], cfg).await.unwrap();
+        client.read_at("f", 0, 10).await.unwrap_err()
+    });
+    match err {
+        ClientError::ConnectionLost { reason, .. } => {
+            assert!(reason.contains("exceeds the maximum"), "{reason}")
+        }
+        other => panic!("expected a refused frame, got {other:?}"),
+    }
+    assert_eq!(fake.frames(), 2, "read sent once, and once more");
+}
