@@ -6,6 +6,7 @@
 //! every decision and measurement comes from the `iosets-policy` and `iosets-sim` crates.
 
 mod detect_cmd;
+mod serve_cmd;
 mod sim_cmd;
 
 use std::path::{Path, PathBuf};
@@ -40,7 +41,13 @@ enum Command {
     /// Replay a workload through a policy on a modelled device and print each queue's share.
     Replay(Box<ReplayArgs>),
     /// Seed 000's check of weighted fair queuing: 4 queues, weights 1:2:3:4, shares over time.
+    DemoWfq(DemoArgs),
+    /// (Until the I/O demo lands: the same as demo-wfq.)
     Demo(DemoArgs),
+    /// Serve a directory: schedule every job's file I/O with a policy (the I/O server).
+    Serve(Box<serve_cmd::ServeArgs>),
+    /// Control a running server: job statistics, priorities, policy, server statistics.
+    Ctl(serve_cmd::CtlArgs),
     /// List every registered policy with its tunables.
     Policies,
     /// Find each job's I/O period in a trace: period, confidence, Set-10 set and priority.
@@ -560,7 +567,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
-        Command::Demo(args) => demo(args),
+        Command::DemoWfq(args) | Command::Demo(args) => demo(args),
+        Command::Serve(args) => serve_cmd::serve(args),
+        Command::Ctl(args) => serve_cmd::ctl(args),
         Command::Detect(args) => detect_cmd::run(args),
         Command::Sim(args) => sim_cmd::sim(args),
         Command::Policies => {

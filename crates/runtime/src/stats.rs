@@ -53,6 +53,22 @@ pub struct JobStats {
     pub queue_wait: WaitSummary,
 }
 
+impl JobStats {
+    /// The statistics of a job that has done nothing yet (all counts zero).
+    pub fn idle(job: JobId) -> JobStats {
+        JobStats {
+            job,
+            ops: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            failed: 0,
+            queued: 0,
+            in_service: 0,
+            queue_wait: WaitSummary::default(),
+        }
+    }
+}
+
 /// A snapshot of the whole scheduler, taken under its lock.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

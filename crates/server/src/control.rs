@@ -97,8 +97,15 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
     let meters = shared.meters.lock();
     let now = Instant::now();
     let us = |ns: u64| ns as f64 / 1e3;
-    let jobs = stats
-        .jobs
+    // Jobs with a priority but no request yet are listed too.
+    let mut all: Vec<iosets_runtime::JobStats> = stats.jobs.clone();
+    for job in prios.keys() {
+        if stats.job(*job).is_none() {
+            all.push(iosets_runtime::JobStats::idle(*job));
+        }
+    }
+    all.sort_by_key(|j| j.job);
+    let jobs = all
         .iter()
         .map(|j| {
             let (priority, source) = match prios.get(&j.job) {

@@ -167,6 +167,12 @@ impl Root {
     }
 
     fn open_beneath(&self, path: &str, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+        // openat2 refuses a mode without O_CREAT.
+        let mode = if flags.contains(OFlags::CREATE) {
+            mode
+        } else {
+            0
+        };
         rustix::fs::openat2(
             &self.dir,
             path,

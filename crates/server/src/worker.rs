@@ -39,8 +39,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 bytes: device_bytes,
             },
         };
-        completion.complete(outcome);
+        // Stamped before the completion, which may let another job's request be dispatched:
+        // a trace then never shows two jobs of one set in service at once when they were not.
         let done = Instant::now();
+        completion.complete(outcome);
         record(&shared, policy, &results, dispatched, done);
         for (p, r) in results {
             let resp = match r {

@@ -1,0 +1,307 @@
+//! `iosets serve` and `iosets ctl`.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+
+use iosets_policy::tunables::parse_pairs;
+use iosets_proto::{
+    decode, encode, frame_len, Bytes, Control, Frame, Header, JobsReport, Reply, Request, Response,
+    ServerReport, DEFAULT_MAX_FRAME,
+};
+use iosets_server::{read_token_file, Server, ServerConfig};
+use iosets_types::{JobId, Priority};
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// A configuration file (iosets.toml); the flags below override its values.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The directory to serve; no request reaches outside it.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Address to listen on (host:port; port 0 picks a free port, printed at start).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Scheduling policy (see `iosets policies`); default iosets.
+    #[arg(long)]
+    policy: Option<String>,
+    /// A policy tunable, KEY=VALUE; repeat for several.
+    #[arg(long = "policy-opt", value_name = "KEY=VALUE")]
+    policy_opts: Vec<String>,
+    /// Worker threads doing the blocking I/O (default 4).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// Emulate a device of this bandwidth, MiB/s (emulation: the I/O is done, then the worker
+    /// waits until it would have finished on such a device).
+    #[arg(long, value_name = "MIB_S")]
+    throttle_mib_s: Option<f64>,
+    /// File holding the control token (without a token, control requests are refused).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Record every served request into this CSV file.
+    #[arg(long, value_name = "FILE.csv")]
+    trace: Option<PathBuf>,
+}
+
+pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
+    let mut config = match (&args.config, &args.root) {
+        (Some(path), _) => ServerConfig::from_toml_file(path)?,
+        (None, Some(root)) => ServerConfig::new(root),
+        (None, None) => bail!("give --root DIR or --config iosets.toml"),
+    };
+    if let (Some(_), Some(root)) = (&args.config, &args.root) {
+        config.root = root.clone();
+    }
+    if let Some(l) = &args.listen {
+        config.listen = l.clone();
+    } else if args.config.is_none() {
+        config.listen = "127.0.0.1:7070".into();
+    }
+    if let Some(p) = &args.policy {
+        config.policy = p.clone();
+    }
+    if !args.policy_opts.is_empty() {
+        config.policy_options = parse_pairs(&args.policy_opts)?;
+    }
+    if let Some(w) = args.workers {
+        config.workers = w;
+    }
+    if args.throttle_mib_s.is_some() {
+        config.throttle_mib_s = args.throttle_mib_s;
+    }
+    if let Some(f) = &args.token_file {
+        config.token = Some(read_token_file(f)?);
+    }
+    if args.trace.is_some() {
+        config.trace = args.trace.clone();
+    }
+    config.handle_signals = true;
+    let handle = Server::start(config.clone())?;
+    println!(
+        "iosets serve: listening on {} (policy {}, {} workers{}, root {}; control {}); \
+         metrics at http://{}/metrics",
+        handle.addr(),
+        config.policy,
+        config.workers,
+        config
+            .throttle_mib_s
+            .map_or(String::new(), |r| format!(", emulated device {r} MiB/s")),
+        config.root.display(),
+        if config.token.is_some() {
+            "enabled"
+        } else {
+            "disabled (no token)"
+        },
+        handle.addr(),
+    );
+    let _ = std::io::stdout().flush();
+    let report = handle.wait()?;
+    println!(
+        "iosets serve: stopped; {} requests completed, {} files fsynced, counters {}",
+        report.completed,
+        report.fsynced_files,
+        if report.balanced {
+            "balanced"
+        } else {
+            "NOT balanced"
+        }
+    );
+    if !report.balanced {
+        bail!("the conservation counters did not balance at shutdown");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CtlArgs {
+    /// The server (host:port).
+    #[arg(long, value_name = "ADDR")]
+    server: String,
+    /// File holding the control token (or set IOSETS_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Print the raw JSON report (jobs, stats).
+    #[arg(long)]
+    json: bool,
+    #[command(subcommand)]
+    command: CtlCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CtlCommand {
+    /// Per-job statistics (like beegfs-ctl --jobstats).
+    Jobs,
+    /// Give a job a priority (positive number; IO-SETS set i has priority 10^-i).
+    SetPriority {
+        /// The job id.
+        job: u64,
+        /// The priority.
+        priority: f64,
+    },
+    /// Forget the priority given to a job.
+    ClearPriority {
+        /// The job id.
+        job: u64,
+    },
+    /// Switch the scheduling policy; queued requests move to the new one.
+    Policy {
+        /// The policy's name.
+        name: String,
+        /// Its tunables, KEY=VALUE.
+        options: Vec<String>,
+    },
+    /// Server statistics and the conservation counters.
+    Stats,
+}
+
+/// One request, one response, over a fresh connection.
+pub(crate) fn call(server: &str, request: Request) -> Result<Response> {
+    let addr = server
+        .to_socket_addrs()
+        .with_context(|| format!("resolving {server}"))?
+        .next()
+        .with_context(|| format!("{server} resolves to no address"))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .with_context(|| format!("connecting to {server}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let header = Header {
+        tag: 1,
+        job: JobId(0),
+        priority: None,
+    };
+    s.write_all(&encode(&Frame::Request(header, request)).to_vec())
+        .with_context(|| format!("sending to {server}"))?;
+    let mut prefix = [0u8; 4];
+    s.read_exact(&mut prefix)
+        .with_context(|| format!("reading the answer of {server}"))?;
+    let len = frame_len(prefix, DEFAULT_MAX_FRAME)?;
+    let mut buf = vec![0u8; len];
+    s.read_exact(&mut buf)?;
+    match decode(Bytes::from(buf))? {
+        Frame::Response(h, _, r) if h.tag == 1 => Ok(r),
+        other => bail!("unexpected answer from {server}: {other:?}"),
+    }
+}
+
+fn token(args: &CtlArgs) -> Result<String> {
+    if let Some(f) = &args.token_file {
+        return Ok(read_token_file(f)?);
+    }
+    match std::env::var("IOSETS_TOKEN") {
+        Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
+        _ => bail!("give --token-file FILE or set IOSETS_TOKEN"),
+    }
+}
+
+pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
+    let op = match &args.command {
+        CtlCommand::Jobs => Control::Jobs,
+        CtlCommand::Stats => Control::Stats,
+        CtlCommand::SetPriority { job, priority } => Control::SetPriority {
+            job: JobId(*job),
+            priority: Priority::new(*priority)
+                .with_context(|| format!("priority {priority} must be a finite positive number"))?,
+        },
+        CtlCommand::ClearPriority { job } => Control::ClearPriority { job: JobId(*job) },
+        CtlCommand::Policy { name, options } => Control::Policy {
+            name: name.clone(),
+            options: parse_pairs(options)?,
+        },
+    };
+    let token = token(args)?;
+    let reply = match call(&args.server, Request::Control { token, op })? {
+        Response::Ok(r) => r,
+        Response::Err { errno, message } => bail!("{}: {message} (errno {errno})", args.server),
+    };
+    match (&args.command, reply) {
+        (_, Reply::Json(text)) if args.json => println!("{text}"),
+        (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),
+        (CtlCommand::Stats, Reply::Json(text)) => print_stats(&serde_json::from_str(&text)?),
+        (_, Reply::Done) => println!("ok"),
+        (_, other) => bail!("unexpected reply {other:?}"),
+    }
+    Ok(())
+}
+
+fn print_jobs(r: &JobsReport) {
+    println!("policy: {}", r.policy);
+    println!(
+        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}",
+        "job",
+        "priority",
+        "set",
+        "source",
+        "ops",
+        "read MiB",
+        "write MiB",
+        "MiB/s 1s",
+        "MiB/s 10s",
+        "queued",
+        "in svc",
+        "wait p50",
+        "wait p99"
+    );
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let us = |u: f64| {
+        if u >= 1e6 {
+            format!("{:.2}s", u / 1e6)
+        } else if u >= 1e3 {
+            format!("{:.1}ms", u / 1e3)
+        } else {
+            format!("{u:.0}us")
+        }
+    };
+    for j in &r.jobs {
+        println!(
+            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}",
+            j.job,
+            j.priority.map_or("-".into(), |p| format!("{p}")),
+            j.set.map_or("-".into(), |s| s.to_string()),
+            j.priority_source,
+            j.ops,
+            mib(j.bytes_read),
+            mib(j.bytes_written),
+            j.bw_1s_mib_s,
+            j.bw_10s_mib_s,
+            j.queued,
+            j.in_service,
+            us(j.queue_wait.p50_us),
+            us(j.queue_wait.p99_us),
+        );
+    }
+}
+
+fn print_stats(s: &ServerReport) {
+    println!("policy            {}", s.policy);
+    println!("uptime            {:.1} s", s.uptime_s);
+    println!("workers           {}", s.workers);
+    match s.throttle_mib_s {
+        Some(r) => println!("emulated device   {r} MiB/s"),
+        None => println!("emulated device   none"),
+    }
+    println!("connections       {}", s.connections);
+    println!(
+        "frames            {} ({} malformed)",
+        s.frames, s.bad_frames
+    );
+    println!("error replies     {}", s.errors);
+    println!("bytes read        {}", s.bytes_read);
+    println!("bytes written     {}", s.bytes_written);
+    println!("submitted         {}", s.submitted);
+    println!(
+        "counters          inserted {} merged {} dispatched {} completed {} failed {} withdrawn {}",
+        s.inserted, s.merged, s.dispatched, s.completed, s.failed, s.withdrawn
+    );
+    println!("queued now        {}", s.queued);
+    println!("in service now    {}", s.in_service);
+    println!("policy switches   {}", s.switches);
+    println!(
+        "balance           {}",
+        if s.balanced { "ok" } else { "NOT BALANCED" }
+    );
+}

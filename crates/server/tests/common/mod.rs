@@ -1,0 +1,156 @@
+//! A raw protocol client for the server's tests (no client library: the tests see the wire).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use iosets_proto::{
+    decode, encode, frame_len, Bytes, Control, Frame, Header, Reply, Request, Response,
+    DEFAULT_MAX_FRAME,
+};
+use iosets_types::{JobId, Priority};
+
+static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh empty directory, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "iosets-server-test-{}-{}-{}",
+            std::process::id(),
+            name,
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One connection; requests may be pipelined (`send` then `recv`).
+pub struct Conn {
+    pub stream: TcpStream,
+    pub job: u64,
+    pub priority: Option<f64>,
+    next_tag: u64,
+}
+
+impl Conn {
+    pub fn connect(addr: SocketAddr, job: u64) -> Conn {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream.set_nodelay(true).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        Conn {
+            stream,
+            job,
+            priority: None,
+            next_tag: 1,
+        }
+    }
+
+    /// Sends `req`; returns its tag.
+    pub fn send(&mut self, req: Request) -> u64 {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        let h = Header {
+            tag,
+            job: JobId(self.job),
+            priority: self.priority.and_then(Priority::new),
+        };
+        let enc = encode(&Frame::Request(h, req));
+        self.stream.write_all(&enc.head).unwrap();
+        self.stream.write_all(&enc.data).unwrap();
+        tag
+    }
+
+    /// The next response: (tag, response); `None` when the server closed the connection.
+    pub fn recv(&mut self) -> Option<(u64, Response)> {
+        let mut prefix = [0u8; 4];
+        self.stream.read_exact(&mut prefix).ok()?;
+        let len = frame_len(prefix, DEFAULT_MAX_FRAME).unwrap();
+        let mut buf = vec![0u8; len];
+        self.stream.read_exact(&mut buf).ok()?;
+        match decode(Bytes::from(buf)).unwrap() {
+            Frame::Response(h, _, r) => Some((h.tag, r)),
+            f => panic!("server sent a request: {f:?}"),
+        }
+    }
+
+    /// Sends and waits for the answer.
+    pub fn call(&mut self, req: Request) -> Response {
+        let tag = self.send(req);
+        let (t, r) = self.recv().expect("connection closed");
+        assert_eq!(t, tag);
+        r
+    }
+
+    pub fn ok(&mut self, req: Request) -> Reply {
+        match self.call(req.clone()) {
+            Response::Ok(r) => r,
+            Response::Err { errno, message } => panic!("{req:?} failed: {errno} {message}"),
+        }
+    }
+
+    pub fn errno(&mut self, req: Request) -> (i32, String) {
+        match self.call(req.clone()) {
+            Response::Err { errno, message } => (errno, message),
+            Response::Ok(r) => panic!("{req:?} should have failed, got {r:?}"),
+        }
+    }
+
+    pub fn control(&mut self, token: &str, op: Control) -> Response {
+        self.call(Request::Control {
+            token: token.into(),
+            op,
+        })
+    }
+
+    /// Sends all of `reqs` pipelined, then collects every answer by tag.
+    pub fn pipeline(&mut self, reqs: Vec<Request>) -> HashMap<u64, Response> {
+        let tags: Vec<u64> = reqs.into_iter().map(|r| self.send(r)).collect();
+        let mut out = HashMap::new();
+        for _ in &tags {
+            let (t, r) = self.recv().expect("connection closed");
+            out.insert(t, r);
+        }
+        out
+    }
+}
+
+pub fn create(path: &str) -> Request {
+    Request::Create {
+        path: path.into(),
+        mode: 0o644,
+        exclusive: false,
+    }
+}
+
+pub fn write(path: &str, offset: u64, data: Vec<u8>) -> Request {
+    Request::Write {
+        path: path.into(),
+        offset,
+        data: Bytes::from(data),
+    }
+}
+
+pub fn read(path: &str, offset: u64, len: u32) -> Request {
+    Request::Read {
+        path: path.into(),
+        offset,
+        len,
+    }
+}

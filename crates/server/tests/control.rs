@@ -1,0 +1,198 @@
+//! Control needs the token; bad policy names and values are errors; a policy switch under load
+//! loses nothing; job statistics report what was done.
+
+mod common;
+
+use std::thread;
+
+use common::{create, write, Conn, TempDir};
+use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
+use iosets_server::{Server, ServerConfig};
+use iosets_types::{JobId, Priority};
+
+const EACCES: i32 = 13;
+const EINVAL: i32 = 22;
+
+fn json<T: serde::de::DeserializeOwned>(r: Response) -> T {
+    match r {
+        Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn control_without_a_token_is_refused() {
+    let root = TempDir::new("notoken");
+    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let mut c = Conn::connect(server.addr(), 1);
+    for op in [
+        Control::Jobs,
+        Control::Stats,
+        Control::ClearPriority { job: JobId(1) },
+    ] {
+        match c.control("", op) {
+            Response::Err { errno, message } => {
+                assert_eq!(errno, EACCES);
+                assert!(message.contains("without a token"), "{message}");
+            }
+            r => panic!("{r:?}"),
+        }
+    }
+}
+
+#[test]
+fn wrong_token_bad_policy_and_bad_values_are_errors() {
+    let root = TempDir::new("badctl");
+    let mut config = ServerConfig::new(&root.0);
+    config.token = Some("s3cret".into());
+    let server = Server::start(config).unwrap();
+    let mut c = Conn::connect(server.addr(), 1);
+    for token in ["", "s3cre", "s3cret!", "S3CRET"] {
+        let r = c.control(token, Control::Stats);
+        assert!(
+            matches!(r, Response::Err { errno: EACCES, .. }),
+            "{token}: {r:?}"
+        );
+    }
+    let r = c.control(
+        "s3cret",
+        Control::Policy {
+            name: "nosuch".into(),
+            options: vec![],
+        },
+    );
+    match r {
+        Response::Err { errno, message } => {
+            assert_eq!(errno, EINVAL);
+            assert!(message.contains("valid policies"), "{message}");
+        }
+        r => panic!("{r:?}"),
+    }
+    for (k, v) in [
+        ("default_weight", "0"),
+        ("nosuch", "1"),
+        ("default_weight", "x"),
+    ] {
+        let r = c.control(
+            "s3cret",
+            Control::Policy {
+                name: "wfq".into(),
+                options: vec![(k.into(), v.into())],
+            },
+        );
+        assert!(
+            matches!(r, Response::Err { errno: EINVAL, .. }),
+            "{k}={v}: {r:?}"
+        );
+    }
+    let stats: ServerReport = json(c.control("s3cret", Control::Stats));
+    assert_eq!(stats.policy, "iosets", "a refused switch changes nothing");
+    assert_eq!(stats.switches, 0);
+    // Unknown policy at start is an error too.
+    let mut bad = ServerConfig::new(&root.0);
+    bad.policy = "fastest".into();
+    assert!(Server::start(bad)
+        .unwrap_err()
+        .to_string()
+        .contains("fastest"));
+    let mut bad = ServerConfig::new(&root.0);
+    bad.throttle_mib_s = Some(-1.0);
+    assert!(Server::start(bad).is_err());
+}
+
+#[test]
+fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
+    let root = TempDir::new("switch");
+    let mut config = ServerConfig::new(&root.0);
+    config.token = Some("t".into());
+    config.throttle_mib_s = Some(10.0);
+    config.workers = 2;
+    let server = Server::start(config).unwrap();
+    let addr = server.addr();
+    let mut ctl = Conn::connect(addr, 0);
+    ctl.ok(create("shared"));
+    let r = ctl.control(
+        "t",
+        Control::SetPriority {
+            job: JobId(3),
+            priority: Priority::new(0.1).unwrap(),
+        },
+    );
+    assert_eq!(r, Response::Ok(Reply::Done));
+
+    const PER_JOB: u64 = 300;
+    let writers: Vec<_> = (1..=3u64)
+        .map(|job| {
+            thread::spawn(move || {
+                let mut c = Conn::connect(addr, job);
+                let reqs = (0..PER_JOB)
+                    .map(|i| write("shared", (job * PER_JOB + i) * 4096, vec![job as u8; 4096]))
+                    .collect();
+                let answers = c.pipeline(reqs);
+                answers
+                    .values()
+                    .filter(|r| matches!(r, Response::Ok(Reply::Written(4096))))
+                    .count() as u64
+            })
+        })
+        .collect();
+    // Switch back and forth while the writes are queued.
+    while json::<ServerReport>(ctl.control("t", Control::Stats)).queued < 100 {
+        thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for name in ["wfq", "timeorder", "iosets", "noop", "iosets"] {
+        let r = ctl.control(
+            "t",
+            Control::Policy {
+                name: name.into(),
+                options: vec![],
+            },
+        );
+        assert_eq!(r, Response::Ok(Reply::Done), "{name}");
+        thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let acked: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert_eq!(acked, 3 * PER_JOB, "every write answered successfully");
+
+    let stats: ServerReport = json(ctl.control("t", Control::Stats));
+    assert_eq!(stats.switches, 5);
+    assert!(
+        stats.withdrawn > 0,
+        "the switches moved queued requests: {stats:?}"
+    );
+    assert!(stats.balanced);
+    assert_eq!(stats.completed, 3 * PER_JOB);
+    assert_eq!(stats.inserted - stats.withdrawn, 3 * PER_JOB);
+    assert_eq!(stats.bytes_written, 3 * PER_JOB * 4096);
+    let jobs: JobsReport = json(ctl.control("t", Control::Jobs));
+    assert_eq!(jobs.policy, "iosets");
+    for job in 1..=3u64 {
+        let j = jobs.jobs.iter().find(|j| j.job == job).unwrap();
+        assert_eq!(j.ops, PER_JOB);
+        assert_eq!(j.bytes_written, PER_JOB * 4096);
+        assert_eq!(j.queued + j.in_service, 0);
+        assert_eq!(j.queue_wait.count, PER_JOB);
+        assert!(j.bw_10s_mib_s > 0.0);
+    }
+    let j3 = jobs.jobs.iter().find(|j| j.job == 3).unwrap();
+    assert_eq!(
+        (j3.priority, j3.set, j3.priority_source.as_str()),
+        (Some(0.1), Some(1), "control")
+    );
+    // The data is all there.
+    let data = std::fs::read(root.0.join("shared")).unwrap();
+    for job in 1..=3u64 {
+        let start = (job * PER_JOB * 4096) as usize;
+        assert!(data[start..start + (PER_JOB * 4096) as usize]
+            .iter()
+            .all(|b| *b == job as u8));
+    }
+    let r = ctl.control("t", Control::ClearPriority { job: JobId(3) });
+    assert_eq!(r, Response::Ok(Reply::Done));
+    let jobs: JobsReport = json(ctl.control("t", Control::Jobs));
+    assert_eq!(
+        jobs.jobs.iter().find(|j| j.job == 3).unwrap().priority,
+        None
+    );
+    assert!(server.shutdown().unwrap().balanced);
+}
