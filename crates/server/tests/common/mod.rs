@@ -54,6 +54,11 @@ impl Conn {
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
+        Conn::from_stream(stream, job)
+    }
+
+    /// A connection over `stream` (e.g. a clone, to send from another thread).
+    pub fn from_stream(stream: TcpStream, job: u64) -> Conn {
         Conn {
             stream,
             job,
