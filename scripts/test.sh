@@ -24,3 +24,5 @@ echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== cargo test"
 cargo test --workspace --locked --release
+echo "== C tests of libiosets (under valgrind)"
+bash crates/ffi/tests/c/run.sh
