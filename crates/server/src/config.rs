@@ -30,6 +30,9 @@ pub struct ServerConfig {
     /// A CSV file to record every served request in (job, op, offset, length, and when it
     /// arrived, was dispatched and completed), for analysis and tests.
     pub trace: Option<PathBuf>,
+    /// Requests one connection may have in the server at once; the server stops reading a
+    /// connection's frames at this limit (backpressure), so a client cannot fill its memory.
+    pub max_inflight_per_conn: usize,
     /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
     pub handle_signals: bool,
 }
@@ -48,12 +51,13 @@ impl ServerConfig {
             token: None,
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
             trace: None,
+            max_inflight_per_conn: 256,
             handle_signals: false,
         }
     }
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
-    /// `token` or `token_file`, `max_frame_mib`, `trace`, and a `[policy_options]` table).
+    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, and a `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -70,8 +74,16 @@ impl ServerConfig {
 
     /// Parses the TOML text of a configuration; relative paths are taken from `base`.
     pub fn from_toml_str(text: &str, base: &Path) -> Result<ServerConfig, ServerError> {
-        let file: FileConfig = toml::from_str(text).map_err(|e| ServerError::Config {
-            reason: e.to_string(),
+        let file: FileConfig = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|sp| text[..sp.start.min(text.len())].lines().count().max(1));
+            ServerError::Config {
+                reason: match line {
+                    Some(l) => format!("line {l}: {}", e.message().trim()),
+                    None => e.message().trim().to_string(),
+                },
+            }
         })?;
         let resolve = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
         let root = file.root.map(resolve).ok_or_else(|| ServerError::Config {
@@ -121,6 +133,9 @@ impl ServerConfig {
             c.max_frame = (m * 1024.0 * 1024.0) as u32;
         }
         c.trace = file.trace.map(resolve);
+        if let Some(n) = file.max_inflight_per_conn {
+            c.max_inflight_per_conn = n;
+        }
         Ok(c)
     }
 
@@ -142,6 +157,9 @@ impl ServerConfig {
             if t.trim().is_empty() {
                 return bad("the control token is empty".into());
             }
+        }
+        if self.max_inflight_per_conn == 0 {
+            return bad("max_inflight_per_conn must be at least 1".into());
         }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
@@ -180,6 +198,7 @@ struct FileConfig {
     token_file: Option<PathBuf>,
     max_frame_mib: Option<f64>,
     trace: Option<PathBuf>,
+    max_inflight_per_conn: Option<usize>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use iosets_proto::{
 use iosets_types::{JobId, Op, Priority};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::control;
 use crate::root::{check_path, FsError};
@@ -64,8 +64,18 @@ pub(crate) async fn serve(
         let _ = wr.shutdown().await;
     });
 
+    let inflight = Arc::new(Semaphore::new(shared.config.max_inflight_per_conn));
     let mut have_prefix = true;
     loop {
+        // Backpressure: wait for an answer to go out before reading more than the limit.
+        let permit = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            p = inflight.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
         if !have_prefix {
             let read = tokio::select! {
                 biased;
@@ -97,7 +107,7 @@ pub(crate) async fn serve(
             None => break,
         };
         match decode(buf.clone()) {
-            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx),
+            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx, permit),
             Ok(Frame::Response(header, op, _)) => {
                 shared.counters.bad_frame();
                 let _ = tx.send(error_frame(
@@ -214,7 +224,13 @@ fn note_hint(shared: &Shared, job: JobId, hint: Option<Priority>) {
     }
 }
 
-fn handle(shared: &Arc<Shared>, header: Header, req: Request, tx: &mpsc::UnboundedSender<Encoded>) {
+fn handle(
+    shared: &Arc<Shared>,
+    header: Header,
+    req: Request,
+    tx: &mpsc::UnboundedSender<Encoded>,
+    permit: OwnedSemaphorePermit,
+) {
     let op = req.op();
     note_hint(shared, header.job, header.priority);
     let data = match req {
@@ -245,6 +261,7 @@ fn handle(shared: &Arc<Shared>, header: Header, req: Request, tx: &mpsc::Unbound
             tokio::task::spawn_blocking(move || {
                 let r = control::handle(&shared, &token, ctl);
                 reply(&tx, &shared, header, op, r);
+                drop(permit);
             });
             return;
         }
@@ -254,6 +271,7 @@ fn handle(shared: &Arc<Shared>, header: Header, req: Request, tx: &mpsc::Unbound
             tokio::task::spawn_blocking(move || {
                 let r = metadata(&shared, meta);
                 reply(&tx, &shared, header, op, r);
+                drop(permit);
             });
             return;
         }
@@ -276,6 +294,7 @@ fn handle(shared: &Arc<Shared>, header: Header, req: Request, tx: &mpsc::Unbound
         op: data,
         reply: tx.clone(),
         received: Instant::now(),
+        _permit: permit,
     };
     if shared.sched.submit(request, pending).is_err() {
         let msg = "the server is shutting down".to_string();

@@ -11,6 +11,7 @@ use iosets_runtime::Scheduler;
 use iosets_types::JobId;
 use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::meter::Meters;
 use crate::metrics::Histograms;
@@ -25,6 +26,8 @@ pub(crate) struct Pending {
     pub(crate) op: DataOp,
     pub(crate) reply: UnboundedSender<Encoded>,
     pub(crate) received: Instant,
+    /// The connection's in-flight allowance, given back when the answer is sent.
+    pub(crate) _permit: OwnedSemaphorePermit,
 }
 
 /// The operations that go through the scheduler.
