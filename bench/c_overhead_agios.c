@@ -1,0 +1,181 @@
+/* Overhead of a scheduling library through AGIOS's interface (seed 000, section 5): the time from
+ * agios_add_request until the library hands the request back through the callback, averaged over
+ * all requests, and the throughput of the whole cycle (requests added, handed out and released per
+ * second) with T producer threads and a pool of W worker threads.
+ *
+ * The same source is linked against AGIOS's libagios.so and against libiosets (its AGIOS shim), so
+ * both run exactly the same harness. The callback stamps the time and passes the request to the
+ * worker pool through a mutex-protected ring; a worker releases it (agios_release_request).
+ *
+ *   c_overhead_agios run CONFIG T N W THINK_NS   one measurement; prints a CSV line
+ *   c_overhead_agios idle CONFIG SECONDS    CPU time of an idle, initialised library
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agios.h"
+
+static int64_t *t_add, *t_handed;
+static int total, producers_n, per_producer;
+static long think_ns; /* sleep before each add and before each release (agios_test's time between requests and processing time) */
+static char (*file_ids)[32];
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int64_t cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void think(void) {
+    if (think_ns > 0) {
+        struct timespec d = {0, think_ns};
+        nanosleep(&d, NULL);
+    }
+}
+
+/* The hand-off ring from the callback to the workers. */
+static int64_t *ring;
+static int ring_head, ring_tail, ring_cap;
+static int stopping;
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ring_cond = PTHREAD_COND_INITIALIZER;
+static atomic_int released;
+
+static void *callback(int64_t id) {
+    t_handed[id] = now_ns();
+    pthread_mutex_lock(&ring_lock);
+    ring[ring_tail] = id;
+    ring_tail = (ring_tail + 1) % ring_cap;
+    pthread_cond_signal(&ring_cond);
+    pthread_mutex_unlock(&ring_lock);
+    return NULL;
+}
+
+static void *worker(void *arg) {
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&ring_lock);
+        while (ring_head == ring_tail && !stopping) pthread_cond_wait(&ring_cond, &ring_lock);
+        if (ring_head == ring_tail) {
+            pthread_mutex_unlock(&ring_lock);
+            return NULL;
+        }
+        int64_t id = ring[ring_head];
+        ring_head = (ring_head + 1) % ring_cap;
+        pthread_mutex_unlock(&ring_lock);
+        think();
+        if (!agios_release_request(file_ids[0], RT_WRITE, 1024, id * 1024)) {
+            fprintf(stderr, "release of request %lld failed\n", (long long)id);
+            exit(1);
+        }
+        atomic_fetch_add(&released, 1);
+    }
+}
+
+static pthread_barrier_t start;
+
+static void *producer(void *arg) {
+    int p = (int)(intptr_t)arg;
+    pthread_barrier_wait(&start);
+    for (int i = 0; i < per_producer; i++) {
+        int64_t id = (int64_t)p * per_producer + i;
+        think();
+        t_add[id] = now_ns();
+        /* Seed 000 section 5: one file, 1 KiB writes, offsets by request number, 4 queues
+         * (queue id = producer % 4: the job / set / WFQ queue). */
+        if (!agios_add_request(file_ids[0], RT_WRITE, id * 1024, 1024, id, p % 4)) {
+            fprintf(stderr, "agios_add_request failed\n");
+            exit(1);
+        }
+    }
+    return NULL;
+}
+
+static int run(char *config, int t, int n, int w) {
+    producers_n = t;
+    per_producer = n;
+    total = t * n;
+    t_add = calloc((size_t)total, sizeof(int64_t));
+    t_handed = calloc((size_t)total, sizeof(int64_t));
+    file_ids = calloc((size_t)t, sizeof *file_ids);
+    for (int p = 0; p < t; p++) snprintf(file_ids[p], sizeof file_ids[p], "bench.%d.out", p);
+    ring_cap = total + 1;
+    ring = calloc((size_t)ring_cap, sizeof(int64_t));
+    if (!agios_init(callback, NULL, config, 4)) {
+        fprintf(stderr, "agios_init failed\n");
+        return 1;
+    }
+    pthread_t *workers = calloc((size_t)w, sizeof(pthread_t));
+    pthread_t *producers = calloc((size_t)t, sizeof(pthread_t));
+    for (int i = 0; i < w; i++) pthread_create(&workers[i], NULL, worker, NULL);
+    pthread_barrier_init(&start, NULL, (unsigned)t + 1);
+    for (int p = 0; p < t; p++) pthread_create(&producers[p], NULL, producer, (void *)(intptr_t)p);
+    int64_t cpu0 = cpu_ns();
+    int64_t t0 = now_ns();
+    pthread_barrier_wait(&start);
+    for (int p = 0; p < t; p++) pthread_join(producers[p], NULL);
+    while (atomic_load(&released) < total) {
+        struct timespec ms = {0, 20000};
+        nanosleep(&ms, NULL);
+    }
+    int64_t t1 = now_ns();
+    int64_t cpu1 = cpu_ns();
+    pthread_mutex_lock(&ring_lock);
+    stopping = 1;
+    pthread_cond_broadcast(&ring_cond);
+    pthread_mutex_unlock(&ring_lock);
+    for (int i = 0; i < w; i++) pthread_join(workers[i], NULL);
+    agios_exit();
+    double sum = 0;
+    for (int i = 0; i < total; i++) sum += (double)(t_handed[i] - t_add[i]);
+    double mean_us = sum / total / 1000.0;
+    double secs = (double)(t1 - t0) / 1e9;
+    /* threads,requests_per_thread,workers,requests,mean_us_in_library,throughput_per_s,cpu_s,wall_s */
+    printf("%d,%d,%d,%d,%.3f,%.1f,%.4f,%.4f\n", t, n, w, total, mean_us, total / secs,
+           (double)(cpu1 - cpu0) / 1e9, secs);
+    free(t_add);
+    free(t_handed);
+    free(file_ids);
+    free(ring);
+    free(workers);
+    free(producers);
+    return 0;
+}
+
+static int idle(char *config, double seconds) {
+    if (!agios_init(callback, NULL, config, 4)) {
+        fprintf(stderr, "agios_init failed\n");
+        return 1;
+    }
+    usleep(200000); /* let the library's threads start */
+    int64_t c0 = cpu_ns(), w0 = now_ns();
+    struct timespec d = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&d, NULL);
+    int64_t c1 = cpu_ns(), w1 = now_ns();
+    agios_exit();
+    /* idle_wall_s,idle_cpu_s */
+    printf("%.3f,%.4f\n", (double)(w1 - w0) / 1e9, (double)(c1 - c0) / 1e9);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 7 && strcmp(argv[1], "run") == 0) {
+        think_ns = atol(argv[6]);
+        return run(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    }
+    if (argc == 4 && strcmp(argv[1], "idle") == 0) return idle(argv[2], atof(argv[3]));
+    fprintf(stderr, "usage: %s run CONFIG T N W THINK_NS | idle CONFIG SECONDS\n", argv[0]);
+    return 2;
+}

@@ -1,0 +1,156 @@
+/* Overhead of libiosets through its native API, measured like bench/c_overhead_agios.c: the time
+ * from iosets_submit until iosets_next hands the request to a worker, averaged over all requests,
+ * and the throughput of the cycle (submitted, handed out and completed per second) with T producer
+ * threads and W worker threads.
+ *
+ *   c_overhead_native run POLICY T N W THINK_NS  one measurement; prints a CSV line
+ *   c_overhead_native idle POLICY SECONDS   CPU time of an idle scheduler with W=4 blocked workers
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iosets.h"
+
+static int64_t *t_add, *t_handed;
+static int per_producer;
+static long think_ns; /* sleep before each submit (agios_test's time between requests); workers do no work, so
+                       * the time to hand out is the library's alone */
+static iosets_scheduler *sched;
+
+static int64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int64_t cpu_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static atomic_int completed;
+
+static void think(void) {
+    if (think_ns > 0) {
+        struct timespec d = {0, think_ns};
+        nanosleep(&d, NULL);
+    }
+}
+
+static pthread_barrier_t start;
+
+static void *worker(void *arg) {
+    (void)arg;
+    iosets_batch b;
+    for (;;) {
+        iosets_status st = iosets_next(sched, -1, &b);
+        if (st == IOSETS_SHUTDOWN) return NULL;
+        if (st != IOSETS_OK) {
+            fprintf(stderr, "iosets_next: %s\n", iosets_strerror(st));
+            exit(1);
+        }
+        int64_t now = now_ns();
+        for (size_t i = 0; i < b.count; i++) t_handed[(intptr_t)b.users[i]] = now;
+        if (iosets_complete(sched, b.id, b.length) != IOSETS_OK) exit(1);
+        atomic_fetch_add(&completed, (int)b.count);
+    }
+}
+
+static void *producer(void *arg) {
+    int p = (int)(intptr_t)arg;
+    pthread_barrier_wait(&start);
+    for (int i = 0; i < per_producer; i++) {
+        intptr_t id = (intptr_t)p * per_producer + i;
+        think();
+        t_add[id] = now_ns();
+        /* As the AGIOS harness: one file, 1 KiB writes, offsets by request number, job = p % 4. */
+        iosets_status st = iosets_submit(sched, (uint64_t)(p % 4), 0, (uint64_t)id * 1024, 1024,
+                                         IOSETS_WRITE, (void *)id, NULL);
+        if (st != IOSETS_OK) {
+            fprintf(stderr, "iosets_submit: %s\n", iosets_strerror(st));
+            exit(1);
+        }
+    }
+    return NULL;
+}
+
+static int create(const char *policy) {
+    iosets_status st = iosets_create(policy, NULL, 0, &sched);
+    if (st != IOSETS_OK) {
+        char msg[512];
+        iosets_last_error(msg, sizeof msg);
+        fprintf(stderr, "iosets_create: %s\n", msg);
+        return 1;
+    }
+    return 0;
+}
+
+static int run(const char *policy, int t, int n, int w) {
+    per_producer = n;
+    int total = t * n;
+    t_add = calloc((size_t)total, sizeof(int64_t));
+    t_handed = calloc((size_t)total, sizeof(int64_t));
+    if (create(policy)) return 1;
+    pthread_t *workers = calloc((size_t)w, sizeof(pthread_t));
+    pthread_t *producers = calloc((size_t)t, sizeof(pthread_t));
+    for (int i = 0; i < w; i++) pthread_create(&workers[i], NULL, worker, NULL);
+    pthread_barrier_init(&start, NULL, (unsigned)t + 1);
+    for (int p = 0; p < t; p++) pthread_create(&producers[p], NULL, producer, (void *)(intptr_t)p);
+    int64_t cpu0 = cpu_ns();
+    int64_t t0 = now_ns();
+    pthread_barrier_wait(&start);
+    for (int p = 0; p < t; p++) pthread_join(producers[p], NULL);
+    while (atomic_load(&completed) < total) {
+        struct timespec ms = {0, 20000};
+        nanosleep(&ms, NULL);
+    }
+    int64_t t1 = now_ns();
+    int64_t cpu1 = cpu_ns();
+    iosets_shutdown(sched);
+    for (int i = 0; i < w; i++) pthread_join(workers[i], NULL);
+    if (iosets_check_balance(sched) != IOSETS_OK) return 1;
+    iosets_destroy(sched);
+    double sum = 0;
+    for (int i = 0; i < total; i++) sum += (double)(t_handed[i] - t_add[i]);
+    double secs = (double)(t1 - t0) / 1e9;
+    printf("%d,%d,%d,%d,%.3f,%.1f,%.4f,%.4f\n", t, n, w, total, sum / total / 1000.0, total / secs,
+           (double)(cpu1 - cpu0) / 1e9, secs);
+    free(t_add);
+    free(t_handed);
+    free(workers);
+    free(producers);
+    return 0;
+}
+
+static int idle(const char *policy, double seconds) {
+    if (create(policy)) return 1;
+    pthread_t workers[4];
+    for (int i = 0; i < 4; i++) pthread_create(&workers[i], NULL, worker, NULL);
+    usleep(200000);
+    int64_t c0 = cpu_ns(), w0 = now_ns();
+    struct timespec d = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&d, NULL);
+    int64_t c1 = cpu_ns(), w1 = now_ns();
+    iosets_shutdown(sched);
+    for (int i = 0; i < 4; i++) pthread_join(workers[i], NULL);
+    iosets_destroy(sched);
+    printf("%.3f,%.4f\n", (double)(w1 - w0) / 1e9, (double)(c1 - c0) / 1e9);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 7 && strcmp(argv[1], "run") == 0) {
+        think_ns = atol(argv[6]);
+        return run(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    }
+    if (argc == 4 && strcmp(argv[1], "idle") == 0) return idle(argv[2], atof(argv[3]));
+    fprintf(stderr, "usage: %s run POLICY T N W THINK_NS | idle POLICY SECONDS\n", argv[0]);
+    return 2;
+}
