@@ -43,6 +43,10 @@ pub(crate) struct ServeArgs {
     /// File holding the control token (without a token, control requests are refused).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Detect each job's I/O period from its requests and give it its Set-10 priority
+    /// (control-plane priorities always win).
+    #[arg(long)]
+    auto_priority: bool,
     /// Record every served request into this CSV file.
     #[arg(long, value_name = "FILE.csv")]
     trace: Option<PathBuf>,
@@ -80,13 +84,21 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     if args.trace.is_some() {
         config.trace = args.trace.clone();
     }
+    if args.auto_priority {
+        config.auto_priority = true;
+    }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;
     println!(
-        "iosets serve: listening on {} (policy {}, {} workers{}, root {}; control {}); \
+        "iosets serve: listening on {} (policy {}{}, {} workers{}, root {}; control {}); \
          metrics at http://{}/metrics",
         handle.addr(),
         config.policy,
+        if config.auto_priority {
+            " with automatic priorities"
+        } else {
+            ""
+        },
         config.workers,
         config
             .throttle_mib_s

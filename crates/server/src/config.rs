@@ -33,6 +33,8 @@ pub struct ServerConfig {
     /// Requests one connection may have in the server at once; the server stops reading a
     /// connection's frames at this limit (backpressure), so a client cannot fill its memory.
     pub max_inflight_per_conn: usize,
+    /// Detect each job's I/O period and set its Set-10 priority automatically (`priority = auto`).
+    pub auto_priority: bool,
     /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
     pub handle_signals: bool,
 }
@@ -52,12 +54,13 @@ impl ServerConfig {
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
             trace: None,
             max_inflight_per_conn: 256,
+            auto_priority: false,
             handle_signals: false,
         }
     }
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
-    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, and a `[policy_options]` table).
+    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, `auto_priority`, and a `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -133,6 +136,7 @@ impl ServerConfig {
             c.max_frame = (m * 1024.0 * 1024.0) as u32;
         }
         c.trace = file.trace.map(resolve);
+        c.auto_priority = file.auto_priority.unwrap_or(false);
         if let Some(n) = file.max_inflight_per_conn {
             c.max_inflight_per_conn = n;
         }
@@ -199,6 +203,7 @@ struct FileConfig {
     max_frame_mib: Option<f64>,
     trace: Option<PathBuf>,
     max_inflight_per_conn: Option<usize>,
+    auto_priority: Option<bool>,
 }
 
 #[cfg(test)]

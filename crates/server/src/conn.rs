@@ -216,7 +216,7 @@ fn note_hint(shared: &Shared, job: JobId, hint: Option<Priority>) {
     let Some(p) = hint else { return };
     let mut prios = shared.priorities.lock();
     match prios.get(&job) {
-        Some((_, PrioritySource::Control)) => {}
+        Some((_, PrioritySource::Control | PrioritySource::Auto)) => {}
         Some((v, PrioritySource::Hint)) if *v == p.get() => {}
         _ => {
             prios.insert(job, (p.get(), PrioritySource::Hint));

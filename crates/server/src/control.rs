@@ -48,17 +48,23 @@ pub(crate) fn handle(shared: &Shared, token: &str, ctl: Control) -> Result<Reply
         Some(_) => {}
     }
     match ctl {
+        // The priorities lock is held across the scheduler call so that automatic priorities
+        // (set by the workers the same way) and control requests apply in one order.
         Control::SetPriority { job, priority } => {
+            let mut prios = shared.priorities.lock();
             shared.sched.set_priority(job, Some(priority));
-            shared
-                .priorities
-                .lock()
-                .insert(job, (priority.get(), PrioritySource::Control));
+            prios.insert(job, (priority.get(), PrioritySource::Control));
             Ok(Reply::Done)
         }
         Control::ClearPriority { job } => {
+            let mut prios = shared.priorities.lock();
             shared.sched.set_priority(job, None);
-            shared.priorities.lock().remove(&job);
+            prios.remove(&job);
+            drop(prios);
+            if let Some(auto) = &shared.auto {
+                // Detect afresh: the job gets an automatic priority again once confident.
+                auto.lock().forget(job);
+            }
             Ok(Reply::Done)
         }
         Control::Policy { name, options } => {

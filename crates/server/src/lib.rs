@@ -19,6 +19,8 @@
 //!   `beegfs-ctl --jobstats`, server statistics with the conservation counters;
 //! - exposes Prometheus metrics at `GET /metrics` on the same port (a frame's length prefix can
 //!   never read `GET `);
+//! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
+//!   Set-10 set ([`iosets_period`]'s online detector), as seed 004 did with FTIO;
 //! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
 //! - stops gracefully: no new frames are read, everything queued is served and answered, every
 //!   written file is fsynced, then the server returns.
@@ -39,6 +41,7 @@
 //! [`iosets-client`]: https://docs.rs/iosets-client
 #![deny(missing_docs)]
 
+mod auto;
 mod config;
 mod conn;
 mod control;
@@ -149,6 +152,9 @@ impl Server {
             histograms: Mutex::new(metrics::Histograms::default()),
             start: Instant::now(),
             trace,
+            auto: config
+                .auto_priority
+                .then(|| Mutex::new(auto::AutoPriorities::new(Instant::now()))),
             config,
         });
         let mut workers = Vec::with_capacity(shared.config.workers);
@@ -238,8 +244,14 @@ fn forget_idle_jobs(shared: &Shared) {
             continue;
         }
         shared.sched.forget_job(job);
+        if let Some(auto) = &shared.auto {
+            auto.lock().forget(job);
+        }
         let mut prios = shared.priorities.lock();
-        if matches!(prios.get(&job), Some((_, state::PrioritySource::Hint))) {
+        if matches!(
+            prios.get(&job),
+            Some((_, state::PrioritySource::Hint | state::PrioritySource::Auto))
+        ) {
             prios.remove(&job);
         }
     }

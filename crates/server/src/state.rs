@@ -52,6 +52,7 @@ pub(crate) enum DataOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PrioritySource {
     Control,
+    Auto,
     Hint,
 }
 
@@ -59,6 +60,7 @@ impl PrioritySource {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             PrioritySource::Control => "control",
+            PrioritySource::Auto => "auto",
             PrioritySource::Hint => "hint",
         }
     }
@@ -119,4 +121,6 @@ pub(crate) struct Shared {
     pub(crate) histograms: Mutex<Histograms>,
     pub(crate) start: Instant,
     pub(crate) trace: Option<Mutex<BufWriter<File>>>,
+    /// Period detection per job, when priorities are automatic.
+    pub(crate) auto: Option<Mutex<crate::auto::AutoPriorities>>,
 }

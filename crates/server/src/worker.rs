@@ -10,7 +10,7 @@ use iosets_proto::{encode, Bytes, Frame, OpCode, Reply, Response};
 use iosets_types::Outcome;
 
 use crate::root::FsError;
-use crate::state::{DataOp, Pending, Shared};
+use crate::state::{DataOp, Pending, PrioritySource, Shared};
 use crate::throttle::Throttle;
 
 /// Serves batches until the scheduler is shut down and empty.
@@ -123,6 +123,29 @@ fn record(
                     .as_secs_f64(),
             );
             e.1.record(done.saturating_duration_since(dispatched).as_secs_f64());
+        }
+    }
+    if let Some(auto) = &shared.auto {
+        let mut moves = Vec::new();
+        {
+            let mut auto = auto.lock();
+            for (p, r) in results {
+                if let Ok((_, n)) = r {
+                    if *n > 0 {
+                        moves.extend(auto.observe(p.header.job, p.received, done, *n));
+                    }
+                }
+            }
+        }
+        for m in moves {
+            let mut prios = shared.priorities.lock();
+            if matches!(prios.get(&m.job), Some((_, PrioritySource::Control))) {
+                continue; // the control plane's word is final
+            }
+            // Under the priorities lock, so a concurrent control request cannot be overwritten.
+            shared.sched.set_priority(m.job, Some(m.priority));
+            prios.insert(m.job, (m.priority.get(), PrioritySource::Auto));
+            tracing::info!(job = %m.job, period_s = m.period_s, set = m.set, "automatic priority");
         }
     }
     if let Some(trace) = &shared.trace {

@@ -196,3 +196,61 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
     );
     assert!(server.shutdown().unwrap().balanced);
 }
+
+#[test]
+fn automatic_priorities_follow_the_detected_period_and_control_wins() {
+    let root = TempDir::new("auto");
+    let mut config = ServerConfig::new(&root.0);
+    config.token = Some("t".into());
+    config.auto_priority = true;
+    let server = Server::start(config).unwrap();
+    let addr = server.addr();
+    let mut ctl = Conn::connect(addr, 0);
+    ctl.ok(create("a"));
+    ctl.ok(create("b"));
+    let r = ctl.control(
+        "t",
+        Control::SetPriority {
+            job: JobId(2),
+            priority: Priority::new(0.01).unwrap(),
+        },
+    );
+    assert_eq!(r, Response::Ok(Reply::Done));
+    // Jobs 1 and 2: a burst of 4 writes every 250 ms (period 0.25 s → Set-10 set -1,
+    // priority 10), for 4 s.
+    let bursts: Vec<_> = [(1u64, "a"), (2, "b")]
+        .into_iter()
+        .map(|(job, path)| {
+            thread::spawn(move || {
+                let mut c = Conn::connect(addr, job);
+                let start = std::time::Instant::now();
+                for k in 0..16u32 {
+                    let due = start + std::time::Duration::from_millis(250 * u64::from(k));
+                    if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+                        thread::sleep(wait);
+                    }
+                    let reqs = (0..4u64)
+                        .map(|i| write(path, i * 65536, vec![1; 65536]))
+                        .collect();
+                    for r in c.pipeline(reqs).values() {
+                        assert!(matches!(r, Response::Ok(Reply::Written(65536))));
+                    }
+                }
+            })
+        })
+        .collect();
+    for b in bursts {
+        b.join().unwrap();
+    }
+    let jobs: JobsReport = json(ctl.control("t", Control::Jobs));
+    let j1 = jobs.jobs.iter().find(|j| j.job == 1).unwrap();
+    assert_eq!(j1.priority_source, "auto", "{j1:?}");
+    assert_eq!((j1.set, j1.priority), (Some(-1), Some(10.0)), "{j1:?}");
+    let j2 = jobs.jobs.iter().find(|j| j.job == 2).unwrap();
+    assert_eq!(
+        (j2.priority_source.as_str(), j2.priority),
+        ("control", Some(0.01)),
+        "a control-plane priority is never overwritten"
+    );
+    server.shutdown().unwrap();
+}
