@@ -8,7 +8,7 @@
 //!
 //! - reads frames on async sockets (tokio), checking the length before allocating;
 //! - sends every **data request** (read, write, fsync) through one runtime
-//!   [`Scheduler`](iosets_runtime::Scheduler) with the configured policy, so the order in which the
+//!   [`Scheduler`] with the configured policy, so the order in which the
 //!   worker threads serve them is the policy's; the workers are OS threads doing the blocking
 //!   `pread`/`pwrite`/`fsync` on files under the root ([`root`]);
 //! - serves **metadata** (lookup, create, open, truncate, unlink, mkdir, rmdir, readdir, rename)
