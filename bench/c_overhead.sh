@@ -29,6 +29,7 @@ workers="${WORKERS:-4}"
 think="${THINK_NS:-10}"
 idle_s="${IDLE_S:-2}"
 mkdir -p "$out"
+rm -f "$out/failures.txt"
 
 cargo build -p iosets-ffi --release --locked --quiet
 lib="$target/release"
@@ -71,16 +72,19 @@ for run in $(seq 1 "$runs"); do
   for n in $sizes; do
     for t in $threads; do
       for p in noop timeorder wfq iosets; do
-        line="$("$out/native" run "$p" "$t" "$n" "$workers" "$think")"
+        line="$(timeout 600 "$out/native" run "$p" "$t" "$n" "$workers" "$think")" ||
+          { echo "FAILED: native $p T=$t N=$n (exit $?)" | tee -a "$out/failures.txt" >&2; continue; }
         echo "$run,iosets-native,$p,$line" >> "$csv"
       done
       for a in NOOP TO wfq iosets; do
-        line="$("$out/shim" run "$(conf "shim-$a" "$a")" "$t" "$n" "$workers" "$think")"
+        line="$(timeout 600 "$out/shim" run "$(conf "shim-$a" "$a")" "$t" "$n" "$workers" "$think")" ||
+          { echo "FAILED: shim $a T=$t N=$n (exit $?)" | tee -a "$out/failures.txt" >&2; continue; }
         echo "$run,iosets-shim,$a,$line" >> "$csv"
       done
       if [[ $have_agios -eq 1 ]]; then
         for a in NOOP TO SJF; do
-          line="$("$out/agios/bench" run "$(conf "agios-$a" "$a")" "$t" "$n" "$workers" "$think")"
+          line="$(timeout 600 "$out/agios/bench" run "$(conf "agios-$a" "$a")" "$t" "$n" "$workers" "$think")" ||
+            { echo "FAILED: agios $a T=$t N=$n (exit $?)" | tee -a "$out/failures.txt" >&2; continue; }
           echo "$run,agios,$a,$line" >> "$csv"
         done
       fi

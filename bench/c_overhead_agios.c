@@ -117,6 +117,10 @@ static int run(char *config, int t, int n, int w) {
         fprintf(stderr, "agios_init failed\n");
         return 1;
     }
+    /* AGIOS's agios_init returns before its thread has chosen the algorithm; an agios_add_request
+     * in that window dereferences a NULL current_scheduler (acquire_adequate_lock) and crashes.
+     * Give the library's thread time to start, outside the measured interval. */
+    usleep(100000);
     pthread_t *workers = calloc((size_t)w, sizeof(pthread_t));
     pthread_t *producers = calloc((size_t)t, sizeof(pthread_t));
     for (int i = 0; i < w; i++) pthread_create(&workers[i], NULL, worker, NULL);
