@@ -27,7 +27,12 @@ fn quick_demo_runs_both_policies_and_writes_csv() {
         assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
     }
     // The metrics table: four rows, two finite values each.
-    for name in ["max stretch", "geomean stretch", "I/O slowdown", "utilization"] {
+    for name in [
+        "max stretch",
+        "geomean stretch",
+        "I/O slowdown",
+        "utilization",
+    ] {
         let line = out
             .lines()
             .find(|l| l.trim_start().starts_with(name))
@@ -74,7 +79,11 @@ fn quick_demo_runs_both_policies_and_writes_csv() {
 #[test]
 fn demo_refuses_bad_flags_in_one_line() {
     let dir = scratch("io-demo-bad");
-    fails(&dir, &["demo", "--low-jobs", "0"], &["--low-jobs", "1 to 32"]);
+    fails(
+        &dir,
+        &["demo", "--low-jobs", "0"],
+        &["--low-jobs", "1 to 32"],
+    );
     fails(
         &dir,
         &["demo", "--throttle-mib-s", "0.1"],
