@@ -1,11 +1,14 @@
 //! `iosets`: the command-line front end.
 //!
-//! Subcommands: `replay` (replay a generated workload or a CSV trace through a policy on a modelled
-//! device and print who got what), `demo` (seed 000's weighted-fair-queuing check, scaled up), and
-//! `policies` (every registered policy and its tunables). This binary parses arguments and prints;
-//! every decision and measurement comes from the `iosets-policy` and `iosets-sim` crates.
+//! Subcommands: `demo` (seed 004's experiment, scaled down, on two loopback servers), `serve` (the
+//! I/O server) and `ctl` (its control), `replay` (replay a generated workload or a CSV trace through
+//! a policy on a modelled device and print who got what), `demo-wfq` (seed 000's weighted-fair-
+//! queuing check, scaled up), `sim`, `detect` and `policies` (every registered policy and its
+//! tunables). This binary parses arguments and prints; every decision and measurement comes from
+//! the library crates.
 
 mod detect_cmd;
+mod io_demo;
 mod serve_cmd;
 mod sim_cmd;
 
@@ -42,8 +45,9 @@ enum Command {
     Replay(Box<ReplayArgs>),
     /// Seed 000's check of weighted fair queuing: 4 queues, weights 1:2:3:4, shares over time.
     DemoWfq(DemoArgs),
-    /// (Until the I/O demo lands: the same as demo-wfq.)
-    Demo(DemoArgs),
+    /// Seed 004's experiment, scaled down: 2 servers on loopback, 1 high-frequency and several
+    /// low-frequency jobs through the client library, under timeorder and under iosets.
+    Demo(io_demo::IoDemoArgs),
     /// Serve a directory: schedule every job's file I/O with a policy (the I/O server).
     Serve(Box<serve_cmd::ServeArgs>),
     /// Control a running server: job statistics, priorities, policy, server statistics.
@@ -491,7 +495,7 @@ fn demo(args: &DemoArgs) -> Result<()> {
     write_outputs(&outcome, Some(&csv), Some(&svg), title)?;
 
     let s = &outcome.summary;
-    println!("iosets demo: seed 000's weighted fair queuing check, scaled up");
+    println!("iosets demo-wfq: seed 000's weighted fair queuing check, scaled up");
     println!(
         "  {REQUESTS} requests of {} to {} (uniform) attributed at random to {JOBS} jobs, all \
          queued at t=0 (seed {})",
@@ -567,7 +571,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
-        Command::DemoWfq(args) | Command::Demo(args) => demo(args),
+        Command::DemoWfq(args) => demo(args),
+        Command::Demo(args) => io_demo::run(args),
         Command::Serve(args) => serve_cmd::serve(args),
         Command::Ctl(args) => serve_cmd::ctl(args),
         Command::Detect(args) => detect_cmd::run(args),

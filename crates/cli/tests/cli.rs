@@ -9,9 +9,9 @@ const TRACE: &str = "time_s,job,size,op\n0,1,4096,write\n0,2,8192,write\n0.001,1
                      0.001,2,4096,read\n0.002,1,65536,write\n";
 
 #[test]
-fn demo_prints_the_four_shares_and_writes_csv_and_svg() {
+fn demo_wfq_prints_the_four_shares_and_writes_csv_and_svg() {
     let dir = scratch("demo");
-    let o = iosets(&dir, &["demo"]);
+    let o = iosets(&dir, &["demo-wfq"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     for (job, expect) in [(1, "10.0%"), (2, "20.0%"), (3, "30.0%"), (4, "40.0%")] {
