@@ -333,9 +333,13 @@ struct Pending {
 }
 
 /// Dispatched, unreleased requests of the files hashing to one shard.
+///
+/// `by_key` holds the oldest dispatched batch for each key; later batches with the same key (rare:
+/// the same range dispatched again before its release) wait in `dups`, oldest first.
 #[derive(Default)]
 struct Shard {
-    by_key: std::collections::HashMap<Key, VecDeque<u64>>,
+    by_key: IdMap<Key, u64>,
+    dups: IdMap<Key, VecDeque<u64>>,
     batches: IdMap<u64, Pending>,
 }
 
@@ -371,7 +375,11 @@ impl Shim {
                     offset: r.offset,
                     len: r.len,
                 };
-                shard.by_key.entry(key).or_default().push_back(id);
+                if let Some(_older) = shard.by_key.get(&key) {
+                    shard.dups.entry(key).or_default().push_back(id);
+                } else {
+                    shard.by_key.insert(key, id);
+                }
             }
             let remaining = batch.len();
             shard.batches.insert(
@@ -401,18 +409,21 @@ impl Shim {
     }
 
     fn release(&self, key: Key) -> bool {
-        let mut shard = self
+        let mut guard = self
             .shard(key.file)
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let Some(queue) = shard.by_key.get_mut(&key) else {
+        let shard = &mut *guard;
+        let Some(id) = shard.by_key.remove(&key) else {
             return false;
         };
-        let Some(id) = queue.pop_front() else {
-            return false;
-        };
-        if queue.is_empty() {
-            shard.by_key.remove(&key);
+        if let Some(later) = shard.dups.get_mut(&key) {
+            if let Some(next) = later.pop_front() {
+                shard.by_key.insert(key, next);
+            }
+            if later.is_empty() {
+                shard.dups.remove(&key);
+            }
         }
         let done = {
             let p = shard
@@ -427,7 +438,7 @@ impl Shim {
             return true;
         }
         let p = shard.batches.remove(&id).expect("present above");
-        drop(shard);
+        drop(guard);
         p.completion.complete(Outcome::Done { bytes: p.bytes });
         true
     }

@@ -272,6 +272,31 @@ static void release_inside_callback(void) {
     agios_exit();
 }
 
+static atomic_int dup_calls;
+static void *count_only(int64_t id) {
+    (void)id;
+    atomic_fetch_add(&dup_calls, 1);
+    return NULL;
+}
+
+/* The same (file, type, offset, len) handed out twice before any release: each release matches one
+ * of them (AGIOS releases the first match); a third release matches nothing. */
+static void duplicate_ranges(void) {
+    char f[] = "dup.out";
+    char *conf = write_config("TO", NULL);
+    CHECK(agios_init(count_only, NULL, conf, 1));
+    unlink(conf);
+    CHECK(agios_add_request(f, RT_READ, 4096, 512, 1, 0));
+    CHECK(agios_add_request(f, RT_READ, 4096, 512, 2, 0));
+    for (int spin = 0; spin < 5000 && atomic_load(&dup_calls) < 2; spin++) usleep(1000);
+    CHECK_EQ(atomic_load(&dup_calls), 2);
+    CHECK(agios_release_request(f, RT_READ, 512, 4096));
+    CHECK(agios_release_request(f, RT_READ, 512, 4096));
+    CHECK(!agios_release_request(f, RT_READ, 512, 4096));
+    CHECK(!agios_release_request(f, RT_WRITE, 512, 4096)); /* other type */
+    agios_exit();
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     /* agios_test <threads> <files> <reqs_per_thread> <queue_ids> <seq_prob> ... */
@@ -294,5 +319,6 @@ int main(void) {
     run("iosets", "  iosets_dispatch_threads = 2;", 4, 2, 40, 2, 50, 0);
     bad_input();
     release_inside_callback();
+    duplicate_ranges();
     return check_finish("test_agios");
 }
