@@ -18,6 +18,31 @@
 //! job of the set waits* yields: it dispatches nothing more, its in-service requests finish, and it
 //! queues behind the others with a new burst time. This bounds the starvation seed 004 worries about.
 //!
+//! **Anticipation (`hold_idle_ms`).** Real applications do I/O synchronously: one request
+//! outstanding, then the next; a write phase ends with an `fsync` sent only after the writes are
+//! answered. Under rule 1 as the paper states it (`hold_idle_ms=0`, the default, exactly that rule),
+//! the holder's queue is empty for a moment between two of its own requests, the set passes on at
+//! once, and the holder's next request (or its `fsync`) starts a new burst behind every other job of
+//! the set: the job loses its turn and IO-SETS its gain. With `hold_idle_ms > 0`, when the holder's
+//! last in-service request completes and it has nothing queued, it keeps the set, *lingering*, until
+//! `completion + hold_idle_ms` (Linux's anticipatory scheduler and CFQ's `slice_idle` idle the same
+//! way for the same process's next request):
+//! - while it lingers the set dispatches nothing and takes no share across sets (it is not
+//!   backlogged in WF²Q+); other sets are served as usual; lingering is neither queued nor in
+//!   service;
+//! - a request of the holder arriving in the window ends the linger and the job goes on holding
+//!   with its current burst (no new burst time);
+//! - when the window closes (checked at the start of [`Policy::dispatch`]) the job retires exactly
+//!   as with `hold_idle_ms=0`: the set passes to the next waiter, and a later request of the job is
+//!   a new burst that queues behind them;
+//! - `dispatch` answers [`Dispatch::NotBefore`] with the earliest window end, instead of `Idle`,
+//!   when nothing can go now but some set lingers;
+//! - a linger counts in the holder's tenure: it does not start once the holder is past
+//!   `max_exclusive_ms` with another job waiting, and it ends no later than that bound when another
+//!   job already waits as it starts; a holder that has yielded does not linger;
+//! - a job alone in a set of its own never lingers (nobody could take its set); a priority change
+//!   or a [`Policy::drain`] ends a linger and retires the job.
+//!
 //! A job's priority, first match wins: set from the control plane ([`Policy::set_priority`]); from its
 //! period given as tunable `period.<job>=<seconds>`, mapped by Set-b with base `base`
 //! ([`crate::set10::SetMapping`]); the hint on its latest request; else none — then it is put in a
@@ -29,9 +54,11 @@
 //! exclusivity is relaxed for that one moment (documented, rare: priorities change on new period
 //! estimates).
 //!
-//! Costs: `O(log n)` per call in jobs and sets; jobs and sets exist only while they have work.
+//! Costs: `O(log n)` per call in jobs and sets; jobs and sets exist only while they have work (or
+//! linger). With `hold_idle_ms=0` the anticipation costs one branch per call.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 
 use slab::Slab;
 
@@ -57,6 +84,13 @@ pub const TUNABLES: &[TunableSpec] = &[
         name: "max_exclusive_ms",
         default: "0",
         help: "longest a job holds its set while another job of the set waits, in ms (0 = unbounded)",
+    },
+    TunableSpec {
+        name: "hold_idle_ms",
+        default: "0",
+        help: "anticipation: how long a holder with nothing queued or in service keeps its set for its \
+               next request (synchronous I/O, fsync after writes), in ms, 0 .. 60000 (0 = pass the \
+               set on at once, the paper)",
     },
     TunableSpec {
         name: "default_priority",
@@ -132,6 +166,9 @@ struct Set {
     /// The last job that held the set (for `order=jobid`).
     last_holder: Option<JobId>,
     waiting: BTreeSet<WaitKey>,
+    /// The holder lingers (`hold_idle_ms`): the sequence number of its entry in
+    /// [`IoSets::lingering`]; any other entry for this set is stale.
+    linger: Option<u64>,
 }
 
 /// The IO-SETS policy.
@@ -152,6 +189,12 @@ pub struct IoSets {
     spare: Vec<VecDeque<Request>>,
     /// Fair queuing across sets, keyed by set (a set that re-forms keeps its WF²Q+ debt).
     sched: Wf2q<SetKey>,
+    /// Anticipation window (`hold_idle_ms`); `None`: a holder without work passes its set on at once.
+    hold_idle: Option<Nanos>,
+    /// Lingering sets by window end: `(end, linger sequence, set slot)`. Checked lazily: an entry
+    /// whose sequence is not its set's current [`Set::linger`] (linger ended, set removed, slot
+    /// reused) is skipped.
+    lingering: BinaryHeap<Reverse<(Nanos, u64, Slot)>>,
     len: usize,
     seq: u64,
 }
@@ -172,9 +215,17 @@ impl IoSets {
             in_service: IdMap::default(),
             spare: Vec::new(),
             sched: Wf2q::new(),
+            hold_idle: None,
+            lingering: BinaryHeap::new(),
             len: 0,
             seq: 0,
         }
+    }
+
+    /// Sets the anticipation window (`hold_idle_ms`, see the module docs); `None` or zero: none.
+    pub fn with_hold_idle(mut self, hold: Option<Nanos>) -> IoSets {
+        self.hold_idle = hold.filter(|h| *h > Nanos::ZERO);
+        self
     }
 
     pub(crate) fn from_tunables(t: &mut Tunables) -> Result<IoSets, PolicyError> {
@@ -184,6 +235,7 @@ impl IoSets {
         };
         let ms = t.u64_in("max_exclusive_ms", 0, 86_400_000)?;
         let max_exclusive = (ms > 0).then(|| Nanos::from_millis(ms));
+        let hold_ms = t.u64_in("hold_idle_ms", 0, 60_000)?;
         let p = t.positive_f64("default_priority")?;
         let default_priority =
             Priority::new(p).unwrap_or(Priority::new(DEFAULT_PRIORITY).expect("> 0"));
@@ -194,7 +246,8 @@ impl IoSets {
             value: base.to_string(),
             expected: "a finite number > 1".into(),
         })?;
-        let mut policy = IoSets::new(order, max_exclusive, default_priority);
+        let mut policy = IoSets::new(order, max_exclusive, default_priority)
+            .with_hold_idle(Some(Nanos::from_millis(hold_ms)));
         for (job, period) in t.family_positive_f64("period.")? {
             policy.configure_period(JobId(job), period, &mapping);
         }
@@ -311,6 +364,7 @@ impl IoSets {
                     contended_since: None,
                     last_holder: None,
                     waiting: BTreeSet::new(),
+                    linger: None,
                 });
                 self.set_slots.insert(key, s);
                 s
@@ -339,6 +393,7 @@ impl IoSets {
         if set.holder == Some(j) {
             set.holder = None;
             set.yielding = false;
+            set.linger = None;
             set.last_holder = Some(job.id);
         }
         job.set
@@ -349,6 +404,11 @@ impl IoSets {
         let job = &self.jobs[j];
         let (key, priority) = self.placement(job.id, job.hint);
         if key == self.sets[job.set].key {
+            return;
+        }
+        if job.queue.is_empty() && job.in_service == 0 {
+            // A lingering holder has no work to move: its linger ends and it retires.
+            self.retire(j);
             return;
         }
         let old = self.leave_set(j);
@@ -397,6 +457,62 @@ impl IoSets {
         }
     }
 
+    /// Job `j`, holder of its set, has just run out of work (nothing queued, nothing in service):
+    /// it lingers if anticipation says so, else it retires.
+    fn linger_or_retire(&mut self, j: Slot, now: Nanos) {
+        let s = self.jobs[j].set;
+        let set = &self.sets[s];
+        let until = match self.hold_idle {
+            Some(hold)
+                if set.holder == Some(j)
+                    && !set.yielding
+                    && matches!(set.key, SetKey::Priority(_))
+                    && !self.expired(set, now) =>
+            {
+                let mut until = now + hold;
+                if let (Some(bound), Some(since), false) = (
+                    self.max_exclusive,
+                    set.contended_since,
+                    set.waiting.is_empty(),
+                ) {
+                    // The linger is part of the tenure: it ends by the bound.
+                    until = until.min(since.max(set.held_since) + bound);
+                }
+                until
+            }
+            _ => return self.retire(j),
+        };
+        let seq = self.next_seq();
+        self.sets[s].linger = Some(seq);
+        self.lingering.push(Reverse((until, seq, s)));
+        self.refresh(s);
+    }
+
+    /// Retires the holders whose linger ended by `now`: their sets pass on.
+    fn expire_lingers(&mut self, now: Nanos) {
+        while let Some(&Reverse((until, seq, s))) = self.lingering.peek() {
+            if until > now {
+                break;
+            }
+            self.lingering.pop();
+            if let Some(set) = self.sets.get(s).filter(|set| set.linger == Some(seq)) {
+                let h = set.holder.expect("a lingering set has a holder");
+                self.retire(h);
+            }
+        }
+    }
+
+    /// The end of the earliest linger still on, dropping stale entries on the way.
+    fn next_linger_end(&mut self) -> Option<Nanos> {
+        while let Some(&Reverse((until, seq, s))) = self.lingering.peek() {
+            if self.sets.get(s).is_some_and(|set| set.linger == Some(seq)) {
+                return Some(until);
+            }
+            self.lingering.pop();
+        }
+        None
+    }
+
     /// Forgets job `j`, which has nothing queued and nothing in service, and refreshes its set.
     fn retire(&mut self, j: Slot) {
         let s = self.leave_set(j);
@@ -442,7 +558,11 @@ impl Policy for IoSets {
         if hint_changed {
             job.hint = req.priority;
         }
-        if job.waiting.is_none() && self.sets[job.set].holder != Some(j) {
+        let set = &mut self.sets[job.set];
+        if set.holder == Some(j) {
+            // A lingering holder's next request: it goes on holding, same burst.
+            set.linger = None;
+        } else if job.waiting.is_none() {
             self.start_waiting(j, now);
         }
         if hint_changed {
@@ -456,6 +576,9 @@ impl Policy for IoSets {
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        if !self.lingering.is_empty() {
+            self.expire_lingers(now);
+        }
         while let Some(key) = self.sched.select() {
             let s = self.set_slots[&key];
             let set = &self.sets[s];
@@ -490,7 +613,12 @@ impl Policy for IoSets {
             self.sched.served(key, req.len, next);
             return Dispatch::Ready(Batch::single(req));
         }
-        Dispatch::Idle
+        if self.lingering.is_empty() {
+            return Dispatch::Idle;
+        }
+        // Expired lingers were retired above: the earliest end still on is in the future.
+        self.next_linger_end()
+            .map_or(Dispatch::Idle, Dispatch::NotBefore)
     }
 
     fn complete(&mut self, id: RequestId, _outcome: Outcome, now: Nanos) {
@@ -503,8 +631,9 @@ impl Policy for IoSets {
             return;
         }
         if job.queue.is_empty() {
-            // The job's burst is over: it leaves its set (releasing it if it held it).
-            self.retire(j);
+            // The job's burst is over: it leaves its set (releasing it if it held it), unless it
+            // holds the set and lingers for its next request.
+            self.linger_or_retire(j, now);
             return;
         }
         let s = job.set;
@@ -565,6 +694,9 @@ impl Policy for IoSets {
             }
         }
         self.len = 0;
+        // Every lingering holder had no work and was retired above.
+        debug_assert!(self.sets.iter().all(|(_, set)| set.linger.is_none()));
+        self.lingering.clear();
         out
     }
 
@@ -695,5 +827,294 @@ mod tests {
         assert!(p.set_priority(JobId(2), None, Nanos(1)));
         assert_eq!(p.queued(), 1);
         assert_eq!(p.drain().len(), 1);
+    }
+
+    const MS: u64 = 1_000_000;
+
+    fn holding(hold_ms: u64) -> IoSets {
+        IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap())
+            .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
+    }
+
+    fn done(p: &mut IoSets, r: &Request, now: u64) {
+        p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
+    }
+
+    /// Nothing left behind: no job, set or linger once nothing is queued, in service or lingering.
+    fn assert_empty(p: &IoSets) {
+        assert!(p.jobs.is_empty() && p.job_slots.is_empty(), "{:?}", p.jobs);
+        assert!(p.sets.is_empty() && p.set_slots.is_empty(), "{:?}", p.sets);
+        assert!(p.in_service.is_empty() && p.sched.backlogged() == 0);
+    }
+
+    #[test]
+    fn a_synchronous_holder_keeps_its_set_through_its_phase() {
+        let mut p = holding(10);
+        // Job 1 is synchronous: one request at a time, then its "fsync" (id 5). Job 2 is backlogged.
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        for i in 0..4 {
+            p.enqueue(req(100 + i, 2, 0.1), Nanos(1));
+        }
+        let mut t = 2 * MS;
+        for id in 1..=5 {
+            if id > 1 {
+                p.enqueue(req(id, 1, 0.1), Nanos(t));
+            }
+            let r = take(&mut p, t);
+            assert_eq!(r.id.0, id, "job 1's request {id} goes before job 2");
+            assert_eq!(p.dispatch(Nanos(t)), Dispatch::Idle, "job 2 waits");
+            t += MS;
+            done(&mut p, &r, t);
+            // Job 1 lingers: the set waits for its next request.
+            assert_eq!(
+                p.dispatch(Nanos(t)),
+                Dispatch::NotBefore(Nanos(t + 10 * MS))
+            );
+            t += MS;
+        }
+        let end = t - MS + 10 * MS;
+        assert_eq!(p.dispatch(Nanos(end - 1)), Dispatch::NotBefore(Nanos(end)));
+        // The linger ends: job 2 takes the set, and job 1's next request is a new burst behind it.
+        let b = take(&mut p, end);
+        assert_eq!(b.job.0, 2);
+        p.enqueue(req(6, 1, 0.1), Nanos(end + 1));
+        let mut served = vec![b.job.0];
+        let mut in_service = vec![b];
+        let mut now = end + 1;
+        while p.queued() > 0 {
+            match p.dispatch(Nanos(now)) {
+                Dispatch::Ready(batch) => {
+                    served.push(batch.head().job.0);
+                    in_service.push(*batch.head());
+                }
+                Dispatch::Idle => {
+                    for r in in_service.drain(..) {
+                        done(&mut p, &r, now);
+                    }
+                }
+                // Job 2 lingers in turn; then job 1's new burst goes.
+                Dispatch::NotBefore(t) => now = t.0,
+            }
+        }
+        assert_eq!(served, vec![2, 2, 2, 2, 1]);
+    }
+
+    #[test]
+    fn another_set_is_served_while_one_lingers() {
+        let mut p = holding(10);
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        p.enqueue(req(2, 2, 0.1), Nanos(0));
+        let a = take(&mut p, 0);
+        done(&mut p, &a, MS);
+        // Set 0.1 lingers for job 1; set 0.01 has work and goes at once.
+        p.enqueue(req(3, 3, 0.01), Nanos(MS));
+        p.enqueue(req(4, 3, 0.01), Nanos(MS));
+        assert_eq!(take(&mut p, MS).id.0, 3);
+        assert_eq!(take(&mut p, MS).id.0, 4);
+        assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(11 * MS)));
+        assert_eq!(take(&mut p, 11 * MS).job.0, 2);
+    }
+
+    #[test]
+    fn hold_zero_and_solo_sets_never_linger() {
+        let mut p = holding(0);
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        p.enqueue(req(2, 2, 0.1), Nanos(0));
+        let a = take(&mut p, 0);
+        done(&mut p, &a, 1);
+        assert_eq!(
+            take(&mut p, 1).job.0,
+            2,
+            "hold_idle_ms=0: the set passes on at once"
+        );
+
+        // A job without priority is alone in its set: nobody could take it, so it does not linger.
+        let mut p = holding(10);
+        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
+        let a = take(&mut p, 0);
+        done(&mut p, &a, 1);
+        assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
+        assert_empty(&p);
+    }
+
+    #[test]
+    fn an_expired_linger_leaves_nothing_behind() {
+        let mut p = holding(10);
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        let a = take(&mut p, 0);
+        done(&mut p, &a, 0);
+        assert_eq!(p.jobs.len(), 1, "the lingering holder is kept");
+        assert_eq!(p.dispatch(Nanos(10 * MS)), Dispatch::Idle);
+        assert_empty(&p);
+        assert!(p.lingering.is_empty());
+    }
+
+    #[test]
+    fn a_priority_change_ends_a_linger() {
+        let mut p = holding(10);
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        p.enqueue(req(2, 2, 0.1), Nanos(0));
+        let a = take(&mut p, 0);
+        done(&mut p, &a, 0);
+        // Same set: the linger goes on.
+        assert!(p.set_priority(JobId(1), Priority::new(0.1), Nanos(1)));
+        assert_eq!(p.dispatch(Nanos(1)), Dispatch::NotBefore(Nanos(10 * MS)));
+        // Another set: job 1 has no work to move, it retires and job 2 takes the set.
+        assert!(p.set_priority(JobId(1), Priority::new(0.01), Nanos(2)));
+        assert!(!p.job_slots.contains_key(&JobId(1)));
+        let b = take(&mut p, 2);
+        assert_eq!(b.job.0, 2);
+        done(&mut p, &b, 3);
+        // The stale heap entry of job 1's linger is skipped; job 2's own linger remains.
+        assert_eq!(
+            p.dispatch(Nanos(3)),
+            Dispatch::NotBefore(Nanos(3 + 10 * MS))
+        );
+        assert_eq!(p.dispatch(Nanos(3 + 10 * MS)), Dispatch::Idle);
+        assert_empty(&p);
+    }
+
+    #[test]
+    fn drain_ends_lingers_and_the_policy_starts_afresh() {
+        let mut p = holding(10);
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        p.enqueue(req(2, 2, 0.1), Nanos(0));
+        p.enqueue(req(3, 3, 0.01), Nanos(0));
+        let a = take(&mut p, 0);
+        let c = take(&mut p, 0);
+        assert_eq!((a.job.0, c.job.0), (1, 3));
+        done(&mut p, &a, 0);
+        let drained: Vec<u64> = p.drain().iter().map(|r| r.id.0).collect();
+        assert_eq!(drained, vec![2]);
+        // Job 3 is still in service; job 1's linger is over.
+        assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
+        done(&mut p, &c, 1);
+        assert_eq!(
+            p.dispatch(Nanos(1)),
+            Dispatch::NotBefore(Nanos(1 + 10 * MS))
+        );
+        assert_eq!(p.dispatch(Nanos(1 + 10 * MS)), Dispatch::Idle);
+        assert_empty(&p);
+        p.enqueue(req(4, 2, 0.1), Nanos(20 * MS));
+        assert_eq!(take(&mut p, 20 * MS).id.0, 4);
+    }
+
+    #[test]
+    fn a_linger_counts_in_the_tenure_bound() {
+        let mut p = IoSets::new(
+            Order::Arrival,
+            Some(Nanos::from_millis(5)),
+            Priority::new(0.02).unwrap(),
+        )
+        .with_hold_idle(Some(Nanos::from_millis(10)));
+        p.enqueue(req(1, 1, 0.1), Nanos(0));
+        p.enqueue(req(2, 2, 0.1), Nanos(0));
+        let a = take(&mut p, 0);
+        // Job 2 has waited since 0: job 1's linger ends by the 5 ms bound, not at 1 + 10 ms.
+        done(&mut p, &a, MS);
+        assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(5 * MS)));
+        p.enqueue(req(3, 1, 0.1), Nanos(2 * MS));
+        let a = take(&mut p, 2 * MS);
+        assert_eq!(a.id.0, 3, "a request in the window goes on the same tenure");
+        // Past the bound, with job 2 waiting, job 1 does not linger.
+        done(&mut p, &a, 6 * MS);
+        assert_eq!(take(&mut p, 6 * MS).job.0, 2);
+    }
+
+    #[test]
+    fn jobid_order_goes_on_after_the_lingering_holder() {
+        let mut p = IoSets::new(Order::JobId, None, Priority::new(0.02).unwrap())
+            .with_hold_idle(Some(Nanos::from_millis(1)));
+        for (i, j) in [(1, 5), (2, 3), (3, 9)] {
+            p.enqueue(req(i, j, 0.1), Nanos(i));
+        }
+        let mut served = Vec::new();
+        let mut t = 10;
+        while p.queued() > 0 {
+            match p.dispatch(Nanos(t)) {
+                Dispatch::Ready(b) => {
+                    served.push(b.head().job.0);
+                    done(&mut p, b.head(), t);
+                }
+                Dispatch::NotBefore(at) => t = at.0,
+                Dispatch::Idle => panic!("work queued and nothing in service"),
+            }
+        }
+        assert_eq!(served, vec![3, 5, 9]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the calls, once everything is served and every linger has ended, no job, set
+        /// or heap entry is left behind, and a new request goes at once.
+        #[test]
+        fn lingers_leave_no_phantom_state(
+            steps in proptest::collection::vec((0u8..16, 1u64..5, 0u8..3, 0u64..4 * MS), 1..200)
+        ) {
+            let mut p = IoSets::new(
+                Order::Arrival,
+                Some(Nanos::from_millis(3)),
+                Priority::new(0.02).unwrap(),
+            )
+            .with_hold_idle(Some(Nanos::from_millis(2)));
+            let prio = |c: u8| [None, Priority::new(0.1), Priority::new(0.01)][c as usize];
+            let (mut now, mut id, mut in_service) = (0u64, 0u64, Vec::new());
+            for (op, job, c, dt) in steps {
+                match op {
+                    0..=4 => {
+                        id += 1;
+                        let mut r = Request::new(id, job, job, 0, 10, Op::Write);
+                        r.priority = prio(c);
+                        p.enqueue(r, Nanos(now));
+                    }
+                    5..=8 => {
+                        if let Dispatch::Ready(b) = p.dispatch(Nanos(now)) {
+                            in_service.push(*b.head());
+                        }
+                    }
+                    9..=11 => {
+                        if !in_service.is_empty() {
+                            let r = in_service.swap_remove(dt as usize % in_service.len());
+                            done(&mut p, &r, now);
+                        }
+                    }
+                    12 | 13 => now += dt,
+                    14 => {
+                        p.set_priority(JobId(job), prio(c), Nanos(now));
+                    }
+                    _ => {
+                        p.drain();
+                    }
+                }
+            }
+            loop {
+                for r in in_service.drain(..) {
+                    done(&mut p, &r, now);
+                }
+                match p.dispatch(Nanos(now)) {
+                    Dispatch::Ready(b) => in_service.push(*b.head()),
+                    Dispatch::NotBefore(t) => {
+                        proptest::prop_assert!(t.0 > now);
+                        now = t.0;
+                    }
+                    Dispatch::Idle => break,
+                }
+            }
+            proptest::prop_assert_eq!(p.queued(), 0);
+            assert_empty(&p);
+            proptest::prop_assert!(p.lingering.is_empty());
+            p.enqueue(req(1 << 40, 1, 0.1), Nanos(now));
+            proptest::prop_assert_eq!(take(&mut p, now).id.0, 1 << 40);
+        }
+    }
+
+    #[test]
+    fn hold_idle_ms_is_validated() {
+        for bad in ["hold_idle_ms=60001", "hold_idle_ms=-1", "hold_idle_ms=1.5"] {
+            let pairs = crate::tunables::parse_pairs(&[bad]).unwrap();
+            let err = crate::build(NAME, &pairs).unwrap_err();
+            assert!(err.to_string().contains("hold_idle_ms"), "{err}");
+        }
+        let pairs = crate::tunables::parse_pairs(&["hold_idle_ms=60000"]).unwrap();
+        assert!(crate::build(NAME, &pairs).is_ok());
     }
 }

@@ -1,11 +1,14 @@
 //! IO-SETS behaviours on a modelled device with several service slots: exclusivity inside a set,
-//! first-come first-served by burst, the `max_exclusive_ms` bounds, and 10:1 bytes between sets
-//! with priorities 0.1 and 0.01.
+//! first-come first-served by burst, the `max_exclusive_ms` bounds, 10:1 bytes between sets
+//! with priorities 0.1 and 0.01, and `hold_idle_ms` keeping a synchronous job's phase together.
 
 mod common;
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use common::{drain_backlog, policy, run_slots, Served};
-use iosets_policy::{Nanos, Op, Priority, Request};
+use iosets_policy::{Counted, Dispatch, Nanos, Op, Outcome, Priority, Request, RequestId};
 
 /// `n` requests of `len` bytes by `job`, arriving at `at`, with priority hint `prio`.
 fn burst(first_id: u64, job: u64, n: u64, len: u64, at: Nanos, prio: f64) -> Vec<Request> {
@@ -224,4 +227,103 @@ fn sets_with_priorities_one_tenth_and_one_hundredth_get_ten_to_one() {
     let first2 = order.iter().position(|r| r.job.0 == 2).unwrap();
     let last1 = order.iter().rposition(|r| r.job.0 == 1).unwrap();
     assert!(last1 < first2);
+}
+
+/// Job 1 is synchronous: `writes` writes then an fsync, each sent `think` after the previous one is
+/// answered (one outstanding). Job 2 arrives just after job 1's first write with `backlog` requests
+/// at once. Both are in set 0.1; the device has `slots` slots and serves a request in `service`.
+fn synchronous_against_backlog(p: &mut Counted, writes: u64, backlog: u64) -> Vec<Served> {
+    let (slots, service, think) = (4, Nanos::from_millis(1), Nanos::from_micros(100));
+    let sync_req = |k: u64| {
+        let op = if k < writes { Op::Write } else { Op::Other };
+        let mut r = Request::new(k, 1, 1, k * 4096, 4096, op);
+        r.priority = Priority::new(0.1);
+        r
+    };
+    let mut backlogged = burst(1000, 2, backlog, 4096, Nanos::from_micros(10), 0.1);
+    let mut next_sync = Some((Nanos::ZERO, 0u64));
+    let mut busy: BinaryHeap<Reverse<(Nanos, RequestId)>> = BinaryHeap::new();
+    let mut out = Vec::new();
+    let mut now = Nanos::ZERO;
+    loop {
+        if let Some((at, k)) = next_sync.filter(|&(at, _)| at <= now) {
+            let mut r = sync_req(k);
+            r.arrival = at;
+            p.enqueue(r, now);
+            next_sync = None;
+        }
+        for r in backlogged.iter_mut().filter(|r| r.arrival <= now) {
+            p.enqueue(*r, now);
+            r.arrival = Nanos(u64::MAX);
+        }
+        backlogged.retain(|r| r.arrival != Nanos(u64::MAX));
+        let mut timer = None;
+        while busy.len() < slots {
+            match p.dispatch(now) {
+                Dispatch::Ready(b) => {
+                    let r = *b.head();
+                    out.push(Served {
+                        req: r,
+                        start: now,
+                        end: now + service,
+                    });
+                    busy.push(Reverse((now + service, r.id)));
+                }
+                Dispatch::NotBefore(t) => {
+                    timer = Some(t);
+                    break;
+                }
+                Dispatch::Idle => break,
+            }
+        }
+        let next_done = busy.peek().map(|Reverse((t, _))| *t);
+        let next_in = backlogged.iter().map(|r| r.arrival).min();
+        let candidates = [next_done, next_sync.map(|(t, _)| t), next_in, timer];
+        let Some(t) = candidates.into_iter().flatten().min() else {
+            break;
+        };
+        now = t;
+        while let Some(&Reverse((t, id))) = busy.peek() {
+            if t > now {
+                break;
+            }
+            busy.pop();
+            p.complete(id, Outcome::Done { bytes: 4096 }, now).unwrap();
+            if id.0 < writes {
+                next_sync = Some((now + think, id.0 + 1));
+            }
+        }
+    }
+    p.check_balance().unwrap();
+    assert_eq!(
+        out.len() as u64,
+        writes + 1 + backlog,
+        "every request served"
+    );
+    out
+}
+
+#[test]
+fn hold_idle_keeps_a_synchronous_phase_and_its_fsync_together() {
+    let (writes, backlog) = (20, 60);
+    let fsync_end = |served: &[Served]| served.iter().find(|s| s.req.op == Op::Other).unwrap().end;
+
+    // The paper's rule: job 1's set passes on after each write, so its second write and its fsync
+    // wait behind job 2's whole backlog.
+    let mut p = policy("iosets", &[]);
+    let served = synchronous_against_backlog(&mut p, writes, backlog);
+    assert_exclusive(&served, &[1, 2]);
+    assert!(fsync_end(&served) > last_end(&served, 2));
+
+    // With 2 ms of anticipation the whole phase goes first; job 2 gets the set when the holder's
+    // linger after the fsync expires, not before.
+    let mut p = policy("iosets", &["hold_idle_ms=2"]);
+    let served = synchronous_against_backlog(&mut p, writes, backlog);
+    assert_exclusive(&served, &[1, 2]);
+    assert_eq!(last_end(&served, 1), fsync_end(&served));
+    assert_eq!(
+        first_start(&served, 2),
+        fsync_end(&served) + Nanos::from_millis(2)
+    );
+    assert!(served[..=writes as usize].iter().all(|s| s.req.job.0 == 1));
 }

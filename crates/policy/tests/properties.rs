@@ -28,6 +28,11 @@ fn configurations() -> Vec<(String, Vec<(String, String)>)> {
             "iosets",
             &["period.1=5", "period.2=50", "period.3=40", "base=2"],
         ),
+        ("iosets", &["hold_idle_ms=5"]),
+        (
+            "iosets",
+            &["hold_idle_ms=5", "max_exclusive_ms=20", "order=jobid"],
+        ),
     ];
     for (name, opts) in extra {
         out.push((
