@@ -29,14 +29,16 @@ done
 "$cc" "${cflags[@]}" "$src/test_api.c" -o "$out/test_api_static" "$lib/libiosets.a" \
   -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 
+if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
+apt_install() { # apt_install PACKAGE: installs a missing tool the way scripts/test.sh installs rustup
+  echo "$1 not found: installing it with apt-get" >&2
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1"
+}
+command -v pkg-config >/dev/null 2>&1 || apt_install pkg-config
 runner=()
 if [[ "${IOSETS_NO_VALGRIND:-0}" != 1 ]]; then
-  if ! command -v valgrind >/dev/null 2>&1; then
-    echo "valgrind not found: installing it with apt-get" >&2
-    if [[ $(id -u) -eq 0 ]]; then sudo=(); else sudo=(sudo); fi
-    "${sudo[@]}" apt-get update -qq
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
-  fi
+  command -v valgrind >/dev/null 2>&1 || apt_install valgrind
   runner=(valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible
           --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 --fair-sched=yes)
 fi
