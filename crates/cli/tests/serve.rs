@@ -175,6 +175,7 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
         total < 4 * WRITES as usize,
         "the signal arrived while writes were still coming ({total} acknowledged)"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -317,4 +318,5 @@ fn ctl_drives_a_running_server() {
         .status()
         .unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -56,6 +56,16 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
+/// A job's value for one series.
+type JobValue = fn(&iosets_runtime::JobStats) -> u64;
+/// A per-job metric: name, type, help, and its series (label suffix, value of a job).
+type JobMetric = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [(&'static str, JobValue)],
+);
+
 /// The whole exposition.
 pub(crate) fn render(shared: &Shared) -> String {
     let mut out = String::with_capacity(8192);
@@ -194,71 +204,48 @@ pub(crate) fn render(shared: &Shared) -> String {
     let now = Instant::now();
     let priorities = shared.priorities.lock().clone();
     let meters = shared.meters.lock();
-    header(
-        &mut out,
-        "iosets_job_ops_total",
-        "counter",
-        "Requests completed per job.",
-    );
-    for j in &stats.jobs {
-        let _ = writeln!(out, "iosets_job_ops_total{{job=\"{}\"}} {}", j.job, j.ops);
-    }
-    header(
-        &mut out,
-        "iosets_job_bytes_total",
-        "counter",
-        "Bytes moved per job and direction.",
-    );
-    for j in &stats.jobs {
-        let _ = writeln!(
-            out,
-            "iosets_job_bytes_total{{job=\"{}\",direction=\"read\"}} {}",
-            j.job, j.bytes_read
-        );
-        let _ = writeln!(
-            out,
-            "iosets_job_bytes_total{{job=\"{}\",direction=\"write\"}} {}",
-            j.job, j.bytes_written
-        );
-    }
-    header(
-        &mut out,
-        "iosets_job_failed_total",
-        "counter",
-        "Failed requests per job.",
-    );
-    for j in &stats.jobs {
-        let _ = writeln!(
-            out,
-            "iosets_job_failed_total{{job=\"{}\"}} {}",
-            j.job, j.failed
-        );
-    }
-    header(
-        &mut out,
-        "iosets_job_queued_requests",
-        "gauge",
-        "Queued requests per job.",
-    );
-    for j in &stats.jobs {
-        let _ = writeln!(
-            out,
-            "iosets_job_queued_requests{{job=\"{}\"}} {}",
-            j.job, j.queued
-        );
-    }
-    header(
-        &mut out,
-        "iosets_job_in_service_requests",
-        "gauge",
-        "Requests in service per job.",
-    );
-    for j in &stats.jobs {
-        let _ = writeln!(
-            out,
-            "iosets_job_in_service_requests{{job=\"{}\"}} {}",
-            j.job, j.in_service
-        );
+    let per_job: [JobMetric; 5] = [
+        (
+            "iosets_job_ops_total",
+            "counter",
+            "Requests completed per job.",
+            &[("", |j| j.ops)],
+        ),
+        (
+            "iosets_job_bytes_total",
+            "counter",
+            "Bytes moved per job and direction.",
+            &[
+                (",direction=\"read\"", |j| j.bytes_read),
+                (",direction=\"write\"", |j| j.bytes_written),
+            ],
+        ),
+        (
+            "iosets_job_failed_total",
+            "counter",
+            "Failed requests per job.",
+            &[("", |j| j.failed)],
+        ),
+        (
+            "iosets_job_queued_requests",
+            "gauge",
+            "Queued requests per job.",
+            &[("", |j| j.queued)],
+        ),
+        (
+            "iosets_job_in_service_requests",
+            "gauge",
+            "Requests in service per job.",
+            &[("", |j| j.in_service)],
+        ),
+    ];
+    for (name, kind, help, series) in per_job {
+        header(&mut out, name, kind, help);
+        for j in &stats.jobs {
+            for (label, value) in series {
+                let _ = writeln!(out, "{name}{{job=\"{}\"{label}}} {}", j.job, value(j));
+            }
+        }
     }
     header(
         &mut out,
@@ -268,16 +255,13 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     for j in &stats.jobs {
         let (one, ten) = meters.bandwidth(j.job, now);
-        let _ = writeln!(
-            out,
-            "iosets_job_bandwidth_mib_s{{job=\"{}\",window=\"1s\"}} {one}",
-            j.job
-        );
-        let _ = writeln!(
-            out,
-            "iosets_job_bandwidth_mib_s{{job=\"{}\",window=\"10s\"}} {ten}",
-            j.job
-        );
+        for (window, v) in [("1s", one), ("10s", ten)] {
+            let _ = writeln!(
+                out,
+                "iosets_job_bandwidth_mib_s{{job=\"{}\",window=\"{window}\"}} {v}",
+                j.job
+            );
+        }
     }
     header(
         &mut out,
