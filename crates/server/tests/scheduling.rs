@@ -127,8 +127,8 @@ fn priorities_ten_to_one_get_ten_to_one_of_the_bytes() {
     prioritise(addr, &[(1, 1.0), (2, 0.1)]);
     let t0 = Instant::now();
     let until = t0 + Duration::from_millis(10_600);
-    let a = thread::spawn(move || saturate(addr, 1, 64 * 1024, 16, until));
-    let b = thread::spawn(move || saturate(addr, 2, 64 * 1024, 16, until));
+    let a = thread::spawn(move || saturate(addr, 1, 64 * 1024, 64, until));
+    let b = thread::spawn(move || saturate(addr, 2, 64 * 1024, 64, until));
     let (acked_a, acked_b) = (a.join().unwrap(), b.join().unwrap());
     server.shutdown().unwrap();
     let served = read_trace(&trace);
