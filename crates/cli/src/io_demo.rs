@@ -35,6 +35,16 @@
 //! 100 ms of idle set per phase (quick run: geomean stretch −15%, I/O slowdown −29%, utilization
 //! +24% against timeorder; without the hold, −0% / −12% / +2%). Fsync is off by default.
 //!
+//! # Automatic priorities (`--auto`)
+//! A third run gives no priority by control request: each server runs with `auto_priority` and
+//! detects every job's period from the requests it serves (the `period` crate's online detector,
+//! as seed 004 ran FTIO next to each application). A period needs at least three I/O phases to be
+//! confident, so in this short run the high-frequency job is placed in its Set-10 set within a few
+//! seconds while the low-frequency jobs, with one or two phases, keep sets of their own
+//! at the default priority 1/50 and share the device fairly among themselves: the high-frequency
+//! job is served almost as under clairvoyant priorities, the low-frequency ones as under
+//! timeorder. Seed 004's runs last 2,800 s, long enough for FTIO to see every job's period.
+//!
 //! # Scaling
 //! Seed 004: the high-frequency job computes 18 s and writes 16 MiB × 8 processes (period
 //! 19.2 s at 110 MiB/s); 15 low-frequency jobs compute 360 s and write 320 MiB × 8 (period
@@ -96,6 +106,10 @@ pub(crate) struct IoDemoArgs {
     /// End every write phase with an fsync of the job's file, as seed 004's IOR runs did.
     #[arg(long)]
     fsync: bool,
+    /// Also run `iosets` with automatic priorities: each server detects every job's period from
+    /// its requests (`--auto-priority`), no control requests (seed 004's FTIO variant).
+    #[arg(long)]
+    auto: bool,
 }
 
 /// One kind of job: how long it computes and how much it writes per iteration.
@@ -241,16 +255,13 @@ impl Drop for TempRoot {
 /// Without fsync there is no such follow-up and the set passes on at once (0, the paper's rule).
 const FSYNC_HOLD_IDLE_MS: &str = "100";
 
-fn start_servers(
-    root: &Path,
-    policy: &str,
-    throttle: f64,
-    fsync: bool,
-) -> Result<Vec<ServerHandle>> {
+fn start_servers(root: &Path, run: Run, throttle: f64, fsync: bool) -> Result<Vec<ServerHandle>> {
+    let policy = run.policy();
     (0..SERVERS)
         .map(|_| {
             let mut cfg = ServerConfig::new(root);
             cfg.policy = policy.into();
+            cfg.auto_priority = run == Run::Auto;
             if policy == "iosets" {
                 // Seed 004's rule: inside a set, the next job by id. Every server then picks the
                 // same holder without talking to the others; by arrival, two servers may each
@@ -270,6 +281,35 @@ fn start_servers(
             Server::start(cfg).with_context(|| format!("starting a {policy} server"))
         })
         .collect()
+}
+
+/// The configurations the demo compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    /// `timeorder`: arrival order, the baseline.
+    Baseline,
+    /// `iosets` with Set-10 priorities from each job's known period, set by control requests.
+    Clairvoyant,
+    /// `iosets` with priorities the servers detect themselves (`auto_priority`).
+    Auto,
+}
+
+impl Run {
+    fn policy(self) -> &'static str {
+        match self {
+            Run::Baseline => "timeorder",
+            Run::Clairvoyant | Run::Auto => "iosets",
+        }
+    }
+
+    /// The run's name in tables and CSVs.
+    fn label(self) -> &'static str {
+        match self {
+            Run::Baseline => "timeorder",
+            Run::Clairvoyant => "iosets",
+            Run::Auto => "iosets-auto",
+        }
+    }
 }
 
 /// One job of one run: who, what, and when (times are instants of the run).
@@ -357,11 +397,12 @@ async fn run_job(job: JobRun) -> Result<JobLog, iosets_client::ClientError> {
     }
 }
 
-fn run_policy(plan: &Plan, root: &Path, policy: &'static str) -> Result<RunResult> {
+fn run_policy(plan: &Plan, root: &Path, run: Run) -> Result<RunResult> {
+    let policy = run.label();
     let run_root = root.join(policy);
     std::fs::create_dir_all(&run_root)
         .with_context(|| format!("creating {}", run_root.display()))?;
-    let servers = start_servers(&run_root, policy, plan.throttle_mib_s, plan.fsync)?;
+    let servers = start_servers(&run_root, run, plan.throttle_mib_s, plan.fsync)?;
     let addrs: Vec<_> = servers.iter().map(|s| s.addr()).collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -371,7 +412,7 @@ fn run_policy(plan: &Plan, root: &Path, policy: &'static str) -> Result<RunResul
     let jobs = plan.jobs();
     let logs = rt.block_on(async {
         let control = Client::connect(&addrs, ClientConfig::new(JobId(0))).await?;
-        if policy == "iosets" {
+        if run == Run::Clairvoyant {
             for &(job, kind) in &jobs {
                 let (_, priority) = plan.set10(kind);
                 for server in 0..SERVERS {
@@ -470,7 +511,7 @@ fn change(before: f64, after: f64) -> f64 {
     (after - before) / before * 100.0
 }
 
-fn verdict(base: &Metrics, io: &Metrics) -> String {
+fn verdict(what: &str, base: &Metrics, io: &Metrics) -> String {
     let better = [
         io.max_stretch < base.max_stretch,
         io.geomean_stretch < base.geomean_stretch,
@@ -481,7 +522,7 @@ fn verdict(base: &Metrics, io: &Metrics) -> String {
     .filter(|&&b| b)
     .count();
     format!(
-        "verdict: iosets (Set-10) vs timeorder: geomean stretch {:+.0}%, max stretch {:+.0}%, \
+        "verdict: {what} vs timeorder: geomean stretch {:+.0}%, max stretch {:+.0}%, \
          I/O slowdown {:+.0}%, utilization {:+.0}% — better on {better} of 4 metrics",
         change(base.geomean_stretch, io.geomean_stretch),
         change(base.max_stretch, io.max_stretch),
@@ -567,20 +608,31 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
     );
 
     let mut runs = Vec::new();
-    for (policy, how) in [
-        ("timeorder", "arrival order"),
-        ("iosets", "Set-10 priorities set by control requests"),
-    ] {
-        println!("\npolicy {policy} ({how})");
-        let r = run_policy(&plan, &root.0, policy)?;
+    let mut configs = vec![
+        (Run::Baseline, "arrival order"),
+        (
+            Run::Clairvoyant,
+            "Set-10 priorities set by control requests",
+        ),
+    ];
+    if args.auto {
+        configs.push((
+            Run::Auto,
+            "priorities detected by the servers from each job's requests",
+        ));
+    }
+    for (run, how) in configs {
+        println!("\npolicy {} ({how})", run.label());
+        let r = run_policy(&plan, &root.0, run)?;
         print!("{}", job_table(&plan, &r));
         runs.push(r);
     }
 
-    println!(
-        "\n  {:<16} {:>10} {:>10}",
-        "", runs[0].policy, runs[1].policy
-    );
+    print!("\n  {:<16}", "");
+    for r in &runs {
+        print!(" {:>11}", r.policy);
+    }
+    println!();
     let names = [
         "max stretch",
         "geomean stretch",
@@ -588,14 +640,18 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
         "utilization",
     ];
     for (i, name) in names.iter().enumerate() {
-        println!(
-            "  {:<16} {:>10.3} {:>10.3}",
-            name,
-            runs[0].metrics.values()[i],
-            runs[1].metrics.values()[i]
-        );
+        print!("  {name:<16}");
+        for r in &runs {
+            print!(" {:>11.3}", r.metrics.values()[i]);
+        }
+        println!();
     }
-    println!("{}", verdict(&runs[0].metrics, &runs[1].metrics));
+    for (r, what) in runs[1..]
+        .iter()
+        .zip(["iosets (Set-10)", "iosets (automatic priorities)"])
+    {
+        println!("{}", verdict(what, &runs[0].metrics, &r.metrics));
+    }
     if let Some(dir) = &args.out {
         write_csv(dir, &plan, &runs)?;
         println!("wrote {}", dir.join("io-demo-jobs.csv").display());
@@ -614,6 +670,7 @@ mod tests {
             throttle_mib_s: 64.0,
             out: None,
             fsync: false,
+            auto: false,
         }
     }
 

@@ -6,18 +6,29 @@ mod common;
 use common::{fails, iosets, scratch, stderr, stdout};
 
 #[test]
-fn quick_demo_runs_both_policies_and_writes_csv() {
+fn quick_demo_runs_every_configuration_and_writes_csv() {
     let dir = scratch("io-demo");
     let o = iosets(
         &dir,
-        &["demo", "--quick", "--low-jobs", "2", "--out", "out"],
+        &[
+            "demo",
+            "--quick",
+            "--low-jobs",
+            "2",
+            "--auto",
+            "--out",
+            "out",
+        ],
     );
     let out = stdout(&o);
     assert!(o.status.success(), "{}\n{out}", stderr(&o));
     for needle in [
         "policy timeorder",
-        "policy iosets",
+        "policy iosets (",
+        "policy iosets-auto (",
         "Set-10 set -1, priority 10",
+        "verdict: iosets (Set-10) vs timeorder",
+        "verdict: iosets (automatic priorities) vs timeorder",
         "max stretch",
         "geomean stretch",
         "I/O slowdown",
@@ -26,7 +37,7 @@ fn quick_demo_runs_both_policies_and_writes_csv() {
     ] {
         assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
     }
-    // The metrics table: four rows, two finite values each.
+    // The metrics table: four rows, three finite values each.
     for name in [
         "max stretch",
         "geomean stretch",
@@ -41,7 +52,7 @@ fn quick_demo_runs_both_policies_and_writes_csv() {
             .split_whitespace()
             .map(|v| v.parse().unwrap())
             .collect();
-        assert_eq!(values.len(), 2, "{line}");
+        assert_eq!(values.len(), 3, "{line}");
         assert!(values.iter().all(|v| v.is_finite() && *v > 0.0), "{line}");
     }
 
@@ -55,24 +66,24 @@ fn quick_demo_runs_both_policies_and_writes_csv() {
         )
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    // 1 high-frequency + 2 low-frequency jobs, under each policy.
-    assert_eq!(rows.len(), 6, "{jobs}");
+    // 1 high-frequency + 2 low-frequency jobs, under each configuration.
+    assert_eq!(rows.len(), 9, "{jobs}");
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(r.len(), 10, "{r:?}");
-        assert_eq!(r[0], if i < 3 { "timeorder" } else { "iosets" });
+        assert_eq!(r[0], ["timeorder", "iosets", "iosets-auto"][i / 3]);
         assert_eq!(r[2], if i % 3 == 0 { "high" } else { "low" });
         // Every job computed inside the window, so it has a stretch.
         let e_cpu: f64 = r[6].parse().unwrap();
         let stretch: f64 = r[8].parse().unwrap();
         assert!(e_cpu > 0.0 && stretch.is_finite(), "{r:?}");
     }
-    // The high-frequency job finished write phases under both policies.
-    for r in [&rows[0], &rows[3]] {
+    // The high-frequency job finished write phases under every configuration.
+    for r in [&rows[0], &rows[3], &rows[6]] {
         assert!(r[3].parse::<u32>().unwrap() > 0, "{r:?}");
     }
     let metrics = std::fs::read_to_string(dir.join("out/io-demo-metrics.csv")).unwrap();
     assert!(metrics.starts_with("policy,max_stretch,geomean_stretch,io_slowdown,utilization\n"));
-    assert_eq!(metrics.lines().count(), 3, "{metrics}");
+    assert_eq!(metrics.lines().count(), 4, "{metrics}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
