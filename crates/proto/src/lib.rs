@@ -25,8 +25,9 @@
 //! Encoding writes the header and the small fields into a `Vec` and leaves the bulk data apart
 //! ([`Encoded`]) so a sender can write both without concatenating them.
 //!
-//! A frame's first four bytes can never be `GET ` (that length is far above any maximum), so a
-//! server can tell an HTTP request (its metrics endpoint) from a protocol frame on the same port.
+//! A frame's first four bytes can never be `GET ` as long as the maximum frame stays below that
+//! length (0x20544547, about 517 MiB; the server refuses larger maximums), so a server can tell an
+//! HTTP request (its metrics endpoint) from a protocol frame on the same port.
 //!
 //! # What it is not
 //! No I/O and no connection state: this crate turns values into bytes and back. Control

@@ -128,9 +128,9 @@ impl ServerConfig {
             (None, None) => {}
         }
         if let Some(m) = file.max_frame_mib {
-            if !(m.is_finite() && m > 0.0 && m <= 4095.0) {
+            if !(m.is_finite() && m > 0.0 && m <= 512.0) {
                 return Err(ServerError::Config {
-                    reason: format!("max_frame_mib = {m}: must be in (0, 4095]"),
+                    reason: format!("max_frame_mib = {m}: must be in (0, 512]"),
                 });
             }
             c.max_frame = (m * 1024.0 * 1024.0) as u32;
@@ -153,8 +153,8 @@ impl ServerConfig {
             return bad(format!("workers = {}: must be 1..=1024", self.workers));
         }
         if let Some(r) = self.throttle_mib_s {
-            if !(r.is_finite() && r > 0.0) {
-                return bad(format!("throttle = {r} MiB/s: must be a positive number"));
+            if !(r.is_finite() && (0.001..=1e9).contains(&r)) {
+                return bad(format!("throttle = {r} MiB/s: must be in [0.001, 1e9]"));
             }
         }
         if let Some(t) = &self.token {
@@ -171,9 +171,21 @@ impl ServerConfig {
                 self.max_frame
             ));
         }
+        // Larger, and a frame's length prefix could read "GET ", which the port's metrics
+        // endpoint claims.
+        if self.max_frame > MAX_FRAME_LIMIT {
+            return bad(format!(
+                "max frame of {} bytes is above the limit of {MAX_FRAME_LIMIT}",
+                self.max_frame
+            ));
+        }
         Ok(())
     }
 }
+
+/// The largest `max_frame` accepted: 512 MiB of data plus the header room (below the length
+/// `GET ` would announce, 0x20544547).
+pub const MAX_FRAME_LIMIT: u32 = 512 * 1024 * 1024 + 64 * 1024;
 
 /// Reads a token from a file (surrounding whitespace removed; empty is an error).
 pub fn read_token_file(path: &Path) -> Result<String, ServerError> {

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::control;
 use crate::root::{check_path, FsError};
-use crate::state::{DataOp, Pending, PrioritySource, Shared};
+use crate::state::{DataOp, Outgoing, Pending, PrioritySource, Shared};
 
 const EPROTO: i32 = 71;
 const EBADMSG: i32 = 74;
@@ -44,18 +44,20 @@ pub(crate) async fn serve(
     }
     let (rd, wr) = stream.into_split();
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Encoded>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::spawn(async move {
         let mut wr = BufWriter::with_capacity(64 * 1024, wr);
-        while let Some(msg) = rx.recv().await {
+        while let Some((msg, permit)) = rx.recv().await {
             if write_one(&mut wr, &msg).await.is_err() {
                 return;
             }
+            drop(permit);
             // Gather what is already waiting before flushing.
-            while let Ok(msg) = rx.try_recv() {
+            while let Ok((msg, permit)) = rx.try_recv() {
                 if write_one(&mut wr, &msg).await.is_err() {
                     return;
                 }
+                drop(permit);
             }
             if wr.flush().await.is_err() {
                 return;
@@ -93,11 +95,9 @@ pub(crate) async fn serve(
             Err(e) => {
                 // The stream cannot be resynchronised after a bad length: answer and close.
                 shared.counters.bad_frame();
-                let _ = tx.send(error_frame(
-                    no_header(),
-                    OpCode::Lookup,
-                    EMSGSIZE,
-                    e.to_string(),
+                let _ = tx.send((
+                    error_frame(no_header(), OpCode::Lookup, EMSGSIZE, e.to_string()),
+                    None,
                 ));
                 break;
             }
@@ -110,11 +110,14 @@ pub(crate) async fn serve(
             Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx, permit),
             Ok(Frame::Response(header, op, _)) => {
                 shared.counters.bad_frame();
-                let _ = tx.send(error_frame(
-                    header,
-                    op,
-                    EPROTO,
-                    "a server accepts requests, not responses".into(),
+                let _ = tx.send((
+                    error_frame(
+                        header,
+                        op,
+                        EPROTO,
+                        "a server accepts requests, not responses".into(),
+                    ),
+                    None,
                 ));
             }
             Err(e) => {
@@ -124,7 +127,10 @@ pub(crate) async fn serve(
                 if buf.len() >= 12 {
                     header.tag = u64::from_le_bytes(buf[4..12].try_into().unwrap_or([0; 8]));
                 }
-                let _ = tx.send(error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()));
+                let _ = tx.send((
+                    error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()),
+                    None,
+                ));
             }
         }
     }
@@ -182,8 +188,10 @@ fn error_frame(header: Header, op: OpCode, errno: i32, message: String) -> Encod
     ))
 }
 
-fn reply(
-    tx: &mpsc::UnboundedSender<Encoded>,
+/// Sends the answer to a request (counting errors), with the connection's allowance.
+pub(crate) fn reply(
+    tx: &mpsc::UnboundedSender<Outgoing>,
+    permit: Option<OwnedSemaphorePermit>,
     shared: &Shared,
     h: Header,
     op: OpCode,
@@ -199,7 +207,7 @@ fn reply(
             }
         }
     };
-    let _ = tx.send(encode(&Frame::Response(h, op, resp)));
+    let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
 }
 
 /// A stable 64-bit id for a path (FNV-1a), so policies that sort by file see one file per path.
@@ -228,17 +236,17 @@ fn handle(
     shared: &Arc<Shared>,
     header: Header,
     req: Request,
-    tx: &mpsc::UnboundedSender<Encoded>,
+    tx: &mpsc::UnboundedSender<Outgoing>,
     permit: OwnedSemaphorePermit,
 ) {
     let op = req.op();
-    note_hint(shared, header.job, header.priority);
     let data = match req {
         Request::Read { path, offset, len } => {
             if len > shared.config.max_frame - 64 {
                 let msg = format!("read of {len} bytes exceeds the frame limit");
                 reply(
                     tx,
+                    Some(permit),
                     shared,
                     header,
                     op,
@@ -260,8 +268,7 @@ fn handle(
             let tx = tx.clone();
             tokio::task::spawn_blocking(move || {
                 let r = control::handle(&shared, &token, ctl);
-                reply(&tx, &shared, header, op, r);
-                drop(permit);
+                reply(&tx, Some(permit), &shared, header, op, r);
             });
             return;
         }
@@ -270,15 +277,14 @@ fn handle(
             let tx = tx.clone();
             tokio::task::spawn_blocking(move || {
                 let r = metadata(&shared, meta);
-                reply(&tx, &shared, header, op, r);
-                drop(permit);
+                reply(&tx, Some(permit), &shared, header, op, r);
             });
             return;
         }
     };
     let data = match data {
         Ok(d) => d,
-        Err(e) => return reply(tx, shared, header, op, Err(e)),
+        Err(e) => return reply(tx, Some(permit), shared, header, op, Err(e)),
     };
     let (file, offset, len, kind) = match &data {
         DataOp::Read { path, offset, len } => (file_id(path), *offset, u64::from(*len), Op::Read),
@@ -287,6 +293,9 @@ fn handle(
         }
         DataOp::Fsync { path } => (file_id(path), 0, 0, Op::Other),
     };
+    // Hints count for data requests only: those are what the policy orders (and what marks a job
+    // active, so its entry is forgotten once it goes idle).
+    note_hint(shared, header.job, header.priority);
     let mut request = iosets_types::Request::new(0, header.job.0, file, offset, len, kind);
     request.priority = header.priority;
     let pending = Pending {
@@ -294,12 +303,14 @@ fn handle(
         op: data,
         reply: tx.clone(),
         received: Instant::now(),
-        _permit: permit,
+        permit,
     };
-    if shared.sched.submit(request, pending).is_err() {
+    if let Err(refused) = shared.sched.submit(request, pending) {
         let msg = "the server is shutting down".to_string();
+        drop(refused);
         reply(
             tx,
+            None,
             shared,
             header,
             op,

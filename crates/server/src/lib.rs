@@ -18,7 +18,7 @@
 //!   the policy at run time (queued requests move, none lost), job statistics like seed 004's
 //!   `beegfs-ctl --jobstats`, server statistics with the conservation counters;
 //! - exposes Prometheus metrics at `GET /metrics` on the same port (a frame's length prefix can
-//!   never read `GET `);
+//!   never read `GET `: the maximum frame is capped below that length);
 //! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
 //!   Set-10 set ([`iosets_period`]'s online detector), as seed 004 did with FTIO;
 //! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
@@ -235,24 +235,24 @@ fn forget_idle_jobs(shared: &Shared) {
     };
     let idle = shared.meters.lock().take_idle(before);
     for job in idle {
-        let busy = shared
-            .sched
-            .stats()
-            .job(job)
-            .is_some_and(|j| j.queued > 0 || j.in_service > 0);
-        if busy {
+        // The runtime refuses a job with work queued or in service: it stays known.
+        if shared.sched.forget_job(job).is_none() {
             continue;
         }
-        shared.sched.forget_job(job);
         if let Some(auto) = &shared.auto {
             auto.lock().forget(job);
         }
         let mut prios = shared.priorities.lock();
-        if matches!(
-            prios.get(&job),
-            Some((_, state::PrioritySource::Hint | state::PrioritySource::Auto))
-        ) {
-            prios.remove(&job);
+        match prios.get(&job) {
+            Some((_, state::PrioritySource::Auto)) => {
+                // Under the priorities lock, as everywhere priorities change.
+                shared.sched.set_priority(job, None);
+                prios.remove(&job);
+            }
+            Some((_, state::PrioritySource::Hint)) => {
+                prios.remove(&job);
+            }
+            _ => {}
         }
     }
 }

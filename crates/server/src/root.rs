@@ -9,7 +9,11 @@
 //!
 //! Open files are cached by path (read-write when allowed, read-only otherwise), so a stream of
 //! reads and writes costs one `pread`/`pwrite` each, not an open and a close. Namespace changes
-//! (unlink, rename, rmdir) empty the cache. Paths written since the last fsync are remembered so a
+//! through the server (unlink, rename, rmdir — even failed ones, since in a shared root another
+//! server may have made them) empty the cache, and `open` always opens afresh. Files renamed or
+//! unlinked *behind the server's back* (by another process) are not noticed while cached: the
+//! root is meant to be changed through the servers only. Files written since their last fsync
+//! are remembered with their descriptor, and directories whose entries changed by path, so a
 //! shutdown can fsync them all.
 
 use std::collections::{HashMap, HashSet};
@@ -141,28 +145,70 @@ fn attr_of(st: &rustix::fs::Stat) -> Attr {
     }
 }
 
+/// An open file in the cache, and whether it could be opened for writing.
+#[derive(Debug, Clone)]
+struct Open {
+    file: Arc<File>,
+    writable: bool,
+}
+
+/// Open files by path. `generation` grows with every namespace change; a file opened while it
+/// changed is not cached (it may be the file that was just renamed or unlinked).
+#[derive(Debug, Default)]
+struct Cache {
+    generation: u64,
+    files: HashMap<String, Open>,
+}
+
 /// The backing store.
 #[derive(Debug)]
 pub struct Root {
     dir: OwnedFd,
-    cache: Mutex<HashMap<String, Arc<File>>>,
-    dirty: Mutex<HashSet<String>>,
+    cache: Mutex<Cache>,
+    /// Files written since their last fsync, by the path they were written under, with the
+    /// descriptor written through (so a file renamed or unlinked since is still made durable).
+    dirty: Mutex<HashMap<String, Arc<File>>>,
+    /// Directories whose entries changed (create, mkdir, rename, unlink), fsynced at shutdown.
+    dirty_dirs: Mutex<HashSet<String>>,
 }
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
 
+/// The parent directory of a checked path (`"."` for the root's entries).
+fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or(".", |(p, _)| p)
+}
+
 impl Root {
-    /// Opens `dir` as the root.
+    /// Opens `dir` as the root. Fails with a clear message on kernels without `openat2` (Linux
+    /// before 5.6), which the confinement of every path relies on.
     pub fn open(dir: &Path) -> std::io::Result<Root> {
         let fd = rustix::fs::open(
             dir,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
             Mode::empty(),
         )?;
+        match rustix::fs::openat2(
+            &fd,
+            ".",
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            BENEATH,
+        ) {
+            Err(Errno::NOSYS) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "this kernel has no openat2 (Linux 5.6 or later is needed to keep paths \
+                     beneath the root)",
+                ))
+            }
+            r => drop(r?),
+        }
         Ok(Root {
             dir: fd,
-            cache: Mutex::new(HashMap::new()),
-            dirty: Mutex::new(HashSet::new()),
+            cache: Mutex::new(Cache::default()),
+            dirty: Mutex::new(HashMap::new()),
+            dirty_dirs: Mutex::new(HashSet::new()),
         })
     }
 
@@ -188,19 +234,28 @@ impl Root {
     }
 
     /// The open file at `path`, from the cache or opened (never created) now.
-    pub fn file(&self, path: &str) -> Result<Arc<File>, FsError> {
-        if let Some(f) = self.cache.lock().get(path) {
-            return Ok(f.clone());
+    fn cached(&self, path: &str) -> Result<Open, FsError> {
+        if let Some(o) = self.cache.lock().files.get(path) {
+            return Ok(o.clone());
         }
         self.open_file(path, OFlags::empty(), 0o644)
     }
 
-    fn open_file(&self, path: &str, extra: OFlags, mode: u32) -> Result<Arc<File>, FsError> {
-        let fd = match self.open_beneath(path, OFlags::RDWR | extra, mode) {
-            Err(Errno::ACCESS) | Err(Errno::ROFS) => {
-                self.open_beneath(path, OFlags::RDONLY | extra, mode)
-            }
-            r => r,
+    /// The open file at `path` (for reading, fsync, truncate).
+    pub fn file(&self, path: &str) -> Result<Arc<File>, FsError> {
+        Ok(self.cached(path)?.file)
+    }
+
+    fn open_file(&self, path: &str, extra: OFlags, mode: u32) -> Result<Open, FsError> {
+        let generation = self.cache.lock().generation;
+        // NONBLOCK: opening a FIFO must not hang a worker (it is refused below); it changes
+        // nothing for regular files.
+        let extra = extra | OFlags::NONBLOCK;
+        let (fd, writable) = match self.open_beneath(path, OFlags::RDWR | extra, mode) {
+            Err(Errno::ACCESS) | Err(Errno::ROFS) => self
+                .open_beneath(path, OFlags::RDONLY | extra, mode)
+                .map(|fd| (fd, false)),
+            r => r.map(|fd| (fd, true)),
         }
         .map_err(|e| FsError::io(e, "open", path))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
@@ -214,13 +269,18 @@ impl Root {
                 format!("{path:?} is not a regular file"),
             ));
         }
-        let file = Arc::new(File::from(fd));
+        let open = Open {
+            file: Arc::new(File::from(fd)),
+            writable,
+        };
         let mut cache = self.cache.lock();
-        if cache.len() >= CACHE_CAPACITY {
-            cache.clear();
+        if cache.generation == generation {
+            if cache.files.len() >= CACHE_CAPACITY {
+                cache.files.clear();
+            }
+            cache.files.insert(path.to_string(), open.clone());
         }
-        cache.insert(path.to_string(), file.clone());
-        Ok(file)
+        Ok(open)
     }
 
     /// `pread`: up to `len` bytes at `offset` (fewer at the end of the file).
@@ -242,38 +302,72 @@ impl Root {
 
     /// `pwrite`: all of `data` at `offset`.
     pub fn write(&self, path: &str, offset: u64, data: &[u8]) -> Result<u32, FsError> {
-        let file = self.file(path)?;
-        file.write_all_at(data, offset)
+        let open = self.cached(path)?;
+        if !open.writable {
+            return Err(FsError::new(
+                Errno::ACCESS,
+                format!("write {path:?}: the file is read-only for the server"),
+            ));
+        }
+        open.file
+            .write_all_at(data, offset)
             .map_err(|e| FsError::io(std_errno(&e), "write", path))?;
         let mut dirty = self.dirty.lock();
-        if !dirty.contains(path) {
-            dirty.insert(path.to_string());
+        if !dirty.contains_key(path) {
+            dirty.insert(path.to_string(), open.file);
         }
         Ok(data.len() as u32)
     }
 
-    /// `fsync` of one file.
+    /// `fsync` of one file. A write that lands while it runs stays marked dirty.
     pub fn fsync(&self, path: &str) -> Result<(), FsError> {
         let file = self.file(path)?;
-        rustix::fs::fsync(&*file).map_err(|e| FsError::io(e, "fsync", path))?;
-        self.dirty.lock().remove(path);
+        let was = self.dirty.lock().remove(path);
+        if let Err(e) = rustix::fs::fsync(&*file) {
+            if let Some(f) = was {
+                self.dirty.lock().entry(path.to_string()).or_insert(f);
+            }
+            return Err(FsError::io(e, "fsync", path));
+        }
         Ok(())
     }
 
-    /// Fsyncs every file written since its last fsync (at shutdown). Returns how many, and the
-    /// first failure.
+    /// Fsyncs every file written since its last fsync (through the descriptor it was written
+    /// with, wherever it lives now) and every directory whose entries changed (at shutdown).
+    /// Returns how many files, and the first failure.
     pub fn fsync_dirty(&self) -> (usize, Option<FsError>) {
-        let paths: Vec<String> = self.dirty.lock().drain().collect();
+        let files: Vec<(String, Arc<File>)> = self.dirty.lock().drain().collect();
         let mut first_err = None;
-        for p in &paths {
-            let r = self
-                .file(p)
-                .and_then(|f| rustix::fs::fsync(&*f).map_err(|e| FsError::io(e, "fsync", p)));
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
+        for (p, f) in &files {
+            if let Err(e) = rustix::fs::fsync(&**f) {
+                first_err.get_or_insert(FsError::io(e, "fsync", p));
             }
         }
-        (paths.len(), first_err)
+        let dirs: Vec<String> = self.dirty_dirs.lock().drain().collect();
+        for d in &dirs {
+            match self.open_beneath(d, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
+                Ok(fd) => {
+                    if let Err(e) = rustix::fs::fsync(&fd) {
+                        first_err.get_or_insert(FsError::io(e, "fsync", d));
+                    }
+                }
+                // Removed or renamed since: its parent's entry is what matters, and that
+                // directory is in the set too.
+                Err(Errno::NOENT) | Err(Errno::NOTDIR) => {}
+                Err(e) => {
+                    first_err.get_or_insert(FsError::io(e, "fsync", d));
+                }
+            }
+        }
+        (files.len(), first_err)
+    }
+
+    fn dir_changed(&self, path: &str) {
+        let parent = parent_of(path);
+        let mut dirs = self.dirty_dirs.lock();
+        if !dirs.contains(parent) {
+            dirs.insert(parent.to_string());
+        }
     }
 
     /// Attributes of `path` (following a symlink that stays beneath the root).
@@ -285,83 +379,107 @@ impl Root {
         Ok(attr_of(&st))
     }
 
-    /// Creates a regular file (or keeps an existing one unless `exclusive`).
+    /// Creates a regular file (or keeps an existing one unless `exclusive`). Permission bits
+    /// above `0o777` (setuid, setgid, sticky) are dropped.
     pub fn create(&self, path: &str, mode: u32, exclusive: bool) -> Result<Attr, FsError> {
         split(path)?;
         let mut flags = OFlags::CREATE;
         if exclusive {
             flags |= OFlags::EXCL;
         }
-        self.cache.lock().remove(path);
-        let f = self.open_file(path, flags, mode & 0o7777)?;
-        let st = rustix::fs::fstat(&*f).map_err(|e| FsError::io(e, "stat", path))?;
+        self.cache.lock().files.remove(path);
+        let o = self.open_file(path, flags, mode & 0o777)?;
+        self.dir_changed(path);
+        let st = rustix::fs::fstat(&*o.file).map_err(|e| FsError::io(e, "stat", path))?;
         Ok(attr_of(&st))
     }
 
-    /// Opens `path` as `flags` asks (creating or truncating it if asked) and returns its attributes.
+    /// Opens `path` as `flags` asks (creating or truncating it if asked) and returns its
+    /// attributes. Always opens afresh (a client opening a file expects the file now at that
+    /// path), and refuses `WRITE` on a file the server can only read.
     pub fn open_with(&self, path: &str, flags: OpenFlags) -> Result<Attr, FsError> {
         let mut extra = OFlags::empty();
         if flags.has(OpenFlags::CREATE) {
             split(path)?;
             extra |= OFlags::CREATE;
         }
-        let f = if extra.is_empty() {
-            self.file(path)?
-        } else {
-            self.cache.lock().remove(path);
-            self.open_file(path, extra, 0o644)?
-        };
-        if flags.has(OpenFlags::TRUNCATE) {
-            rustix::fs::ftruncate(&*f, 0).map_err(|e| FsError::io(e, "truncate", path))?;
+        self.cache.lock().files.remove(path);
+        let o = self.open_file(path, extra, 0o644)?;
+        if extra.contains(OFlags::CREATE) {
+            self.dir_changed(path);
         }
-        let st = rustix::fs::fstat(&*f).map_err(|e| FsError::io(e, "stat", path))?;
+        if (flags.has(OpenFlags::WRITE) || flags.has(OpenFlags::TRUNCATE)) && !o.writable {
+            return Err(FsError::new(
+                Errno::ACCESS,
+                format!("open {path:?} for writing: the file is read-only for the server"),
+            ));
+        }
+        if flags.has(OpenFlags::TRUNCATE) {
+            rustix::fs::ftruncate(&*o.file, 0).map_err(|e| FsError::io(e, "truncate", path))?;
+        }
+        let st = rustix::fs::fstat(&*o.file).map_err(|e| FsError::io(e, "stat", path))?;
         Ok(attr_of(&st))
     }
 
     /// Sets the length of the file at `path`.
     pub fn truncate(&self, path: &str, size: u64) -> Result<(), FsError> {
-        let f = self.file(path)?;
-        rustix::fs::ftruncate(&*f, size).map_err(|e| FsError::io(e, "truncate", path))
+        let o = self.cached(path)?;
+        if !o.writable {
+            return Err(FsError::new(
+                Errno::ACCESS,
+                format!("truncate {path:?}: the file is read-only for the server"),
+            ));
+        }
+        rustix::fs::ftruncate(&*o.file, size).map_err(|e| FsError::io(e, "truncate", path))
     }
 
     /// Removes a file.
     pub fn unlink(&self, path: &str) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
-        let dir = self.parent(parent, "unlink", path)?;
-        rustix::fs::unlinkat(&dir, name, AtFlags::empty())
-            .map_err(|e| FsError::io(e, "unlink", path))?;
+        let r = self.parent(parent, "unlink", path).and_then(|dir| {
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty())
+                .map_err(|e| FsError::io(e, "unlink", path))
+        });
+        // Even on failure: another server may have made the change in a shared root.
         self.forget_all();
-        Ok(())
+        r.map(|()| self.dir_changed(path))
     }
 
-    /// Creates a directory.
+    /// Creates a directory (permission bits above `0o1777` dropped).
     pub fn mkdir(&self, path: &str, mode: u32) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
         let dir = self.parent(parent, "mkdir", path)?;
-        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & 0o7777))
-            .map_err(|e| FsError::io(e, "mkdir", path))
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & 0o1777))
+            .map_err(|e| FsError::io(e, "mkdir", path))?;
+        self.dir_changed(path);
+        Ok(())
     }
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
-        let dir = self.parent(parent, "rmdir", path)?;
-        rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
-            .map_err(|e| FsError::io(e, "rmdir", path))?;
+        let r = self.parent(parent, "rmdir", path).and_then(|dir| {
+            rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
+                .map_err(|e| FsError::io(e, "rmdir", path))
+        });
         self.forget_all();
-        Ok(())
+        r.map(|()| self.dir_changed(path))
     }
 
     /// Renames `from` to `to`.
     pub fn rename(&self, from: &str, to: &str) -> Result<(), FsError> {
         let (fp, fname) = split(from)?;
         let (tp, tname) = split(to)?;
-        let fdir = self.parent(fp, "rename", from)?;
-        let tdir = self.parent(tp, "rename", to)?;
-        rustix::fs::renameat(&fdir, fname, &tdir, tname)
-            .map_err(|e| FsError::io(e, "rename", from))?;
+        let r = self.parent(fp, "rename", from).and_then(|fdir| {
+            let tdir = self.parent(tp, "rename", to)?;
+            rustix::fs::renameat(&fdir, fname, &tdir, tname)
+                .map_err(|e| FsError::io(e, "rename", from))
+        });
         self.forget_all();
-        Ok(())
+        r.map(|()| {
+            self.dir_changed(from);
+            self.dir_changed(to);
+        })
     }
 
     /// Lists a directory, sorted by name, without `.` and `..`.
@@ -389,10 +507,12 @@ impl Root {
         Ok(out)
     }
 
-    /// Drops every cached descriptor (after a namespace change; files being served stay open
-    /// through their `Arc`).
+    /// Drops every cached descriptor after a namespace change (files being served stay open
+    /// through their `Arc`), and stops files being opened meanwhile from entering the cache.
     fn forget_all(&self) {
-        self.cache.lock().clear();
+        let mut cache = self.cache.lock();
+        cache.generation += 1;
+        cache.files.clear();
     }
 }
 

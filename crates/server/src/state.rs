@@ -19,15 +19,20 @@ use crate::root::Root;
 use crate::throttle::Throttle;
 use crate::ServerConfig;
 
+/// An answer on its way to a connection's writer, with the connection's in-flight allowance,
+/// given back once the answer is written to the socket (so backpressure bounds the answers
+/// waiting to be sent too).
+pub(crate) type Outgoing = (Encoded, Option<OwnedSemaphorePermit>);
+
 /// A data request waiting in the scheduler: what to do and where to answer.
 #[derive(Debug)]
 pub(crate) struct Pending {
     pub(crate) header: Header,
     pub(crate) op: DataOp,
-    pub(crate) reply: UnboundedSender<Encoded>,
+    pub(crate) reply: UnboundedSender<Outgoing>,
     pub(crate) received: Instant,
-    /// The connection's in-flight allowance, given back when the answer is sent.
-    pub(crate) _permit: OwnedSemaphorePermit,
+    /// The connection's in-flight allowance, travelling with the answer.
+    pub(crate) permit: OwnedSemaphorePermit,
 }
 
 /// The operations that go through the scheduler.
@@ -46,6 +51,17 @@ pub(crate) enum DataOp {
     Fsync {
         path: String,
     },
+}
+
+impl DataOp {
+    /// The protocol operation.
+    pub(crate) fn opcode(&self) -> iosets_proto::OpCode {
+        match self {
+            DataOp::Read { .. } => iosets_proto::OpCode::Read,
+            DataOp::Write { .. } => iosets_proto::OpCode::Write,
+            DataOp::Fsync { .. } => iosets_proto::OpCode::Fsync,
+        }
+    }
 }
 
 /// Where a job's priority came from.

@@ -30,7 +30,10 @@ impl Throttle {
 
     /// Reserves the device for `bytes`; returns when the transfer ends on the virtual device.
     pub fn reserve(&self, bytes: u64) -> Instant {
-        let len = Duration::from_secs_f64(bytes as f64 / self.bytes_per_sec);
+        // The configuration keeps the rate in [0.001, 1e9] MiB/s; saturate anyway rather than
+        // panic a worker.
+        let len = Duration::try_from_secs_f64(bytes as f64 / self.bytes_per_sec)
+            .unwrap_or(Duration::from_secs(86_400));
         let now = Instant::now();
         let mut busy = self.busy_until.lock();
         let start = (*busy).max(now);

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use iosets_proto::{encode, Bytes, Frame, OpCode, Reply, Response};
+use iosets_proto::{Bytes, Reply};
 use iosets_types::Outcome;
 
 use crate::root::FsError;
@@ -45,23 +45,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
         completion.complete(outcome);
         record(&shared, policy, &results, dispatched, done);
         for (p, r) in results {
-            let resp = match r {
-                Ok((reply, _)) => Response::Ok(reply),
-                Err(e) => {
-                    shared.counters.error();
-                    Response::Err {
-                        errno: e.errno,
-                        message: e.message,
-                    }
-                }
-            };
-            let op = match p.op {
-                DataOp::Read { .. } => OpCode::Read,
-                DataOp::Write { .. } => OpCode::Write,
-                DataOp::Fsync { .. } => OpCode::Fsync,
-            };
-            // A closed connection drops the reply; the work is done either way.
-            let _ = p.reply.send(encode(&Frame::Response(p.header, op, resp)));
+            let op = p.op.opcode();
+            let r = r.map(|(reply, _)| reply);
+            // A closed connection drops the answer; the work is done either way.
+            crate::conn::reply(&p.reply, Some(p.permit), &shared, p.header, op, r);
         }
     }
 }
@@ -100,12 +87,10 @@ fn record(
 ) {
     {
         let mut meters = shared.meters.lock();
+        // Every served request counts as activity (an fsync moves no bytes but keeps its job
+        // from being forgotten as idle).
         for (p, r) in results {
-            if let Ok((_, n)) = r {
-                if *n > 0 {
-                    meters.add(p.header.job, done, *n);
-                }
-            }
+            meters.add(p.header.job, done, r.as_ref().map_or(0, |(_, n)| *n));
         }
     }
     {

@@ -137,7 +137,12 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
         })
         .collect();
     // Switch back and forth while the writes are queued.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while json::<ServerReport>(ctl.control("t", Control::Stats)).queued < 100 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the writes never queued up"
+        );
         thread::sleep(std::time::Duration::from_millis(1));
     }
     for name in ["wfq", "timeorder", "iosets", "noop", "iosets"] {
@@ -172,7 +177,6 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
         assert_eq!(j.bytes_written, PER_JOB * 4096);
         assert_eq!(j.queued + j.in_service, 0);
         assert_eq!(j.queue_wait.count, PER_JOB);
-        assert!(j.bw_10s_mib_s > 0.0);
     }
     let j3 = jobs.jobs.iter().find(|j| j.job == 3).unwrap();
     assert_eq!(
