@@ -14,20 +14,7 @@
 
 use crate::error::ClientError;
 
-/// FNV-1a 64-bit offset basis.
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-/// FNV-1a 64-bit prime.
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-/// FNV-1a 64 of `bytes`: the layout's path hash.
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut h = FNV_OFFSET;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(FNV_PRIME);
-    }
-    h
-}
+pub use iosets_types::hash::fnv1a64;
 
 /// The canonical form of a path as the layout hashes it and the servers see it: components
 /// separated by one `/`, no empty or `.` component, no leading or trailing `/` (a leading `/`

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use iosets_runtime::{Completion, Counted, Scheduler, Work};
+use iosets_types::hash::fnv1a64;
 use iosets_types::hash::IdMap;
 use iosets_types::{ClassId, Op, Outcome, Request};
 
@@ -304,16 +305,6 @@ fn read_wfq_weights(path: &str, max_queue_id: i32) -> Result<Vec<u64>, ShimError
         )));
     }
     Ok(weights)
-}
-
-/// A stable 64-bit hash of an AGIOS file id (FNV-1a).
-fn file_hash(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
 }
 
 /// A dispatched request as AGIOS's release names it.
@@ -648,7 +639,7 @@ pub unsafe extern "C" fn agios_add_request(
         let Some(shim) = current() else {
             return false;
         };
-        let mut req = Request::new(0, queue, file_hash(name), offset, len, op);
+        let mut req = Request::new(0, queue, fnv1a64(name), offset, len, op);
         req.class = Some(ClassId(queue));
         if shim.sched.submit(req, identifier).is_err() {
             return false;
@@ -690,7 +681,7 @@ pub unsafe extern "C" fn agios_release_request(
             return false;
         };
         shim.release(Key {
-            file: file_hash(name),
+            file: fnv1a64(name),
             op,
             offset,
             len,

@@ -7,6 +7,7 @@ use std::time::Instant;
 use iosets_proto::{
     decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
+use iosets_types::hash::fnv1a64;
 use iosets_types::{JobId, Op, Priority};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
@@ -210,16 +211,6 @@ pub(crate) fn reply(
     let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
 }
 
-/// A stable 64-bit id for a path (FNV-1a), so policies that sort by file see one file per path.
-fn file_id(path: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in path.as_bytes() {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 fn note_hint(shared: &Shared, job: JobId, hint: Option<Priority>) {
     let Some(p) = hint else { return };
     let mut prios = shared.priorities.lock();
@@ -287,11 +278,16 @@ fn handle(
         Err(e) => return reply(tx, Some(permit), shared, header, op, Err(e)),
     };
     let (file, offset, len, kind) = match &data {
-        DataOp::Read { path, offset, len } => (file_id(path), *offset, u64::from(*len), Op::Read),
-        DataOp::Write { path, offset, data } => {
-            (file_id(path), *offset, data.len() as u64, Op::Write)
+        DataOp::Read { path, offset, len } => {
+            (fnv1a64(path.as_bytes()), *offset, u64::from(*len), Op::Read)
         }
-        DataOp::Fsync { path } => (file_id(path), 0, 0, Op::Other),
+        DataOp::Write { path, offset, data } => (
+            fnv1a64(path.as_bytes()),
+            *offset,
+            data.len() as u64,
+            Op::Write,
+        ),
+        DataOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
     };
     // Hints count for data requests only: those are what the policy orders (and what marks a job
     // active, so its entry is forgotten once it goes idle).

@@ -48,3 +48,17 @@ pub type IdBuildHasher = BuildHasherDefault<IdHasher>;
 
 /// A `HashMap` keyed by ids, hashed with [`IdHasher`].
 pub type IdMap<K, V> = std::collections::HashMap<K, V, IdBuildHasher>;
+
+/// FNV-1a 64 of `bytes`: a hash that is the same in every process, run and version (unlike
+/// `std`'s seeded `RandomState`). The client's stripe layout places path `p` by it, and the server
+/// and the C library turn a path or an AGIOS file name into a [`FileId`](crate::FileId) with it.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(PRIME);
+    }
+    h
+}
