@@ -1,18 +1,15 @@
 //! `iosets serve` and `iosets ctl`.
 
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 
+use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Control, Frame, Header, JobsReport, Reply, Request, Response,
-    ServerReport, DEFAULT_MAX_FRAME,
-};
+use iosets_proto::{Control, JobsReport, Reply, ServerReport};
 use iosets_server::{read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
@@ -171,35 +168,6 @@ pub(crate) enum CtlCommand {
     Stats,
 }
 
-/// One request, one response, over a fresh connection.
-pub(crate) fn call(server: &str, request: Request) -> Result<Response> {
-    let addr = server
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {server}"))?
-        .next()
-        .with_context(|| format!("{server} resolves to no address"))?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .with_context(|| format!("connecting to {server}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let header = Header {
-        tag: 1,
-        job: JobId(0),
-        priority: None,
-    };
-    s.write_all(&encode(&Frame::Request(header, request)).to_vec())
-        .with_context(|| format!("sending to {server}"))?;
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix)
-        .with_context(|| format!("reading the answer of {server}"))?;
-    let len = frame_len(prefix, DEFAULT_MAX_FRAME)?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf)?;
-    match decode(Bytes::from(buf))? {
-        Frame::Response(h, _, r) if h.tag == 1 => Ok(r),
-        other => bail!("unexpected answer from {server}: {other:?}"),
-    }
-}
-
 fn token(args: &CtlArgs) -> Result<String> {
     if let Some(f) = &args.token_file {
         return Ok(read_token_file(f)?);
@@ -226,10 +194,12 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
         },
     };
     let token = token(args)?;
-    let reply = match call(&args.server, Request::Control { token, op })? {
-        Response::Ok(r) => r,
-        Response::Err { errno, message } => bail!("{}: {message} (errno {errno})", args.server),
-    };
+    // The client library's connection, no retries: a control request is answered or reported.
+    let mut cfg = ClientConfig::new(JobId(0));
+    cfg.retries = 0;
+    cfg.connect_timeout = Duration::from_secs(5);
+    let client = BlockingClient::connect_to(&[args.server.as_str()], cfg)?;
+    let reply = client.control(0, &token, op)?;
     match (&args.command, reply) {
         (_, Reply::Json(text)) if args.json => println!("{text}"),
         (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),

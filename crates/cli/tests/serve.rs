@@ -252,7 +252,7 @@ fn serve_and_ctl_refuse_bad_input() {
             "tok",
             "jobs",
         ],
-        &["connecting"],
+        &["cannot connect"],
     );
     fails(
         &dir,
