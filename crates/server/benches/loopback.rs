@@ -36,8 +36,11 @@ fn client(addr: std::net::SocketAddr, job: u64, priority: Option<f64>) -> Blocki
     BlockingClient::connect(&[addr], cfg).unwrap()
 }
 
-fn mib_s(bytes: usize, secs: f64) -> f64 {
-    bytes as f64 / MIB as f64 / secs
+/// Runs `f` once and returns `bytes` over its duration, in MiB/s.
+fn timed(bytes: usize, f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    bytes as f64 / MIB as f64 / t.elapsed().as_secs_f64()
 }
 
 struct Seq {
@@ -65,26 +68,26 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
         direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
     }
 
-    let t = Instant::now();
-    for i in 0..file_mib {
-        direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
-    }
-    let direct_w = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    let direct_w = timed(file_mib * MIB, || {
+        for i in 0..file_mib {
+            direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
+        }
+    });
 
     let data = bytes::Bytes::from(buf.clone());
-    let t = Instant::now();
-    for i in 0..file_mib {
-        c.write_at("seq", (i * MIB) as u64, data.clone()).unwrap();
-    }
-    let server_w1 = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    let server_w1 = timed(file_mib * MIB, || {
+        for i in 0..file_mib {
+            c.write_at("seq", (i * MIB) as u64, data.clone()).unwrap();
+        }
+    });
 
     let data8 = bytes::Bytes::from(big);
-    let t = Instant::now();
-    for i in 0..file_mib / 8 {
-        c.write_at("seq", (i * 8 * MIB) as u64, data8.clone())
-            .unwrap();
-    }
-    let server_w8 = mib_s(file_mib / 8 * 8 * MIB, t.elapsed().as_secs_f64());
+    let server_w8 = timed(file_mib / 8 * 8 * MIB, || {
+        for i in 0..file_mib / 8 {
+            c.write_at("seq", (i * 8 * MIB) as u64, data8.clone())
+                .unwrap();
+        }
+    });
 
     // Durable: the same writes into a fresh file, then fsync, timed together (disk-bound).
     let fresh = |name: &str| {
@@ -92,8 +95,7 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
         c.create(name, 0o644, false).unwrap();
     };
     fresh("dur-direct");
-    let t = Instant::now();
-    {
+    let direct_wd = timed(file_mib * MIB, || {
         let f = File::options()
             .write(true)
             .open(root.join("dur-direct"))
@@ -102,48 +104,47 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
             f.write_all_at(&buf, (i * MIB) as u64).unwrap();
         }
         f.sync_all().unwrap();
-    }
-    let direct_wd = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    });
     fresh("dur-d1");
-    let t = Instant::now();
-    for i in 0..file_mib {
-        c.write_at("dur-d1", (i * MIB) as u64, data.clone())
-            .unwrap();
-    }
-    c.fsync("dur-d1").unwrap();
-    let server_wd1 = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    let server_wd1 = timed(file_mib * MIB, || {
+        for i in 0..file_mib {
+            c.write_at("dur-d1", (i * MIB) as u64, data.clone())
+                .unwrap();
+        }
+        c.fsync("dur-d1").unwrap();
+    });
     fresh("dur-d8");
-    let t = Instant::now();
-    for i in 0..file_mib / 8 {
-        c.write_at("dur-d8", (i * 8 * MIB) as u64, data8.clone())
-            .unwrap();
-    }
-    c.fsync("dur-d8").unwrap();
-    let server_wd8 = mib_s(file_mib / 8 * 8 * MIB, t.elapsed().as_secs_f64());
+    let server_wd8 = timed(file_mib / 8 * 8 * MIB, || {
+        for i in 0..file_mib / 8 {
+            c.write_at("dur-d8", (i * 8 * MIB) as u64, data8.clone())
+                .unwrap();
+        }
+        c.fsync("dur-d8").unwrap();
+    });
     for name in ["dur-direct", "dur-d1", "dur-d8"] {
         let _ = std::fs::remove_file(root.join(name));
     }
 
     let mut rbuf = vec![0u8; MIB];
-    let t = Instant::now();
-    for i in 0..file_mib {
-        direct.read_exact_at(&mut rbuf, (i * MIB) as u64).unwrap();
-    }
-    let direct_r = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    let direct_r = timed(file_mib * MIB, || {
+        for i in 0..file_mib {
+            direct.read_exact_at(&mut rbuf, (i * MIB) as u64).unwrap();
+        }
+    });
 
-    let t = Instant::now();
-    for i in 0..file_mib {
-        let d = c.read_at("seq", (i * MIB) as u64, MIB).unwrap();
-        assert_eq!(d.len(), MIB);
-    }
-    let server_r1 = mib_s(file_mib * MIB, t.elapsed().as_secs_f64());
+    let server_r1 = timed(file_mib * MIB, || {
+        for i in 0..file_mib {
+            let d = c.read_at("seq", (i * MIB) as u64, MIB).unwrap();
+            assert_eq!(d.len(), MIB);
+        }
+    });
 
-    let t = Instant::now();
-    for i in 0..file_mib / 8 {
-        let d = c.read_at("seq", (i * 8 * MIB) as u64, 8 * MIB).unwrap();
-        assert_eq!(d.len(), 8 * MIB);
-    }
-    let server_r8 = mib_s(file_mib / 8 * 8 * MIB, t.elapsed().as_secs_f64());
+    let server_r8 = timed(file_mib / 8 * 8 * MIB, || {
+        for i in 0..file_mib / 8 {
+            let d = c.read_at("seq", (i * 8 * MIB) as u64, 8 * MIB).unwrap();
+            assert_eq!(d.len(), 8 * MIB);
+        }
+    });
     drop(c);
     server.shutdown().unwrap();
     Seq {

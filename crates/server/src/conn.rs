@@ -17,10 +17,12 @@ use crate::control;
 use crate::root::{check_path, FsError};
 use crate::state::{DataOp, Outgoing, Pending, PrioritySource, Shared};
 
-const EPROTO: i32 = 71;
-const EBADMSG: i32 = 74;
-const EMSGSIZE: i32 = 90;
-const ESHUTDOWN: i32 = 108;
+use rustix::io::Errno;
+
+const EPROTO: i32 = Errno::PROTO.raw_os_error();
+const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
+const EMSGSIZE: i32 = Errno::MSGSIZE.raw_os_error();
+const ESHUTDOWN: i32 = Errno::SHUTDOWN.raw_os_error();
 
 /// Serves one connection until the peer closes it, it sends an unreadable frame, or the server
 /// stops (then requests already read are still answered).

@@ -13,9 +13,11 @@ use iosets_types::Priority;
 use crate::root::FsError;
 use crate::state::{PrioritySource, Shared};
 
-const EACCES: i32 = 13;
-const EINVAL: i32 = 22;
-const EBUSY: i32 = 16;
+use rustix::io::Errno;
+
+const EACCES: i32 = Errno::ACCESS.raw_os_error();
+const EINVAL: i32 = Errno::INVAL.raw_os_error();
+const EBUSY: i32 = Errno::BUSY.raw_os_error();
 
 /// Compares without stopping at the first difference.
 fn same_token(a: &str, b: &str) -> bool {

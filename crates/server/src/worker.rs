@@ -96,12 +96,10 @@ fn record(
     {
         let mut h = shared.histograms.lock();
         for (p, _) in results {
-            let op = match p.op {
-                DataOp::Read { .. } => "read",
-                DataOp::Write { .. } => "write",
-                DataOp::Fsync { .. } => "fsync",
-            };
-            let e = h.by_policy.entry((policy, op)).or_default();
+            let e = h
+                .by_policy
+                .entry((policy, p.op.opcode().as_str()))
+                .or_default();
             e.0.record(
                 dispatched
                     .saturating_duration_since(p.received)
@@ -137,11 +135,12 @@ fn record(
         let ns = |t: Instant| t.saturating_duration_since(shared.start).as_nanos();
         let mut w = trace.lock();
         for (p, r) in results {
-            let (op, path, offset, len) = match &p.op {
-                DataOp::Read { path, offset, len } => ("read", path, *offset, u64::from(*len)),
-                DataOp::Write { path, offset, data } => ("write", path, *offset, data.len() as u64),
-                DataOp::Fsync { path } => ("fsync", path, 0, 0),
+            let (path, offset, len) = match &p.op {
+                DataOp::Read { path, offset, len } => (path, *offset, u64::from(*len)),
+                DataOp::Write { path, offset, data } => (path, *offset, data.len() as u64),
+                DataOp::Fsync { path } => (path, 0, 0),
             };
+            let op = p.op.opcode().as_str();
             let _ = writeln!(
                 w,
                 "{},{},{},{:?},{},{},{},{},{},{}",
