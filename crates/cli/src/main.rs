@@ -1,7 +1,7 @@
 //! `iosets`: the command-line front end.
 //!
 //! Subcommands: `demo` (seed 004's experiment, scaled down, on two loopback servers), `serve` (the
-//! I/O server) and `ctl` (its control), `replay` (replay a generated workload or a CSV trace through
+//! I/O server) and `ctl` (its control), `mount`/`umount` (the FUSE client), `replay` (replay a generated workload or a CSV trace through
 //! a policy on a modelled device and print who got what), `demo-wfq` (seed 000's weighted-fair-
 //! queuing check, scaled up), `sim`, `detect` and `policies` (every registered policy and its
 //! tunables). This binary parses arguments and prints; every decision and measurement comes from
@@ -9,6 +9,7 @@
 
 mod detect_cmd;
 mod io_demo;
+mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
 
@@ -52,6 +53,11 @@ enum Command {
     Serve(Box<serve_cmd::ServeArgs>),
     /// Control a running server: job statistics, priorities, policy, server statistics.
     Ctl(serve_cmd::CtlArgs),
+    /// Mount the servers (or a local directory) with FUSE: unmodified programs are scheduled
+    /// by the job they belong to.
+    Mount(Box<mount_cmd::MountArgs>),
+    /// Unmount an iosets mount (also after its process was killed).
+    Umount(mount_cmd::UmountArgs),
     /// List every registered policy with its tunables.
     Policies,
     /// Find each job's I/O period in a trace: period, confidence, Set-10 set and priority.
@@ -575,6 +581,8 @@ fn main() -> ExitCode {
         Command::Demo(args) => io_demo::run(args),
         Command::Serve(args) => serve_cmd::serve(args),
         Command::Ctl(args) => serve_cmd::ctl(args),
+        Command::Mount(args) => mount_cmd::mount(args),
+        Command::Umount(args) => mount_cmd::umount(args),
         Command::Detect(args) => detect_cmd::run(args),
         Command::Sim(args) => sim_cmd::sim(args),
         Command::Policies => {

@@ -47,6 +47,7 @@ fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
         tag,
         job: JobId(job),
         priority: None,
+        creds: None,
     };
     encode(&Frame::Request(h, req)).to_vec()
 }

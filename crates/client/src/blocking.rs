@@ -115,7 +115,7 @@ impl BlockingClient {
     }
 
     /// [`Client::mkdir`].
-    pub fn mkdir(&self, path: &str, mode: u32) -> Result<(), ClientError> {
+    pub fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
         self.rt.block_on(self.client.mkdir(path, mode))
     }
 

@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
-use iosets_proto::{Attr, Control, DirEntry, FileKind, OpenFlags, Reply, Request, Response};
+use iosets_proto::{
+    Attr, Control, Creds, DirEntry, FileKind, OpenFlags, Reply, Request, Response, SetAttr, Statfs,
+};
 use iosets_types::{JobId, Priority};
 
 use crate::config::ClientConfig;
-use crate::conn::Endpoint;
+use crate::conn::{Caller, Endpoint};
 use crate::error::ClientError;
 use crate::layout::{normalize_path, Layout};
 
@@ -25,6 +27,10 @@ use crate::layout::{normalize_path, Layout};
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: Arc<Inner>,
+    /// The job this handle's requests are done for.
+    job: JobId,
+    /// The local user this handle acts for, if any.
+    creds: Option<Creds>,
 }
 
 #[derive(Debug)]
@@ -110,6 +116,8 @@ impl Client {
         }
         let priority = AtomicU64::new(cfg.priority.map_or(0, |p| p.get().to_bits()));
         Ok(Client {
+            job: cfg.job,
+            creds: None,
             inner: Arc::new(Inner {
                 cfg,
                 layout,
@@ -140,7 +148,24 @@ impl Client {
 
     /// The job this client's requests are done for.
     pub fn job(&self) -> JobId {
-        self.inner.cfg.job
+        self.job
+    }
+
+    /// The local user this handle's requests act for, if any.
+    pub fn creds(&self) -> Option<Creds> {
+        self.creds
+    }
+
+    /// A handle on the same connections whose requests are done for job `job` and, when
+    /// `creds` is given, a local user (the server makes new files theirs). This is how one
+    /// process serves many jobs and users: the mount makes one per file system request. Cheap:
+    /// an `Arc` clone.
+    pub fn as_caller(&self, job: JobId, creds: Option<Creds>) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            job,
+            creds,
+        }
     }
 
     /// The priority hint sent with every request, if any.
@@ -157,7 +182,12 @@ impl Client {
     /// Sends `req` to server `server` and turns an errno answer into [`ClientError::Errno`].
     async fn request(&self, server: usize, req: Request) -> Result<Reply, ClientError> {
         let ep = &self.inner.endpoints[server];
-        match ep.call(&self.inner.cfg, self.priority_hint(), req).await? {
+        let who = Caller {
+            job: self.job,
+            priority: self.priority_hint(),
+            creds: self.creds,
+        };
+        match ep.call(&self.inner.cfg, who, req).await? {
             Response::Ok(reply) => Ok(reply),
             Response::Err { errno, message } => Err(ClientError::Errno {
                 errno,
@@ -215,10 +245,128 @@ impl Client {
             for r in &replies[1..] {
                 if let Reply::Attr(a) = r {
                     attr.size = attr.size.max(a.size);
+                    attr.mtime_ns = attr.mtime_ns.max(a.mtime_ns);
+                    attr.ctime_ns = attr.ctime_ns.max(a.ctime_ns);
+                    attr.blocks = attr.blocks.max(a.blocks);
                 }
             }
         }
         Ok(attr)
+    }
+
+    /// The attributes of `path` itself, a final symbolic link not followed (lstat); asked of
+    /// every server for a regular file, as [`lookup`](Client::lookup).
+    pub async fn lstat(&self, path: &str) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let first = self
+            .request(home, Request::Lstat { path: path.clone() })
+            .await?;
+        let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
+        let mut replies = vec![first];
+        if is_file && self.inner.endpoints.len() > 1 {
+            let rest = join_all(
+                self.others(home)
+                    .map(|s| self.request(s, Request::Lstat { path: path.clone() }))
+                    .collect(),
+            )
+            .await;
+            for a in rest {
+                match a {
+                    Ok(r) => replies.push(r),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.errno().is_some() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        self.merge_attrs(home, "lstat", &replies)
+    }
+
+    /// Changes the attributes `set` names (chmod, chown, truncate, utimens) of `path` on every
+    /// server (home first; a final symbolic link is not followed) and returns the new
+    /// attributes (as [`lstat`](Client::lstat)).
+    pub async fn setattr(&self, path: &str, set: SetAttr) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Setattr { path, set };
+        let replies = self.everywhere(home, req.clone(), req, None).await?;
+        self.merge_attrs(home, "setattr", &replies)
+    }
+
+    /// Creates a symbolic link `path` pointing to `target` on every server (home first).
+    pub async fn symlink(&self, path: &str, target: &str) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Symlink {
+            path,
+            target: target.to_owned(),
+        };
+        let replies = self
+            .everywhere(
+                home,
+                req.clone(),
+                req,
+                Some(std::io::ErrorKind::AlreadyExists),
+            )
+            .await?;
+        self.merge_attrs(home, "symlink", &replies)
+    }
+
+    /// The target of the symbolic link `path`, from its home server.
+    pub async fn readlink(&self, path: &str) -> Result<Bytes, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        match self.request(home, Request::Readlink { path }).await? {
+            Reply::Data(d) => Ok(d),
+            other => Err(unexpected(self.addr(home), "readlink", &other)),
+        }
+    }
+
+    /// Creates a special file (FIFO, socket, device: `mode` carries the type bits) on every
+    /// server (home first).
+    pub async fn mknod(&self, path: &str, mode: u32, rdev: u64) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Mknod { path, mode, rdev };
+        let replies = self
+            .everywhere(
+                home,
+                req.clone(),
+                req,
+                Some(std::io::ErrorKind::AlreadyExists),
+            )
+            .await?;
+        self.merge_attrs(home, "mknod", &replies)
+    }
+
+    /// Makes `to` a new name (hard link) of the file `from`. Only with one server: the layout
+    /// is a function of the name, so over several servers (with separate roots) the new
+    /// name's chunks would be looked for where the old name's are not
+    /// ([`ClientError::Unsupported`], `ENOTSUP` through the mount).
+    pub async fn link(&self, from: &str, to: &str) -> Result<Attr, ClientError> {
+        if self.inner.endpoints.len() != 1 {
+            return Err(ClientError::Unsupported(format!(
+                "hard link {from:?} -> {to:?}: hard links need a single server (the striping \
+                 layout is a function of the name; there are {} servers)",
+                self.inner.endpoints.len()
+            )));
+        }
+        let from = normalize_path(from)?;
+        let to = normalize_path(to)?;
+        match self.request(0, Request::Link { from, to }).await? {
+            Reply::Attr(a) => Ok(a),
+            other => Err(unexpected(self.addr(0), "link", &other)),
+        }
+    }
+
+    /// The capacity of the file system under the servers' root, as the home server of the
+    /// root sees it (with one shared root every server sees the same).
+    pub async fn statfs(&self) -> Result<Statfs, ClientError> {
+        let home = self.inner.layout.home("");
+        match self.request(home, Request::Statfs).await? {
+            Reply::Statfs(s) => Ok(s),
+            other => Err(unexpected(self.addr(home), "statfs", &other)),
+        }
     }
 
     /// The attributes of `path` (stat). Asked of every server at once: the kind, mode and
@@ -449,19 +597,21 @@ impl Client {
         Ok(())
     }
 
-    /// Creates the directory `path` on every server (home first).
-    pub async fn mkdir(&self, path: &str, mode: u32) -> Result<(), ClientError> {
+    /// Creates the directory `path` on every server (home first) and returns its attributes
+    /// as its home server sees them.
+    pub async fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
         let req = Request::Mkdir { path, mode };
-        self.everywhere(
-            home,
-            req.clone(),
-            req,
-            Some(std::io::ErrorKind::AlreadyExists),
-        )
-        .await?;
-        Ok(())
+        let replies = self
+            .everywhere(
+                home,
+                req.clone(),
+                req,
+                Some(std::io::ErrorKind::AlreadyExists),
+            )
+            .await?;
+        self.merge_attrs(home, "mkdir", &replies)
     }
 
     /// Removes the empty directory `path` from every server (home first).

@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use iosets_proto::{decode, encode, frame_len, Encoded, Frame, Header, OpCode, Request, Response};
+use iosets_proto::{
+    decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Request, Response,
+};
 use iosets_types::{JobId, Priority};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -75,6 +77,17 @@ impl Shared {
             let _ = tx.send(Ok((op, resp)));
         }
     }
+}
+
+/// Whom a request is done for: what its header carries besides the tag.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Caller {
+    /// The job.
+    pub job: JobId,
+    /// The priority hint, if any.
+    pub priority: Option<Priority>,
+    /// The local user it acts for, if any (the mount).
+    pub creds: Option<Creds>,
 }
 
 /// Why one attempt at a request failed, as far as retrying is concerned.
@@ -149,8 +162,7 @@ impl Conn {
     /// Sends `req` and waits for its response.
     async fn call(
         &self,
-        job: JobId,
-        priority: Option<Priority>,
+        who: Caller,
         req: Request,
         timeout: Option<Duration>,
     ) -> Result<Response, Attempt> {
@@ -164,7 +176,13 @@ impl Conn {
             }
             st.pending.insert(tag, tx);
         }
-        let frame = encode(&Frame::Request(Header { tag, job, priority }, req));
+        let header = Header {
+            tag,
+            job: who.job,
+            priority: who.priority,
+            creds: who.creds,
+        };
+        let frame = encode(&Frame::Request(header, req));
         if self.tx.send(frame).is_err() {
             // The writer task is gone: the frame was never written.
             self.shared.lock().pending.remove(&tag);
@@ -326,7 +344,7 @@ impl Endpoint {
     pub(crate) async fn call(
         &self,
         cfg: &ClientConfig,
-        priority: Option<Priority>,
+        who: Caller,
         req: Request,
     ) -> Result<Response, ClientError> {
         let idempotent = req.is_idempotent();
@@ -334,10 +352,7 @@ impl Endpoint {
         loop {
             let err = match self.connection(cfg).await {
                 Err(e) => e,
-                Ok(conn) => match conn
-                    .call(cfg.job, priority, req.clone(), cfg.request_timeout)
-                    .await
-                {
+                Ok(conn) => match conn.call(who, req.clone(), cfg.request_timeout).await {
                     Ok(resp) => return Ok(resp),
                     Err(Attempt::NotSent(e)) => e,
                     Err(Attempt::Lost(e)) if idempotent => e,

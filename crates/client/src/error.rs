@@ -85,6 +85,10 @@ pub enum ClientError {
     /// A bad configuration value or argument (no servers, zero chunk size, unknown server).
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The operation cannot be done with this set of servers (a hard link over several
+    /// servers: the layout is a function of the name).
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// The blocking client could not start its runtime.
     #[error("cannot start the client runtime: {0}")]
     Runtime(io::Error),
@@ -110,6 +114,7 @@ impl ClientError {
             ClientError::Protocol { .. } | ClientError::Short { .. } => io::ErrorKind::InvalidData,
             ClientError::InvalidPath { .. } | ClientError::Config(_) => io::ErrorKind::InvalidInput,
             ClientError::Resolve { .. } => io::ErrorKind::NotFound,
+            ClientError::Unsupported(_) => io::ErrorKind::Unsupported,
             ClientError::Runtime(e) => e.kind(),
         }
     }

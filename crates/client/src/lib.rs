@@ -74,6 +74,8 @@ pub use blocking::BlockingClient;
 pub use client::Client;
 pub use config::{job_from_env, ClientConfig, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE};
 pub use error::ClientError;
-pub use iosets_proto::{Attr, Control, DirEntry, FileKind, OpenFlags, Reply};
+pub use iosets_proto::{
+    Attr, Control, Creds, DirEntry, FileKind, OpenFlags, Reply, SetAttr, SetTime, Statfs,
+};
 pub use iosets_types::{JobId, Priority};
 pub use layout::{fnv1a64, normalize_path, Layout, Piece};

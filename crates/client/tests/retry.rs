@@ -152,7 +152,14 @@ fn an_idempotent_request_is_sent_again_after_a_lost_connection() {
 
 #[test]
 fn a_non_idempotent_request_is_not_sent_again() {
-    let fake = Fake::start(1, Reply::Done);
+    let fake = Fake::start(
+        1,
+        Reply::Attr(iosets_proto::Attr::new(
+            iosets_proto::FileKind::Dir,
+            0,
+            0o755,
+        )),
+    );
     let rt = runtime();
     let err = rt.block_on(async {
         let client = Client::connect(&[fake.addr], quick_retries())

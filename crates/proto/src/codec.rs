@@ -4,7 +4,8 @@ use bytes::Bytes;
 use iosets_types::{JobId, Priority};
 
 use crate::message::{
-    Attr, Control, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request, Response,
+    Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
+    Response, SetAttr, SetTime, Statfs,
 };
 use crate::{ProtoError, HEADER_LEN, VERSION};
 
@@ -114,10 +115,12 @@ pub fn encode(frame: &Frame) -> Encoded {
     };
     w.u8(VERSION);
     w.u8(kind as u8);
-    w.u16(u16::from(header.priority.is_some()));
+    w.u16(u16::from(header.priority.is_some()) | (u16::from(header.creds.is_some()) << 1));
     w.u64(header.tag);
     w.u64(header.job.0);
     w.f64(header.priority.map_or(0.0, Priority::get));
+    w.u32(header.creds.map_or(0, |c| c.uid));
+    w.u32(header.creds.map_or(0, |c| c.gid));
     w.u8(op as u8);
     let mut data = Bytes::new();
     match frame {
@@ -136,7 +139,27 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
         | Request::Fsync { path }
         | Request::Unlink { path }
         | Request::Rmdir { path }
-        | Request::Readdir { path } => w.str(path),
+        | Request::Readdir { path }
+        | Request::Lstat { path }
+        | Request::Readlink { path } => w.str(path),
+        Request::Statfs => {}
+        Request::Setattr { path, set } => {
+            w.str(path);
+            encode_setattr(w, set);
+        }
+        Request::Symlink { path, target } => {
+            w.str(path);
+            w.str(target);
+        }
+        Request::Mknod { path, mode, rdev } => {
+            w.str(path);
+            w.u32(*mode);
+            w.u64(*rdev);
+        }
+        Request::Link { from, to } => {
+            w.str(from);
+            w.str(to);
+        }
         Request::Create {
             path,
             mode,
@@ -205,12 +228,69 @@ const REPLY_WRITTEN: u8 = 3;
 const REPLY_DONE: u8 = 4;
 const REPLY_ENTRIES: u8 = 5;
 const REPLY_JSON: u8 = 6;
+const REPLY_STATFS: u8 = 7;
 
 fn encode_attr(w: &mut Writer, a: &Attr) {
     w.u8(a.kind as u8);
     w.u64(a.size);
     w.u32(a.mode);
     w.i64(a.mtime_ns);
+    w.i64(a.atime_ns);
+    w.i64(a.ctime_ns);
+    w.u64(a.ino);
+    w.u32(a.nlink);
+    w.u32(a.uid);
+    w.u32(a.gid);
+    w.u64(a.rdev);
+    w.u64(a.blocks);
+}
+
+// The bits of a setattr's field mask.
+const SET_MODE: u8 = 1;
+const SET_UID: u8 = 2;
+const SET_GID: u8 = 4;
+const SET_SIZE: u8 = 8;
+const SET_ATIME: u8 = 16;
+const SET_MTIME: u8 = 32;
+const SET_ALL: u8 = 63;
+/// A time field: this tag for "now", otherwise the tag for "at" and the nanoseconds.
+const TIME_NOW: u8 = 1;
+const TIME_AT: u8 = 2;
+
+fn encode_setattr(w: &mut Writer, s: &SetAttr) {
+    let mask = [
+        (s.mode.is_some(), SET_MODE),
+        (s.uid.is_some(), SET_UID),
+        (s.gid.is_some(), SET_GID),
+        (s.size.is_some(), SET_SIZE),
+        (s.atime.is_some(), SET_ATIME),
+        (s.mtime.is_some(), SET_MTIME),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .fold(0, |m, (_, bit)| m | bit);
+    w.u8(mask);
+    if let Some(v) = s.mode {
+        w.u32(v);
+    }
+    if let Some(v) = s.uid {
+        w.u32(v);
+    }
+    if let Some(v) = s.gid {
+        w.u32(v);
+    }
+    if let Some(v) = s.size {
+        w.u64(v);
+    }
+    for t in [s.atime, s.mtime].into_iter().flatten() {
+        match t {
+            SetTime::Now => w.u8(TIME_NOW),
+            SetTime::At(ns) => {
+                w.u8(TIME_AT);
+                w.i64(ns);
+            }
+        }
+    }
 }
 
 fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
@@ -242,6 +322,16 @@ fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
                     for e in entries {
                         w.str(&e.name);
                         w.u8(e.kind as u8);
+                        w.u64(e.ino);
+                    }
+                }
+                Reply::Statfs(s) => {
+                    w.u8(REPLY_STATFS);
+                    for v in [s.blocks, s.bfree, s.bavail, s.files, s.ffree] {
+                        w.u64(v);
+                    }
+                    for v in [s.bsize, s.namelen, s.frsize] {
+                        w.u32(v);
                     }
                 }
                 Reply::Json(s) => {
@@ -345,10 +435,10 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     }
     let kind = r.u8("kind")?;
     let flags = r.u16("flags")?;
-    if flags & !1 != 0 {
+    if flags & !3 != 0 {
         return Err(ProtoError::Invalid {
             field: "flags",
-            reason: format!("unknown bits {:#x}", flags & !1),
+            reason: format!("unknown bits {:#x}", flags & !3),
         });
     }
     let tag = r.u64("tag")?;
@@ -359,9 +449,17 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
         r.f64("priority hint")?;
         None
     };
+    let uid = r.u32("uid")?;
+    let gid = r.u32("gid")?;
+    let creds = (flags & 2 != 0).then_some(Creds { uid, gid });
     let code = r.u8("operation")?;
     let op = OpCode::from_u8(code).ok_or(ProtoError::Op(code))?;
-    let header = Header { tag, job, priority };
+    let header = Header {
+        tag,
+        job,
+        priority,
+        creds,
+    };
     let frame = match kind {
         k if k == Kind::Request as u8 => Frame::Request(header, decode_request(&mut r, op)?),
         k if k == Kind::Response as u8 => Frame::Response(header, op, decode_response(&mut r)?),
@@ -438,6 +536,30 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
             from: r.str("from")?,
             to: r.str("to")?,
         },
+        OpCode::Lstat => Request::Lstat {
+            path: r.str("path")?,
+        },
+        OpCode::Setattr => Request::Setattr {
+            path: r.str("path")?,
+            set: decode_setattr(r)?,
+        },
+        OpCode::Symlink => Request::Symlink {
+            path: r.str("path")?,
+            target: r.str("target")?,
+        },
+        OpCode::Readlink => Request::Readlink {
+            path: r.str("path")?,
+        },
+        OpCode::Mknod => Request::Mknod {
+            path: r.str("path")?,
+            mode: r.u32("mode")?,
+            rdev: r.u64("rdev")?,
+        },
+        OpCode::Link => Request::Link {
+            from: r.str("from")?,
+            to: r.str("to")?,
+        },
+        OpCode::Statfs => Request::Statfs,
         OpCode::SetPriority
         | OpCode::ClearPriority
         | OpCode::Policy
@@ -469,6 +591,55 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
     })
 }
 
+fn decode_setattr(r: &mut Reader) -> Result<SetAttr, ProtoError> {
+    let mask = r.u8("setattr mask")?;
+    if mask & !SET_ALL != 0 {
+        return Err(ProtoError::Invalid {
+            field: "setattr mask",
+            reason: format!("unknown bits {:#x}", mask & !SET_ALL),
+        });
+    }
+    let on = |bit: u8| mask & bit != 0;
+    let mut s = SetAttr::default();
+    if on(SET_MODE) {
+        s.mode = Some(r.u32("mode")?);
+    }
+    if on(SET_UID) {
+        s.uid = Some(r.u32("uid")?);
+    }
+    if on(SET_GID) {
+        s.gid = Some(r.u32("gid")?);
+    }
+    if on(SET_SIZE) {
+        s.size = Some(r.u64("size")?);
+    }
+    let mut time = |field: &'static str| -> Result<SetTime, ProtoError> {
+        match r.u8(field)? {
+            TIME_NOW => Ok(SetTime::Now),
+            TIME_AT => Ok(SetTime::At(r.i64(field)?)),
+            t => Err(ProtoError::Invalid {
+                field,
+                reason: format!("unknown time tag {t}"),
+            }),
+        }
+    };
+    if on(SET_ATIME) {
+        s.atime = Some(time("atime")?);
+    }
+    if on(SET_MTIME) {
+        s.mtime = Some(time("mtime")?);
+    }
+    Ok(s)
+}
+
+fn decode_kind(r: &mut Reader, field: &'static str) -> Result<FileKind, ProtoError> {
+    let k = r.u8(field)?;
+    FileKind::from_u8(k).ok_or_else(|| ProtoError::Invalid {
+        field,
+        reason: format!("unknown kind {k}"),
+    })
+}
+
 fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
     let status = r.i32("status")?;
     if status != 0 {
@@ -484,41 +655,49 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
         });
     }
     let reply = match r.u8("reply kind")? {
-        REPLY_ATTR => {
-            let k = r.u8("file kind")?;
-            let kind = FileKind::from_u8(k).ok_or_else(|| ProtoError::Invalid {
-                field: "file kind",
-                reason: format!("unknown kind {k}"),
-            })?;
-            Reply::Attr(Attr {
-                kind,
-                size: r.u64("size")?,
-                mode: r.u32("mode")?,
-                mtime_ns: r.i64("mtime")?,
-            })
-        }
+        REPLY_ATTR => Reply::Attr(Attr {
+            kind: decode_kind(r, "file kind")?,
+            size: r.u64("size")?,
+            mode: r.u32("mode")?,
+            mtime_ns: r.i64("mtime")?,
+            atime_ns: r.i64("atime")?,
+            ctime_ns: r.i64("ctime")?,
+            ino: r.u64("ino")?,
+            nlink: r.u32("nlink")?,
+            uid: r.u32("uid")?,
+            gid: r.u32("gid")?,
+            rdev: r.u64("rdev")?,
+            blocks: r.u64("blocks")?,
+        }),
+        REPLY_STATFS => Reply::Statfs(Statfs {
+            blocks: r.u64("blocks")?,
+            bfree: r.u64("bfree")?,
+            bavail: r.u64("bavail")?,
+            files: r.u64("files")?,
+            ffree: r.u64("ffree")?,
+            bsize: r.u32("bsize")?,
+            namelen: r.u32("namelen")?,
+            frsize: r.u32("frsize")?,
+        }),
         REPLY_DATA => Reply::Data(r.bulk("data")?),
         REPLY_WRITTEN => Reply::Written(r.u32("written")?),
         REPLY_DONE => Reply::Done,
         REPLY_ENTRIES => {
             let n = r.u32("entry count")?;
-            // Each entry takes at least 3 bytes: bound the allocation by what the frame holds.
+            // Each entry takes at least 11 bytes: bound the allocation by what the frame holds.
             let left = r.buf.len() - r.pos;
-            if n as usize > left / 3 {
+            if n as usize > left / 11 {
                 return Err(ProtoError::Truncated {
                     field: "entries",
-                    needed: n as usize * 3 - left,
+                    needed: n as usize * 11 - left,
                 });
             }
             let mut entries = Vec::with_capacity(n as usize);
             for _ in 0..n {
                 let name = r.str("entry name")?;
-                let k = r.u8("entry kind")?;
-                let kind = FileKind::from_u8(k).ok_or_else(|| ProtoError::Invalid {
-                    field: "entry kind",
-                    reason: format!("unknown kind {k}"),
-                })?;
-                entries.push(DirEntry { name, kind });
+                let kind = decode_kind(r, "entry kind")?;
+                let ino = r.u64("entry ino")?;
+                entries.push(DirEntry { name, kind, ino });
             }
             Reply::Entries(entries)
         }
@@ -550,6 +729,10 @@ mod tests {
             tag: 9,
             job: JobId(42),
             priority: Priority::new(0.1),
+            creds: Some(Creds {
+                uid: 1000,
+                gid: 100,
+            }),
         };
         roundtrip(Frame::Request(
             h,
@@ -593,12 +776,13 @@ mod tests {
             tag: 1,
             job: JobId(1),
             priority: None,
+            creds: None,
         };
         let mut enc = encode(&Frame::Request(h, Request::Fsync { path: "f".into() })).to_vec();
-        enc[4] = 2;
+        enc[4] = 1;
         assert_eq!(
             decode(Bytes::from(enc[4..].to_vec())),
-            Err(ProtoError::Version(2))
+            Err(ProtoError::Version(1))
         );
         enc[4] = VERSION;
         enc[4 + HEADER_LEN - 1] = 200;
@@ -614,6 +798,7 @@ mod tests {
             tag: 1,
             job: JobId(1),
             priority: None,
+            creds: None,
         };
         let mut enc = encode(&Frame::Response(
             h,

@@ -7,10 +7,11 @@
 //! u32  length of everything after this field (≤ the receiver's maximum frame size)
 //! u8   protocol version (VERSION)
 //! u8   kind: 1 = request, 2 = response
-//! u16  flags: bit 0 = a priority hint is present
+//! u16  flags: bit 0 = a priority hint is present, bit 1 = caller credentials are present
 //! u64  request tag (chosen by the client, echoed by the server)
 //! u64  job id
 //! f64  priority hint (meaningful only with flag bit 0)
+//! u32  caller uid, u32 caller gid (meaningful only with flag bit 1)
 //! u8   operation code
 //! ...  body (depends on the kind and the operation)
 //! ```
@@ -47,18 +48,19 @@ mod report;
 pub use bytes::Bytes;
 pub use codec::{decode, encode, frame_len, Encoded, Frame};
 pub use message::{
-    Attr, Control, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request, Response,
+    Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
+    Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{JobReport, JobsReport, ServerReport, WaitReport};
 
 /// The protocol version this crate speaks. A frame of another version is refused.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// The default maximum frame size: 64 MiB of data plus room for the header.
 pub const DEFAULT_MAX_FRAME: u32 = 64 * 1024 * 1024 + 64 * 1024;
 
 /// The length of the fixed header that follows the length prefix.
-pub const HEADER_LEN: usize = 1 + 1 + 2 + 8 + 8 + 8 + 1;
+pub const HEADER_LEN: usize = 1 + 1 + 2 + 8 + 8 + 8 + 4 + 4 + 1;
 
 /// Why a frame could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

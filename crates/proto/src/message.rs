@@ -13,6 +13,19 @@ pub struct Header {
     pub job: JobId,
     /// A priority the client suggests for its job; the server's control plane overrides it.
     pub priority: Option<Priority>,
+    /// Whom the request is done for, when the client acts for a local user (the mount): the
+    /// server gives files and directories it creates this owner. Trusted as NFS trusts
+    /// `AUTH_SYS`: the kernel of the client's node checked the caller's permissions.
+    pub creds: Option<Creds>,
+}
+
+/// A caller's user and group (the file system credentials the client's kernel gave it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Creds {
+    /// The user id.
+    pub uid: u32,
+    /// The (primary, or file system) group id.
+    pub gid: u32,
 }
 
 /// The kind byte of a frame.
@@ -42,6 +55,13 @@ pub enum OpCode {
     Rmdir = 10,
     Readdir = 11,
     Rename = 12,
+    Lstat = 13,
+    Setattr = 14,
+    Symlink = 15,
+    Readlink = 16,
+    Mknod = 17,
+    Link = 18,
+    Statfs = 19,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -66,6 +86,13 @@ impl OpCode {
             10 => Rmdir,
             11 => Readdir,
             12 => Rename,
+            13 => Lstat,
+            14 => Setattr,
+            15 => Symlink,
+            16 => Readlink,
+            17 => Mknod,
+            18 => Link,
+            19 => Statfs,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -91,6 +118,13 @@ impl OpCode {
             Rmdir => "rmdir",
             Readdir => "readdir",
             Rename => "rename",
+            Lstat => "lstat",
+            Setattr => "setattr",
+            Symlink => "symlink",
+            Readlink => "readlink",
+            Mknod => "mknod",
+            Link => "link",
+            Statfs => "statfs",
             SetPriority => "set_priority",
             ClearPriority => "clear_priority",
             Policy => "policy",
@@ -205,6 +239,51 @@ pub enum Request {
         /// The new path.
         to: String,
     },
+    /// The attributes of a path without following a final symlink (lstat).
+    Lstat {
+        /// The path.
+        path: String,
+    },
+    /// Change attributes (chmod, chown, truncate, utimens) of a path, without following a final
+    /// symlink; answers the new attributes.
+    Setattr {
+        /// The path.
+        path: String,
+        /// What to change.
+        set: SetAttr,
+    },
+    /// Create a symbolic link at `path` pointing to `target` (stored as given, never followed
+    /// by the server).
+    Symlink {
+        /// The link's path.
+        path: String,
+        /// What it points to.
+        target: String,
+    },
+    /// The target of a symbolic link (answered as [`Reply::Data`]).
+    Readlink {
+        /// The link's path.
+        path: String,
+    },
+    /// Create a special file (FIFO, socket, device) or a regular file; `mode` carries the
+    /// file type bits (`S_IFIFO`...) and the permission bits.
+    Mknod {
+        /// The path.
+        path: String,
+        /// Type and permission bits.
+        mode: u32,
+        /// The device number, for character and block devices.
+        rdev: u64,
+    },
+    /// Make `to` a new name (hard link) of the file at `from`.
+    Link {
+        /// The existing path.
+        from: String,
+        /// The new name.
+        to: String,
+    },
+    /// The backing file system's capacity ([`Reply::Statfs`]).
+    Statfs,
     /// A control request, authenticated by the server's control token.
     Control {
         /// The token.
@@ -230,6 +309,13 @@ impl Request {
             Request::Rmdir { .. } => OpCode::Rmdir,
             Request::Readdir { .. } => OpCode::Readdir,
             Request::Rename { .. } => OpCode::Rename,
+            Request::Lstat { .. } => OpCode::Lstat,
+            Request::Setattr { .. } => OpCode::Setattr,
+            Request::Symlink { .. } => OpCode::Symlink,
+            Request::Readlink { .. } => OpCode::Readlink,
+            Request::Mknod { .. } => OpCode::Mknod,
+            Request::Link { .. } => OpCode::Link,
+            Request::Statfs => OpCode::Statfs,
             Request::Control { op, .. } => op.op(),
         }
     }
@@ -243,16 +329,49 @@ impl Request {
             | Request::Write { .. }
             | Request::Fsync { .. }
             | Request::Truncate { .. }
-            | Request::Readdir { .. } => true,
+            | Request::Readdir { .. }
+            | Request::Lstat { .. }
+            | Request::Setattr { .. }
+            | Request::Readlink { .. }
+            | Request::Statfs => true,
             Request::Create { exclusive, .. } => !exclusive,
             Request::Open { flags, .. } => !flags.has(OpenFlags::TRUNCATE),
             Request::Control { op, .. } => !matches!(op, Control::Policy { .. }),
             Request::Unlink { .. }
             | Request::Mkdir { .. }
             | Request::Rmdir { .. }
-            | Request::Rename { .. } => false,
+            | Request::Rename { .. }
+            | Request::Symlink { .. }
+            | Request::Mknod { .. }
+            | Request::Link { .. } => false,
         }
     }
+}
+
+/// A time to set ([`SetAttr`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetTime {
+    /// The server's current time (`UTIME_NOW`).
+    Now,
+    /// Nanoseconds since the Unix epoch.
+    At(i64),
+}
+
+/// The attribute changes of a [`Request::Setattr`]; `None` leaves an attribute as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SetAttr {
+    /// New permission bits (`0o7777` at most).
+    pub mode: Option<u32>,
+    /// New owner.
+    pub uid: Option<u32>,
+    /// New group.
+    pub gid: Option<u32>,
+    /// New length (regular files).
+    pub size: Option<u64>,
+    /// New access time.
+    pub atime: Option<SetTime>,
+    /// New modification time.
+    pub mtime: Option<SetTime>,
 }
 
 /// Control operations (`iosets ctl`).
@@ -304,7 +423,12 @@ pub enum FileKind {
     File = 1,
     Dir = 2,
     Symlink = 3,
+    /// A special file of no type below.
     Other = 4,
+    Fifo = 5,
+    Socket = 6,
+    CharDevice = 7,
+    BlockDevice = 8,
 }
 
 impl FileKind {
@@ -314,6 +438,10 @@ impl FileKind {
             2 => FileKind::Dir,
             3 => FileKind::Symlink,
             4 => FileKind::Other,
+            5 => FileKind::Fifo,
+            6 => FileKind::Socket,
+            7 => FileKind::CharDevice,
+            8 => FileKind::BlockDevice,
             _ => return None,
         })
     }
@@ -330,6 +458,63 @@ pub struct Attr {
     pub mode: u32,
     /// Modification time, nanoseconds since the Unix epoch.
     pub mtime_ns: i64,
+    /// Access time, nanoseconds since the Unix epoch.
+    pub atime_ns: i64,
+    /// Status change time, nanoseconds since the Unix epoch.
+    pub ctime_ns: i64,
+    /// The inode number in the server's backing file system.
+    pub ino: u64,
+    /// The number of hard links.
+    pub nlink: u32,
+    /// The owner.
+    pub uid: u32,
+    /// The group.
+    pub gid: u32,
+    /// The device number (character and block devices).
+    pub rdev: u64,
+    /// Space used, in 512-byte blocks.
+    pub blocks: u64,
+}
+
+impl Attr {
+    /// Attributes with every field but these zero (tests, synthetic entries).
+    pub fn new(kind: FileKind, size: u64, mode: u32) -> Attr {
+        Attr {
+            kind,
+            size,
+            mode,
+            mtime_ns: 0,
+            atime_ns: 0,
+            ctime_ns: 0,
+            ino: 0,
+            nlink: 1,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blocks: 0,
+        }
+    }
+}
+
+/// A file system's capacity ([`Request::Statfs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Statfs {
+    /// Total blocks, in `frsize` units.
+    pub blocks: u64,
+    /// Free blocks.
+    pub bfree: u64,
+    /// Free blocks available to unprivileged users.
+    pub bavail: u64,
+    /// Total inodes.
+    pub files: u64,
+    /// Free inodes.
+    pub ffree: u64,
+    /// Preferred I/O block size.
+    pub bsize: u32,
+    /// Longest file name.
+    pub namelen: u32,
+    /// Fragment size (the unit of the block counts).
+    pub frsize: u32,
 }
 
 /// One directory entry.
@@ -339,6 +524,8 @@ pub struct DirEntry {
     pub name: String,
     /// What it is.
     pub kind: FileKind,
+    /// Its inode number in the server's backing file system.
+    pub ino: u64,
 }
 
 /// A successful reply.
@@ -356,6 +543,8 @@ pub enum Reply {
     Entries(Vec<DirEntry>),
     /// A report, as JSON text.
     Json(String),
+    /// A file system's capacity.
+    Statfs(Statfs),
 }
 
 /// A server's answer to one request.

@@ -1,8 +1,8 @@
 //! Decoding arbitrary bytes never panics, and every message survives a round trip.
 
 use iosets_proto::{
-    decode, encode, frame_len, Attr, Bytes, Control, DirEntry, FileKind, Frame, Header, OpCode,
-    OpenFlags, Reply, Request, Response, DEFAULT_MAX_FRAME,
+    decode, encode, frame_len, Attr, Bytes, Control, Creds, DirEntry, FileKind, Frame, Header,
+    OpCode, OpenFlags, Reply, Request, Response, SetAttr, SetTime, Statfs, DEFAULT_MAX_FRAME,
 };
 use iosets_types::{JobId, Priority};
 use proptest::prelude::*;
@@ -16,11 +16,36 @@ fn header() -> impl Strategy<Value = Header> {
         any::<u64>(),
         any::<u64>(),
         proptest::option::of(1e-6f64..1e6),
+        proptest::option::of((any::<u32>(), any::<u32>())),
     )
-        .prop_map(|(tag, job, p)| Header {
+        .prop_map(|(tag, job, p, c)| Header {
             tag,
             job: JobId(job),
             priority: p.and_then(Priority::new),
+            creds: c.map(|(uid, gid)| Creds { uid, gid }),
+        })
+}
+
+fn set_time() -> impl Strategy<Value = SetTime> {
+    prop_oneof![Just(SetTime::Now), any::<i64>().prop_map(SetTime::At)]
+}
+
+fn set_attr() -> impl Strategy<Value = SetAttr> {
+    (
+        proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u32>()),
+        proptest::option::of(any::<u64>()),
+        proptest::option::of(set_time()),
+        proptest::option::of(set_time()),
+    )
+        .prop_map(|(mode, uid, gid, size, atime, mtime)| SetAttr {
+            mode,
+            uid,
+            gid,
+            size,
+            atime,
+            mtime,
         })
 }
 
@@ -60,6 +85,17 @@ fn request() -> impl Strategy<Value = Request> {
         path().prop_map(|path| Request::Rmdir { path }),
         path().prop_map(|path| Request::Readdir { path }),
         (path(), path()).prop_map(|(from, to)| Request::Rename { from, to }),
+        path().prop_map(|path| Request::Lstat { path }),
+        (path(), set_attr()).prop_map(|(path, set)| Request::Setattr { path, set }),
+        (path(), path()).prop_map(|(path, target)| Request::Symlink { path, target }),
+        path().prop_map(|path| Request::Readlink { path }),
+        (path(), any::<u32>(), any::<u64>()).prop_map(|(path, mode, rdev)| Request::Mknod {
+            path,
+            mode,
+            rdev
+        }),
+        (path(), path()).prop_map(|(from, to)| Request::Link { from, to }),
+        Just(Request::Statfs),
         (".{0,10}", any::<u64>(), 1e-9f64..1e9).prop_map(|(token, job, p)| Request::Control {
             token,
             op: Control::SetPriority {
@@ -96,28 +132,65 @@ fn kind() -> impl Strategy<Value = FileKind> {
         Just(FileKind::File),
         Just(FileKind::Dir),
         Just(FileKind::Symlink),
-        Just(FileKind::Other)
+        Just(FileKind::Other),
+        Just(FileKind::Fifo),
+        Just(FileKind::Socket),
+        Just(FileKind::CharDevice),
+        Just(FileKind::BlockDevice)
     ]
 }
 
 fn response() -> impl Strategy<Value = Response> {
     prop_oneof![
-        (kind(), any::<u64>(), any::<u32>(), any::<i64>()).prop_map(|(kind, size, mode, m)| {
-            Response::Ok(Reply::Attr(Attr {
-                kind,
-                size,
-                mode,
-                mtime_ns: m,
-            }))
-        }),
+        (
+            (kind(), any::<u64>(), any::<u32>(), any::<i64>()),
+            (any::<i64>(), any::<i64>(), any::<u64>(), any::<u32>()),
+            (any::<u32>(), any::<u32>(), any::<u64>(), any::<u64>())
+        )
+            .prop_map(
+                |(
+                    (kind, size, mode, mtime_ns),
+                    (atime_ns, ctime_ns, ino, nlink),
+                    (uid, gid, rdev, blocks),
+                )| {
+                    Response::Ok(Reply::Attr(Attr {
+                        kind,
+                        size,
+                        mode,
+                        mtime_ns,
+                        atime_ns,
+                        ctime_ns,
+                        ino,
+                        nlink,
+                        uid,
+                        gid,
+                        rdev,
+                        blocks,
+                    }))
+                }
+            ),
+        (
+            proptest::array::uniform5(any::<u64>()),
+            proptest::array::uniform3(any::<u32>())
+        )
+            .prop_map(|(u, v)| Response::Ok(Reply::Statfs(Statfs {
+                blocks: u[0],
+                bfree: u[1],
+                bavail: u[2],
+                files: u[3],
+                ffree: u[4],
+                bsize: v[0],
+                namelen: v[1],
+                frsize: v[2],
+            }))),
         proptest::collection::vec(any::<u8>(), 0..300)
             .prop_map(|d| Response::Ok(Reply::Data(Bytes::from(d)))),
         any::<u32>().prop_map(|n| Response::Ok(Reply::Written(n))),
         Just(Response::Ok(Reply::Done)),
-        proptest::collection::vec(("[a-z]{0,12}", kind()), 0..6).prop_map(|es| {
+        proptest::collection::vec(("[a-z]{0,12}", kind(), any::<u64>()), 0..6).prop_map(|es| {
             Response::Ok(Reply::Entries(
                 es.into_iter()
-                    .map(|(name, kind)| DirEntry { name, kind })
+                    .map(|(name, kind, ino)| DirEntry { name, kind, ino })
                     .collect(),
             ))
         }),

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use iosets_proto::{
-    decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
+    decode, encode, frame_len, Bytes, Creds, Encoded, Frame, Header, OpCode, Reply, Request,
+    Response,
 };
 use iosets_types::hash::fnv1a64;
 use iosets_types::{JobId, Op, Priority};
@@ -180,6 +181,7 @@ fn no_header() -> Header {
         tag: 0,
         job: JobId(0),
         priority: None,
+        creds: None,
     }
 }
 
@@ -269,7 +271,7 @@ fn handle(
             let shared = shared.clone();
             let tx = tx.clone();
             tokio::task::spawn_blocking(move || {
-                let r = metadata(&shared, meta);
+                let r = metadata(&shared, header.creds, meta);
                 reply(&tx, Some(permit), &shared, header, op, r);
             });
             return;
@@ -320,17 +322,32 @@ fn handle(
     }
 }
 
-fn metadata(shared: &Shared, req: Request) -> Result<Reply, FsError> {
+fn metadata(shared: &Shared, creds: Option<Creds>, req: Request) -> Result<Reply, FsError> {
     let root = &shared.root;
     match req {
         Request::Lookup { path } => root.lookup(&check_path(&path)?).map(Reply::Attr),
+        Request::Lstat { path } => root.lstat(&check_path(&path)?).map(Reply::Attr),
         Request::Create {
             path,
             mode,
             exclusive,
         } => root
-            .create(&check_path(&path)?, mode, exclusive)
+            .create(&check_path(&path)?, mode, exclusive, creds)
             .map(Reply::Attr),
+        Request::Mknod { path, mode, rdev } => root
+            .mknod(&check_path(&path)?, mode, rdev, creds)
+            .map(Reply::Attr),
+        Request::Symlink { path, target } => root
+            .symlink(&check_path(&path)?, &target, creds)
+            .map(Reply::Attr),
+        Request::Readlink { path } => root
+            .readlink(&check_path(&path)?)
+            .map(|t| Reply::Data(t.into())),
+        Request::Link { from, to } => root
+            .link(&check_path(&from)?, &check_path(&to)?)
+            .map(Reply::Attr),
+        Request::Setattr { path, set } => root.setattr(&check_path(&path)?, &set).map(Reply::Attr),
+        Request::Statfs => root.statfs().map(Reply::Statfs),
         Request::Open { path, flags } => {
             root.open_with(&check_path(&path)?, flags).map(Reply::Attr)
         }
@@ -338,9 +355,9 @@ fn metadata(shared: &Shared, req: Request) -> Result<Reply, FsError> {
             .truncate(&check_path(&path)?, size)
             .map(|()| Reply::Done),
         Request::Unlink { path } => root.unlink(&check_path(&path)?).map(|()| Reply::Done),
-        Request::Mkdir { path, mode } => {
-            root.mkdir(&check_path(&path)?, mode).map(|()| Reply::Done)
-        }
+        Request::Mkdir { path, mode } => root
+            .mkdir(&check_path(&path)?, mode, creds)
+            .map(Reply::Attr),
         Request::Rmdir { path } => root.rmdir(&check_path(&path)?).map(|()| Reply::Done),
         Request::Readdir { path } => root.readdir(&check_path(&path)?).map(Reply::Entries),
         Request::Rename { from, to } => root

@@ -23,7 +23,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use iosets_proto::{Attr, DirEntry, FileKind, OpenFlags};
+use iosets_proto::{Attr, Creds, DirEntry, FileKind, OpenFlags, SetAttr, SetTime, Statfs};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -127,13 +127,26 @@ fn split(path: &str) -> Result<(&str, &str), FsError> {
     })
 }
 
-fn kind_of(mode: u32) -> FileKind {
-    match rustix::fs::FileType::from_raw_mode(mode) {
-        rustix::fs::FileType::RegularFile => FileKind::File,
-        rustix::fs::FileType::Directory => FileKind::Dir,
-        rustix::fs::FileType::Symlink => FileKind::Symlink,
-        _ => FileKind::Other,
+fn kind_of_type(t: rustix::fs::FileType) -> FileKind {
+    use rustix::fs::FileType as T;
+    match t {
+        T::RegularFile => FileKind::File,
+        T::Directory => FileKind::Dir,
+        T::Symlink => FileKind::Symlink,
+        T::Fifo => FileKind::Fifo,
+        T::Socket => FileKind::Socket,
+        T::CharacterDevice => FileKind::CharDevice,
+        T::BlockDevice => FileKind::BlockDevice,
+        T::Unknown => FileKind::Other,
     }
+}
+
+fn kind_of(mode: u32) -> FileKind {
+    kind_of_type(rustix::fs::FileType::from_raw_mode(mode))
+}
+
+fn ns(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
 
 fn attr_of(st: &rustix::fs::Stat) -> Attr {
@@ -141,8 +154,49 @@ fn attr_of(st: &rustix::fs::Stat) -> Attr {
         kind: kind_of(st.st_mode),
         size: st.st_size as u64,
         mode: st.st_mode & 0o7777,
-        mtime_ns: st.st_mtime.saturating_mul(1_000_000_000) + st.st_mtime_nsec as i64,
+        mtime_ns: ns(st.st_mtime, st.st_mtime_nsec as i64),
+        atime_ns: ns(st.st_atime, st.st_atime_nsec as i64),
+        ctime_ns: ns(st.st_ctime, st.st_ctime_nsec as i64),
+        ino: st.st_ino,
+        nlink: st.st_nlink as u32,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        rdev: st.st_rdev,
+        blocks: st.st_blocks as u64,
     }
+}
+
+/// A `/proc/self/fd/N` path naming the object an `O_PATH` descriptor refers to, for the calls
+/// that have no descriptor form for `O_PATH` (chmod, utimens): the kernel resolves it to that
+/// very inode, never to whatever now has its name.
+fn proc_fd_path(fd: &OwnedFd) -> String {
+    use std::os::fd::AsRawFd;
+    format!("/proc/self/fd/{}", fd.as_raw_fd())
+}
+
+fn timestamp(t: Option<SetTime>) -> rustix::fs::Timespec {
+    // UTIME_NOW and UTIME_OMIT, as Linux defines them.
+    const UTIME_NOW: i64 = (1 << 30) - 1;
+    const UTIME_OMIT: i64 = (1 << 30) - 2;
+    match t {
+        None => rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_OMIT as _,
+        },
+        Some(SetTime::Now) => rustix::fs::Timespec {
+            tv_sec: 0,
+            tv_nsec: UTIME_NOW as _,
+        },
+        Some(SetTime::At(ns)) => rustix::fs::Timespec {
+            tv_sec: ns.div_euclid(1_000_000_000),
+            tv_nsec: ns.rem_euclid(1_000_000_000) as _,
+        },
+    }
+}
+
+/// Whether this process may give files away (`chown` to another user): root, in practice.
+fn can_chown() -> bool {
+    rustix::process::geteuid().is_root()
 }
 
 /// An open file in the cache, and whether it could be opened for writing.
@@ -379,19 +433,230 @@ impl Root {
         Ok(attr_of(&st))
     }
 
-    /// Creates a regular file (or keeps an existing one unless `exclusive`). Permission bits
-    /// above `0o777` (setuid, setgid, sticky) are dropped.
-    pub fn create(&self, path: &str, mode: u32, exclusive: bool) -> Result<Attr, FsError> {
-        split(path)?;
-        let mut flags = OFlags::CREATE;
-        if exclusive {
-            flags |= OFlags::EXCL;
-        }
-        self.cache.lock().files.remove(path);
-        let o = self.open_file(path, flags, mode & 0o777)?;
-        self.dir_changed(path);
-        let st = rustix::fs::fstat(&*o.file).map_err(|e| FsError::io(e, "stat", path))?;
+    /// Attributes of `path` itself, a final symlink not followed (`lstat`).
+    pub fn lstat(&self, path: &str) -> Result<Attr, FsError> {
+        let fd = self.object(path, "lstat")?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
         Ok(attr_of(&st))
+    }
+
+    /// An `O_PATH` descriptor of the object at `path`, a final symlink not followed.
+    fn object(&self, path: &str, what: &str) -> Result<OwnedFd, FsError> {
+        self.open_beneath(path, OFlags::PATH | OFlags::NOFOLLOW, 0)
+            .map_err(|e| FsError::io(e, what, path))
+    }
+
+    /// Gives a new object the caller's ownership and its exact permission bits (the caller's
+    /// kernel applied the umask). In a set-group-id directory the object keeps the directory's
+    /// group, as on a local file system. Without credentials, or when this process cannot give
+    /// files away (not root), the object keeps the server's ownership.
+    fn own(&self, path: &str, creds: Option<Creds>, mode: Option<u32>) -> Result<(), FsError> {
+        let fd = self.object(path, "chown")?;
+        if let Some(c) = creds {
+            if can_chown() {
+                let parent = self
+                    .open_beneath(parent_of(path), OFlags::PATH | OFlags::DIRECTORY, 0)
+                    .map_err(|e| FsError::io(e, "stat", path))?;
+                let pst = rustix::fs::fstat(&parent).map_err(|e| FsError::io(e, "stat", path))?;
+                let gid = if pst.st_mode & 0o2000 != 0 {
+                    None
+                } else {
+                    Some(rustix::fs::Gid::from_raw(c.gid))
+                };
+                rustix::fs::chownat(
+                    &fd,
+                    "",
+                    Some(rustix::fs::Uid::from_raw(c.uid)),
+                    gid,
+                    AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+                )
+                .map_err(|e| FsError::io(e, "chown", path))?;
+            }
+        }
+        if let Some(mode) = mode {
+            let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+            // A new directory in a set-group-id directory inherits the bit.
+            let keep = st.st_mode & 0o2000 * u32::from(kind_of(st.st_mode) == FileKind::Dir);
+            rustix::fs::chmod(
+                proc_fd_path(&fd).as_str(),
+                Mode::from_raw_mode((mode & 0o7777) | keep),
+            )
+            .map_err(|e| FsError::io(e, "chmod", path))?;
+        }
+        Ok(())
+    }
+
+    /// The mode a new object is made with, and the exact mode it gets once made: a caller with
+    /// credentials (the mount, whose kernel checked the caller and applied its umask) gets
+    /// exactly `mode`, set after creation, past this process's umask; a caller without gets
+    /// `mode & keep` (no set-id bits) masked by this process's umask.
+    fn modes(creds: Option<Creds>, mode: u32, keep: u32) -> (u32, Option<u32>) {
+        match creds {
+            Some(_) => (0o600, Some(mode & 0o7777)),
+            None => (mode & keep, None),
+        }
+    }
+
+    /// Creates a regular file (or keeps an existing one unless `exclusive`), owned by `creds`
+    /// when given. Without credentials, permission bits above `0o777` (setuid, setgid, sticky)
+    /// are dropped.
+    pub fn create(
+        &self,
+        path: &str,
+        mode: u32,
+        exclusive: bool,
+        creds: Option<Creds>,
+    ) -> Result<Attr, FsError> {
+        split(path)?;
+        self.cache.lock().files.remove(path);
+        let (initial, exact) = Self::modes(creds, mode, 0o777);
+        let created = match self.open_file(path, OFlags::CREATE | OFlags::EXCL, initial) {
+            Ok(_) => true,
+            Err(e) if e.errno == Errno::EXIST.raw_os_error() && !exclusive => false,
+            Err(e) => return Err(e),
+        };
+        if created {
+            self.dir_changed(path);
+            if creds.is_some() {
+                self.own(path, creds, exact)?;
+            }
+        }
+        self.lstat(path)
+    }
+
+    /// Creates a special file (FIFO, socket, device) or a regular file, `mode` carrying the
+    /// type bits, owned by `creds` when given.
+    pub fn mknod(
+        &self,
+        path: &str,
+        mode: u32,
+        rdev: u64,
+        creds: Option<Creds>,
+    ) -> Result<Attr, FsError> {
+        let (parent, name) = split(path)?;
+        let dir = self.parent(parent, "mknod", path)?;
+        let file_type = rustix::fs::FileType::from_raw_mode(mode);
+        if matches!(
+            file_type,
+            rustix::fs::FileType::Directory | rustix::fs::FileType::Symlink
+        ) {
+            return Err(FsError::new(
+                Errno::INVAL,
+                format!("mknod {path:?}: use mkdir or symlink for this file type"),
+            ));
+        }
+        let (initial, exact) = Self::modes(creds, mode, 0o777);
+        rustix::fs::mknodat(&dir, name, file_type, Mode::from_raw_mode(initial), rdev)
+            .map_err(|e| FsError::io(e, "mknod", path))?;
+        self.dir_changed(path);
+        if creds.is_some() {
+            self.own(path, creds, exact)?;
+        }
+        self.lstat(path)
+    }
+
+    /// Creates a symbolic link to `target` (stored as given), owned by `creds` when given.
+    pub fn symlink(&self, path: &str, target: &str, creds: Option<Creds>) -> Result<Attr, FsError> {
+        let (parent, name) = split(path)?;
+        if target.is_empty() || target.contains('\0') {
+            return Err(FsError::new(
+                Errno::NOENT,
+                format!("symlink {path:?}: empty target"),
+            ));
+        }
+        let dir = self.parent(parent, "symlink", path)?;
+        rustix::fs::symlinkat(target, &dir, name).map_err(|e| FsError::io(e, "symlink", path))?;
+        self.dir_changed(path);
+        if creds.is_some() {
+            self.own(path, creds, None)?;
+        }
+        self.lstat(path)
+    }
+
+    /// The target of the symbolic link at `path`.
+    pub fn readlink(&self, path: &str) -> Result<Vec<u8>, FsError> {
+        let (parent, name) = split(path)?;
+        let dir = self.parent(parent, "readlink", path)?;
+        rustix::fs::readlinkat(&dir, name, Vec::new())
+            .map(|t| t.into_bytes())
+            .map_err(|e| FsError::io(e, "readlink", path))
+    }
+
+    /// Makes `to` a new name of the file at `from` (a final symlink is linked, not followed).
+    pub fn link(&self, from: &str, to: &str) -> Result<Attr, FsError> {
+        let (fp, fname) = split(from)?;
+        let (tp, tname) = split(to)?;
+        let fdir = self.parent(fp, "link", from)?;
+        let tdir = self.parent(tp, "link", to)?;
+        rustix::fs::linkat(&fdir, fname, &tdir, tname, AtFlags::empty())
+            .map_err(|e| FsError::io(e, "link", from))?;
+        self.dir_changed(to);
+        self.lstat(to)
+    }
+
+    /// Changes what `set` asks of `path` (a final symlink not followed: its owner changes, its
+    /// mode cannot, as on Linux) and answers the new attributes. The order is Linux's
+    /// `notify_change`: owner, then mode (so a chown's clearing of set-id bits can be undone by an
+    /// explicit mode), then size, then times.
+    pub fn setattr(&self, path: &str, set: &SetAttr) -> Result<Attr, FsError> {
+        let fd = self.object(path, "setattr")?;
+        if set.uid.is_some() || set.gid.is_some() {
+            rustix::fs::chownat(
+                &fd,
+                "",
+                set.uid.map(rustix::fs::Uid::from_raw),
+                set.gid.map(rustix::fs::Gid::from_raw),
+                AtFlags::EMPTY_PATH | AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(|e| FsError::io(e, "chown", path))?;
+        }
+        if let Some(mode) = set.mode {
+            let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+            if kind_of(st.st_mode) == FileKind::Symlink {
+                return Err(FsError::new(
+                    Errno::OPNOTSUPP,
+                    format!("chmod {path:?}: a symbolic link has no mode of its own"),
+                ));
+            }
+            rustix::fs::chmod(
+                proc_fd_path(&fd).as_str(),
+                Mode::from_raw_mode(mode & 0o7777),
+            )
+            .map_err(|e| FsError::io(e, "chmod", path))?;
+        }
+        if let Some(size) = set.size {
+            self.truncate(path, size)?;
+        }
+        if set.atime.is_some() || set.mtime.is_some() {
+            let times = rustix::fs::Timestamps {
+                last_access: timestamp(set.atime),
+                last_modification: timestamp(set.mtime),
+            };
+            rustix::fs::utimensat(
+                rustix::fs::CWD,
+                proc_fd_path(&fd).as_str(),
+                &times,
+                AtFlags::empty(),
+            )
+            .map_err(|e| FsError::io(e, "utimens", path))?;
+        }
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+        Ok(attr_of(&st))
+    }
+
+    /// The capacity of the file system under the root.
+    pub fn statfs(&self) -> Result<Statfs, FsError> {
+        let v = rustix::fs::fstatvfs(&self.dir).map_err(|e| FsError::io(e, "statfs", "."))?;
+        Ok(Statfs {
+            blocks: v.f_blocks,
+            bfree: v.f_bfree,
+            bavail: v.f_bavail,
+            files: v.f_files,
+            ffree: v.f_ffree,
+            bsize: v.f_bsize as u32,
+            namelen: v.f_namemax as u32,
+            frsize: v.f_frsize as u32,
+        })
     }
 
     /// Opens `path` as `flags` asks (creating or truncating it if asked) and returns its
@@ -445,14 +710,19 @@ impl Root {
         r.map(|()| self.dir_changed(path))
     }
 
-    /// Creates a directory (permission bits above `0o1777` dropped).
-    pub fn mkdir(&self, path: &str, mode: u32) -> Result<(), FsError> {
+    /// Creates a directory owned by `creds` when given (without credentials, permission bits
+    /// above `0o1777` are dropped) and answers its attributes.
+    pub fn mkdir(&self, path: &str, mode: u32, creds: Option<Creds>) -> Result<Attr, FsError> {
         let (parent, name) = split(path)?;
         let dir = self.parent(parent, "mkdir", path)?;
-        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(mode & 0o1777))
+        let (initial, exact) = Self::modes(creds, mode, 0o1777);
+        rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(initial))
             .map_err(|e| FsError::io(e, "mkdir", path))?;
         self.dir_changed(path);
-        Ok(())
+        if creds.is_some() {
+            self.own(path, creds, exact)?;
+        }
+        self.lstat(path)
     }
 
     /// Removes an empty directory.
@@ -495,13 +765,11 @@ impl Root {
             if name == "." || name == ".." {
                 continue;
             }
-            let kind = match entry.file_type() {
-                rustix::fs::FileType::RegularFile => FileKind::File,
-                rustix::fs::FileType::Directory => FileKind::Dir,
-                rustix::fs::FileType::Symlink => FileKind::Symlink,
-                _ => FileKind::Other,
-            };
-            out.push(DirEntry { name, kind });
+            out.push(DirEntry {
+                name,
+                kind: kind_of_type(entry.file_type()),
+                ino: entry.ino(),
+            });
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)

@@ -75,6 +75,7 @@ impl Conn {
             tag,
             job: JobId(self.job),
             priority: self.priority.and_then(Priority::new),
+            creds: None,
         };
         let enc = encode(&Frame::Request(h, req));
         self.stream.write_all(&enc.head).unwrap();

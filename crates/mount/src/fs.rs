@@ -1,0 +1,1021 @@
+//! The FUSE file system: kernel requests to client-library calls, each done for the job of the
+//! process that made it.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
+    KernelConfig, LockOwner, OpenFlags as FuseOpen, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
+};
+use iosets_client::{Attr, Client, ClientError, Control, Creds, FileKind, Reply, SetAttr, SetTime};
+use iosets_proto::{JobsReport, ServerReport};
+use iosets_types::JobId;
+use parking_lot::Mutex;
+
+use crate::control::{self, JobSlots, Node as Ctl, PriorityWrite};
+use crate::ident::JobResolver;
+use crate::inodes::{Inodes, ROOT};
+
+/// What the file system needs besides its client.
+#[derive(Debug, Clone)]
+pub(crate) struct FsConfig {
+    /// Page cache for file data (`--cache`); direct I/O otherwise.
+    pub cache: bool,
+    /// How long the kernel may keep attributes and names.
+    pub attr_ttl: Duration,
+    /// The bound on any one file system request.
+    pub timeout: Duration,
+    /// The servers' control token, if the mount has one.
+    pub token: Option<String>,
+    /// `st_blksize`: the striping chunk, so `cp` and friends move whole chunks.
+    pub blksize: u32,
+    /// The largest write the kernel sends.
+    pub max_write: u32,
+}
+
+/// An open file or directory.
+#[derive(Debug)]
+enum Handle {
+    /// A file of the servers, with the job and user it was opened for.
+    File { ino: u64, job: JobId, creds: Creds },
+    /// A directory listing taken at opendir.
+    Dir {
+        entries: Vec<(u64, FileType, String)>,
+    },
+    /// A control file: its text, taken at open.
+    Control { text: Vec<u8> },
+}
+
+/// The file system.
+#[derive(Debug)]
+pub(crate) struct IosetsFs {
+    rt: tokio::runtime::Handle,
+    client: Client,
+    cfg: FsConfig,
+    resolver: Arc<JobResolver>,
+    inodes: Mutex<Inodes>,
+    handles: Mutex<HashMap<u64, Handle>>,
+    next_fh: AtomicU64,
+    slots: Mutex<JobSlots>,
+    /// Jobs this mount resolved (listed under `.iosets/jobs` with the servers' jobs).
+    seen_jobs: Mutex<std::collections::BTreeSet<u64>>,
+}
+
+fn errno_of(e: &ClientError) -> Errno {
+    match e {
+        ClientError::Errno { errno, .. } => Errno::from_i32(*errno),
+        ClientError::InvalidPath { .. } | ClientError::Config(_) => Errno::EINVAL,
+        ClientError::Unsupported(_) => Errno::from_i32(libc::ENOTSUP),
+        // A server unreachable, a connection lost, a timeout, a garbled answer: the I/O failed.
+        _ => Errno::EIO,
+    }
+}
+
+fn system_time(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH - Duration::from_nanos(ns.unsigned_abs())
+    }
+}
+
+fn file_type(k: FileKind) -> FileType {
+    match k {
+        FileKind::File | FileKind::Other => FileType::RegularFile,
+        FileKind::Dir => FileType::Directory,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::Fifo => FileType::NamedPipe,
+        FileKind::Socket => FileType::Socket,
+        FileKind::CharDevice => FileType::CharDevice,
+        FileKind::BlockDevice => FileType::BlockDevice,
+    }
+}
+
+fn ns_of(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+fn set_time(t: TimeOrNow) -> SetTime {
+    match t {
+        TimeOrNow::Now => SetTime::Now,
+        TimeOrNow::SpecificTime(t) => SetTime::At(ns_of(t)),
+    }
+}
+
+/// `parent/name`, refusing names that are not UTF-8 (the protocol's paths are) and `/`.
+fn join(parent: &str, name: &OsStr) -> Result<String, Errno> {
+    let name = name.to_str().ok_or(Errno::EINVAL)?;
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+        return Err(Errno::EINVAL);
+    }
+    Ok(if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}/{name}")
+    })
+}
+
+impl IosetsFs {
+    pub(crate) fn new(
+        rt: tokio::runtime::Handle,
+        client: Client,
+        cfg: FsConfig,
+        resolver: Arc<JobResolver>,
+    ) -> IosetsFs {
+        IosetsFs {
+            rt,
+            client,
+            cfg,
+            resolver,
+            inodes: Mutex::new(Inodes::new()),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+            slots: Mutex::new(JobSlots::default()),
+            seen_jobs: Mutex::new(Default::default()),
+        }
+    }
+
+    /// Runs `f` on the client's runtime, bounded by the mount's timeout (`EIO` past it: a
+    /// dead server never hangs the caller).
+    fn run<T>(&self, f: impl Future<Output = Result<T, ClientError>>) -> Result<T, Errno> {
+        let timeout = self.cfg.timeout;
+        match self
+            .rt
+            .block_on(async { tokio::time::timeout(timeout, f).await })
+        {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                let errno = errno_of(&e);
+                if errno == Errno::EIO {
+                    tracing::warn!(error = %e, "I/O failed");
+                } else {
+                    tracing::debug!(error = %e, "request failed");
+                }
+                Err(errno)
+            }
+            Err(_) => {
+                tracing::warn!(timeout = ?timeout, "request timed out: EIO");
+                Err(Errno::EIO)
+            }
+        }
+    }
+
+    /// The job of the caller of `req` (its thread id and uid).
+    fn job_of(&self, req: &Request) -> JobId {
+        let job = self.resolver.resolve(req.pid(), req.uid()).job;
+        let mut seen = self.seen_jobs.lock();
+        if seen.len() < 65_536 {
+            seen.insert(job.0);
+        }
+        job
+    }
+
+    fn creds(req: &Request) -> Creds {
+        Creds {
+            uid: req.uid(),
+            gid: req.gid(),
+        }
+    }
+
+    /// A client handle for the caller of `req`.
+    fn caller(&self, req: &Request) -> Client {
+        self.client
+            .as_caller(self.job_of(req), Some(Self::creds(req)))
+    }
+
+    fn path(&self, ino: u64) -> Result<String, Errno> {
+        self.inodes.lock().path(ino).ok_or(Errno::ENOENT)
+    }
+
+    fn attr(&self, ino: u64, a: &Attr) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(ino),
+            size: a.size,
+            blocks: a.blocks,
+            atime: system_time(a.atime_ns),
+            mtime: system_time(a.mtime_ns),
+            ctime: system_time(a.ctime_ns),
+            crtime: UNIX_EPOCH,
+            kind: file_type(a.kind),
+            perm: (a.mode & 0o7777) as u16,
+            nlink: a.nlink,
+            uid: a.uid,
+            gid: a.gid,
+            rdev: a.rdev as u32,
+            blksize: self.cfg.blksize,
+            flags: 0,
+        }
+    }
+
+    /// Records a new kernel reference to the object at `path` and answers its entry.
+    fn entry(&self, path: &str, a: &Attr, reply: ReplyEntry) {
+        let key = (self.client.layout().home(path), a.ino);
+        let ino = self.inodes.lock().remember(path, key, a.nlink);
+        reply.entry(&self.cfg.attr_ttl, &self.attr(ino, a), Generation(0));
+    }
+
+    fn control_attr(&self, ino: u64, node: Ctl) -> FileAttr {
+        let now = SystemTime::now();
+        FileAttr {
+            ino: INodeNo(ino),
+            size: 0,
+            blocks: 0,
+            atime: now,
+            mtime: now,
+            ctime: now,
+            crtime: UNIX_EPOCH,
+            kind: if node.is_dir() {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            },
+            perm: node.perm(),
+            nlink: if node.is_dir() { 2 } else { 1 },
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    fn control_node(&self, ino: u64) -> Option<Ctl> {
+        if !control::is_control(ino) {
+            return None;
+        }
+        self.slots.lock().node(ino)
+    }
+
+    fn token(&self) -> Result<&str, Errno> {
+        self.cfg.token.as_deref().ok_or_else(|| {
+            tracing::warn!("control through .iosets needs the servers' token (--token-file)");
+            Errno::EACCES
+        })
+    }
+
+    fn jobs_reports(&self) -> Result<Vec<(String, JobsReport)>, Errno> {
+        let token = self.token()?.to_owned();
+        let client = self.client.clone();
+        self.run(async move {
+            let mut out = Vec::new();
+            for (i, addr) in client.servers().iter().enumerate() {
+                if let Reply::Json(text) = client.control(i, &token, Control::Jobs).await? {
+                    let r: JobsReport =
+                        serde_json::from_str(&text).map_err(|e| ClientError::Protocol {
+                            server: *addr,
+                            reason: format!("jobs report: {e}"),
+                        })?;
+                    out.push((addr.to_string(), r));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn server_reports(&self) -> Result<Vec<(String, ServerReport)>, Errno> {
+        let token = self.token()?.to_owned();
+        let client = self.client.clone();
+        self.run(async move {
+            let mut out = Vec::new();
+            for (i, addr) in client.servers().iter().enumerate() {
+                if let Reply::Json(text) = client.control(i, &token, Control::Stats).await? {
+                    let r: ServerReport =
+                        serde_json::from_str(&text).map_err(|e| ClientError::Protocol {
+                            server: *addr,
+                            reason: format!("server report: {e}"),
+                        })?;
+                    out.push((addr.to_string(), r));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn control_text(&self, node: Ctl) -> Result<Vec<u8>, Errno> {
+        Ok(match node {
+            Ctl::Priority(job) => control::priority_text(job, &self.jobs_reports()?),
+            Ctl::Stats(job) => control::stats_text(job, &self.jobs_reports()?),
+            Ctl::Policy => control::policy_text(&self.server_reports()?),
+            _ => return Err(Errno::EISDIR),
+        }
+        .into_bytes())
+    }
+
+    /// A write to `jobs/<id>/priority`: root may set any job's, a process its own job's.
+    fn control_write(&self, req: &Request, job: JobId, data: &[u8]) -> Result<(), Errno> {
+        let caller = self.resolver.resolve(req.pid(), req.uid()).job;
+        if req.uid() != 0 && caller != job {
+            tracing::info!(uid = req.uid(), caller = %caller, target = %job, "priority refused");
+            return Err(Errno::EACCES);
+        }
+        let what = control::parse_priority(data).ok_or(Errno::EINVAL)?;
+        let token = self.token()?.to_owned();
+        let client = self.client.clone();
+        let op = match what {
+            PriorityWrite::Set(priority) => Control::SetPriority { job, priority },
+            PriorityWrite::Clear => Control::ClearPriority { job },
+        };
+        self.run(async move {
+            for i in 0..client.servers().len() {
+                client.control(i, &token, op.clone()).await?;
+            }
+            Ok(())
+        })
+    }
+
+    fn control_lookup(&self, parent: Ctl, name: &OsStr, reply: ReplyEntry) {
+        let Some(node) = name.to_str().and_then(|n| control::child(parent, n)) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let ino = self.slots.lock().ino(node);
+        reply.entry(
+            &self.cfg.attr_ttl,
+            &self.control_attr(ino, node),
+            Generation(0),
+        );
+    }
+
+    fn control_listing(&self, node: Ctl) -> Result<Vec<(u64, FileType, String)>, Errno> {
+        let names: Vec<(Ctl, String)> = match node {
+            Ctl::Dir => vec![(Ctl::Jobs, "jobs".into()), (Ctl::Policy, "policy".into())],
+            Ctl::Jobs => {
+                let mut jobs: std::collections::BTreeSet<u64> = self.seen_jobs.lock().clone();
+                if self.cfg.token.is_some() {
+                    for (_, r) in self.jobs_reports()? {
+                        jobs.extend(r.jobs.iter().map(|j| j.job));
+                    }
+                }
+                jobs.into_iter()
+                    .map(|j| (Ctl::JobDir(JobId(j)), j.to_string()))
+                    .collect()
+            }
+            Ctl::JobDir(j) => vec![
+                (Ctl::Priority(j), "priority".into()),
+                (Ctl::Stats(j), "stats".into()),
+            ],
+            _ => return Err(Errno::ENOTDIR),
+        };
+        let mut slots = self.slots.lock();
+        let parent_ino = match node {
+            Ctl::Dir => ROOT,
+            Ctl::Jobs => control::DIR,
+            Ctl::JobDir(_) => control::JOBS,
+            _ => ROOT,
+        };
+        let mut out = vec![
+            (slots.ino(node), FileType::Directory, ".".to_string()),
+            (parent_ino, FileType::Directory, "..".to_string()),
+        ];
+        for (n, name) in names {
+            let kind = if n.is_dir() {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            };
+            out.push((slots.ino(n), kind, name));
+        }
+        Ok(out)
+    }
+
+    fn new_fh(&self, h: Handle) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles.lock().insert(fh, h);
+        fh
+    }
+
+    fn open_flags(&self) -> FopenFlags {
+        if self.cfg.cache {
+            FopenFlags::empty()
+        } else {
+            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+        }
+    }
+
+    /// The client handle of an open file: its opener's job and user.
+    fn file_caller(&self, fh: u64) -> Result<(u64, Client), Errno> {
+        match self.handles.lock().get(&fh) {
+            Some(Handle::File { ino, job, creds }) => {
+                Ok((*ino, self.client.as_caller(*job, Some(*creds))))
+            }
+            _ => Err(Errno::EBADF),
+        }
+    }
+}
+
+impl Filesystem for IosetsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        if let Err(nearest) = config.set_max_write(self.cfg.max_write) {
+            tracing::info!(nearest, "the kernel limits max_write");
+            let _ = config.set_max_write(nearest);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        if let Some(p) = self.control_node(parent.0) {
+            return self.control_lookup(p, name, reply);
+        }
+        if parent.0 == ROOT && name == control::CONTROL_DIR {
+            return self.control_lookup_root(reply);
+        }
+        let path = match self.path(parent.0).and_then(|p| join(&p, name)) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.lstat(&path).await }) {
+            Ok(a) => self.entry(&path, &a, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        if !control::is_control(ino.0) {
+            self.inodes.lock().forget(ino.0, nlookup);
+        }
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        if let Some(node) = self.control_node(ino.0) {
+            return reply.attr(&self.cfg.attr_ttl, &self.control_attr(ino.0, node));
+        }
+        let path = match self.path(ino.0) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.lstat(&path).await }) {
+            Ok(a) => reply.attr(&self.cfg.attr_ttl, &self.attr(ino.0, &a)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        if let Some(node) = self.control_node(ino.0) {
+            // `echo 5 > priority` truncates first: nothing to do. Other changes are refused.
+            return if mode.is_none() && uid.is_none() && gid.is_none() && size == Some(0) {
+                reply.attr(&self.cfg.attr_ttl, &self.control_attr(ino.0, node))
+            } else {
+                reply.error(Errno::EPERM)
+            };
+        }
+        let path = match self.path(ino.0) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        // A truncate through an open file is done for its opener's job.
+        let client = match fh.map(|f| self.file_caller(f.0)) {
+            Some(Ok((_, c))) => c,
+            _ => self.caller(req),
+        };
+        let set = SetAttr {
+            mode: mode.map(|m| m & 0o7777),
+            uid,
+            gid,
+            size,
+            atime: atime.map(set_time),
+            mtime: mtime.map(set_time),
+        };
+        match self.run(async { client.setattr(&path, set).await }) {
+            Ok(a) => reply.attr(&self.cfg.attr_ttl, &self.attr(ino.0, &a)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        let path = match self.path(ino.0) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.readlink(&path).await }) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let path = match self.child_path(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        let mode = mode & !(umask & 0o777);
+        match self.run(async { client.mknod(&path, mode, u64::from(rdev)).await }) {
+            Ok(a) => self.entry(&path, &a, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let path = match self.child_path(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        let mode = mode & !umask & 0o7777;
+        match self.run(async { client.mkdir(&path, mode).await }) {
+            Ok(a) => self.entry(&path, &a, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = match self.child_path(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.unlink(&path).await }) {
+            Ok(()) => {
+                self.inodes.lock().unlinked(&path);
+                reply.ok()
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let path = match self.child_path(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.rmdir(&path).await }) {
+            Ok(()) => {
+                self.inodes.lock().unlinked(&path);
+                reply.ok()
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let path = match self.child_path(parent, link_name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let Some(target) = target.to_str() else {
+            return reply.error(Errno::EINVAL);
+        };
+        let client = self.caller(req);
+        match self.run(async { client.symlink(&path, target).await }) {
+            Ok(a) => self.entry(&path, &a, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        if flags.bits() != 0 {
+            // RENAME_NOREPLACE, RENAME_EXCHANGE: not in the protocol.
+            return reply.error(Errno::EINVAL);
+        }
+        let (from, to) = match (
+            self.child_path(parent, name),
+            self.child_path(newparent, newname),
+        ) {
+            (Ok(f), Ok(t)) => (f, t),
+            (Err(e), _) | (_, Err(e)) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.rename(&from, &to).await }) {
+            Ok(()) => {
+                self.inodes.lock().renamed(&from, &to);
+                reply.ok()
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (from, to) = match (self.path(ino.0), self.child_path(newparent, newname)) {
+            (Ok(f), Ok(t)) => (f, t),
+            (Err(e), _) | (_, Err(e)) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        match self.run(async { client.link(&from, &to).await }) {
+            Ok(a) => {
+                // The new name is the same object: key it by the source's home server.
+                let key = (self.client.layout().home(&from), a.ino);
+                // The object's path becomes the new name: both name it.
+                let ino = self.inodes.lock().remember(&to, key, a.nlink);
+                reply.entry(&self.cfg.attr_ttl, &self.attr(ino, &a), Generation(0));
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: FuseOpen, reply: ReplyOpen) {
+        if let Some(node) = self.control_node(ino.0) {
+            if node.is_dir() {
+                return reply.error(Errno::EISDIR);
+            }
+            let writing = flags.0 & libc::O_ACCMODE != libc::O_RDONLY;
+            if writing && !matches!(node, Ctl::Priority(_)) {
+                return reply.error(Errno::EACCES);
+            }
+            // A priority file opened only to write needs no snapshot (and no token to read).
+            let text = if writing && flags.0 & libc::O_ACCMODE == libc::O_WRONLY {
+                Vec::new()
+            } else {
+                match self.control_text(node) {
+                    Ok(t) => t,
+                    Err(e) => return reply.error(e),
+                }
+            };
+            let fh = self.new_fh(Handle::Control { text });
+            return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+        }
+        let job = self.job_of(req);
+        self.inodes.lock().set_job(ino.0, job);
+        let fh = self.new_fh(Handle::File {
+            ino: ino.0,
+            job,
+            creds: Self::creds(req),
+        });
+        reply.opened(FileHandle(fh), self.open_flags());
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: FuseOpen,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        if control::is_control(ino.0) {
+            let handles = self.handles.lock();
+            return match handles.get(&fh.0) {
+                Some(Handle::Control { text, .. }) => {
+                    let start = (offset as usize).min(text.len());
+                    let end = start.saturating_add(size as usize).min(text.len());
+                    reply.data(&text[start..end])
+                }
+                _ => reply.error(Errno::EBADF),
+            };
+        }
+        let (ino, client) = match self.file_caller(fh.0) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
+        };
+        let path = match self.path(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        match self.run(async { client.read_at(&path, offset, size as usize).await }) {
+            Ok(d) => reply.data(&d),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: FuseOpen,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        if let Some(node) = self.control_node(ino.0) {
+            return match node {
+                Ctl::Priority(job) => match self.control_write(req, job, data) {
+                    Ok(()) => reply.written(data.len() as u32),
+                    Err(e) => reply.error(e),
+                },
+                _ => reply.error(Errno::EACCES),
+            };
+        }
+        let (ino, client) = match self.file_caller(fh.0) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
+        };
+        let path = match self.path(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let bytes = iosets_proto::Bytes::copy_from_slice(data);
+        match self.run(async { client.write_at(&path, offset, bytes).await }) {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        // Every write went to the servers before it returned: nothing is buffered here.
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: FuseOpen,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.lock().remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        if control::is_control(ino.0) {
+            return reply.ok();
+        }
+        let (ino, client) = match self.file_caller(fh.0) {
+            Ok(c) => c,
+            Err(e) => return reply.error(e),
+        };
+        let path = match self.path(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        match self.run(async { client.fsync(&path).await }) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, req: &Request, ino: INodeNo, _flags: FuseOpen, reply: ReplyOpen) {
+        if let Some(node) = self.control_node(ino.0) {
+            return match self.control_listing(node) {
+                Ok(entries) => {
+                    let fh = self.new_fh(Handle::Dir { entries });
+                    reply.opened(FileHandle(fh), FopenFlags::empty())
+                }
+                Err(e) => reply.error(e),
+            };
+        }
+        let path = match self.path(ino.0) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let client = self.caller(req);
+        let listing = match self.run(async { client.readdir(&path).await }) {
+            Ok(l) => l,
+            Err(e) => return reply.error(e),
+        };
+        let parent = match path.rsplit_once('/') {
+            Some((p, _)) => self.inodes.lock().by_path(p).unwrap_or(ROOT),
+            None => ROOT,
+        };
+        let mut entries = vec![
+            (ino.0, FileType::Directory, ".".to_string()),
+            (parent, FileType::Directory, "..".to_string()),
+        ];
+        {
+            let t = self.inodes.lock();
+            for e in listing {
+                if path.is_empty() && e.name == control::CONTROL_DIR {
+                    continue;
+                }
+                let child = join(&path, OsStr::new(&e.name)).unwrap_or_default();
+                // The kernel's number when it holds the object; the backing number (high bit
+                // set, never a number this table hands out) otherwise.
+                let d_ino = t.by_path(&child).unwrap_or(e.ino | (1 << 63));
+                entries.push((d_ino, file_type(e.kind), e.name));
+            }
+        }
+        let fh = self.new_fh(Handle::Dir { entries });
+        reply.opened(FileHandle(fh), FopenFlags::empty());
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let handles = self.handles.lock();
+        let Some(Handle::Dir { entries }) = handles.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*ino), (i + 1) as u64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: FuseOpen,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.lock().remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // The servers fsync the directories whose entries changed at shutdown; an fsync of a
+        // directory through the protocol is not there yet, so answer what is true: done by
+        // the backing file system's ordering, not forced.
+        reply.ok();
+    }
+
+    fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let client = self.caller(req);
+        match self.run(async { client.statfs().await }) {
+            Ok(s) => reply.statfs(
+                s.blocks, s.bfree, s.bavail, s.files, s.ffree, s.bsize, s.namelen, s.frsize,
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::from_i32(libc::ENOTSUP));
+    }
+
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        reply.error(Errno::from_i32(libc::ENOTSUP));
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+        reply.error(Errno::from_i32(libc::ENOTSUP));
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::from_i32(libc::ENOTSUP));
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let path = match self.child_path(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let job = self.job_of(req);
+        let creds = Self::creds(req);
+        let client = self.client.as_caller(job, Some(creds));
+        let mode = mode & !umask & 0o7777;
+        let exclusive = flags & libc::O_EXCL != 0;
+        let a = match self.run(async { client.create(&path, mode, exclusive).await }) {
+            Ok(a) => a,
+            Err(e) => return reply.error(e),
+        };
+        let key = (self.client.layout().home(&path), a.ino);
+        let ino = {
+            let mut t = self.inodes.lock();
+            let ino = t.remember(&path, key, a.nlink);
+            t.set_job(ino, job);
+            ino
+        };
+        let fh = self.new_fh(Handle::File { ino, job, creds });
+        reply.created(
+            &self.cfg.attr_ttl,
+            &self.attr(ino, &a),
+            Generation(0),
+            FileHandle(fh),
+            self.open_flags(),
+        );
+    }
+}
+
+impl IosetsFs {
+    fn child_path(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        if self.control_node(parent.0).is_some() {
+            return Err(Errno::EACCES);
+        }
+        if parent.0 == ROOT && name == control::CONTROL_DIR {
+            return Err(Errno::EACCES);
+        }
+        self.path(parent.0).and_then(|p| join(&p, name))
+    }
+
+    fn control_lookup_root(&self, reply: ReplyEntry) {
+        reply.entry(
+            &self.cfg.attr_ttl,
+            &self.control_attr(control::DIR, Ctl::Dir),
+            Generation(0),
+        );
+    }
+}

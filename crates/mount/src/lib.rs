@@ -1,0 +1,497 @@
+//! `iosets mount`: a FUSE file system over the iosets servers, so unmodified applications
+//! (`cp`, `tar`, IOR, a simulation code) are scheduled by the job they belong to.
+//!
+//! # What it is
+//! A file system a user can `cd` into. Every kernel request becomes a client-library call
+//! ([`iosets_client::Client`]), with the same striping layout as the library (a file written
+//! through the mount reads back identically through the library and vice versa), done **for
+//! the job of the calling process** ([`ident`]: Slurm's cgroup, then the environment, then
+//! `procname.uid`) and **as the calling user** (the servers create files with the caller's uid
+//! and gid and apply chmod/chown; the kernel checks permissions: `default_permissions`, and
+//! `allow_other` when mounted by root, as a PFS client is shared by every user of a node).
+//!
+//! - **Direct I/O by default**: every read and write goes to the servers synchronously, on the
+//!   caller's thread, so it is attributed to the right job and ordered by the servers'
+//!   schedulers. `cache: true` (`--cache`) lets the page cache serve re-reads; attribution is
+//!   then the file's opener's, and writes are still written through (no writeback cache).
+//! - **Job identity** is resolved at open and create and bound to the file handle: reads,
+//!   writes and fsyncs (which the kernel may send with no caller, at release or writeback) are
+//!   done for the opener's job.
+//! - **Control** lives in `MOUNT/.iosets/` ([`control`]): job priorities (read and write), job
+//!   statistics, the policy. The mount holds the servers' token.
+//! - **`local`** runs a server in this process on a directory with the default policy, so
+//!   `iosets mount /mnt/x --local /data` works with nothing else running.
+//!
+//! # What it is not
+//! Not a cache-coherent cluster file system: attributes and names may be cached by the kernel
+//! for `attr_ttl` (1 s by default, as bindfs and NFS's `acregmin`-style caching), so a change
+//! made on another node shows within that time. No extended attributes, no locks
+//! (the kernel keeps `flock`/`fcntl` locks local to the node), no hard links over several
+//! servers (`ENOTSUP`): the layout is a function of the name. `RENAME_NOREPLACE` and
+//! `RENAME_EXCHANGE` answer `EINVAL`. File names must be UTF-8 (the protocol's paths are):
+//! other names answer `EINVAL`. A file unlinked while open cannot be read any more through its
+//! open descriptor (there is no silly rename yet).
+//!
+//! # Why
+//! Seed 004's point: IO-SETS must schedule the applications users already run, by the job
+//! they belong to, without changing them. A mount is how that happens on a compute node.
+#![deny(missing_docs)]
+
+pub mod control;
+mod fs;
+pub mod ident;
+mod inodes;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use iosets_client::{Client, ClientConfig, JobId};
+use iosets_server::{Server, ServerConfig, ServerHandle};
+
+use crate::fs::{FsConfig, IosetsFs};
+use crate::ident::{IdentConfig, JobResolver};
+
+/// How to mount.
+#[derive(Debug, Clone)]
+pub struct MountOptions {
+    /// Where.
+    pub mountpoint: PathBuf,
+    /// The servers (`host:port`), in layout order; empty with `local`.
+    pub servers: Vec<String>,
+    /// Run a server in this process on this directory (the default policy) instead.
+    pub local: Option<PathBuf>,
+    /// FUSE worker threads (each serves one kernel request at a time).
+    pub threads: usize,
+    /// Let the page cache serve file data (attribution: the opener's job).
+    pub cache: bool,
+    /// The bound on any one request to the servers: past it the caller gets `EIO`.
+    pub timeout: Duration,
+    /// How long the kernel may keep attributes and names.
+    pub attr_ttl: Duration,
+    /// The servers' control token (for `.iosets/`); generated with `local`.
+    pub token: Option<String>,
+    /// Job identity: sources, variables, cache.
+    pub ident: IdentConfig,
+    /// The striping chunk (must be the one every client of the files uses).
+    pub chunk_size: u64,
+    /// The largest write the kernel sends (1 MiB).
+    pub max_write: u32,
+    /// Let every user of the node use the mount (`allow_other`); `None`: when run as root.
+    pub allow_other: Option<bool>,
+}
+
+impl MountOptions {
+    /// The defaults for `mountpoint`: 4 threads, direct I/O, 30 s timeout, 1 s attribute
+    /// cache, 1 MiB chunks and writes, the default job identity sources.
+    pub fn new(mountpoint: impl Into<PathBuf>) -> MountOptions {
+        MountOptions {
+            mountpoint: mountpoint.into(),
+            servers: Vec::new(),
+            local: None,
+            threads: 4,
+            cache: false,
+            timeout: Duration::from_secs(30),
+            attr_ttl: Duration::from_secs(1),
+            token: None,
+            ident: IdentConfig::default(),
+            chunk_size: iosets_client::DEFAULT_CHUNK_SIZE,
+            max_write: 1 << 20,
+            allow_other: None,
+        }
+    }
+}
+
+/// Why a mount or an unmount failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The mount point is unusable.
+    #[error("mount point {path}: {reason}")]
+    Mountpoint {
+        /// The mount point.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Bad options.
+    #[error("{0}")]
+    Config(String),
+    /// The servers could not be reached or did not answer as iosets servers.
+    #[error("servers {servers:?}: {reason}")]
+    Servers {
+        /// The servers.
+        servers: Vec<String>,
+        /// Why.
+        reason: String,
+    },
+    /// The in-process server (`local`) could not start.
+    #[error("local server: {0}")]
+    Local(#[from] iosets_server::ServerError),
+    /// Job identity configuration.
+    #[error("job identity: {0}")]
+    Ident(#[from] ident::IdentError),
+    /// The kernel or `/dev/fuse` refused.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// The mount points of this mount namespace (`/proc/self/mountinfo`, octal escapes undone),
+/// with their file system types.
+fn mounts() -> Vec<(PathBuf, String)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split(' ').collect();
+            let dash = fields.iter().position(|f| *f == "-")?;
+            let point = unescape(fields.get(4)?);
+            let fstype = fields.get(dash + 1)?.to_string();
+            Some((PathBuf::from(point), fstype))
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether `path` is a mount point now, and of which type.
+pub fn mounted_at(path: &Path) -> Option<String> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    mounts()
+        .into_iter()
+        .rev()
+        .find(|(p, _)| *p == path)
+        .map(|(_, t)| t)
+}
+
+/// Checks that `path` can be mounted on: it exists, is a directory, and nothing is mounted
+/// there (a dead mount, after a `kill -9` of its process, is named as such).
+pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
+    let err = |reason: String| MountError::Mountpoint {
+        path: path.to_path_buf(),
+        reason,
+    };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(err("not a directory".into())),
+        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+            return Err(err(format!(
+                "a dead FUSE mount is there (its process was killed); run `iosets umount {}`",
+                path.display()
+            )))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(err("does not exist".into()))
+        }
+        Err(e) => return Err(err(e.to_string())),
+    }
+    if let Some(fstype) = mounted_at(path) {
+        return Err(err(format!("already mounted ({fstype})")));
+    }
+    Ok(())
+}
+
+/// A live mount: the FUSE session thread, the client's runtime and the local server.
+#[derive(Debug)]
+pub struct Mounted {
+    mountpoint: PathBuf,
+    unmounter: fuser::SessionUnmounter,
+    session: Option<JoinHandle<std::io::Result<()>>>,
+    ended: Option<std::sync::mpsc::Receiver<()>>,
+    local: Option<ServerHandle>,
+    servers: Vec<String>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+fn random_token() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    let _ = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Mounts: checks the mount point and `/dev/fuse`, starts the local server if asked, connects
+/// to the servers (every one must answer, or nothing is mounted), and starts serving the
+/// kernel on `threads` threads. Returns once the file system is mounted.
+pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
+    if opts.threads == 0 || opts.threads > 64 {
+        return Err(MountError::Config(format!(
+            "threads must be between 1 and 64, not {}",
+            opts.threads
+        )));
+    }
+    if opts.timeout.is_zero() {
+        return Err(MountError::Config("timeout must be positive".into()));
+    }
+    if opts.local.is_some() == !opts.servers.is_empty() {
+        return Err(MountError::Config(
+            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
+        ));
+    }
+    check_mountpoint(&opts.mountpoint)?;
+    if let Err(e) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+    {
+        return Err(MountError::Io {
+            what: "/dev/fuse cannot be opened (is the fuse module loaded, and is this a \
+                   container without the device?)"
+                .into(),
+            source: e,
+        });
+    }
+    let resolver = Arc::new(JobResolver::new(opts.ident.clone())?);
+    let local = match &opts.local {
+        Some(root) => {
+            let token = opts.token.get_or_insert_with(random_token).clone();
+            let mut cfg = ServerConfig::new(root);
+            cfg.token = Some(token);
+            let h = Server::start(cfg)?;
+            opts.servers = vec![h.addr().to_string()];
+            Some(h)
+        }
+        None => None,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("iosets-mount-net")
+        .enable_all()
+        .build()
+        .map_err(|source| MountError::Io {
+            what: "starting the client runtime".into(),
+            source,
+        })?;
+    let mut ccfg = ClientConfig::new(JobId(0));
+    ccfg.chunk_size = opts.chunk_size;
+    ccfg.request_timeout = Some(opts.timeout);
+    ccfg.connect_timeout = opts.timeout.min(Duration::from_secs(5));
+    ccfg.retries = 2;
+    let servers_err = |reason: String| MountError::Servers {
+        servers: opts.servers.clone(),
+        reason,
+    };
+    let client = rt
+        .block_on(async {
+            let c = Client::connect_to(&opts.servers, ccfg).await?;
+            c.statfs().await?;
+            Ok::<_, iosets_client::ClientError>(c)
+        })
+        .map_err(|e| servers_err(e.to_string()))?;
+    let root_user = rustix::process::geteuid().is_root();
+    let allow_other = opts.allow_other.unwrap_or(root_user);
+    let fs = IosetsFs::new(
+        rt.handle().clone(),
+        client,
+        FsConfig {
+            cache: opts.cache,
+            attr_ttl: opts.attr_ttl,
+            timeout: opts.timeout,
+            token: opts.token.clone(),
+            blksize: opts.chunk_size.min(u64::from(u32::MAX)) as u32,
+            max_write: opts.max_write,
+        },
+        resolver,
+    );
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        fuser::MountOption::FSName(match &opts.local {
+            Some(root) => format!("iosets:{}", root.display()),
+            None => format!("iosets:{}", opts.servers.join(",")),
+        }),
+        fuser::MountOption::Subtype("iosets".into()),
+        fuser::MountOption::DefaultPermissions,
+        fuser::MountOption::Dev,
+        fuser::MountOption::Suid,
+    ];
+    config.acl = if allow_other {
+        fuser::SessionACL::All
+    } else {
+        fuser::SessionACL::Owner
+    };
+    config.n_threads = Some(opts.threads);
+    config.clone_fd = true;
+    let mut session =
+        fuser::Session::new(fs, &opts.mountpoint, &config).map_err(|source| MountError::Io {
+            what: format!("mounting on {}", opts.mountpoint.display()),
+            source,
+        })?;
+    let unmounter = session.unmount_callable();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("iosets-fuse".into())
+        .spawn(move || {
+            let r = session.run();
+            let _ = tx.send(());
+            r
+        })
+        .map_err(|source| MountError::Io {
+            what: "starting the FUSE session".into(),
+            source,
+        })?;
+    tracing::info!(mountpoint = %opts.mountpoint.display(), servers = ?opts.servers, threads = opts.threads, "mounted");
+    Ok(Mounted {
+        mountpoint: opts.mountpoint,
+        unmounter,
+        session: Some(thread),
+        ended: Some(rx),
+        local,
+        servers: opts.servers,
+        rt: Some(rt),
+    })
+}
+
+impl Mounted {
+    /// The mount point.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// The servers it talks to (the local server's address with `local`).
+    pub fn servers(&self) -> &[String] {
+        &self.servers
+    }
+
+    /// Waits until the file system is unmounted from outside (`iosets umount`, `umount`) or
+    /// one of `SIGTERM`, `SIGINT`, `SIGHUP` arrives; then unmounts and shuts down.
+    pub fn serve_until_signal(mut self) -> Result<(), MountError> {
+        let ended = self.ended.take().expect("not waited yet");
+        let rt = self.rt.as_ref().expect("runtime");
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<&'static str>();
+        rt.spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::hangup()),
+            ) else {
+                return;
+            };
+            let name = tokio::select! {
+                _ = term.recv() => "SIGTERM",
+                _ = int.recv() => "SIGINT",
+                _ = hup.recv() => "SIGHUP",
+            };
+            let _ = stop_tx.send(name);
+        });
+        loop {
+            if ended.try_recv().is_ok() {
+                tracing::info!("unmounted from outside");
+                break;
+            }
+            if let Ok(sig) = stop_rx.recv_timeout(Duration::from_millis(100)) {
+                tracing::info!(signal = sig, "unmounting");
+                break;
+            }
+        }
+        self.unmount()
+    }
+
+    /// Unmounts (lazily: files still open keep being served until closed), waits for the
+    /// session to end, and shuts the local server down (its written files fsynced).
+    pub fn unmount(mut self) -> Result<(), MountError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<(), MountError> {
+        let mut first = None;
+        if let Err(e) = self.unmounter.unmount() {
+            // Already gone (unmounted from outside) is fine.
+            if mounted_at(&self.mountpoint).is_some() {
+                first = Some(MountError::Io {
+                    what: format!("unmounting {}", self.mountpoint.display()),
+                    source: e,
+                });
+            }
+        }
+        if let Some(t) = self.session.take() {
+            match t.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "FUSE session ended with an error"),
+                Err(_) => tracing::error!("FUSE session thread panicked"),
+            }
+        }
+        if let Some(h) = self.local.take() {
+            if let Err(e) = h.shutdown() {
+                first.get_or_insert(MountError::Local(e));
+            }
+        }
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_timeout(Duration::from_secs(2));
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if self.session.is_some() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+/// Unmounts the iosets mount at `path`, also after its process was killed (`kill -9` leaves
+/// "Transport endpoint is not connected"): as root by `umount2(MNT_DETACH)`, otherwise through
+/// `fusermount3 -u -z`. Refuses a path where no FUSE file system is mounted.
+pub fn umount(path: &Path) -> Result<(), MountError> {
+    let fstype = mounted_at(path).ok_or_else(|| MountError::Mountpoint {
+        path: path.to_path_buf(),
+        reason: "nothing is mounted there".into(),
+    })?;
+    if !fstype.starts_with("fuse") {
+        return Err(MountError::Mountpoint {
+            path: path.to_path_buf(),
+            reason: format!("not a FUSE mount ({fstype}); refusing to unmount it"),
+        });
+    }
+    if rustix::process::geteuid().is_root() {
+        rustix::mount::unmount(path, rustix::mount::UnmountFlags::DETACH).map_err(|e| {
+            MountError::Io {
+                what: format!("unmounting {}", path.display()),
+                source: e.into(),
+            }
+        })
+    } else {
+        let out = std::process::Command::new("fusermount3")
+            .arg("-u")
+            .arg("-z")
+            .arg(path)
+            .output()
+            .map_err(|source| MountError::Io {
+                what: "running fusermount3 (Debian package fuse3)".into(),
+                source,
+            })?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(MountError::Mountpoint {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "fusermount3 failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+            })
+        }
+    }
+}
