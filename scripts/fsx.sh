@@ -110,6 +110,10 @@ if [ $rc != 0 ] || ! grep -q 'All operations completed A-OK' "$log"; then
   # the diagnosis, then the last operations of fsx's log dump
   grep -v -E '^\[ERROR fsx\] +[0-9]+ [A-Z]' "$log" | head -n 40 >&2 || true
   grep -E '^\[ERROR fsx\] +[0-9]+ [A-Z]' "$log" | tail -n 20 >&2 || true
+  if [ $mmap = 1 ] && grep -q 'ENODEV' "$log"; then
+    echo "fsx: ENODEV: the file system refuses mmap (a FUSE direct_io mount without" \
+      "FUSE_DIRECT_IO_ALLOW_MMAP does); rerun with --no-mmap" >&2
+  fi
   echo "fsx: FAILED (exit $rc) after ${elapsed} s: seed $seed, $nops ops on $dir; log $log," \
     "artifacts in $out" >&2
   exit 1

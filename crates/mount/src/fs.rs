@@ -54,9 +54,9 @@ enum Handle {
     Control { text: Vec<u8> },
 }
 
-/// The file system.
+/// The file system's state, shared by the tasks serving kernel requests.
 #[derive(Debug)]
-pub(crate) struct IosetsFs {
+pub(crate) struct Inner {
     rt: tokio::runtime::Handle,
     client: Client,
     cfg: FsConfig,
@@ -126,14 +126,14 @@ fn join(parent: &str, name: &OsStr) -> Result<String, Errno> {
     })
 }
 
-impl IosetsFs {
+impl Inner {
     pub(crate) fn new(
         rt: tokio::runtime::Handle,
         client: Client,
         cfg: FsConfig,
         resolver: Arc<JobResolver>,
-    ) -> IosetsFs {
-        IosetsFs {
+    ) -> Inner {
+        Inner {
             rt,
             client,
             cfg,
@@ -172,7 +172,7 @@ impl IosetsFs {
     }
 
     /// The job of the caller of `req` (its thread id and uid).
-    fn job_of(&self, req: &Request) -> JobId {
+    fn job_of(&self, req: &Who) -> JobId {
         let job = self.resolver.resolve(req.pid(), req.uid()).job;
         let mut seen = self.seen_jobs.lock();
         if seen.len() < 65_536 {
@@ -181,7 +181,7 @@ impl IosetsFs {
         job
     }
 
-    fn creds(req: &Request) -> Creds {
+    fn creds(req: &Who) -> Creds {
         Creds {
             uid: req.uid(),
             gid: req.gid(),
@@ -189,7 +189,7 @@ impl IosetsFs {
     }
 
     /// A client handle for the caller of `req`.
-    fn caller(&self, req: &Request) -> Client {
+    fn caller(&self, req: &Who) -> Client {
         self.client
             .as_caller(self.job_of(req), Some(Self::creds(req)))
     }
@@ -313,7 +313,7 @@ impl IosetsFs {
     }
 
     /// A write to `jobs/<id>/priority`: root may set any job's, a process its own job's.
-    fn control_write(&self, req: &Request, job: JobId, data: &[u8]) -> Result<(), Errno> {
+    fn control_write(&self, req: &Who, job: JobId, data: &[u8]) -> Result<(), Errno> {
         let caller = self.resolver.resolve(req.pid(), req.uid()).job;
         if req.uid() != 0 && caller != job {
             tracing::info!(uid = req.uid(), caller = %caller, target = %job, "priority refused");
@@ -413,16 +413,8 @@ impl IosetsFs {
     }
 }
 
-impl Filesystem for IosetsFs {
-    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
-        if let Err(nearest) = config.set_max_write(self.cfg.max_write) {
-            tracing::info!(nearest, "the kernel limits max_write");
-            let _ = config.set_max_write(nearest);
-        }
-        Ok(())
-    }
-
-    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+impl Inner {
+    pub(crate) fn lookup(&self, req: &Who, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if let Some(p) = self.control_node(parent.0) {
             return self.control_lookup(p, name, reply);
         }
@@ -440,13 +432,19 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+    pub(crate) fn forget(&self, _req: &Who, ino: INodeNo, nlookup: u64) {
         if !control::is_control(ino.0) {
             self.inodes.lock().forget(ino.0, nlookup);
         }
     }
 
-    fn getattr(&self, req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+    pub(crate) fn getattr(
+        &self,
+        req: &Who,
+        ino: INodeNo,
+        _fh: Option<FileHandle>,
+        reply: ReplyAttr,
+    ) {
         if let Some(node) = self.control_node(ino.0) {
             return reply.attr(&self.cfg.attr_ttl, &self.control_attr(ino.0, node));
         }
@@ -461,9 +459,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn setattr(
+    pub(crate) fn setattr(
         &self,
-        req: &Request,
+        req: &Who,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -510,7 +508,7 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+    pub(crate) fn readlink(&self, req: &Who, ino: INodeNo, reply: ReplyData) {
         let path = match self.path(ino.0) {
             Ok(p) => p,
             Err(e) => return reply.error(e),
@@ -522,9 +520,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn mknod(
+    pub(crate) fn mknod(
         &self,
-        req: &Request,
+        req: &Who,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -544,9 +542,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn mkdir(
+    pub(crate) fn mkdir(
         &self,
-        req: &Request,
+        req: &Who,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -565,7 +563,7 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn unlink(&self, req: &Who, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let path = match self.child_path(parent, name) {
             Ok(p) => p,
             Err(e) => return reply.error(e),
@@ -580,7 +578,7 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn rmdir(&self, req: &Who, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let path = match self.child_path(parent, name) {
             Ok(p) => p,
             Err(e) => return reply.error(e),
@@ -595,9 +593,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn symlink(
+    pub(crate) fn symlink(
         &self,
-        req: &Request,
+        req: &Who,
         parent: INodeNo,
         link_name: &OsStr,
         target: &Path,
@@ -617,9 +615,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn rename(
+    pub(crate) fn rename(
         &self,
-        req: &Request,
+        req: &Who,
         parent: INodeNo,
         name: &OsStr,
         newparent: INodeNo,
@@ -648,9 +646,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn link(
+    pub(crate) fn link(
         &self,
-        req: &Request,
+        req: &Who,
         ino: INodeNo,
         newparent: INodeNo,
         newname: &OsStr,
@@ -673,7 +671,7 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn open(&self, req: &Request, ino: INodeNo, flags: FuseOpen, reply: ReplyOpen) {
+    pub(crate) fn open(&self, req: &Who, ino: INodeNo, flags: FuseOpen, reply: ReplyOpen) {
         if let Some(node) = self.control_node(ino.0) {
             if node.is_dir() {
                 return reply.error(Errno::EISDIR);
@@ -704,9 +702,9 @@ impl Filesystem for IosetsFs {
         reply.opened(FileHandle(fh), self.open_flags());
     }
 
-    fn read(
+    pub(crate) fn read(
         &self,
-        _req: &Request,
+        _req: &Who,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -740,9 +738,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn write(
+    pub(crate) fn write(
         &self,
-        req: &Request,
+        req: &Who,
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -776,9 +774,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn flush(
+    pub(crate) fn flush(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         _fh: FileHandle,
         _lock_owner: LockOwner,
@@ -788,9 +786,9 @@ impl Filesystem for IosetsFs {
         reply.ok();
     }
 
-    fn release(
+    pub(crate) fn release(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: FuseOpen,
@@ -802,9 +800,9 @@ impl Filesystem for IosetsFs {
         reply.ok();
     }
 
-    fn fsync(
+    pub(crate) fn fsync(
         &self,
-        _req: &Request,
+        _req: &Who,
         ino: INodeNo,
         fh: FileHandle,
         _datasync: bool,
@@ -827,7 +825,7 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn opendir(&self, req: &Request, ino: INodeNo, _flags: FuseOpen, reply: ReplyOpen) {
+    pub(crate) fn opendir(&self, req: &Who, ino: INodeNo, _flags: FuseOpen, reply: ReplyOpen) {
         if let Some(node) = self.control_node(ino.0) {
             return match self.control_listing(node) {
                 Ok(entries) => {
@@ -871,9 +869,9 @@ impl Filesystem for IosetsFs {
         reply.opened(FileHandle(fh), FopenFlags::empty());
     }
 
-    fn readdir(
+    pub(crate) fn readdir(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         fh: FileHandle,
         offset: u64,
@@ -891,9 +889,9 @@ impl Filesystem for IosetsFs {
         reply.ok();
     }
 
-    fn releasedir(
+    pub(crate) fn releasedir(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         fh: FileHandle,
         _flags: FuseOpen,
@@ -903,9 +901,9 @@ impl Filesystem for IosetsFs {
         reply.ok();
     }
 
-    fn fsyncdir(
+    pub(crate) fn fsyncdir(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
@@ -917,7 +915,7 @@ impl Filesystem for IosetsFs {
         reply.ok();
     }
 
-    fn statfs(&self, req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+    pub(crate) fn statfs(&self, req: &Who, _ino: INodeNo, reply: ReplyStatfs) {
         let client = self.caller(req);
         match self.run(async { client.statfs().await }) {
             Ok(s) => reply.statfs(
@@ -927,9 +925,9 @@ impl Filesystem for IosetsFs {
         }
     }
 
-    fn setxattr(
+    pub(crate) fn setxattr(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         _name: &OsStr,
         _value: &[u8],
@@ -940,9 +938,9 @@ impl Filesystem for IosetsFs {
         reply.error(Errno::from_i32(libc::ENOTSUP));
     }
 
-    fn getxattr(
+    pub(crate) fn getxattr(
         &self,
-        _req: &Request,
+        _req: &Who,
         _ino: INodeNo,
         _name: &OsStr,
         _size: u32,
@@ -951,17 +949,17 @@ impl Filesystem for IosetsFs {
         reply.error(Errno::from_i32(libc::ENOTSUP));
     }
 
-    fn listxattr(&self, _req: &Request, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
+    pub(crate) fn listxattr(&self, _req: &Who, _ino: INodeNo, _size: u32, reply: ReplyXattr) {
         reply.error(Errno::from_i32(libc::ENOTSUP));
     }
 
-    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+    pub(crate) fn removexattr(&self, _req: &Who, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
         reply.error(Errno::from_i32(libc::ENOTSUP));
     }
 
-    fn create(
+    pub(crate) fn create(
         &self,
-        req: &Request,
+        req: &Who,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -1000,7 +998,7 @@ impl Filesystem for IosetsFs {
     }
 }
 
-impl IosetsFs {
+impl Inner {
     fn child_path(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
         if self.control_node(parent.0).is_some() {
             return Err(Errno::EACCES);
@@ -1017,5 +1015,355 @@ impl IosetsFs {
             &self.control_attr(control::DIR, Ctl::Dir),
             Generation(0),
         );
+    }
+}
+
+/// Who made a kernel request: what the request carries of its caller.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Who {
+    pid: u32,
+    uid: u32,
+    gid: u32,
+}
+
+impl Who {
+    fn of(req: &Request) -> Who {
+        Who {
+            pid: req.pid(),
+            uid: req.uid(),
+            gid: req.gid(),
+        }
+    }
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn uid(&self) -> u32 {
+        self.uid
+    }
+    fn gid(&self) -> u32 {
+        self.gid
+    }
+}
+
+/// The file system as fuser sees it. Every request that talks to the servers is handed to a
+/// thread of the client runtime's blocking pool and answered from there, so a FUSE thread
+/// never waits on a server: as many requests as callers can be queued at the servers (where
+/// the scheduler orders them), not only as many as there are FUSE threads. The caller itself
+/// still waits for its answer (direct I/O is synchronous for the application).
+#[derive(Debug)]
+pub(crate) struct IosetsFs {
+    inner: Arc<Inner>,
+}
+
+impl IosetsFs {
+    pub(crate) fn new(inner: Inner) -> IosetsFs {
+        IosetsFs {
+            inner: Arc::new(inner),
+        }
+    }
+
+    fn pool(&self, f: impl FnOnce(&Inner) + Send + 'static) {
+        let inner = self.inner.clone();
+        self.inner.rt.spawn_blocking(move || f(&inner));
+    }
+}
+
+impl Filesystem for IosetsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let max_write = self.inner.cfg.max_write;
+        if let Err(nearest) = config.set_max_write(max_write) {
+            tracing::info!(nearest, "the kernel limits max_write");
+            let _ = config.set_max_write(nearest);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.lookup(&who, parent, &name, reply));
+    }
+
+    fn forget(&self, req: &Request, ino: INodeNo, nlookup: u64) {
+        self.inner.forget(&Who::of(req), ino, nlookup);
+    }
+
+    fn getattr(&self, req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let who = Who::of(req);
+        self.pool(move |s| s.getattr(&who, ino, fh, reply));
+    }
+
+    fn setattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        crtime: Option<SystemTime>,
+        chgtime: Option<SystemTime>,
+        bkuptime: Option<SystemTime>,
+        flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let who = Who::of(req);
+        self.pool(move |s| {
+            s.setattr(
+                &who, ino, mode, uid, gid, size, atime, mtime, ctime, fh, crtime, chgtime,
+                bkuptime, flags, reply,
+            )
+        });
+    }
+
+    fn readlink(&self, req: &Request, ino: INodeNo, reply: ReplyData) {
+        let who = Who::of(req);
+        self.pool(move |s| s.readlink(&who, ino, reply));
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.mknod(&who, parent, &name, mode, umask, rdev, reply));
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.mkdir(&who, parent, &name, mode, umask, reply));
+    }
+
+    fn unlink(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.unlink(&who, parent, &name, reply));
+    }
+
+    fn rmdir(&self, req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.rmdir(&who, parent, &name, reply));
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let (who, name, target) = (Who::of(req), link_name.to_owned(), target.to_owned());
+        self.pool(move |s| s.symlink(&who, parent, &name, &target, reply));
+    }
+
+    fn rename(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let (who, name, newname) = (Who::of(req), name.to_owned(), newname.to_owned());
+        self.pool(move |s| s.rename(&who, parent, &name, newparent, &newname, flags, reply));
+    }
+
+    fn link(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let (who, newname) = (Who::of(req), newname.to_owned());
+        self.pool(move |s| s.link(&who, ino, newparent, &newname, reply));
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: FuseOpen, reply: ReplyOpen) {
+        let who = Who::of(req);
+        self.pool(move |s| s.open(&who, ino, flags, reply));
+    }
+
+    fn read(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        flags: FuseOpen,
+        lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let who = Who::of(req);
+        self.pool(move |s| s.read(&who, ino, fh, offset, size, flags, lock_owner, reply));
+    }
+
+    fn write(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        write_flags: WriteFlags,
+        flags: FuseOpen,
+        lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let (who, data) = (Who::of(req), data.to_vec());
+        self.pool(move |s| {
+            s.write(
+                &who,
+                ino,
+                fh,
+                offset,
+                &data,
+                write_flags,
+                flags,
+                lock_owner,
+                reply,
+            )
+        });
+    }
+
+    fn flush(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        self.inner.flush(&Who::of(req), ino, fh, lock_owner, reply);
+    }
+
+    fn release(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        flags: FuseOpen,
+        lock_owner: Option<LockOwner>,
+        flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.inner
+            .release(&Who::of(req), ino, fh, flags, lock_owner, flush, reply);
+    }
+
+    fn fsync(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let who = Who::of(req);
+        self.pool(move |s| s.fsync(&who, ino, fh, datasync, reply));
+    }
+
+    fn opendir(&self, req: &Request, ino: INodeNo, flags: FuseOpen, reply: ReplyOpen) {
+        let who = Who::of(req);
+        self.pool(move |s| s.opendir(&who, ino, flags, reply));
+    }
+
+    fn readdir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectory,
+    ) {
+        self.inner.readdir(&Who::of(req), ino, fh, offset, reply);
+    }
+
+    fn releasedir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        flags: FuseOpen,
+        reply: ReplyEmpty,
+    ) {
+        self.inner.releasedir(&Who::of(req), ino, fh, flags, reply);
+    }
+
+    fn fsyncdir(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.inner.fsyncdir(&Who::of(req), ino, fh, datasync, reply);
+    }
+
+    fn statfs(&self, req: &Request, ino: INodeNo, reply: ReplyStatfs) {
+        let who = Who::of(req);
+        self.pool(move |s| s.statfs(&who, ino, reply));
+    }
+
+    fn setxattr(
+        &self,
+        req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        position: u32,
+        reply: ReplyEmpty,
+    ) {
+        self.inner
+            .setxattr(&Who::of(req), ino, name, value, flags, position, reply);
+    }
+
+    fn getxattr(&self, req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        self.inner.getxattr(&Who::of(req), ino, name, size, reply);
+    }
+
+    fn listxattr(&self, req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        self.inner.listxattr(&Who::of(req), ino, size, reply);
+    }
+
+    fn removexattr(&self, req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.inner.removexattr(&Who::of(req), ino, name, reply);
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let (who, name) = (Who::of(req), name.to_owned());
+        self.pool(move |s| s.create(&who, parent, &name, mode, umask, flags, reply));
     }
 }

@@ -7,7 +7,9 @@
 //!
 //! - [`Source::Cgroup`]: a `job_<digits>` component that Slurm's slurmd put in the path of
 //!   `/proc/TID/cgroup` (cgroup v1 `freezer:/slurm_host/uid_0/job_42/step_0`, v2
-//!   `0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0`). The user cannot forge it.
+//!   `0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0`). The user cannot forge it:
+//!   only a component below one naming slurm counts, and none inside `user.slice`, where
+//!   systemd lets users make cgroups of their own.
 //! - [`Source::Env`]: the first non-empty variable of [`IdentConfig::env_vars`] in
 //!   `/proc/TID/environ` (the environment the process was started with). The user can set it.
 //! - [`Source::ProcnameUid`]: `<comm>.<uid>`, like Lustre's `procname_uid`. This is also the last
@@ -21,8 +23,9 @@
 //!
 //! # Caching, and why pid reuse cannot leak a job
 //!
-//! A cold resolution reads four to six small procfs files (tens of µs); a warm one must cost
-//! about a microsecond. Entries are keyed by tid and carry the *identity* of the thread they were
+//! A cold resolution reads four to six small procfs files (23 µs); a warm one must cost at most
+//! a microsecond (0.23 µs, of which 0.17 µs is the pidfd poll; `cargo bench -p iosets-mount
+//! --bench ident`, Linux 6.18, 2 cores). Entries are keyed by tid and carry the *identity* of the thread they were
 //! read from ([`ReuseCheck`]): a pidfd of the thread, opened before anything is read and polled
 //! with a zero timeout on every hit (readable means the thread has exited, so the tid may since
 //! name another thread), or else its start time (field 22 of `/proc/TID/stat`), re-read and
@@ -159,8 +162,11 @@ pub struct IdentConfig {
     /// such answers often come from a shell or launcher about to exec the real program, whose
     /// environment carries the job. Default 1 s; at most `ttl`.
     pub fallback_ttl: Duration,
-    /// Bound on cached threads (rounded up to a multiple of 16). Default 65,536. Each entry is
-    /// about 96 bytes plus its name, and holds at most one pidfd.
+    /// Bound on cached threads (rounded up to a multiple of 16). Default 65,536. An entry costs
+    /// 96 bytes in the map (up to twice that at the map's lowest load) plus its name (up to 64
+    /// bytes), and with a pidfd about 1 KB of kernel memory (a `struct file`, a pidfs inode and
+    /// dentry: 192 + 624 + 192 bytes, measured on Linux 6.18). A full default cache is thus about
+    /// 10 to 20 MB of process memory and 64 MB of kernel memory.
     pub max_entries: usize,
     /// Where procfs is. Default `/proc`; tests point it at a fake tree.
     pub proc_root: PathBuf,
@@ -429,8 +435,9 @@ struct Shard {
     hits: AtomicU64,
 }
 
-/// A cached answer for one thread. About 96 bytes with its key (pinned by a test), plus the
-/// name's heap allocation and, with a pidfd, a kernel `struct file`.
+/// A cached answer for one thread: 96 bytes with its key (pinned by a test), plus the name's
+/// heap allocation and, with a pidfd, about 1 KB of kernel memory (see
+/// [`IdentConfig::max_entries`]).
 #[derive(Debug)]
 struct Entry {
     resolved: Resolved,
@@ -548,7 +555,9 @@ impl JobResolver {
             }
             Lookup::Stale => {
                 self.counters.misses_stale.fetch_add(1, Relaxed);
-                drop(shard.map.write().remove(&tid));
+                // Dropped, and its pidfd closed, after the lock is released.
+                let stale = shard.map.write().remove(&tid);
+                drop(stale);
                 None
             }
             // Same thread, answer too old: keep its identity (and pidfd) for the new answer.
@@ -719,11 +728,11 @@ impl JobResolver {
         let mut comm_tried = false;
         for &source in &self.cfg.sources {
             let found = match source {
-                Source::Cgroup => self.from_cgroup(tid, warn, refused),
-                Source::Env => self.from_env(tid, warn, refused),
+                Source::Cgroup => self.cgroup_answer(tid, warn, refused),
+                Source::Env => self.env_answer(tid, warn, refused),
                 Source::ProcnameUid => {
                     comm_tried = true;
-                    self.from_comm(tgid, uid)
+                    self.comm_answer(tgid, uid)
                 }
             };
             if let Some(resolved) = found {
@@ -735,7 +744,7 @@ impl JobResolver {
         }
         self.counters.fallbacks.fetch_add(1, Relaxed);
         if !comm_tried {
-            if let Some(resolved) = self.from_comm(tgid, uid) {
+            if let Some(resolved) = self.comm_answer(tgid, uid) {
                 return resolved;
             }
         }
@@ -750,13 +759,13 @@ impl JobResolver {
         }
     }
 
-    fn from_cgroup(&self, tid: u32, warn: bool, refused: &mut bool) -> Option<Resolved> {
+    fn cgroup_answer(&self, tid: u32, warn: bool, refused: &mut bool) -> Option<Resolved> {
         let text = fs::read(self.proc_file(tid, "cgroup")).ok()?;
         let name = slurm_job_in_cgroup(&text)?;
         self.accept(tid, name, Source::Cgroup, warn, refused)
     }
 
-    fn from_env(&self, tid: u32, warn: bool, refused: &mut bool) -> Option<Resolved> {
+    fn env_answer(&self, tid: u32, warn: bool, refused: &mut bool) -> Option<Resolved> {
         let environ = fs::read(self.proc_file(tid, "environ")).ok()?;
         self.cfg.env_vars.iter().find_map(|var| {
             let value = env_value(&environ, var)?;
@@ -764,7 +773,7 @@ impl JobResolver {
         })
     }
 
-    fn from_comm(&self, tgid: u32, uid: u32) -> Option<Resolved> {
+    fn comm_answer(&self, tgid: u32, uid: u32) -> Option<Resolved> {
         let comm = fs::read(self.proc_file(tgid, "comm")).ok()?;
         let comm = comm.strip_suffix(b"\n").unwrap_or(&comm);
         let name = format!("{}.{uid}", String::from_utf8_lossy(comm));

@@ -50,7 +50,7 @@ use std::time::Duration;
 use iosets_client::{Client, ClientConfig, JobId};
 use iosets_server::{Server, ServerConfig, ServerHandle};
 
-use crate::fs::{FsConfig, IosetsFs};
+use crate::fs::{FsConfig, Inner, IosetsFs};
 use crate::ident::{IdentConfig, JobResolver};
 
 /// How to mount.
@@ -275,6 +275,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(512)
         .thread_name("iosets-mount-net")
         .enable_all()
         .build()
@@ -300,7 +301,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
         .map_err(|e| servers_err(e.to_string()))?;
     let root_user = rustix::process::geteuid().is_root();
     let allow_other = opts.allow_other.unwrap_or(root_user);
-    let fs = IosetsFs::new(
+    let fs = IosetsFs::new(Inner::new(
         rt.handle().clone(),
         client,
         FsConfig {
@@ -312,7 +313,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
             max_write: opts.max_write,
         },
         resolver,
-    );
+    ));
     let mut config = fuser::Config::default();
     config.mount_options = vec![
         fuser::MountOption::FSName(match &opts.local {

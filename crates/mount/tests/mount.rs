@@ -1,0 +1,534 @@
+//! Through a real FUSE mount: unmodified programs (`tar`, `diff`, `dd`, `sh`) on files served
+//! by real servers on loopback, attributed to their jobs.
+//!
+//! Needs root and `/dev/fuse` (the test command runs as root and installs `fuse3`); a machine
+//! without them skips these tests with a message rather than failing on something they do not
+//! test.
+
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use iosets_client::{Client, ClientConfig, Control, JobId, Reply};
+use iosets_mount::{MountOptions, Mounted};
+use iosets_proto::JobsReport;
+use iosets_server::{Server, ServerConfig, ServerHandle};
+
+const TOKEN: &str = "mount-test-token";
+
+fn fuse_available() -> bool {
+    let ok = Path::new("/dev/fuse").exists() && rustix::process::geteuid().is_root();
+    if !ok {
+        eprintln!("skipped: needs root and /dev/fuse");
+    }
+    ok
+}
+
+/// Servers on loopback (one root each), and a mount of them.
+struct Setup {
+    dir: tempfile::TempDir,
+    servers: Vec<ServerHandle>,
+    mount: Option<Mounted>,
+}
+
+impl Setup {
+    fn new(
+        n: usize,
+        tweak: impl Fn(&mut ServerConfig),
+        mtweak: impl Fn(&mut MountOptions),
+    ) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let mut servers = Vec::new();
+        for i in 0..n {
+            let root = dir.path().join(format!("root{i}"));
+            std::fs::create_dir(&root).unwrap();
+            let mut cfg = ServerConfig::new(&root);
+            cfg.token = Some(TOKEN.into());
+            tweak(&mut cfg);
+            servers.push(Server::start(cfg).unwrap());
+        }
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let mut opts = MountOptions::new(&mnt);
+        opts.servers = servers.iter().map(|s| s.addr().to_string()).collect();
+        opts.token = Some(TOKEN.into());
+        mtweak(&mut opts);
+        let mount = iosets_mount::mount(opts).unwrap();
+        Setup {
+            dir,
+            servers,
+            mount: Some(mount),
+        }
+    }
+
+    fn mnt(&self) -> PathBuf {
+        self.dir.path().join("mnt")
+    }
+
+    fn root(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("root{i}"))
+    }
+
+    fn addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.servers.iter().map(|s| s.addr()).collect()
+    }
+
+    /// Every server's report of job `job`: (bytes written, bytes read).
+    fn job_bytes(&self, job: u64) -> (u64, u64) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let c = Client::connect(&self.addrs(), ClientConfig::new(JobId(0)))
+                .await
+                .unwrap();
+            let (mut w, mut r) = (0, 0);
+            for i in 0..self.servers.len() {
+                let Reply::Json(text) = c.control(i, TOKEN, Control::Jobs).await.unwrap() else {
+                    panic!("not a report")
+                };
+                let rep: JobsReport = serde_json::from_str(&text).unwrap();
+                if let Some(j) = rep.jobs.iter().find(|j| j.job == job) {
+                    w += j.bytes_written;
+                    r += j.bytes_read;
+                }
+            }
+            (w, r)
+        })
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(m) = self.mount.take() {
+            let _ = m.unmount();
+        }
+        for s in self.servers.drain(..) {
+            let _ = s.shutdown();
+        }
+    }
+}
+
+fn sh(script: &str, envs: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new("sh");
+    c.arg("-c").arg(script);
+    c.env_remove("IOSETS_JOB_ID").env_remove("SLURM_JOB_ID");
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i * 31 + seed as usize) % 251) as u8)
+        .collect()
+}
+
+fn copy_tree_and_compare(servers: usize) {
+    let s = Setup::new(servers, |_| {}, |_| {});
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates");
+    // A file over several chunks, so the stripes land on every server.
+    let big = pattern(3 * 1024 * 1024 + 12345, 7);
+    let extra = s.dir.path().join("extra");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(extra.join("big.bin"), &big).unwrap();
+    ok(&sh(
+        &format!(
+            "tar -C {src} -cf - . | tar -C {mnt} -xf - && tar -C {extra} -cf - . | tar -C {mnt} -xf -",
+            src = src.display(),
+            mnt = s.mnt().display(),
+            extra = extra.display()
+        ),
+        &[],
+    ));
+    let out = sh(
+        &format!(
+            "diff -r {src} {mnt} | grep -v '^Only in {mnt}: big.bin$'",
+            src = src.display(),
+            mnt = s.mnt().display()
+        ),
+        &[],
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "differences:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::read(s.mnt().join("big.bin")).unwrap(), big);
+    // The backing files hold the stripes: chunk k of the file is on server (home + k) mod n.
+    let layout = iosets_client::Layout::new(iosets_client::DEFAULT_CHUNK_SIZE, servers).unwrap();
+    let chunk = iosets_client::DEFAULT_CHUNK_SIZE as usize;
+    for (k, part) in big.chunks(chunk).enumerate() {
+        let server = layout.server_of("big.bin", k as u64);
+        let backing = std::fs::read(s.root(server).join("big.bin")).unwrap();
+        assert_eq!(
+            &backing[k * chunk..k * chunk + part.len()],
+            part,
+            "chunk {k}"
+        );
+    }
+    // The same layout as the client library: what one writes, the other reads.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let lib = pattern(2 * chunk + 99, 3);
+    rt.block_on(async {
+        let c = Client::connect(&s.addrs(), ClientConfig::new(JobId(5)))
+            .await
+            .unwrap();
+        let got = c.read_at("big.bin", 0, big.len() + 10).await.unwrap();
+        assert_eq!(&got[..], &big[..]);
+        c.create("from-lib", 0o644, false).await.unwrap();
+        c.write_at("from-lib", 0, lib.clone()).await.unwrap();
+    });
+    assert_eq!(std::fs::read(s.mnt().join("from-lib")).unwrap(), lib);
+}
+
+#[test]
+fn a_source_tree_copied_with_tar_reads_back_identical_on_one_server() {
+    if fuse_available() {
+        copy_tree_and_compare(1);
+    }
+}
+
+#[test]
+fn a_source_tree_copied_with_tar_reads_back_identical_on_three_servers() {
+    if fuse_available() {
+        copy_tree_and_compare(3);
+    }
+}
+
+#[test]
+fn programs_are_attributed_to_their_jobs_with_exact_bytes() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(2, |_| {}, |_| {});
+    let m = s.mnt().display().to_string();
+    ok(&sh(
+        &format!("head -c 100000 /dev/zero > {m}/a"),
+        &[("IOSETS_JOB_ID", "101")],
+    ));
+    ok(&sh(
+        &format!("head -c 200000 /dev/zero > {m}/b"),
+        &[("IOSETS_JOB_ID", "102")],
+    ));
+    // Only Slurm's variable.
+    ok(&sh(
+        &format!("head -c 300000 /dev/zero > {m}/c"),
+        &[("SLURM_JOB_ID", "103")],
+    ));
+    // IOSETS_JOB_ID wins over SLURM_JOB_ID.
+    ok(&sh(
+        &format!("head -c 1234 /dev/zero > {m}/d"),
+        &[("IOSETS_JOB_ID", "104"), ("SLURM_JOB_ID", "105")],
+    ));
+    // A forked child (a subshell in the background) inherits its parent's job.
+    ok(&sh(
+        &format!("( head -c 50000 /dev/zero > {m}/e ) & wait; cat {m}/a > /dev/null"),
+        &[("IOSETS_JOB_ID", "106")],
+    ));
+    assert_eq!(s.job_bytes(101), (100_000, 0));
+    assert_eq!(s.job_bytes(102), (200_000, 0));
+    assert_eq!(s.job_bytes(103), (300_000, 0));
+    assert_eq!(s.job_bytes(104), (1234, 0));
+    assert_eq!(s.job_bytes(105), (0, 0));
+    assert_eq!(s.job_bytes(106), (50_000, 100_000));
+    // The control directory lists the jobs the mount saw and reports their stats.
+    let listed: Vec<String> = std::fs::read_dir(s.mnt().join(".iosets/jobs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    for j in ["101", "102", "103", "104", "106"] {
+        assert!(listed.contains(&j.to_string()), "{j} in {listed:?}");
+    }
+    let stats = std::fs::read_to_string(s.mnt().join(".iosets/jobs/102/stats")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(v["total"]["bytes_written"], 200_000);
+    // Hidden from the root's listing, but there.
+    let root: Vec<String> = std::fs::read_dir(s.mnt())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(!root.contains(&".iosets".to_string()), "{root:?}");
+    assert_eq!(
+        std::fs::read_to_string(s.mnt().join(".iosets/policy")).unwrap(),
+        "iosets\n"
+    );
+}
+
+#[test]
+fn priorities_written_in_the_control_directory_share_a_throttled_server_ten_to_one() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(
+        1,
+        |c| {
+            c.throttle_mib_s = Some(48.0);
+        },
+        |_| {},
+    );
+    let ctl = s.mnt().join(".iosets/jobs");
+    std::fs::write(ctl.join("201/priority"), "10\n").unwrap();
+    std::fs::write(ctl.join("202/priority"), "1\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(ctl.join("201/priority")).unwrap(),
+        "10 control\n"
+    );
+    let m = s.mnt().display().to_string();
+    // Synchronous writers, more per job than the server has workers, keep both jobs
+    // backlogged on the server.
+    let mut kids = Vec::new();
+    for (job, name) in [("201", "hi"), ("202", "lo")] {
+        for k in 0..8 {
+            kids.push(
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(format!(
+                        "exec dd if=/dev/zero of={m}/{name}{k} bs=1M count=100000 2>/dev/null"
+                    ))
+                    .env("IOSETS_JOB_ID", job)
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let (h0, _) = s.job_bytes(201);
+    let (l0, _) = s.job_bytes(202);
+    std::thread::sleep(Duration::from_secs(5));
+    let (h1, _) = s.job_bytes(201);
+    let (l1, _) = s.job_bytes(202);
+    for mut k in kids {
+        let _ = k.kill();
+        let _ = k.wait();
+    }
+    let (hi, lo) = ((h1 - h0) as f64, (l1 - l0) as f64);
+    let share = hi / (hi + lo);
+    eprintln!("5 s window: job 201 {hi} B, job 202 {lo} B, share {share:.3} (10:1 is 0.909)");
+    assert!(lo > 0.0, "the low-priority job must not starve");
+    let ratio = hi / lo;
+    assert!(
+        (9.0..=11.0).contains(&ratio),
+        "10:1 ±10% expected, got {ratio:.2}:1"
+    );
+}
+
+#[test]
+fn priority_files_refuse_other_jobs_and_garbage() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |_| {});
+    let p = s.mnt().join(".iosets/jobs/777/priority");
+    std::fs::write(&p, "3\n").unwrap();
+    // Garbage: EINVAL, nothing changes.
+    let e = std::fs::write(&p, "fast please\n").unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc_einval()));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "3 control\n");
+    // An unprivileged process of another job: EACCES, nothing changes.
+    let other = sh(
+        &format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo 9 > {}'",
+            p.display()
+        ),
+        &[("IOSETS_JOB_ID", "555")],
+    );
+    assert!(!other.status.success());
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "3 control\n");
+    // The same user in job 777 may set its own job's priority, and clear it.
+    ok(&sh(
+        &format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo 9 > {p} && echo clear > {p}'",
+            p = p.display()
+        ),
+        &[("IOSETS_JOB_ID", "777")],
+    ));
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "none\n");
+}
+
+fn libc_einval() -> i32 {
+    22
+}
+
+#[test]
+fn an_unprivileged_user_owns_what_it_creates_and_cannot_read_others_private_files() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |_| {});
+    let m = s.mnt();
+    std::fs::create_dir(m.join("home")).unwrap();
+    ok(&sh(&format!("chown 65534:65534 {}/home", m.display()), &[]));
+    std::fs::write(m.join("secret"), "root only\n").unwrap();
+    ok(&sh(&format!("chmod 600 {}/secret", m.display()), &[]));
+    let out = sh(
+        &format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+             'mkdir {m}/home/d && echo mine > {m}/home/d/f && chmod 640 {m}/home/d/f && cat {m}/home/d/f'",
+            m = m.display()
+        ),
+        &[],
+    );
+    ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "mine\n");
+    let backing = std::fs::metadata(s.root(0).join("home/d/f")).unwrap();
+    assert_eq!((backing.uid(), backing.gid()), (65534, 65534));
+    assert_eq!(backing.mode() & 0o7777, 0o640);
+    let dir = std::fs::metadata(s.root(0).join("home/d")).unwrap();
+    assert_eq!(dir.uid(), 65534);
+    let denied = sh(
+        &format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups cat {}/secret",
+            m.display()
+        ),
+        &[],
+    );
+    assert!(!denied.status.success());
+    assert!(String::from_utf8_lossy(&denied.stderr).contains("Permission denied"));
+    // Nor write in root's directory.
+    let denied = sh(
+        &format!(
+            "setpriv --reuid=65534 --regid=65534 --clear-groups touch {}/intruder",
+            m.display()
+        ),
+        &[],
+    );
+    assert!(!denied.status.success());
+    assert!(!s.root(0).join("intruder").exists());
+}
+
+#[test]
+fn unsupported_operations_answer_enotsup_not_silence() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(3, |_| {}, |_| {});
+    let m = s.mnt();
+    std::fs::write(m.join("a"), "x").unwrap();
+    // Hard links over several servers.
+    let e = std::fs::hard_link(m.join("a"), m.join("b")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(95), "{e}");
+    assert!(!m.join("b").exists());
+    // Extended attributes.
+    let out = sh(
+        &format!("setfattr -n user.x -v 1 {}/a 2>&1 || true", m.display()),
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not supported") || text.contains("not found"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hard_links_symlinks_and_special_files_work_on_one_server() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |_| {});
+    let m = s.mnt();
+    std::fs::write(m.join("a"), "data").unwrap();
+    std::fs::hard_link(m.join("a"), m.join("b")).unwrap();
+    let (a, b) = (
+        std::fs::metadata(m.join("a")).unwrap(),
+        std::fs::metadata(m.join("b")).unwrap(),
+    );
+    assert_eq!(a.ino(), b.ino());
+    assert_eq!(a.nlink(), 2);
+    std::os::unix::fs::symlink("a", m.join("l")).unwrap();
+    assert_eq!(std::fs::read_link(m.join("l")).unwrap(), Path::new("a"));
+    assert_eq!(std::fs::read_to_string(m.join("l")).unwrap(), "data");
+    ok(&sh(&format!("mkfifo {}/fifo", m.display()), &[]));
+    assert!(std::fs::symlink_metadata(s.root(0).join("fifo"))
+        .unwrap()
+        .file_type()
+        .is_fifo_like());
+    std::fs::rename(m.join("a"), m.join("c")).unwrap();
+    assert_eq!(std::fs::read_to_string(m.join("c")).unwrap(), "data");
+    assert_eq!(std::fs::metadata(m.join("c")).unwrap().ino(), a.ino());
+    // Times and modes as set.
+    ok(&sh(
+        &format!(
+            "touch -d '2001-02-03 04:05:06' {}/c && chmod 4755 {}/c",
+            m.display(),
+            m.display()
+        ),
+        &[],
+    ));
+    let c = std::fs::metadata(m.join("c")).unwrap();
+    assert_eq!(c.mode() & 0o7777, 0o4755);
+    assert_eq!(c.mtime(), 981_173_106 - local_offset_s());
+    let st = Command::new("stat").arg("-f").arg(&m).output().unwrap();
+    ok(&st);
+}
+
+trait FifoLike {
+    fn is_fifo_like(&self) -> bool;
+}
+
+impl FifoLike for std::fs::FileType {
+    fn is_fifo_like(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.is_fifo()
+    }
+}
+
+/// The local time zone's offset, as `touch -d` reads a local time.
+fn local_offset_s() -> i64 {
+    let out = Command::new("date").arg("+%z").output().unwrap();
+    let z = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let sign = if z.starts_with('-') { -1 } else { 1 };
+    let h: i64 = z[1..3].parse().unwrap_or(0);
+    let mm: i64 = z[3..5].parse().unwrap_or(0);
+    sign * (h * 3600 + mm * 60)
+}
+
+#[test]
+fn a_dead_server_gives_eio_in_bounded_time_and_a_restarted_one_works_again() {
+    if !fuse_available() {
+        return;
+    }
+    let mut s = Setup::new(1, |_| {}, |o| o.timeout = Duration::from_secs(3));
+    let m = s.mnt();
+    std::fs::write(m.join("f"), "before").unwrap();
+    let addr = s.servers[0].addr();
+    s.servers.pop().unwrap().shutdown().unwrap();
+    let started = Instant::now();
+    // The open (its lookup may go to the server) or the write fails with EIO.
+    let e = std::fs::OpenOptions::new()
+        .write(true)
+        .open(m.join("f"))
+        .and_then(|mut f| f.write_all(b"during"))
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(5), "EIO expected: {e}");
+    eprintln!("EIO after {:?}", started.elapsed());
+    // The same address again: new I/O works.
+    let mut cfg = ServerConfig::new(s.root(0));
+    cfg.listen = addr.to_string();
+    cfg.token = Some(TOKEN.into());
+    s.servers.push(Server::start(cfg).unwrap());
+    std::fs::write(m.join("f"), "after").unwrap();
+    assert_eq!(std::fs::read_to_string(m.join("f")).unwrap(), "after");
+}
