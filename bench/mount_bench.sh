@@ -90,8 +90,8 @@ size_bytes=$(numfmt --from=iec "$(echo "$size" | tr '[:lower:]' '[:upper:]' | se
 mib=$((1024 * 1024))
 for nj in "${jobs[@]}"; do
   [ $((size_bytes / nj)) -ge $mib ] || die "--size $size is less than 1 MiB per job with $nj jobs"
+  [ $((nrfiles / nj)) -ge 1 ] || die "--nrfiles $nrfiles is less than one file per job with $nj jobs"
 done
-[ $((nrfiles / ${jobs[-1]})) -ge 1 ] || die "--nrfiles $nrfiles is less than one file per job"
 if [ -n "$bindfs_backing" ]; then
   [ -d "$bindfs_backing" ] || die "--bindfs: not a directory: $bindfs_backing"
   for n in "${names[@]}"; do [ "$n" != bindfs ] || die "target name bindfs is taken by --bindfs"; done
@@ -295,9 +295,12 @@ done
   echo "Targets: $(for i in "${!names[@]}"; do
     printf '%s=%s (%s, %s%s) ' "${names[i]}" "${dirs[i]}" \
       "$(findmnt -n -o FSTYPE --target "${dirs[i]}" 2>/dev/null || echo '?')" \
-      "$([ "${io_direct[${names[i]}]}" = 1 ] && echo O_DIRECT || echo 'no O_DIRECT')" \
+      "$(if [ $force_buffered = 1 ]; then echo 'buffered (--buffered)'
+      elif [ "${io_direct[${names[i]}]}" = 1 ]; then echo O_DIRECT; else echo 'no O_DIRECT'; fi)" \
       "${cpu_pids[${names[i]}]:+, cpu pids ${cpu_pids[${names[i]}]# }}"
   done)  "
+  [ -z "$bindfs_backing" ] ||
+    echo "bindfs: \`bindfs -f -o allow_other ${BINDFS_OPTS:+$BINDFS_OPTS }$bindfs_backing $bindfs_mnt\`  "
   echo "Size $size per sequential run; random runs ${runtime} s; $nrfiles files per metadata run;" \
     "jobs: ${jobs[*]}; $reps repetition(s); caches dropped: $([ $is_root = 1 ] && echo yes || echo no)"
 } >"$out/header.md"

@@ -79,14 +79,12 @@ trap 'rm -rf "$work"' EXIT
 
 # Warnings about setups that make whole groups of cases fail for no fault of
 # the file system.
-fs_line=$(findmnt -n -o FSTYPE,OPTIONS --target "$dir" 2>/dev/null || true)
-case "$fs_line" in
-  fuse*) case ",${fs_line#* }," in
-      *,allow_other,*) ;;
-      *) echo "pjdfstest.sh: WARNING: $dir is a FUSE mount without allow_other:" \
-        "cases that switch to the dummy users will fail" >&2 ;;
-    esac ;;
-esac
+fstype=$(timeout -k 5 30 findmnt -n -o FSTYPE --target "$dir" 2>/dev/null || true)
+fsopts=$(timeout -k 5 30 findmnt -n -o OPTIONS --target "$dir" 2>/dev/null || true)
+if [[ $fstype == fuse* ]] && [[ ,$fsopts, != *,allow_other,* ]]; then
+  echo "pjdfstest.sh: WARNING: $dir is a FUSE mount without allow_other:" \
+    "cases that switch to the dummy users will fail" >&2
+fi
 if ! runuser -u nobody -- test -x "$dir" 2>/dev/null; then
   echo "pjdfstest.sh: WARNING: user nobody cannot reach $dir (search permission on a parent)" >&2
 fi

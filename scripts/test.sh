@@ -16,6 +16,8 @@ for component in rustfmt clippy; do
   fi
 done
 
+echo "== file system tools (fuse3, fio, bindfs, pjdfstest, fsx) for the mount's tests"
+bash scripts/fs-tools.sh >/dev/null
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
@@ -24,5 +26,7 @@ echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== cargo test"
 cargo test --workspace --locked --release
+echo "== iosets mount: pjdfstest and fsx through a real mount"
+bash scripts/mount-conformance.sh 20000
 echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh

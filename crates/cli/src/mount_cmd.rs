@@ -33,7 +33,12 @@ pub(crate) struct MountArgs {
     #[arg(long)]
     cache: bool,
     /// Seconds before a request to a dead or stuck server fails with EIO.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    #[arg(
+        long,
+        default_value_t = 30.0,
+        value_name = "SECONDS",
+        allow_negative_numbers = true
+    )]
     timeout: f64,
     /// Milliseconds the kernel may cache attributes and names.
     #[arg(long, default_value_t = 1000)]
@@ -102,6 +107,7 @@ pub(crate) fn mount(args: &MountArgs) -> Result<()> {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
     let m: Mounted = iosets_mount::mount(opts)?;
     eprintln!(

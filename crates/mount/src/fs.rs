@@ -24,6 +24,9 @@ use crate::control::{self, JobSlots, Node as Ctl, PriorityWrite};
 use crate::ident::JobResolver;
 use crate::inodes::{Inodes, ROOT};
 
+/// The name prefix of files unlinked while open (hidden from listings, removed at last close).
+const SILLY_PREFIX: &str = ".iosets-unlinked-";
+
 /// What the file system needs besides its client.
 #[derive(Debug, Clone)]
 pub(crate) struct FsConfig {
@@ -413,6 +416,7 @@ impl Inner {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // fuser's request shapes
 impl Inner {
     pub(crate) fn lookup(&self, req: &Who, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         if let Some(p) = self.control_node(parent.0) {
@@ -454,7 +458,13 @@ impl Inner {
         };
         let client = self.caller(req);
         match self.run(async { client.lstat(&path).await }) {
-            Ok(a) => reply.attr(&self.cfg.attr_ttl, &self.attr(ino.0, &a)),
+            Ok(mut a) => {
+                // Unlinked while open: its hidden name is not a link.
+                if self.inodes.lock().is_silly(ino.0) {
+                    a.nlink = a.nlink.saturating_sub(1);
+                }
+                reply.attr(&self.cfg.attr_ttl, &self.attr(ino.0, &a))
+            }
             Err(e) => reply.error(e),
         }
     }
@@ -569,6 +579,28 @@ impl Inner {
             Err(e) => return reply.error(e),
         };
         let client = self.caller(req);
+        // Unlinked while open: renamed to a hidden name until its last close (NFS's "silly
+        // rename"), so the open descriptors keep reading and writing it.
+        let open_ino = self
+            .inodes
+            .lock()
+            .by_path(&path)
+            .filter(|&ino| self.open_count(ino) > 0);
+        if let Some(ino) = open_ino {
+            let silly = match path.rsplit_once('/') {
+                Some((dir, _)) => format!("{dir}/{SILLY_PREFIX}{ino:x}"),
+                None => format!("{SILLY_PREFIX}{ino:x}"),
+            };
+            return match self.run(async { client.rename(&path, &silly).await }) {
+                Ok(()) => {
+                    let mut t = self.inodes.lock();
+                    t.renamed(&path, &silly);
+                    t.set_silly(ino, &silly);
+                    reply.ok()
+                }
+                Err(e) => reply.error(e),
+            };
+        }
         match self.run(async { client.unlink(&path).await }) {
             Ok(()) => {
                 self.inodes.lock().unlinked(&path);
@@ -796,8 +828,34 @@ impl Inner {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles.lock().remove(&fh.0);
+        let closed = self.handles.lock().remove(&fh.0);
+        if let Some(Handle::File { ino, job, creds }) = closed {
+            // Taken in its own statement: the table's lock must not be held across the
+            // request below (it is taken again after it).
+            let silly = if self.open_count(ino) == 0 {
+                self.inodes.lock().take_silly(ino)
+            } else {
+                None
+            };
+            {
+                if let Some(silly) = silly {
+                    let client = self.client.as_caller(job, Some(creds));
+                    if self.run(async { client.unlink(&silly).await }).is_ok() {
+                        self.inodes.lock().unlinked(&silly);
+                    }
+                }
+            }
+        }
         reply.ok();
+    }
+
+    /// How many open handles `ino` has.
+    fn open_count(&self, ino: u64) -> usize {
+        self.handles
+            .lock()
+            .values()
+            .filter(|h| matches!(h, Handle::File { ino: i, .. } if *i == ino))
+            .count()
     }
 
     pub(crate) fn fsync(
@@ -855,7 +913,9 @@ impl Inner {
         {
             let t = self.inodes.lock();
             for e in listing {
-                if path.is_empty() && e.name == control::CONTROL_DIR {
+                if (path.is_empty() && e.name == control::CONTROL_DIR)
+                    || e.name.starts_with(SILLY_PREFIX)
+                {
                     continue;
                 }
                 let child = join(&path, OsStr::new(&e.name)).unwrap_or_default();
@@ -1075,6 +1135,16 @@ impl Filesystem for IosetsFs {
             tracing::info!(nearest, "the kernel limits max_write");
             let _ = config.set_max_write(nearest);
         }
+        // mmap of direct-I/O files (the kernel keeps the mapped pages coherent with the direct
+        // reads and writes), and lookups/readdirs of one directory in parallel.
+        for flag in [
+            fuser::InitFlags::FUSE_DIRECT_IO_ALLOW_MMAP,
+            fuser::InitFlags::FUSE_PARALLEL_DIROPS,
+        ] {
+            if config.add_capabilities(flag).is_err() {
+                tracing::info!(?flag, "the kernel does not offer this capability");
+            }
+        }
         Ok(())
     }
 
@@ -1268,8 +1338,8 @@ impl Filesystem for IosetsFs {
         flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.inner
-            .release(&Who::of(req), ino, fh, flags, lock_owner, flush, reply);
+        let who = Who::of(req);
+        self.pool(move |s| s.release(&who, ino, fh, flags, lock_owner, flush, reply));
     }
 
     fn fsync(

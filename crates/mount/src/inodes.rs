@@ -29,6 +29,10 @@ pub(crate) struct Node {
     pub nlink: u32,
     /// The job of its last opener: what carries no caller (release, writeback) is done for it.
     pub job: Option<JobId>,
+    /// Its other known names (hard links), so it keeps a name when one goes away.
+    pub others: Vec<String>,
+    /// The hidden name it was renamed to when unlinked while open (removed at last close).
+    pub silly: Option<String>,
 }
 
 /// The table.
@@ -51,6 +55,8 @@ impl Inodes {
                 lookups: 1,
                 nlink: 2,
                 job: None,
+                others: Vec::new(),
+                silly: None,
             },
         );
         let mut by_path = HashMap::new();
@@ -103,6 +109,8 @@ impl Inodes {
                         lookups: 0,
                         nlink,
                         job: None,
+                        others: Vec::new(),
+                        silly: None,
                     },
                 );
                 ino
@@ -112,10 +120,12 @@ impl Inodes {
         node.lookups += 1;
         node.nlink = nlink;
         if node.path != path {
-            if self.by_path.get(&node.path) == Some(&ino) {
-                self.by_path.remove(&node.path);
+            // Another name of the same object (a hard link): both stay valid.
+            let old = std::mem::replace(&mut node.path, path.to_owned());
+            node.others.retain(|p| p != path);
+            if !old.is_empty() && node.others.len() < 16 {
+                node.others.push(old);
             }
-            node.path = path.to_owned();
         }
         self.by_path.insert(path.to_owned(), ino);
         ino
@@ -140,8 +150,10 @@ impl Inodes {
                     self.by_key.remove(&key);
                 }
             }
-            if self.by_path.get(&node.path) == Some(&ino) {
-                self.by_path.remove(&node.path);
+            for p in std::iter::once(&node.path).chain(&node.others) {
+                if self.by_path.get(p) == Some(&ino) {
+                    self.by_path.remove(p);
+                }
             }
         }
     }
@@ -155,7 +167,13 @@ impl Inodes {
         };
         if let Some(node) = self.nodes.get_mut(&ino) {
             node.nlink = node.nlink.saturating_sub(1);
-            let dir_or_last = node.nlink <= 1;
+            node.others.retain(|p| p != path);
+            if node.path == path {
+                if let Some(other) = node.others.pop() {
+                    node.path = other;
+                }
+            }
+            let dir_or_last = node.nlink <= 1 && node.path == path;
             if dir_or_last {
                 if let Some(key) = node.key.take() {
                     if self.by_key.get(&key) == Some(&ino) {
@@ -181,10 +199,32 @@ impl Inodes {
             self.by_path.remove(&old);
             let new = format!("{to}{}", &old[from.len()..]);
             if let Some(node) = self.nodes.get_mut(&ino) {
-                node.path = new.clone();
+                if node.path == old {
+                    node.path = new.clone();
+                }
+                for p in node.others.iter_mut().filter(|p| **p == old) {
+                    *p = new.clone();
+                }
             }
             self.by_path.insert(new, ino);
         }
+    }
+
+    /// Marks `ino` as unlinked while open, now under the hidden name `silly`.
+    pub(crate) fn set_silly(&mut self, ino: u64, silly: &str) {
+        if let Some(n) = self.nodes.get_mut(&ino) {
+            n.silly = Some(silly.to_owned());
+        }
+    }
+
+    /// Whether `ino` was unlinked while open (its last name is a hidden one).
+    pub(crate) fn is_silly(&self, ino: u64) -> bool {
+        self.nodes.get(&ino).is_some_and(|n| n.silly.is_some())
+    }
+
+    /// Takes the hidden name of `ino`, if it was unlinked while open.
+    pub(crate) fn take_silly(&mut self, ino: u64) -> Option<String> {
+        self.nodes.get_mut(&ino).and_then(|n| n.silly.take())
     }
 
     /// Remembers the job of the last opener of `ino`.
@@ -207,8 +247,12 @@ mod tests {
         assert_eq!(a, b);
         let c = t.remember("d/c", (0, 101), 1);
         assert_ne!(a, c);
+        // Removing one name of a hard link keeps the object reachable by the other.
+        t.unlinked("d/b");
+        assert_eq!(t.path(a).unwrap(), "d/a");
         t.renamed("d", "e");
         assert_eq!(t.path(c).unwrap(), "e/c");
+        assert_eq!(t.path(a).unwrap(), "e/a");
         assert_eq!(t.by_path("e/c"), Some(c));
         assert_eq!(t.by_path("d/c"), None);
     }

@@ -174,9 +174,24 @@ fn unescape(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The absolute form of `path` without following its last component (which may be a dead
+/// mount that cannot be resolved).
+fn absolute(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    match (abs.parent(), abs.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            .unwrap_or_else(|_| parent.to_path_buf())
+            .join(name),
+        _ => abs,
+    }
+}
+
 /// Whether `path` is a mount point now, and of which type.
 pub fn mounted_at(path: &Path) -> Option<String> {
-    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = absolute(path);
     mounts()
         .into_iter()
         .rev()
@@ -215,7 +230,6 @@ pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
 #[derive(Debug)]
 pub struct Mounted {
     mountpoint: PathBuf,
-    unmounter: fuser::SessionUnmounter,
     session: Option<JoinHandle<std::io::Result<()>>>,
     ended: Option<std::sync::mpsc::Receiver<()>>,
     local: Option<ServerHandle>,
@@ -243,7 +257,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     if opts.timeout.is_zero() {
         return Err(MountError::Config("timeout must be positive".into()));
     }
-    if opts.local.is_some() == !opts.servers.is_empty() {
+    if opts.local.is_some() != opts.servers.is_empty() {
         return Err(MountError::Config(
             "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
         ));
@@ -332,12 +346,11 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     };
     config.n_threads = Some(opts.threads);
     config.clone_fd = true;
-    let mut session =
+    let session =
         fuser::Session::new(fs, &opts.mountpoint, &config).map_err(|source| MountError::Io {
             what: format!("mounting on {}", opts.mountpoint.display()),
             source,
         })?;
-    let unmounter = session.unmount_callable();
     let (tx, rx) = std::sync::mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("iosets-fuse".into())
@@ -353,7 +366,6 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     tracing::info!(mountpoint = %opts.mountpoint.display(), servers = ?opts.servers, threads = opts.threads, "mounted");
     Ok(Mounted {
         mountpoint: opts.mountpoint,
-        unmounter,
         session: Some(thread),
         ended: Some(rx),
         local,
@@ -416,20 +428,28 @@ impl Mounted {
 
     fn shutdown(&mut self) -> Result<(), MountError> {
         let mut first = None;
-        if let Err(e) = self.unmounter.unmount() {
-            // Already gone (unmounted from outside) is fine.
-            if mounted_at(&self.mountpoint).is_some() {
-                first = Some(MountError::Io {
-                    what: format!("unmounting {}", self.mountpoint.display()),
-                    source: e,
-                });
+        // Lazily (MNT_DETACH, `fusermount3 -u -z`): fuser's own unmount is a plain umount(2)
+        // that fails with EBUSY while a file is open, and the session would never end.
+        if mounted_at(&self.mountpoint).is_some() {
+            if let Err(e) = umount(&self.mountpoint) {
+                first = Some(e);
             }
         }
         if let Some(t) = self.session.take() {
-            match t.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!(error = %e, "FUSE session ended with an error"),
-                Err(_) => tracing::error!("FUSE session thread panicked"),
+            // Files still open keep a detached mount alive: wait a little for them, then go
+            // on; the process's exit closes /dev/fuse and their next request fails.
+            let deadline = std::time::Instant::now() + Duration::from_secs(2);
+            while !t.is_finished() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if t.is_finished() {
+                match t.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(error = %e, "FUSE session ended with an error"),
+                    Err(_) => tracing::error!("FUSE session thread panicked"),
+                }
+            } else {
+                tracing::warn!("files are still open on the detached mount; exiting anyway");
             }
         }
         if let Some(h) = self.local.take() {

@@ -476,7 +476,11 @@ impl Root {
         if let Some(mode) = mode {
             let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
             // A new directory in a set-group-id directory inherits the bit.
-            let keep = st.st_mode & 0o2000 * u32::from(kind_of(st.st_mode) == FileKind::Dir);
+            let keep = if kind_of(st.st_mode) == FileKind::Dir {
+                st.st_mode & 0o2000
+            } else {
+                0
+            };
             rustix::fs::chmod(
                 proc_fd_path(&fd).as_str(),
                 Mode::from_raw_mode((mode & 0o7777) | keep),
