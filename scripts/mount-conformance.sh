@@ -12,6 +12,7 @@ ops=${1:-20000}
 bash scripts/fs-tools.sh >/dev/null
 cargo build --release --locked --quiet -p iosets-cli
 scratch=$(mktemp -d /tmp/iosets-conformance.XXXXXX)
+chmod 755 "$scratch"  # pjdfstest switches to unprivileged users, who must reach the mount
 mkdir -p "$scratch/mnt" "$scratch/root"
 ./target/release/iosets mount "$scratch/mnt" --local "$scratch/root" >"$scratch/mount.log" 2>&1 &
 mount_pid=$!
@@ -24,10 +25,10 @@ cleanup() {
 }
 trap cleanup EXIT
 for _ in $(seq 200); do
-  grep -q " $scratch/mnt fuse" /proc/self/mountinfo && break
+  grep -q " $scratch/mnt " /proc/self/mountinfo && break
   kill -0 "$mount_pid" 2>/dev/null || { cat "$scratch/mount.log"; exit 1; }
   sleep 0.1
 done
-grep -q " $scratch/mnt fuse" /proc/self/mountinfo || { echo "mount did not come up"; cat "$scratch/mount.log"; exit 1; }
+grep -q " $scratch/mnt " /proc/self/mountinfo || { echo "mount did not come up"; cat "$scratch/mount.log"; exit 1; }
 bash scripts/pjdfstest.sh "$scratch/mnt" --expected crates/mount/tests/pjdfstest-expected.txt --timeout 600
 bash scripts/fsx.sh "$scratch/mnt" "$ops"
