@@ -43,7 +43,7 @@ pub(crate) struct MountArgs {
     /// Milliseconds the kernel may cache attributes and names.
     #[arg(long, default_value_t = 1000)]
     attr_ttl_ms: u64,
-    /// Where a caller's job comes from, in order: cgroup (Slurm's job_<id>), env, procname-uid.
+    /// Where a caller's job comes from, in order: cgroup (Slurm's `job_<id>`), env, procname-uid.
     #[arg(long, default_value = "cgroup,env,procname-uid")]
     job_source: String,
     /// More environment variables naming the job, read after IOSETS_JOB_ID and SLURM_JOB_ID.

@@ -57,6 +57,44 @@ enum Handle {
     Control { text: Vec<u8> },
 }
 
+/// The open handles, and how many files are open per inode (so an unlink and a release learn
+/// whether a file is still open without scanning every handle).
+#[derive(Debug, Default)]
+struct Handles {
+    by_fh: HashMap<u64, Handle>,
+    open: HashMap<u64, usize>,
+}
+
+impl Handles {
+    fn insert(&mut self, fh: u64, h: Handle) {
+        if let Handle::File { ino, .. } = &h {
+            *self.open.entry(*ino).or_default() += 1;
+        }
+        self.by_fh.insert(fh, h);
+    }
+
+    fn get(&self, fh: &u64) -> Option<&Handle> {
+        self.by_fh.get(fh)
+    }
+
+    fn remove(&mut self, fh: &u64) -> Option<Handle> {
+        let h = self.by_fh.remove(fh)?;
+        if let Handle::File { ino, .. } = &h {
+            if let Some(n) = self.open.get_mut(ino) {
+                *n -= 1;
+                if *n == 0 {
+                    self.open.remove(ino);
+                }
+            }
+        }
+        Some(h)
+    }
+
+    fn open_count(&self, ino: u64) -> usize {
+        self.open.get(&ino).copied().unwrap_or(0)
+    }
+}
+
 /// The file system's state, shared by the tasks serving kernel requests.
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -65,7 +103,7 @@ pub(crate) struct Inner {
     cfg: FsConfig,
     resolver: Arc<JobResolver>,
     inodes: Mutex<Inodes>,
-    handles: Mutex<HashMap<u64, Handle>>,
+    handles: Mutex<Handles>,
     next_fh: AtomicU64,
     slots: Mutex<JobSlots>,
     /// Jobs this mount resolved (listed under `.iosets/jobs` with the servers' jobs).
@@ -142,7 +180,7 @@ impl Inner {
             cfg,
             resolver,
             inodes: Mutex::new(Inodes::new()),
-            handles: Mutex::new(HashMap::new()),
+            handles: Mutex::new(Handles::default()),
             next_fh: AtomicU64::new(1),
             slots: Mutex::new(JobSlots::default()),
             seen_jobs: Mutex::new(Default::default()),
@@ -267,18 +305,21 @@ impl Inner {
         })
     }
 
-    fn jobs_reports(&self) -> Result<Vec<(String, JobsReport)>, Errno> {
+    /// Every server's control report `op` (JSON), parsed as `T`, with the server's address.
+    fn reports<T: serde::de::DeserializeOwned + Send + 'static>(
+        &self,
+        op: Control,
+    ) -> Result<Vec<(String, T)>, Errno> {
         let token = self.token()?.to_owned();
         let client = self.client.clone();
         self.run(async move {
             let mut out = Vec::new();
             for (i, addr) in client.servers().iter().enumerate() {
-                if let Reply::Json(text) = client.control(i, &token, Control::Jobs).await? {
-                    let r: JobsReport =
-                        serde_json::from_str(&text).map_err(|e| ClientError::Protocol {
-                            server: *addr,
-                            reason: format!("jobs report: {e}"),
-                        })?;
+                if let Reply::Json(text) = client.control(i, &token, op.clone()).await? {
+                    let r: T = serde_json::from_str(&text).map_err(|e| ClientError::Protocol {
+                        server: *addr,
+                        reason: format!("{} report: {e}", op.op().as_str()),
+                    })?;
                     out.push((addr.to_string(), r));
                 }
             }
@@ -286,30 +327,15 @@ impl Inner {
         })
     }
 
-    fn server_reports(&self) -> Result<Vec<(String, ServerReport)>, Errno> {
-        let token = self.token()?.to_owned();
-        let client = self.client.clone();
-        self.run(async move {
-            let mut out = Vec::new();
-            for (i, addr) in client.servers().iter().enumerate() {
-                if let Reply::Json(text) = client.control(i, &token, Control::Stats).await? {
-                    let r: ServerReport =
-                        serde_json::from_str(&text).map_err(|e| ClientError::Protocol {
-                            server: *addr,
-                            reason: format!("server report: {e}"),
-                        })?;
-                    out.push((addr.to_string(), r));
-                }
-            }
-            Ok(out)
-        })
+    fn jobs_reports(&self) -> Result<Vec<(String, JobsReport)>, Errno> {
+        self.reports(Control::Jobs)
     }
 
     fn control_text(&self, node: Ctl) -> Result<Vec<u8>, Errno> {
         Ok(match node {
             Ctl::Priority(job) => control::priority_text(job, &self.jobs_reports()?),
             Ctl::Stats(job) => control::stats_text(job, &self.jobs_reports()?),
-            Ctl::Policy => control::policy_text(&self.server_reports()?),
+            Ctl::Policy => control::policy_text(&self.reports::<ServerReport>(Control::Stats)?),
             _ => return Err(Errno::EISDIR),
         }
         .into_bytes())
@@ -776,7 +802,7 @@ impl Inner {
         ino: INodeNo,
         fh: FileHandle,
         offset: u64,
-        data: &[u8],
+        data: iosets_proto::Bytes,
         _write_flags: WriteFlags,
         _flags: FuseOpen,
         _lock_owner: Option<LockOwner>,
@@ -784,7 +810,7 @@ impl Inner {
     ) {
         if let Some(node) = self.control_node(ino.0) {
             return match node {
-                Ctl::Priority(job) => match self.control_write(req, job, data) {
+                Ctl::Priority(job) => match self.control_write(req, job, &data) {
                     Ok(()) => reply.written(data.len() as u32),
                     Err(e) => reply.error(e),
                 },
@@ -799,8 +825,7 @@ impl Inner {
             Ok(p) => p,
             Err(e) => return reply.error(e),
         };
-        let bytes = iosets_proto::Bytes::copy_from_slice(data);
-        match self.run(async { client.write_at(&path, offset, bytes).await }) {
+        match self.run(async { client.write_at(&path, offset, data).await }) {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(e),
         }
@@ -851,11 +876,7 @@ impl Inner {
 
     /// How many open handles `ino` has.
     fn open_count(&self, ino: u64) -> usize {
-        self.handles
-            .lock()
-            .values()
-            .filter(|h| matches!(h, Handle::File { ino: i, .. } if *i == ino))
-            .count()
+        self.handles.lock().open_count(ino)
     }
 
     pub(crate) fn fsync(
@@ -1301,14 +1322,15 @@ impl Filesystem for IosetsFs {
         lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (who, data) = (Who::of(req), data.to_vec());
+        // The one copy of the data: the pieces sent to the servers are slices of it.
+        let (who, data) = (Who::of(req), iosets_proto::Bytes::copy_from_slice(data));
         self.pool(move |s| {
             s.write(
                 &who,
                 ino,
                 fh,
                 offset,
-                &data,
+                data,
                 write_flags,
                 flags,
                 lock_owner,
@@ -1435,5 +1457,31 @@ impl Filesystem for IosetsFs {
     ) {
         let (who, name) = (Who::of(req), name.to_owned());
         self.pool(move |s| s.create(&who, parent, &name, mode, umask, flags, reply));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_counts_follow_file_handles_only() {
+        let mut h = Handles::default();
+        let file = |ino| Handle::File {
+            ino,
+            job: JobId(1),
+            creds: Creds { uid: 0, gid: 0 },
+        };
+        h.insert(1, file(7));
+        h.insert(2, file(7));
+        h.insert(3, Handle::Dir { entries: vec![] });
+        assert_eq!(h.open_count(7), 2);
+        assert!(h.remove(&1).is_some());
+        assert_eq!(h.open_count(7), 1);
+        assert!(h.remove(&3).is_some());
+        assert!(h.remove(&2).is_some());
+        assert_eq!(h.open_count(7), 0);
+        assert!(h.open.is_empty());
+        assert!(h.remove(&2).is_none());
     }
 }
