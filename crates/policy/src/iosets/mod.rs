@@ -57,8 +57,11 @@
 //! Costs: `O(log n)` per call in jobs and sets; jobs and sets exist only while they have work (or
 //! linger). With `hold_idle_ms=0` the anticipation costs one branch per call.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, VecDeque};
+mod linger;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, VecDeque};
 
 use slab::Slab;
 
@@ -70,6 +73,7 @@ use crate::{
     Request, RequestId,
 };
 use iosets_types::hash::IdMap;
+use linger::Lingering;
 
 /// Registry name.
 pub const NAME: &str = "iosets";
@@ -131,10 +135,101 @@ enum SetKey {
 /// A slot in the job or set slab.
 type Slot = usize;
 
-/// Position of a waiting job: `(burst time, tie-break, job, slot)` for arrival order,
-/// `(job, 0, job, slot)` for job-id order. The slot rides along for direct access; it never
-/// decides the order (the first three fields are unique).
-type WaitKey = (u64, u64, JobId, Slot);
+/// When a job's current burst arrived: the time, and a sequence number that orders bursts arriving
+/// at the same instant (every burst gets a new one, so no two are equal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Burst {
+    at: Nanos,
+    seq: u64,
+}
+
+/// A waiting job's place under `order=arrival`: the earliest burst first. The slot rides along for
+/// direct access; it never decides the order (bursts are unique).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct ArrivalKey {
+    burst: Burst,
+    slot: Slot,
+}
+
+/// A waiting job's place under `order=jobid`: by job id (unique in a set); the slot rides along.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct JobIdKey {
+    job: JobId,
+    slot: Slot,
+}
+
+/// The jobs of a set waiting for it, in the policy's [`Order`]: one key type per order, so the
+/// two cannot be mixed in one list. A job's key is computed from the job itself (its burst or its
+/// id, neither of which changes while it waits), so the job only records *that* it waits.
+#[derive(Debug)]
+enum Waiters {
+    Arrival(BTreeSet<ArrivalKey>),
+    JobId(BTreeSet<JobIdKey>),
+}
+
+impl Waiters {
+    fn new(order: Order) -> Waiters {
+        match order {
+            Order::Arrival => Waiters::Arrival(BTreeSet::new()),
+            Order::JobId => Waiters::JobId(BTreeSet::new()),
+        }
+    }
+
+    fn insert(&mut self, job: &Job, slot: Slot) {
+        let fresh = match self {
+            Waiters::Arrival(w) => w.insert(ArrivalKey {
+                burst: job.burst,
+                slot,
+            }),
+            Waiters::JobId(w) => w.insert(JobIdKey { job: job.id, slot }),
+        };
+        debug_assert!(fresh, "job {} waits twice", job.id);
+    }
+
+    fn remove(&mut self, job: &Job, slot: Slot) {
+        let found = match self {
+            Waiters::Arrival(w) => w.remove(&ArrivalKey {
+                burst: job.burst,
+                slot,
+            }),
+            Waiters::JobId(w) => w.remove(&JobIdKey { job: job.id, slot }),
+        };
+        debug_assert!(found, "job {} was not waiting", job.id);
+    }
+
+    fn is_empty(&self) -> bool {
+        match self {
+            Waiters::Arrival(w) => w.is_empty(),
+            Waiters::JobId(w) => w.is_empty(),
+        }
+    }
+
+    /// The waiter that takes the set when it is free: the earliest burst, or the next job id after
+    /// `last_holder`, wrapping around.
+    fn next(&self, last_holder: Option<JobId>) -> Option<Slot> {
+        match self {
+            Waiters::Arrival(w) => w.first().map(|k| k.slot),
+            Waiters::JobId(w) => {
+                let after = last_holder.map(|last| JobIdKey {
+                    job: JobId(last.0.saturating_add(1)),
+                    slot: 0,
+                });
+                after
+                    .and_then(|from| w.range(from..).next())
+                    .or_else(|| w.first())
+                    .map(|k| k.slot)
+            }
+        }
+    }
+
+    /// Every waiter's slot, in order.
+    fn slots(&self) -> Vec<Slot> {
+        match self {
+            Waiters::Arrival(w) => w.iter().map(|k| k.slot).collect(),
+            Waiters::JobId(w) => w.iter().map(|k| k.slot).collect(),
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Job {
@@ -143,10 +238,10 @@ struct Job {
     in_service: u32,
     /// The slot of the job's set.
     set: Slot,
-    /// Where the job sits in its set's waiting list, if it waits.
-    waiting: Option<WaitKey>,
-    /// Burst arrival (time, sequence), for arrival order.
-    burst: (Nanos, u64),
+    /// The job is in its set's waiting list.
+    waiting: bool,
+    /// When its current burst arrived (the key of `order=arrival`).
+    burst: Burst,
     hint: Option<Priority>,
 }
 
@@ -165,7 +260,7 @@ struct Set {
     contended_since: Option<Nanos>,
     /// The last job that held the set (for `order=jobid`).
     last_holder: Option<JobId>,
-    waiting: BTreeSet<WaitKey>,
+    waiting: Waiters,
     /// The holder lingers (`hold_idle_ms`): the sequence number of its entry in
     /// [`IoSets::lingering`]; any other entry for this set is stale.
     linger: Option<u64>,
@@ -191,10 +286,8 @@ pub struct IoSets {
     sched: Wf2q<SetKey>,
     /// Anticipation window (`hold_idle_ms`); `None`: a holder without work passes its set on at once.
     hold_idle: Option<Nanos>,
-    /// Lingering sets by window end: `(end, linger sequence, set slot)`. Checked lazily: an entry
-    /// whose sequence is not its set's current [`Set::linger`] (linger ended, set removed, slot
-    /// reused) is skipped.
-    lingering: BinaryHeap<Reverse<(Nanos, u64, Slot)>>,
+    /// Lingering sets by window end (see [`linger`]).
+    lingering: Lingering,
     len: usize,
     seq: u64,
 }
@@ -216,7 +309,7 @@ impl IoSets {
             spare: Vec::new(),
             sched: Wf2q::new(),
             hold_idle: None,
-            lingering: BinaryHeap::new(),
+            lingering: Lingering::default(),
             len: 0,
             seq: 0,
         }
@@ -283,13 +376,9 @@ impl IoSets {
     /// Puts job `j` (which has queued work and is not the holder) in its set's waiting list.
     fn start_waiting(&mut self, j: Slot, now: Nanos) {
         let job = &mut self.jobs[j];
-        let key = match self.order {
-            Order::Arrival => (job.burst.0 .0, job.burst.1, job.id, j),
-            Order::JobId => (job.id.0, 0, job.id, j),
-        };
-        job.waiting = Some(key);
+        job.waiting = true;
         let set = &mut self.sets[job.set];
-        set.waiting.insert(key);
+        set.waiting.insert(job, j);
         if set.holder.is_some() && set.contended_since.is_none() {
             set.contended_since = Some(now);
         }
@@ -297,9 +386,9 @@ impl IoSets {
 
     fn stop_waiting(&mut self, j: Slot) {
         let job = &mut self.jobs[j];
-        if let Some(key) = job.waiting.take() {
+        if std::mem::take(&mut job.waiting) {
             let set = &mut self.sets[job.set];
-            set.waiting.remove(&key);
+            set.waiting.remove(job, j);
             if set.waiting.is_empty() {
                 set.contended_since = None;
             }
@@ -320,15 +409,7 @@ impl IoSets {
 
     /// The waiting job that takes the set when it is free.
     fn next_waiter(&self, set: &Set) -> Option<Slot> {
-        let pick = match (self.order, set.last_holder) {
-            (Order::JobId, Some(last)) => set
-                .waiting
-                .range((last.0.saturating_add(1), 0, JobId(0), 0)..)
-                .next()
-                .or_else(|| set.waiting.first()),
-            _ => set.waiting.first(),
-        };
-        pick.map(|w| w.3)
+        set.waiting.next(set.last_holder)
     }
 
     /// Brings the fair-queuing state of set `s` in line with what it can dispatch, and removes the
@@ -363,7 +444,7 @@ impl IoSets {
                     held_since: now,
                     contended_since: None,
                     last_holder: None,
-                    waiting: BTreeSet::new(),
+                    waiting: Waiters::new(self.order),
                     linger: None,
                 });
                 self.set_slots.insert(key, s);
@@ -451,66 +532,10 @@ impl IoSets {
         set.holder = None;
         set.last_holder = Some(self.jobs[h].id);
         let job = &mut self.jobs[h];
-        job.burst = (now, seq);
+        job.burst = Burst { at: now, seq };
         if !job.queue.is_empty() {
             self.start_waiting(h, now);
         }
-    }
-
-    /// Job `j`, holder of its set, has just run out of work (nothing queued, nothing in service):
-    /// it lingers if anticipation says so, else it retires.
-    fn linger_or_retire(&mut self, j: Slot, now: Nanos) {
-        let s = self.jobs[j].set;
-        let set = &self.sets[s];
-        let until = match self.hold_idle {
-            Some(hold)
-                if set.holder == Some(j)
-                    && !set.yielding
-                    && matches!(set.key, SetKey::Priority(_))
-                    && !self.expired(set, now) =>
-            {
-                let mut until = now + hold;
-                if let (Some(bound), Some(since), false) = (
-                    self.max_exclusive,
-                    set.contended_since,
-                    set.waiting.is_empty(),
-                ) {
-                    // The linger is part of the tenure: it ends by the bound.
-                    until = until.min(since.max(set.held_since) + bound);
-                }
-                until
-            }
-            _ => return self.retire(j),
-        };
-        let seq = self.next_seq();
-        self.sets[s].linger = Some(seq);
-        self.lingering.push(Reverse((until, seq, s)));
-        self.refresh(s);
-    }
-
-    /// Retires the holders whose linger ended by `now`: their sets pass on.
-    fn expire_lingers(&mut self, now: Nanos) {
-        while let Some(&Reverse((until, seq, s))) = self.lingering.peek() {
-            if until > now {
-                break;
-            }
-            self.lingering.pop();
-            if let Some(set) = self.sets.get(s).filter(|set| set.linger == Some(seq)) {
-                let h = set.holder.expect("a lingering set has a holder");
-                self.retire(h);
-            }
-        }
-    }
-
-    /// The end of the earliest linger still on, dropping stale entries on the way.
-    fn next_linger_end(&mut self) -> Option<Nanos> {
-        while let Some(&Reverse((until, seq, s))) = self.lingering.peek() {
-            if self.sets.get(s).is_some_and(|set| set.linger == Some(seq)) {
-                return Some(until);
-            }
-            self.lingering.pop();
-        }
-        None
     }
 
     /// Forgets job `j`, which has nothing queued and nothing in service, and refreshes its set.
@@ -543,8 +568,8 @@ impl Policy for IoSets {
                 queue,
                 in_service: 0,
                 set: 0,
-                waiting: None,
-                burst: (now, seq),
+                waiting: false,
+                burst: Burst { at: now, seq },
                 hint: req.priority,
             });
             self.job_slots.insert(req.job, j);
@@ -562,7 +587,7 @@ impl Policy for IoSets {
         if set.holder == Some(j) {
             // A lingering holder's next request: it goes on holding, same burst.
             set.linger = None;
-        } else if job.waiting.is_none() {
+        } else if !job.waiting {
             self.start_waiting(j, now);
         }
         if hint_changed {
@@ -645,7 +670,7 @@ impl Policy for IoSets {
             set.holder = None;
             set.yielding = false;
             set.last_holder = Some(self.jobs[j].id);
-            self.jobs[j].burst = (now, seq);
+            self.jobs[j].burst = Burst { at: now, seq };
             self.start_waiting(j, now);
         }
         self.refresh(s);
@@ -677,11 +702,7 @@ impl Policy for IoSets {
         let mut out = Vec::with_capacity(self.len);
         for (_, s) in sets {
             let set = &self.sets[s];
-            let order: Vec<Slot> = set
-                .holder
-                .into_iter()
-                .chain(set.waiting.iter().map(|w| w.3))
-                .collect();
+            let order: Vec<Slot> = set.holder.into_iter().chain(set.waiting.slots()).collect();
             for j in order {
                 self.stop_waiting(j);
                 out.extend(self.jobs[j].queue.drain(..));
@@ -709,412 +730,5 @@ impl Policy for IoSets {
             self.place(j, now);
         }
         true
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Op;
-
-    fn req(id: u64, job: u64, prio: f64) -> Request {
-        let mut r = Request::new(id, job, job, id * 10, 10, Op::Write);
-        r.priority = Priority::new(prio);
-        r
-    }
-
-    fn take(p: &mut IoSets, now: u64) -> Request {
-        match p.dispatch(Nanos(now)) {
-            Dispatch::Ready(b) => *b.head(),
-            other => panic!("expected a request, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn one_job_per_set_until_its_burst_ends() {
-        let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
-        p.enqueue(req(1, 7, 0.1), Nanos(0));
-        p.enqueue(req(2, 8, 0.1), Nanos(1));
-        p.enqueue(req(3, 7, 0.1), Nanos(2));
-        let a = take(&mut p, 3);
-        let b = take(&mut p, 3);
-        assert_eq!((a.job.0, b.job.0), (7, 7));
-        // Job 7 has two in service and nothing queued: job 8 must wait.
-        assert_eq!(p.dispatch(Nanos(4)), Dispatch::Idle);
-        p.complete(a.id, Outcome::Done { bytes: 10 }, Nanos(5));
-        assert_eq!(p.dispatch(Nanos(5)), Dispatch::Idle);
-        p.complete(b.id, Outcome::Done { bytes: 10 }, Nanos(6));
-        assert_eq!(take(&mut p, 6).job.0, 8);
-    }
-
-    #[test]
-    fn jobs_without_priority_do_not_exclude_each_other() {
-        let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
-        p.enqueue(Request::new(2, 2, 2, 0, 10, Op::Read), Nanos(0));
-        let a = take(&mut p, 0);
-        let b = take(&mut p, 0);
-        assert_ne!(a.job, b.job);
-    }
-
-    #[test]
-    fn jobid_order_cycles_through_ids() {
-        let mut p = IoSets::new(Order::JobId, None, Priority::new(0.02).unwrap());
-        for (i, j) in [(1, 5), (2, 3), (3, 9)] {
-            p.enqueue(req(i, j, 0.1), Nanos(i));
-        }
-        let mut served = Vec::new();
-        for t in 0..3 {
-            let r = take(&mut p, 10 + t);
-            served.push(r.job.0);
-            p.complete(r.id, Outcome::Done { bytes: 10 }, Nanos(10 + t));
-        }
-        assert_eq!(served, vec![3, 5, 9]);
-    }
-
-    #[test]
-    fn holder_yields_after_max_exclusive() {
-        let mut p = IoSets::new(
-            Order::Arrival,
-            Some(Nanos(100)),
-            Priority::new(0.02).unwrap(),
-        );
-        for i in 0..10 {
-            p.enqueue(req(i, 1, 0.1), Nanos(0));
-        }
-        p.enqueue(req(100, 2, 0.1), Nanos(0));
-        let mut t = 0;
-        let mut jobs = Vec::new();
-        while p.queued() > 0 {
-            let r = take(&mut p, t);
-            jobs.push(r.job.0);
-            t += 40;
-            p.complete(r.id, Outcome::Done { bytes: 10 }, Nanos(t));
-        }
-        // Job 1 holds from t=0; at t=120 (>= 100) it yields to job 2, then gets the set back.
-        assert_eq!(jobs, vec![1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1]);
-    }
-
-    #[test]
-    fn configured_periods_place_jobs_by_set10() {
-        let pairs = crate::tunables::parse_pairs(&["period.1=40", "period.2=200", "period.3=640"]);
-        let mut p = crate::build(NAME, &pairs.unwrap()).unwrap();
-        // Jobs 1 and 2 (40 s and 200 s) share set 2; job 3 (640 s) is in set 3.
-        for (id, job) in [(1, 1), (2, 2), (3, 3)] {
-            p.enqueue(Request::new(id, job, job, 0, 10, Op::Write), Nanos(id));
-        }
-        let mut served = Vec::new();
-        while let Dispatch::Ready(b) = p.dispatch(Nanos(5)) {
-            served.push(b.head().job.0);
-        }
-        served.sort_unstable();
-        assert_eq!(served, vec![1, 3], "job 2 waits behind job 1 in set 2");
-        let err = crate::build(NAME, &[("base".into(), "1".into())]).unwrap_err();
-        assert!(err.to_string().contains("> 1"), "{err}");
-    }
-
-    #[test]
-    fn priority_change_moves_queued_work() {
-        let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 1, 0.1), Nanos(0));
-        p.enqueue(req(3, 2, 0.1), Nanos(0));
-        // Job 2 leaves job 1's set: both can now be served side by side.
-        assert!(p.set_priority(JobId(2), Priority::new(0.01), Nanos(1)));
-        let a = take(&mut p, 1);
-        let b = take(&mut p, 1);
-        assert_ne!(a.job, b.job);
-        assert!(p.set_priority(JobId(2), None, Nanos(1)));
-        assert_eq!(p.queued(), 1);
-        assert_eq!(p.drain().len(), 1);
-    }
-
-    const MS: u64 = 1_000_000;
-
-    fn holding(hold_ms: u64) -> IoSets {
-        IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap())
-            .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
-    }
-
-    fn done(p: &mut IoSets, r: &Request, now: u64) {
-        p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
-    }
-
-    /// Nothing left behind: no job, set or linger once nothing is queued, in service or lingering.
-    fn assert_empty(p: &IoSets) {
-        assert!(p.jobs.is_empty() && p.job_slots.is_empty(), "{:?}", p.jobs);
-        assert!(p.sets.is_empty() && p.set_slots.is_empty(), "{:?}", p.sets);
-        assert!(p.in_service.is_empty() && p.sched.backlogged() == 0);
-    }
-
-    #[test]
-    fn a_synchronous_holder_keeps_its_set_through_its_phase() {
-        let mut p = holding(10);
-        // Job 1 is synchronous: one request at a time, then its "fsync" (id 5). Job 2 is backlogged.
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        for i in 0..4 {
-            p.enqueue(req(100 + i, 2, 0.1), Nanos(1));
-        }
-        let mut t = 2 * MS;
-        for id in 1..=5 {
-            if id > 1 {
-                p.enqueue(req(id, 1, 0.1), Nanos(t));
-            }
-            let r = take(&mut p, t);
-            assert_eq!(r.id.0, id, "job 1's request {id} goes before job 2");
-            assert_eq!(p.dispatch(Nanos(t)), Dispatch::Idle, "job 2 waits");
-            t += MS;
-            done(&mut p, &r, t);
-            // Job 1 lingers: the set waits for its next request.
-            assert_eq!(
-                p.dispatch(Nanos(t)),
-                Dispatch::NotBefore(Nanos(t + 10 * MS))
-            );
-            t += MS;
-        }
-        let end = t - MS + 10 * MS;
-        assert_eq!(p.dispatch(Nanos(end - 1)), Dispatch::NotBefore(Nanos(end)));
-        // The linger ends: job 2 takes the set, and job 1's next request is a new burst behind it.
-        let b = take(&mut p, end);
-        assert_eq!(b.job.0, 2);
-        p.enqueue(req(6, 1, 0.1), Nanos(end + 1));
-        let mut served = vec![b.job.0];
-        let mut in_service = vec![b];
-        let mut now = end + 1;
-        while p.queued() > 0 {
-            match p.dispatch(Nanos(now)) {
-                Dispatch::Ready(batch) => {
-                    served.push(batch.head().job.0);
-                    in_service.push(*batch.head());
-                }
-                Dispatch::Idle => {
-                    for r in in_service.drain(..) {
-                        done(&mut p, &r, now);
-                    }
-                }
-                // Job 2 lingers in turn; then job 1's new burst goes.
-                Dispatch::NotBefore(t) => now = t.0,
-            }
-        }
-        assert_eq!(served, vec![2, 2, 2, 2, 1]);
-    }
-
-    #[test]
-    fn another_set_is_served_while_one_lingers() {
-        let mut p = holding(10);
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 2, 0.1), Nanos(0));
-        let a = take(&mut p, 0);
-        done(&mut p, &a, MS);
-        // Set 0.1 lingers for job 1; set 0.01 has work and goes at once.
-        p.enqueue(req(3, 3, 0.01), Nanos(MS));
-        p.enqueue(req(4, 3, 0.01), Nanos(MS));
-        assert_eq!(take(&mut p, MS).id.0, 3);
-        assert_eq!(take(&mut p, MS).id.0, 4);
-        assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(11 * MS)));
-        assert_eq!(take(&mut p, 11 * MS).job.0, 2);
-    }
-
-    #[test]
-    fn hold_zero_and_solo_sets_never_linger() {
-        let mut p = holding(0);
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 2, 0.1), Nanos(0));
-        let a = take(&mut p, 0);
-        done(&mut p, &a, 1);
-        assert_eq!(
-            take(&mut p, 1).job.0,
-            2,
-            "hold_idle_ms=0: the set passes on at once"
-        );
-
-        // A job without priority is alone in its set: nobody could take it, so it does not linger.
-        let mut p = holding(10);
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
-        let a = take(&mut p, 0);
-        done(&mut p, &a, 1);
-        assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
-        assert_empty(&p);
-    }
-
-    #[test]
-    fn an_expired_linger_leaves_nothing_behind() {
-        let mut p = holding(10);
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        let a = take(&mut p, 0);
-        done(&mut p, &a, 0);
-        assert_eq!(p.jobs.len(), 1, "the lingering holder is kept");
-        assert_eq!(p.dispatch(Nanos(10 * MS)), Dispatch::Idle);
-        assert_empty(&p);
-        assert!(p.lingering.is_empty());
-    }
-
-    #[test]
-    fn a_priority_change_ends_a_linger() {
-        let mut p = holding(10);
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 2, 0.1), Nanos(0));
-        let a = take(&mut p, 0);
-        done(&mut p, &a, 0);
-        // Same set: the linger goes on.
-        assert!(p.set_priority(JobId(1), Priority::new(0.1), Nanos(1)));
-        assert_eq!(p.dispatch(Nanos(1)), Dispatch::NotBefore(Nanos(10 * MS)));
-        // Another set: job 1 has no work to move, it retires and job 2 takes the set.
-        assert!(p.set_priority(JobId(1), Priority::new(0.01), Nanos(2)));
-        assert!(!p.job_slots.contains_key(&JobId(1)));
-        let b = take(&mut p, 2);
-        assert_eq!(b.job.0, 2);
-        done(&mut p, &b, 3);
-        // The stale heap entry of job 1's linger is skipped; job 2's own linger remains.
-        assert_eq!(
-            p.dispatch(Nanos(3)),
-            Dispatch::NotBefore(Nanos(3 + 10 * MS))
-        );
-        assert_eq!(p.dispatch(Nanos(3 + 10 * MS)), Dispatch::Idle);
-        assert_empty(&p);
-    }
-
-    #[test]
-    fn drain_ends_lingers_and_the_policy_starts_afresh() {
-        let mut p = holding(10);
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 2, 0.1), Nanos(0));
-        p.enqueue(req(3, 3, 0.01), Nanos(0));
-        let a = take(&mut p, 0);
-        let c = take(&mut p, 0);
-        assert_eq!((a.job.0, c.job.0), (1, 3));
-        done(&mut p, &a, 0);
-        let drained: Vec<u64> = p.drain().iter().map(|r| r.id.0).collect();
-        assert_eq!(drained, vec![2]);
-        // Job 3 is still in service; job 1's linger is over.
-        assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
-        done(&mut p, &c, 1);
-        assert_eq!(
-            p.dispatch(Nanos(1)),
-            Dispatch::NotBefore(Nanos(1 + 10 * MS))
-        );
-        assert_eq!(p.dispatch(Nanos(1 + 10 * MS)), Dispatch::Idle);
-        assert_empty(&p);
-        p.enqueue(req(4, 2, 0.1), Nanos(20 * MS));
-        assert_eq!(take(&mut p, 20 * MS).id.0, 4);
-    }
-
-    #[test]
-    fn a_linger_counts_in_the_tenure_bound() {
-        let mut p = IoSets::new(
-            Order::Arrival,
-            Some(Nanos::from_millis(5)),
-            Priority::new(0.02).unwrap(),
-        )
-        .with_hold_idle(Some(Nanos::from_millis(10)));
-        p.enqueue(req(1, 1, 0.1), Nanos(0));
-        p.enqueue(req(2, 2, 0.1), Nanos(0));
-        let a = take(&mut p, 0);
-        // Job 2 has waited since 0: job 1's linger ends by the 5 ms bound, not at 1 + 10 ms.
-        done(&mut p, &a, MS);
-        assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(5 * MS)));
-        p.enqueue(req(3, 1, 0.1), Nanos(2 * MS));
-        let a = take(&mut p, 2 * MS);
-        assert_eq!(a.id.0, 3, "a request in the window goes on the same tenure");
-        // Past the bound, with job 2 waiting, job 1 does not linger.
-        done(&mut p, &a, 6 * MS);
-        assert_eq!(take(&mut p, 6 * MS).job.0, 2);
-    }
-
-    #[test]
-    fn jobid_order_goes_on_after_the_lingering_holder() {
-        let mut p = IoSets::new(Order::JobId, None, Priority::new(0.02).unwrap())
-            .with_hold_idle(Some(Nanos::from_millis(1)));
-        for (i, j) in [(1, 5), (2, 3), (3, 9)] {
-            p.enqueue(req(i, j, 0.1), Nanos(i));
-        }
-        let mut served = Vec::new();
-        let mut t = 10;
-        while p.queued() > 0 {
-            match p.dispatch(Nanos(t)) {
-                Dispatch::Ready(b) => {
-                    served.push(b.head().job.0);
-                    done(&mut p, b.head(), t);
-                }
-                Dispatch::NotBefore(at) => t = at.0,
-                Dispatch::Idle => panic!("work queued and nothing in service"),
-            }
-        }
-        assert_eq!(served, vec![3, 5, 9]);
-    }
-
-    proptest::proptest! {
-        /// Whatever the calls, once everything is served and every linger has ended, no job, set
-        /// or heap entry is left behind, and a new request goes at once.
-        #[test]
-        fn lingers_leave_no_phantom_state(
-            steps in proptest::collection::vec((0u8..16, 1u64..5, 0u8..3, 0u64..4 * MS), 1..200)
-        ) {
-            let mut p = IoSets::new(
-                Order::Arrival,
-                Some(Nanos::from_millis(3)),
-                Priority::new(0.02).unwrap(),
-            )
-            .with_hold_idle(Some(Nanos::from_millis(2)));
-            let prio = |c: u8| [None, Priority::new(0.1), Priority::new(0.01)][c as usize];
-            let (mut now, mut id, mut in_service) = (0u64, 0u64, Vec::new());
-            for (op, job, c, dt) in steps {
-                match op {
-                    0..=4 => {
-                        id += 1;
-                        let mut r = Request::new(id, job, job, 0, 10, Op::Write);
-                        r.priority = prio(c);
-                        p.enqueue(r, Nanos(now));
-                    }
-                    5..=8 => {
-                        if let Dispatch::Ready(b) = p.dispatch(Nanos(now)) {
-                            in_service.push(*b.head());
-                        }
-                    }
-                    9..=11 => {
-                        if !in_service.is_empty() {
-                            let r = in_service.swap_remove(dt as usize % in_service.len());
-                            done(&mut p, &r, now);
-                        }
-                    }
-                    12 | 13 => now += dt,
-                    14 => {
-                        p.set_priority(JobId(job), prio(c), Nanos(now));
-                    }
-                    _ => {
-                        p.drain();
-                    }
-                }
-            }
-            loop {
-                for r in in_service.drain(..) {
-                    done(&mut p, &r, now);
-                }
-                match p.dispatch(Nanos(now)) {
-                    Dispatch::Ready(b) => in_service.push(*b.head()),
-                    Dispatch::NotBefore(t) => {
-                        proptest::prop_assert!(t.0 > now);
-                        now = t.0;
-                    }
-                    Dispatch::Idle => break,
-                }
-            }
-            proptest::prop_assert_eq!(p.queued(), 0);
-            assert_empty(&p);
-            proptest::prop_assert!(p.lingering.is_empty());
-            p.enqueue(req(1 << 40, 1, 0.1), Nanos(now));
-            proptest::prop_assert_eq!(take(&mut p, now).id.0, 1 << 40);
-        }
-    }
-
-    #[test]
-    fn hold_idle_ms_is_validated() {
-        for bad in ["hold_idle_ms=60001", "hold_idle_ms=-1", "hold_idle_ms=1.5"] {
-            let pairs = crate::tunables::parse_pairs(&[bad]).unwrap();
-            let err = crate::build(NAME, &pairs).unwrap_err();
-            assert!(err.to_string().contains("hold_idle_ms"), "{err}");
-        }
-        let pairs = crate::tunables::parse_pairs(&["hold_idle_ms=60000"]).unwrap();
-        assert!(crate::build(NAME, &pairs).is_ok());
     }
 }

@@ -1,0 +1,406 @@
+//! Unit tests of `iosets`: exclusivity inside a set, the two waiting orders, the tenure bound,
+//! anticipation (lingers) and the bookkeeping each leaves behind.
+
+use super::*;
+use crate::Op;
+
+fn req(id: u64, job: u64, prio: f64) -> Request {
+    let mut r = Request::new(id, job, job, id * 10, 10, Op::Write);
+    r.priority = Priority::new(prio);
+    r
+}
+
+fn take(p: &mut IoSets, now: u64) -> Request {
+    match p.dispatch(Nanos(now)) {
+        Dispatch::Ready(b) => *b.head(),
+        other => panic!("expected a request, got {other:?}"),
+    }
+}
+
+#[test]
+fn one_job_per_set_until_its_burst_ends() {
+    let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
+    p.enqueue(req(1, 7, 0.1), Nanos(0));
+    p.enqueue(req(2, 8, 0.1), Nanos(1));
+    p.enqueue(req(3, 7, 0.1), Nanos(2));
+    let a = take(&mut p, 3);
+    let b = take(&mut p, 3);
+    assert_eq!((a.job.0, b.job.0), (7, 7));
+    // Job 7 has two in service and nothing queued: job 8 must wait.
+    assert_eq!(p.dispatch(Nanos(4)), Dispatch::Idle);
+    p.complete(a.id, Outcome::Done { bytes: 10 }, Nanos(5));
+    assert_eq!(p.dispatch(Nanos(5)), Dispatch::Idle);
+    p.complete(b.id, Outcome::Done { bytes: 10 }, Nanos(6));
+    assert_eq!(take(&mut p, 6).job.0, 8);
+}
+
+#[test]
+fn jobs_without_priority_do_not_exclude_each_other() {
+    let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
+    p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
+    p.enqueue(Request::new(2, 2, 2, 0, 10, Op::Read), Nanos(0));
+    let a = take(&mut p, 0);
+    let b = take(&mut p, 0);
+    assert_ne!(a.job, b.job);
+}
+
+#[test]
+fn jobid_order_cycles_through_ids() {
+    let mut p = IoSets::new(Order::JobId, None, Priority::new(0.02).unwrap());
+    for (i, j) in [(1, 5), (2, 3), (3, 9)] {
+        p.enqueue(req(i, j, 0.1), Nanos(i));
+    }
+    let mut served = Vec::new();
+    for t in 0..3 {
+        let r = take(&mut p, 10 + t);
+        served.push(r.job.0);
+        p.complete(r.id, Outcome::Done { bytes: 10 }, Nanos(10 + t));
+    }
+    assert_eq!(served, vec![3, 5, 9]);
+}
+
+#[test]
+fn holder_yields_after_max_exclusive() {
+    let mut p = IoSets::new(
+        Order::Arrival,
+        Some(Nanos(100)),
+        Priority::new(0.02).unwrap(),
+    );
+    for i in 0..10 {
+        p.enqueue(req(i, 1, 0.1), Nanos(0));
+    }
+    p.enqueue(req(100, 2, 0.1), Nanos(0));
+    let mut t = 0;
+    let mut jobs = Vec::new();
+    while p.queued() > 0 {
+        let r = take(&mut p, t);
+        jobs.push(r.job.0);
+        t += 40;
+        p.complete(r.id, Outcome::Done { bytes: 10 }, Nanos(t));
+    }
+    // Job 1 holds from t=0; at t=120 (>= 100) it yields to job 2, then gets the set back.
+    assert_eq!(jobs, vec![1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1]);
+}
+
+#[test]
+fn configured_periods_place_jobs_by_set10() {
+    let pairs = crate::tunables::parse_pairs(&["period.1=40", "period.2=200", "period.3=640"]);
+    let mut p = crate::build(NAME, &pairs.unwrap()).unwrap();
+    // Jobs 1 and 2 (40 s and 200 s) share set 2; job 3 (640 s) is in set 3.
+    for (id, job) in [(1, 1), (2, 2), (3, 3)] {
+        p.enqueue(Request::new(id, job, job, 0, 10, Op::Write), Nanos(id));
+    }
+    let mut served = Vec::new();
+    while let Dispatch::Ready(b) = p.dispatch(Nanos(5)) {
+        served.push(b.head().job.0);
+    }
+    served.sort_unstable();
+    assert_eq!(served, vec![1, 3], "job 2 waits behind job 1 in set 2");
+    let err = crate::build(NAME, &[("base".into(), "1".into())]).unwrap_err();
+    assert!(err.to_string().contains("> 1"), "{err}");
+}
+
+#[test]
+fn priority_change_moves_queued_work() {
+    let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 1, 0.1), Nanos(0));
+    p.enqueue(req(3, 2, 0.1), Nanos(0));
+    // Job 2 leaves job 1's set: both can now be served side by side.
+    assert!(p.set_priority(JobId(2), Priority::new(0.01), Nanos(1)));
+    let a = take(&mut p, 1);
+    let b = take(&mut p, 1);
+    assert_ne!(a.job, b.job);
+    assert!(p.set_priority(JobId(2), None, Nanos(1)));
+    assert_eq!(p.queued(), 1);
+    assert_eq!(p.drain().len(), 1);
+}
+
+const MS: u64 = 1_000_000;
+
+fn holding(hold_ms: u64) -> IoSets {
+    IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap())
+        .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
+}
+
+fn done(p: &mut IoSets, r: &Request, now: u64) {
+    p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
+}
+
+/// Nothing left behind: no job, set or linger once nothing is queued, in service or lingering.
+fn assert_empty(p: &IoSets) {
+    assert!(p.jobs.is_empty() && p.job_slots.is_empty(), "{:?}", p.jobs);
+    assert!(p.sets.is_empty() && p.set_slots.is_empty(), "{:?}", p.sets);
+    assert!(p.in_service.is_empty() && p.sched.backlogged() == 0);
+}
+
+#[test]
+fn a_synchronous_holder_keeps_its_set_through_its_phase() {
+    let mut p = holding(10);
+    // Job 1 is synchronous: one request at a time, then its "fsync" (id 5). Job 2 is backlogged.
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    for i in 0..4 {
+        p.enqueue(req(100 + i, 2, 0.1), Nanos(1));
+    }
+    let mut t = 2 * MS;
+    for id in 1..=5 {
+        if id > 1 {
+            p.enqueue(req(id, 1, 0.1), Nanos(t));
+        }
+        let r = take(&mut p, t);
+        assert_eq!(r.id.0, id, "job 1's request {id} goes before job 2");
+        assert_eq!(p.dispatch(Nanos(t)), Dispatch::Idle, "job 2 waits");
+        t += MS;
+        done(&mut p, &r, t);
+        // Job 1 lingers: the set waits for its next request.
+        assert_eq!(
+            p.dispatch(Nanos(t)),
+            Dispatch::NotBefore(Nanos(t + 10 * MS))
+        );
+        t += MS;
+    }
+    let end = t - MS + 10 * MS;
+    assert_eq!(p.dispatch(Nanos(end - 1)), Dispatch::NotBefore(Nanos(end)));
+    // The linger ends: job 2 takes the set, and job 1's next request is a new burst behind it.
+    let b = take(&mut p, end);
+    assert_eq!(b.job.0, 2);
+    p.enqueue(req(6, 1, 0.1), Nanos(end + 1));
+    let mut served = vec![b.job.0];
+    let mut in_service = vec![b];
+    let mut now = end + 1;
+    while p.queued() > 0 {
+        match p.dispatch(Nanos(now)) {
+            Dispatch::Ready(batch) => {
+                served.push(batch.head().job.0);
+                in_service.push(*batch.head());
+            }
+            Dispatch::Idle => {
+                for r in in_service.drain(..) {
+                    done(&mut p, &r, now);
+                }
+            }
+            // Job 2 lingers in turn; then job 1's new burst goes.
+            Dispatch::NotBefore(t) => now = t.0,
+        }
+    }
+    assert_eq!(served, vec![2, 2, 2, 2, 1]);
+}
+
+#[test]
+fn another_set_is_served_while_one_lingers() {
+    let mut p = holding(10);
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 2, 0.1), Nanos(0));
+    let a = take(&mut p, 0);
+    done(&mut p, &a, MS);
+    // Set 0.1 lingers for job 1; set 0.01 has work and goes at once.
+    p.enqueue(req(3, 3, 0.01), Nanos(MS));
+    p.enqueue(req(4, 3, 0.01), Nanos(MS));
+    assert_eq!(take(&mut p, MS).id.0, 3);
+    assert_eq!(take(&mut p, MS).id.0, 4);
+    assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(11 * MS)));
+    assert_eq!(take(&mut p, 11 * MS).job.0, 2);
+}
+
+#[test]
+fn hold_zero_and_solo_sets_never_linger() {
+    let mut p = holding(0);
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 2, 0.1), Nanos(0));
+    let a = take(&mut p, 0);
+    done(&mut p, &a, 1);
+    assert_eq!(
+        take(&mut p, 1).job.0,
+        2,
+        "hold_idle_ms=0: the set passes on at once"
+    );
+
+    // A job without priority is alone in its set: nobody could take it, so it does not linger.
+    let mut p = holding(10);
+    p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
+    let a = take(&mut p, 0);
+    done(&mut p, &a, 1);
+    assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
+    assert_empty(&p);
+}
+
+#[test]
+fn an_expired_linger_leaves_nothing_behind() {
+    let mut p = holding(10);
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    let a = take(&mut p, 0);
+    done(&mut p, &a, 0);
+    assert_eq!(p.jobs.len(), 1, "the lingering holder is kept");
+    assert_eq!(p.dispatch(Nanos(10 * MS)), Dispatch::Idle);
+    assert_empty(&p);
+    assert!(p.lingering.is_empty());
+}
+
+#[test]
+fn a_priority_change_ends_a_linger() {
+    let mut p = holding(10);
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 2, 0.1), Nanos(0));
+    let a = take(&mut p, 0);
+    done(&mut p, &a, 0);
+    // Same set: the linger goes on.
+    assert!(p.set_priority(JobId(1), Priority::new(0.1), Nanos(1)));
+    assert_eq!(p.dispatch(Nanos(1)), Dispatch::NotBefore(Nanos(10 * MS)));
+    // Another set: job 1 has no work to move, it retires and job 2 takes the set.
+    assert!(p.set_priority(JobId(1), Priority::new(0.01), Nanos(2)));
+    assert!(!p.job_slots.contains_key(&JobId(1)));
+    let b = take(&mut p, 2);
+    assert_eq!(b.job.0, 2);
+    done(&mut p, &b, 3);
+    // The stale heap entry of job 1's linger is skipped; job 2's own linger remains.
+    assert_eq!(
+        p.dispatch(Nanos(3)),
+        Dispatch::NotBefore(Nanos(3 + 10 * MS))
+    );
+    assert_eq!(p.dispatch(Nanos(3 + 10 * MS)), Dispatch::Idle);
+    assert_empty(&p);
+}
+
+#[test]
+fn drain_ends_lingers_and_the_policy_starts_afresh() {
+    let mut p = holding(10);
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 2, 0.1), Nanos(0));
+    p.enqueue(req(3, 3, 0.01), Nanos(0));
+    let a = take(&mut p, 0);
+    let c = take(&mut p, 0);
+    assert_eq!((a.job.0, c.job.0), (1, 3));
+    done(&mut p, &a, 0);
+    let drained: Vec<u64> = p.drain().iter().map(|r| r.id.0).collect();
+    assert_eq!(drained, vec![2]);
+    // Job 3 is still in service; job 1's linger is over.
+    assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
+    done(&mut p, &c, 1);
+    assert_eq!(
+        p.dispatch(Nanos(1)),
+        Dispatch::NotBefore(Nanos(1 + 10 * MS))
+    );
+    assert_eq!(p.dispatch(Nanos(1 + 10 * MS)), Dispatch::Idle);
+    assert_empty(&p);
+    p.enqueue(req(4, 2, 0.1), Nanos(20 * MS));
+    assert_eq!(take(&mut p, 20 * MS).id.0, 4);
+}
+
+#[test]
+fn a_linger_counts_in_the_tenure_bound() {
+    let mut p = IoSets::new(
+        Order::Arrival,
+        Some(Nanos::from_millis(5)),
+        Priority::new(0.02).unwrap(),
+    )
+    .with_hold_idle(Some(Nanos::from_millis(10)));
+    p.enqueue(req(1, 1, 0.1), Nanos(0));
+    p.enqueue(req(2, 2, 0.1), Nanos(0));
+    let a = take(&mut p, 0);
+    // Job 2 has waited since 0: job 1's linger ends by the 5 ms bound, not at 1 + 10 ms.
+    done(&mut p, &a, MS);
+    assert_eq!(p.dispatch(Nanos(MS)), Dispatch::NotBefore(Nanos(5 * MS)));
+    p.enqueue(req(3, 1, 0.1), Nanos(2 * MS));
+    let a = take(&mut p, 2 * MS);
+    assert_eq!(a.id.0, 3, "a request in the window goes on the same tenure");
+    // Past the bound, with job 2 waiting, job 1 does not linger.
+    done(&mut p, &a, 6 * MS);
+    assert_eq!(take(&mut p, 6 * MS).job.0, 2);
+}
+
+#[test]
+fn jobid_order_goes_on_after_the_lingering_holder() {
+    let mut p = IoSets::new(Order::JobId, None, Priority::new(0.02).unwrap())
+        .with_hold_idle(Some(Nanos::from_millis(1)));
+    for (i, j) in [(1, 5), (2, 3), (3, 9)] {
+        p.enqueue(req(i, j, 0.1), Nanos(i));
+    }
+    let mut served = Vec::new();
+    let mut t = 10;
+    while p.queued() > 0 {
+        match p.dispatch(Nanos(t)) {
+            Dispatch::Ready(b) => {
+                served.push(b.head().job.0);
+                done(&mut p, b.head(), t);
+            }
+            Dispatch::NotBefore(at) => t = at.0,
+            Dispatch::Idle => panic!("work queued and nothing in service"),
+        }
+    }
+    assert_eq!(served, vec![3, 5, 9]);
+}
+
+proptest::proptest! {
+    /// Whatever the calls, once everything is served and every linger has ended, no job, set
+    /// or heap entry is left behind, and a new request goes at once.
+    #[test]
+    fn lingers_leave_no_phantom_state(
+        steps in proptest::collection::vec((0u8..16, 1u64..5, 0u8..3, 0u64..4 * MS), 1..200)
+    ) {
+        let mut p = IoSets::new(
+            Order::Arrival,
+            Some(Nanos::from_millis(3)),
+            Priority::new(0.02).unwrap(),
+        )
+        .with_hold_idle(Some(Nanos::from_millis(2)));
+        let prio = |c: u8| [None, Priority::new(0.1), Priority::new(0.01)][c as usize];
+        let (mut now, mut id, mut in_service) = (0u64, 0u64, Vec::new());
+        for (op, job, c, dt) in steps {
+            match op {
+                0..=4 => {
+                    id += 1;
+                    let mut r = Request::new(id, job, job, 0, 10, Op::Write);
+                    r.priority = prio(c);
+                    p.enqueue(r, Nanos(now));
+                }
+                5..=8 => {
+                    if let Dispatch::Ready(b) = p.dispatch(Nanos(now)) {
+                        in_service.push(*b.head());
+                    }
+                }
+                9..=11 => {
+                    if !in_service.is_empty() {
+                        let r = in_service.swap_remove(dt as usize % in_service.len());
+                        done(&mut p, &r, now);
+                    }
+                }
+                12 | 13 => now += dt,
+                14 => {
+                    p.set_priority(JobId(job), prio(c), Nanos(now));
+                }
+                _ => {
+                    p.drain();
+                }
+            }
+        }
+        loop {
+            for r in in_service.drain(..) {
+                done(&mut p, &r, now);
+            }
+            match p.dispatch(Nanos(now)) {
+                Dispatch::Ready(b) => in_service.push(*b.head()),
+                Dispatch::NotBefore(t) => {
+                    proptest::prop_assert!(t.0 > now);
+                    now = t.0;
+                }
+                Dispatch::Idle => break,
+            }
+        }
+        proptest::prop_assert_eq!(p.queued(), 0);
+        assert_empty(&p);
+        proptest::prop_assert!(p.lingering.is_empty());
+        p.enqueue(req(1 << 40, 1, 0.1), Nanos(now));
+        proptest::prop_assert_eq!(take(&mut p, now).id.0, 1 << 40);
+    }
+}
+
+#[test]
+fn hold_idle_ms_is_validated() {
+    for bad in ["hold_idle_ms=60001", "hold_idle_ms=-1", "hold_idle_ms=1.5"] {
+        let pairs = crate::tunables::parse_pairs(&[bad]).unwrap();
+        let err = crate::build(NAME, &pairs).unwrap_err();
+        assert!(err.to_string().contains("hold_idle_ms"), "{err}");
+    }
+    let pairs = crate::tunables::parse_pairs(&["hold_idle_ms=60000"]).unwrap();
+    assert!(crate::build(NAME, &pairs).is_ok());
+}
