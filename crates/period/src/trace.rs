@@ -2,7 +2,7 @@
 //!
 //! | format | name | content |
 //! |---|---|---|
-//! | [`Format::Csv`] | `csv` | header then one request a line: `start,end,bytes[,job]` (seconds, bytes; column order free, `start_s`/`end_s` accepted, other columns ignored) |
+//! | [`Format::Csv`] | `csv` | iosets' request trace ([`requests`]): the server's `--trace` file, one request a row, times in integer nanoseconds; each request is an event from `arrival_ns` to `complete_ns` of `len` bytes (0 if it failed). A header without `arrival_ns` is read as the older dialect `start,end,bytes[,job]` (seconds, bytes; column order free, `start_s`/`end_s` accepted, other columns ignored) |
 //! | [`Format::Jsonl`] | `jsonl` | one request a line: `{"start": s, "end": s, "bytes": n, "job": j}` (`job` optional) |
 //! | [`Format::Ftio`] | `ftio` | FTIO's application-level bandwidth: `{"t": [...], "b": [...]}`, `b[i]` bytes/s from `t[i]` to `t[i+1]` (optional `"job"`) |
 //! | [`Format::Tmio`] | `tmio` | TMIO's JSON Lines (FTIO's tracing library): per line one of `read_sync`, `write_sync`, `read_async_t`, `write_async_t` with per-request `b_ind`/`t_ind_s`/`t_ind_e` (or per-rank `b_rank_avr`/`t_rank_s`/`t_rank_e`) |
@@ -10,6 +10,9 @@
 //!
 //! Every reader refuses a malformed line with an [`Error::Parse`] naming the line, and a trace
 //! without a single event with [`Error::Empty`]. None panics, whatever the input.
+//!
+//! The request trace is also what `iosets replay` replays; its reader and writer
+//! ([`requests::TraceWriter`], used by the server) are in [`requests`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,10 +24,16 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::event::{Event, JobEvent};
 
+pub mod requests;
+
+pub use requests::{
+    parse_requests, read_requests, RequestRecord, TraceOp, TraceWriter, REQUEST_HEADER,
+};
+
 /// A trace format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Format {
-    /// iosets CSV requests.
+    /// iosets' request trace (CSV; see [`requests`]), or the older `start,end,bytes` CSV.
     Csv,
     /// iosets JSON Lines requests.
     Jsonl,
@@ -87,7 +96,8 @@ impl Format {
                 return None;
             }
             let lower = l.to_ascii_lowercase();
-            (lower.contains(',') && lower.contains("start")).then_some(Format::Csv)
+            (lower.contains(',') && (lower.contains("start") || lower.contains("arrival_ns")))
+                .then_some(Format::Csv)
         };
         let ext = path
             .extension()
@@ -152,27 +162,14 @@ impl Trace {
 
 /// Reads a trace file; without `format`, guesses it with [`Format::sniff`].
 pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let bytes = read_bytes(path)?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t,
         Err(e) => {
-            let line = 1 + bytes[..e.valid_up_to()]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count();
             let format = format
                 .or_else(|| Format::sniff(path, &String::from_utf8_lossy(&bytes)))
                 .unwrap_or(Format::Csv);
-            return Err(Error::Parse {
-                format,
-                line,
-                message: "not UTF-8 text (is this a binary file? a Darshan log must be printed \
-                          with darshan-dxt-parser first)"
-                    .into(),
-            });
+            return Err(not_utf8(&bytes, e, format));
         }
     };
     let format = match format {
@@ -185,6 +182,35 @@ pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
         format,
         events: parse(text, format)?,
     })
+}
+
+/// The file at `path` as text; not UTF-8 is a parse error of `format` naming the line.
+pub(crate) fn read_text(path: &Path, format: Format) -> Result<String> {
+    String::from_utf8(read_bytes(path)?).map_err(|e| {
+        let err = e.utf8_error();
+        not_utf8(e.as_bytes(), err, format)
+    })
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn not_utf8(bytes: &[u8], e: std::str::Utf8Error, format: Format) -> Error {
+    let line = 1 + bytes[..e.valid_up_to()]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    Error::Parse {
+        format,
+        line,
+        message: "not UTF-8 text (is this a binary file? a Darshan log must be printed \
+                  with darshan-dxt-parser first)"
+            .into(),
+    }
 }
 
 /// Parses a trace held in memory.
@@ -301,13 +327,24 @@ fn non_comment_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
 }
 
+/// A request trace if the header names `arrival_ns`, else the older seconds dialect.
 fn parse_csv(text: &str) -> Result<Vec<JobEvent>> {
+    if requests::is_request_trace(text) {
+        return requests::parse_events(text);
+    }
+    parse_seconds_csv(text)
+}
+
+/// The older `start,end,bytes[,job]` dialect, times in seconds.
+fn parse_seconds_csv(text: &str) -> Result<Vec<JobEvent>> {
     const F: Format = Format::Csv;
     let mut lines = non_comment_lines(text);
     let Some((hline, header)) = lines.next() else {
         return Err(Error::Empty {
             format: F,
-            detail: "no header line (expected start,end,bytes[,job])".into(),
+            detail: "no header line (expected a request trace's \
+                     job,op,offset,len,arrival_ns[,...], or start,end,bytes[,job])"
+                .into(),
         });
     };
     let cols: Vec<String> = header
@@ -323,7 +360,11 @@ fn parse_csv(text: &str) -> Result<Vec<JobEvent>> {
         return Err(parse_err(
             F,
             hline,
-            format!("header {header:?} lacks start, end or bytes (expected start,end,bytes[,job])"),
+            format!(
+                "header {header:?} lacks start, end or bytes (expected a request trace's \
+                 {REQUEST_HEADER} header, with at least job,op,offset,len,arrival_ns, or the \
+                 older start,end,bytes[,job])"
+            ),
         ));
     };
     let ji = find(&["job"]);
