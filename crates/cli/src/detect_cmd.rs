@@ -3,7 +3,9 @@
 //!
 //! The detection is `iosets-period`'s offline detector; the set and priority are the policy
 //! crate's Set-10 mapping (a job without a confident period gets seed 004's default priority,
-//! 1/50, and a set of its own). This module only reads, calls and prints.
+//! 1/50, and a set of its own). This module only reads, calls and prints. The server's own trace
+//! (`iosets serve --trace FILE`) is read as it is: each request is an event from its arrival to
+//! its completion.
 
 use std::path::PathBuf;
 
@@ -17,7 +19,8 @@ use iosets_policy::set10::{Assignment, SetMapping};
 /// Arguments of `iosets detect`.
 #[derive(Debug, Args)]
 pub struct DetectArgs {
-    /// The trace: iosets CSV or JSON Lines requests, FTIO bandwidth JSON, TMIO JSON Lines, or
+    /// The trace: iosets' request trace (CSV, the server's --trace file; see
+    /// docs/trace-format.md) or JSON Lines requests, FTIO bandwidth JSON, TMIO JSON Lines, or
     /// Darshan DXT text (darshan-dxt-parser output).
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,

@@ -24,8 +24,9 @@ use iosets_policy::tunables::parse_pairs;
 use iosets_policy::{ClassId, Counted, Nanos, Priority, Request};
 use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
 use iosets_sim::shares::{window_shares, ShareKey, WindowShares};
+use iosets_period::trace::{parse_requests, requests::is_request_trace};
 use iosets_sim::workload::{
-    read_csv_file, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
+    from_records, read_csv, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
 };
 use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, SeekModel, Summary};
 
@@ -74,8 +75,9 @@ struct ReplayArgs {
     /// A policy tunable, KEY=VALUE; repeat for several (e.g. --opt weight.1=1 --opt weight.2=3).
     #[arg(long = "opt", value_name = "KEY=VALUE")]
     opts: Vec<String>,
-    /// Replay this CSV trace instead of generating a workload. Header: time_s,job,size, optionally
-    /// file,offset,op,class,priority, in any order.
+    /// Replay this trace instead of generating a workload: iosets' request trace (the server's
+    /// --trace file; header with at least job,op,offset,len,arrival_ns, see docs/trace-format.md),
+    /// or the older time_s,job,size[,file,offset,op,class,priority] CSV.
     #[arg(
         long,
         value_name = "FILE.csv",
@@ -391,11 +393,23 @@ fn workload_spec(g: &GeneratorArgs) -> Result<WorkloadSpec> {
     Ok(spec)
 }
 
+/// The requests of a trace file: a request trace if its header names `arrival_ns`, else the
+/// older `time_s,job,size` dialect.
+fn read_trace(path: &Path) -> Result<Vec<Request>> {
+    let text = std::fs::read_to_string(path)?;
+    if is_request_trace(&text) {
+        Ok(from_records(&parse_requests(&text)?))
+    } else {
+        Ok(read_csv(text.as_bytes())?)
+    }
+}
+
 fn execute(plan: &Plan) -> Result<Outcome> {
     // The policy's errors name the policy and list the valid choices.
     let policy = Counted::build(&plan.policy, &plan.pairs)?;
     let workload: Vec<Request> = match &plan.source {
-        Source::Trace(path) => read_csv_file(path).context("reading the trace")?,
+        Source::Trace(path) => read_trace(path)
+            .with_context(|| format!("reading the trace {}", path.display()))?,
         Source::Generated(spec) => spec.generate().context("generating the workload")?,
     };
     let result = run(policy, workload, plan.device).context("replaying")?;

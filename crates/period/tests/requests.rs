@@ -7,7 +7,7 @@ use iosets_period::trace::{
     RequestRecord, TraceOp, TraceWriter, REQUEST_HEADER,
 };
 use iosets_period::{detect, Error, JobId, Nanos};
-use iosets_types::{ClassId, FileId, Priority};
+use iosets_types::FileId;
 use proptest::prelude::*;
 
 fn full_record() -> RequestRecord {
@@ -16,15 +16,12 @@ fn full_record() -> RequestRecord {
         tag: Some(7),
         op: TraceOp::Write,
         path: Some("dir/with, a comma \"and quotes\"".into()),
-        file: Some(FileId(99)),
         offset: 4096,
         len: 1 << 20,
         arrival: Nanos(1_000),
         dispatch: Some(Nanos(2_000)),
         complete: Some(Nanos(3_000)),
         errno: Some(0),
-        class: Some(ClassId(3)),
-        priority: Some(Priority::new(0.01).unwrap()),
     }
 }
 
@@ -102,7 +99,7 @@ fn only_the_required_columns_in_any_order_with_comments_and_blank_lines() {
 
 #[test]
 fn empty_optional_fields_are_none() {
-    let text = format!("{REQUEST_HEADER}\n1,,write,,,0,10,5,,,,,\n");
+    let text = format!("{REQUEST_HEADER}\n1,,write,,0,10,5,,,\n");
     let r = parse_requests(&text).unwrap();
     assert_eq!(
         r[0],
@@ -127,7 +124,7 @@ fn refused(text: &str, line: usize, needles: &[&str]) {
 
 #[test]
 fn malformed_traces_name_the_line_and_the_column() {
-    let h = "job,op,offset,len,arrival_ns,dispatch_ns,complete_ns,errno,priority\n";
+    let h = "job,op,offset,len,arrival_ns,dispatch_ns,complete_ns,errno,tag\n";
     let ok = "1,write,0,10,5,6,7,0,1\n";
     // Missing and unknown columns, at the header's line.
     refused(
@@ -177,7 +174,7 @@ fn malformed_traces_name_the_line_and_the_column() {
     refused(
         &format!("{h}1,write,0,1,5,6,7,0,x\n"),
         2,
-        &["column priority", "\"x\" is not a priority"],
+        &["column tag", "\"x\" is not a request tag"],
     );
     // Negative values.
     refused(
@@ -198,12 +195,12 @@ fn malformed_traces_name_the_line_and_the_column() {
     refused(
         &format!("{h}1,write,0,1,5,6,7,0,-1\n"),
         2,
-        &["column priority: -1 is not a priority"],
+        &["column tag: -1 is negative"],
     );
     refused(
-        &format!("{h}1,write,0,1,5,6,7,0,0\n"),
-        2,
-        &["column priority: 0 is not a priority"],
+        "job,op,offset,len,arrival_ns,priority\n1,read,0,1,5,1\n",
+        1,
+        &["unknown column \"priority\""],
     );
     // Times out of order.
     refused(
@@ -370,7 +367,7 @@ proptest! {
         op in 0usize..4, path in proptest::option::of("[^\u{0}]{1,12}"),
         offset in any::<u64>(), len in any::<u64>(),
         times in proptest::collection::vec(0u64..u64::MAX / 4, 3),
-        errno in proptest::option::of(0i32..200), priority in proptest::option::of(1e-9f64..1e9),
+        errno in proptest::option::of(0i32..200),
     ) {
         let op = [TraceOp::Read, TraceOp::Write, TraceOp::Fsync, TraceOp::Other][op];
         let mut r = RequestRecord::new(JobId(job), op, offset, len, Nanos(times[0]));
@@ -380,7 +377,6 @@ proptest! {
         r.dispatch = Some(Nanos(times[0] + times[1]));
         r.complete = Some(Nanos(times[0] + times[1] + times[2]));
         r.errno = errno;
-        r.priority = priority.and_then(Priority::new);
         let text = write_all(std::slice::from_ref(&r));
         prop_assert_eq!(parse_requests(&text).unwrap(), vec![r]);
     }

@@ -1,4 +1,4 @@
-//! Workloads for the replay: a seeded generator and a CSV trace reader.
+//! Workloads for the replay: a seeded generator, and traces.
 //!
 //! A workload is a `Vec<Request>` with each request's `arrival` set; [`crate::replay::run`] enqueues
 //! each request at its arrival.
@@ -8,8 +8,11 @@
 //! Pareto size law, Poisson arrivals, and per-job priorities and classes. It is reproducible: the same
 //! spec and seed give the same requests (ChaCha8 stream).
 //!
-//! The reader ([`read_csv`]) takes a trace with a header line; see its docs for the columns. It
-//! refuses, with the line number, anything it cannot use: it never skips or guesses.
+//! A trace is either iosets' request trace — the server's `--trace` file, or one written by hand
+//! in the same schema (`docs/trace-format.md`): read it with
+//! [`iosets_period::trace::read_requests`] and turn it into a workload with [`from_records`] — or
+//! the older `time_s,job,size` dialect, read by [`read_csv`]. Both readers refuse, with the line
+//! number, anything they cannot use: they never skip or guess.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -18,6 +21,7 @@ use std::path::Path;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use iosets_period::trace::RequestRecord;
 use iosets_types::{ClassId, FileId, JobId, Nanos, Op, Priority, Request, RequestId};
 
 use crate::error::CsvProblem;
@@ -210,6 +214,30 @@ impl WorkloadSpec {
     }
 }
 
+/// A request trace's rows as a workload, in row order: request `i` has id `i` and row `i`'s job,
+/// offset, length and arrival, no class and no priority hint; its file is
+/// [`RequestRecord::file_id`] (the server's file id of the row's path) and its operation
+/// [`TraceOp::op`](iosets_period::trace::TraceOp::op) (an fsync is [`Op::Other`], as the server
+/// submits it). Dispatch and completion times, errno and tag are what the traced run did; the
+/// replay makes its own.
+pub fn from_records(records: &[RequestRecord]) -> Vec<Request> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Request {
+            id: RequestId(i as u64),
+            job: r.job,
+            class: None,
+            file: r.file_id(),
+            offset: r.offset,
+            len: r.len,
+            op: r.op.op(),
+            priority: None,
+            arrival: r.arrival,
+        })
+        .collect()
+}
+
 /// The columns a trace may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Column {
@@ -276,7 +304,8 @@ fn parse_f64(column: Column, value: &str) -> Result<f64, CsvProblem> {
     })
 }
 
-/// Reads a CSV trace into a workload.
+/// Reads a trace in the older `time_s,job,size` dialect into a workload (iosets' request trace is
+/// read by [`iosets_period::trace::read_requests`], see [`from_records`]).
 ///
 /// The first line that is neither blank nor a `#` comment is the header: comma-separated column
 /// names, in any order. Required: `time_s` (arrival, seconds ≥ 0), `job` (job id), `size` (bytes).

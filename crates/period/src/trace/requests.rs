@@ -5,7 +5,7 @@
 //! `csv` crate. `docs/trace-format.md` documents the format with an example.
 //!
 //! The header names the columns, in any order (names are case-insensitive); every value is an
-//! integer in bytes or nanoseconds, except `op`, `path` and `priority`:
+//! integer in bytes or nanoseconds, except `op` and `path`:
 //!
 //! | column | required | meaning |
 //! |---|---|---|
@@ -15,13 +15,13 @@
 //! | `len` | yes | bytes asked for |
 //! | `arrival_ns` | yes | when the request reached the scheduler, ns |
 //! | `tag` | no | the client's request tag |
-//! | `path` | no | the file, relative to the server's root |
-//! | `file` | no | the file id (default: FNV-1a 64 of `path`, as the server computes it; without `path`, the job id) |
+//! | `path` | no | the file, relative to the server's root; its file id is FNV-1a 64 of the path, as the server computes it (without a path: the job id) |
 //! | `dispatch_ns` | no | when the scheduler dispatched it, ns; ≥ `arrival_ns` |
 //! | `complete_ns` | no | when it completed, ns; ≥ `dispatch_ns` (or `arrival_ns`) |
 //! | `errno` | no | 0: served; > 0: failed with that OS error |
-//! | `class` | no | the class id |
-//! | `priority` | no | the priority hint (a finite number > 0) |
+//!
+//! The writer writes every column, in the order of [`REQUEST_HEADER`]:
+//! `job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno`.
 //!
 //! All times of one trace are on one clock whose origin is the writer's (the server's: its
 //! scheduler's monotonic clock, zero at start). An optional column may be absent from the header
@@ -37,7 +37,7 @@ use std::io::Write;
 use std::path::Path;
 
 use iosets_types::hash::fnv1a64;
-use iosets_types::{ClassId, FileId, JobId, Nanos, Op, Priority};
+use iosets_types::{FileId, JobId, Nanos, Op};
 
 use crate::error::{Error, Result};
 use crate::event::{Event, JobEvent};
@@ -115,8 +115,6 @@ pub struct RequestRecord {
     pub op: TraceOp,
     /// `path`.
     pub path: Option<String>,
-    /// `file`.
-    pub file: Option<FileId>,
     /// `offset`, bytes.
     pub offset: u64,
     /// `len`, bytes.
@@ -129,10 +127,6 @@ pub struct RequestRecord {
     pub complete: Option<Nanos>,
     /// `errno`: `Some(0)` served, `Some(e)` failed with `e`, `None` not recorded.
     pub errno: Option<i32>,
-    /// `class`.
-    pub class: Option<ClassId>,
-    /// `priority`.
-    pub priority: Option<Priority>,
 }
 
 impl RequestRecord {
@@ -143,25 +137,21 @@ impl RequestRecord {
             tag: None,
             op,
             path: None,
-            file: None,
             offset,
             len,
             arrival,
             dispatch: None,
             complete: None,
             errno: None,
-            class: None,
-            priority: None,
         }
     }
 
-    /// The file id: `file`, else FNV-1a 64 of `path` (the server's file id of that path), else
+    /// The file id: FNV-1a 64 of `path` (the server's file id of that path), or without a path
     /// the job id (one file per job).
     pub fn file_id(&self) -> FileId {
-        match (&self.file, &self.path) {
-            (Some(f), _) => *f,
-            (None, Some(p)) => FileId(fnv1a64(p.as_bytes())),
-            (None, None) => FileId(self.job.0),
+        match &self.path {
+            Some(p) => FileId(fnv1a64(p.as_bytes())),
+            None => FileId(self.job.0),
         }
     }
 
@@ -196,12 +186,11 @@ const fn col(name: &'static str, required: bool, expected: &'static str) -> Colu
 }
 
 /// The columns, in the order [`TraceWriter`] writes them (and [`Row`] declares its fields).
-const COLUMNS: [Column; 13] = [
+const COLUMNS: [Column; 10] = [
     col("job", true, "a job id (a whole number ≥ 0)"),
     col("tag", false, "a request tag (a whole number ≥ 0)"),
     col("op", true, "read, write, fsync or other"),
     col("path", false, "a path"),
-    col("file", false, "a file id (a whole number ≥ 0)"),
     col("offset", true, "a byte offset (a whole number ≥ 0)"),
     col("len", true, "a length in bytes (a whole number ≥ 0)"),
     col(
@@ -220,13 +209,11 @@ const COLUMNS: [Column; 13] = [
         "a time in nanoseconds (a whole number ≥ 0)",
     ),
     col("errno", false, "0 (served) or an OS error number > 0"),
-    col("class", false, "a class id (a whole number ≥ 0)"),
-    col("priority", false, "a priority (a finite number > 0)"),
 ];
 
 /// The header [`TraceWriter`] writes: every column, in its order.
 pub const REQUEST_HEADER: &str =
-    "job,tag,op,path,file,offset,len,arrival_ns,dispatch_ns,complete_ns,errno,class,priority";
+    "job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno";
 
 /// The required columns, for messages.
 const REQUIRED: &str = "job,op,offset,len,arrival_ns";
@@ -241,8 +228,6 @@ struct Row<'a> {
     op: Cow<'a, str>,
     #[serde(default, borrow)]
     path: Option<Cow<'a, str>>,
-    #[serde(default)]
-    file: Option<u64>,
     offset: u64,
     len: u64,
     arrival_ns: u64,
@@ -252,10 +237,6 @@ struct Row<'a> {
     complete_ns: Option<u64>,
     #[serde(default)]
     errno: Option<i32>,
-    #[serde(default)]
-    class: Option<u64>,
-    #[serde(default)]
-    priority: Option<f64>,
 }
 
 impl<'a> Row<'a> {
@@ -265,19 +246,16 @@ impl<'a> Row<'a> {
             tag: r.tag,
             op: Cow::Borrowed(r.op.as_str()),
             path: r.path.as_deref().map(Cow::Borrowed),
-            file: r.file.map(|f| f.0),
             offset: r.offset,
             len: r.len,
             arrival_ns: r.arrival.0,
             dispatch_ns: r.dispatch.map(|t| t.0),
             complete_ns: r.complete.map(|t| t.0),
             errno: r.errno,
-            class: r.class.map(|c| c.0),
-            priority: r.priority.map(Priority::get),
         }
     }
 
-    /// The record, after the checks no type does: errno ≥ 0, priority > 0, times in order.
+    /// The record, after the checks no type does: a known operation, errno ≥ 0, times in order.
     fn into_record(self) -> std::result::Result<RequestRecord, String> {
         let op = self
             .op
@@ -286,15 +264,9 @@ impl<'a> Row<'a> {
         if let Some(e) = self.errno.filter(|&e| e < 0) {
             return Err(format!(
                 "column errno: {e} is negative: expected {}",
-                COLUMNS[10].expected
+                COLUMNS[9].expected
             ));
         }
-        let priority = match self.priority {
-            None => None,
-            Some(p) => Some(Priority::new(p).ok_or_else(|| {
-                format!("column priority: {p} is not a priority: expected a finite number > 0")
-            })?),
-        };
         if let Some(d) = self.dispatch_ns.filter(|&d| d < self.arrival_ns) {
             return Err(format!(
                 "column dispatch_ns: {d} is before arrival_ns {}",
@@ -315,15 +287,12 @@ impl<'a> Row<'a> {
             tag: self.tag,
             op,
             path: self.path.map(Cow::into_owned),
-            file: self.file.map(FileId),
             offset: self.offset,
             len: self.len,
             arrival: Nanos(self.arrival_ns),
             dispatch: self.dispatch_ns.map(Nanos),
             complete: self.complete_ns.map(Nanos),
             errno: self.errno,
-            class: self.class.map(ClassId),
-            priority,
         })
     }
 }
@@ -589,7 +558,7 @@ fn value_error(e: &csv::Error, header: &csv::StringRecord, record: &csv::StringR
     );
     if value.is_empty() {
         format!("column {name}: empty, expected {expected}")
-    } else if value.starts_with('-') && name != "priority" {
+    } else if value.starts_with('-') {
         format!("column {name}: {value} is negative: expected {expected}")
     } else if overflow {
         format!("column {name}: {value} is out of range: expected {expected}")
@@ -644,12 +613,10 @@ mod tests {
     }
 
     #[test]
-    fn file_id_falls_back_to_the_path_hash_then_the_job() {
+    fn file_id_is_the_path_hash_or_the_job() {
         let mut r = RequestRecord::new(JobId(7), TraceOp::Write, 0, 1, Nanos(0));
         assert_eq!(r.file_id(), FileId(7));
         r.path = Some("a/b".into());
         assert_eq!(r.file_id(), FileId(fnv1a64(b"a/b")));
-        r.file = Some(FileId(3));
-        assert_eq!(r.file_id(), FileId(3));
     }
 }
