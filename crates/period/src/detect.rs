@@ -301,6 +301,14 @@ impl Analyzer {
         &self.config
     }
 
+    /// Heap bytes held by the reusable buffers (they grow to what the largest analysis needed).
+    pub fn heap_bytes(&self) -> usize {
+        let s = &self.scratch;
+        (s.x.capacity() + s.tmp.capacity()) * std::mem::size_of::<f64>()
+            + (s.buf.capacity() + s.spec.capacity() + s.fft.capacity())
+                * std::mem::size_of::<Complex<f64>>()
+    }
+
     /// Detects the period of `events` over the window from the first start to the last end.
     pub fn analyze(&mut self, events: &[Event]) -> Detection {
         let Some(t0) = events.iter().map(|e| e.start).min() else {

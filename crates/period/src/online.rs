@@ -93,7 +93,11 @@ impl OnlineConfig {
 #[derive(Debug)]
 pub struct OnlineDetector {
     config: OnlineConfig,
-    analyzer: Analyzer,
+    /// Created at the first [`OnlineDetector::estimate`]; callers holding many detectors share
+    /// one through [`OnlineDetector::estimate_with`] instead (its buffers grow to
+    /// [`Config::max_bins`](crate::Config::max_bins) bins, about 1 MiB with
+    /// [`Config::online`](crate::Config::online)).
+    analyzer: Option<Analyzer>,
     /// Sorted by start; the last one is open to new requests.
     segments: VecDeque<Event>,
     /// Current join gap (≥ `config.merge_gap`).
@@ -104,20 +108,26 @@ pub struct OnlineDetector {
     truncated: bool,
     observed: u64,
     discarded: u64,
+    /// Segments ever opened (each a new burst of I/O, or a piece of one).
+    opened: u64,
 }
 
 impl OnlineDetector {
     /// A detector with `config`, validated.
     pub fn new(config: OnlineConfig) -> Result<OnlineDetector> {
         config.validate()?;
+        // Checked now, so that creating it later cannot fail.
+        Analyzer::new(config.analysis)?;
         Ok(OnlineDetector {
-            analyzer: Analyzer::new(config.analysis)?,
-            segments: VecDeque::with_capacity(config.capacity + 1),
+            analyzer: None,
+            // Grows with the history: a job seen once holds one segment, not `capacity`.
+            segments: VecDeque::new(),
             gap: config.merge_gap,
             current: None,
             truncated: false,
             observed: 0,
             discarded: 0,
+            opened: 0,
             config,
         })
     }
@@ -142,6 +152,20 @@ impl OnlineDetector {
         self.observed
     }
 
+    /// Segments ever opened: a new one starts when a request begins farther than the join gap
+    /// from the last one, so a caller can skip [`OnlineDetector::estimate`] until a new burst
+    /// has begun.
+    pub fn opened(&self) -> u64 {
+        self.opened
+    }
+
+    /// Heap bytes held: the segments' buffer, plus the own analyzer's buffers if
+    /// [`OnlineDetector::estimate`] created one.
+    pub fn heap_bytes(&self) -> usize {
+        self.segments.capacity() * std::mem::size_of::<Event>()
+            + self.analyzer.as_ref().map_or(0, Analyzer::heap_bytes)
+    }
+
     /// Requests that arrived later than all the history kept, and were dropped.
     pub fn discarded(&self) -> u64 {
         self.discarded
@@ -162,14 +186,17 @@ impl OnlineDetector {
         }
         let gap = self.join_gap();
         match self.segments.back_mut() {
-            None => self.segments.push_back(event),
+            None => {
+                self.segments.push_back(event);
+                self.opened += 1;
+            }
+            Some(last) if event.start >= last.start && event.start <= last.end + gap => {
+                last.end = last.end.max(event.end);
+                last.bytes = last.bytes.saturating_add(event.bytes);
+            }
             Some(last) if event.start >= last.start => {
-                if event.start <= last.end + gap {
-                    last.end = last.end.max(event.end);
-                    last.bytes = last.bytes.saturating_add(event.bytes);
-                } else {
-                    self.segments.push_back(event);
-                }
+                self.segments.push_back(event);
+                self.opened += 1;
             }
             Some(_) => {
                 // Completed out of order: credit the segment it started in (or after).
@@ -245,6 +272,18 @@ impl OnlineDetector {
     /// recent quarter confidently says otherwise (see the module docs). A confident answer
     /// becomes [`OnlineDetector::current`]. Bounded cost.
     pub fn estimate(&mut self, now: Nanos) -> Detection {
+        let mut analyzer = match self.analyzer.take() {
+            Some(a) => a,
+            None => Analyzer::new(self.config.analysis).expect("checked by OnlineDetector::new"),
+        };
+        let detection = self.estimate_with(&mut analyzer, now);
+        self.analyzer = Some(analyzer);
+        detection
+    }
+
+    /// As [`OnlineDetector::estimate`], with a caller's analyzer (one shared by many detectors
+    /// keeps one set of buffers instead of one per job). The analyzer's own settings are used.
+    pub fn estimate_with(&mut self, analyzer: &mut Analyzer, now: Nanos) -> Detection {
         let Some(first) = self.segments.front().map(|s| s.start) else {
             return Detection::NotPeriodic {
                 reason: NotPeriodicReason::NoEvents,
@@ -254,14 +293,10 @@ impl OnlineDetector {
         let end = now.max(first + Nanos(1));
         let truncated = self.truncated;
         let segments = self.segments.make_contiguous();
-        let whole = self
-            .analyzer
-            .analyze_window(segments, first, end, truncated);
+        let whole = analyzer.analyze_window(segments, first, end, truncated);
         let recent_start = end - Nanos((end - first).0 / 4);
         let from = segments.partition_point(|s| s.end < recent_start);
-        let recent = self
-            .analyzer
-            .analyze_window(&segments[from..], recent_start, end, true);
+        let recent = analyzer.analyze_window(&segments[from..], recent_start, end, true);
         let chosen = match (whole.periodic(), recent.periodic()) {
             (None, Some(_)) => recent,
             (Some(w), Some(r))

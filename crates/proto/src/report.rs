@@ -22,12 +22,16 @@ pub struct WaitReport {
 pub struct JobReport {
     /// The job id.
     pub job: u64,
-    /// The priority in force: the control plane's, else the last client hint; none if neither.
+    /// The priority in force: the control plane's, else the automatic one, else the last client
+    /// hint; none if none.
     pub priority: Option<f64>,
-    /// Where the priority came from: `"control"`, `"hint"` or `"none"`.
+    /// Where the priority came from: `"control"`, `"auto"`, `"hint"` or `"none"`.
     pub priority_source: String,
     /// The IO-SETS set index (priority `10^-set`) when the priority maps to one.
     pub set: Option<i32>,
+    /// The job's I/O period in seconds, when automatic priorities detected one.
+    #[serde(default)]
+    pub period_s: Option<f64>,
     /// Requests completed (successfully or not).
     pub ops: u64,
     /// Bytes read.

@@ -66,17 +66,21 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod book;
 mod clock;
 mod error;
 mod scheduler;
 mod stats;
 mod work;
 
+pub use book::BookConfig;
 pub use clock::{Clock, MonotonicClock};
 pub use error::RuntimeError;
 pub use iosets_policy::{Counted, Counters};
 pub use scheduler::Scheduler;
-pub use stats::{JobStats, SchedulerStats, WaitSummary};
+pub use stats::{
+    JobPriority, JobStats, Latency, OpLatency, PrioritySource, SchedulerStats, WaitSummary,
+};
 pub use work::{Completion, CompletionEvent, Next, Work};
 
 #[cfg(test)]

@@ -3,15 +3,17 @@
 use std::fmt;
 use std::mem;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iosets_policy::{Counted, Counters, Dispatch, PolicyError};
 use iosets_types::{Batch, JobId, Nanos, Outcome, Priority, Request, RequestId};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
+use crate::book::{BookConfig, BookEntry, JobBook, Move};
 use crate::clock::{Clock, MonotonicClock};
-use crate::stats::{add_counters, JobEntry, JobStats, SchedulerStats};
+use crate::stats::{add_counters, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats};
 use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
 use crate::RuntimeError;
 use iosets_types::hash::IdMap;
@@ -43,6 +45,13 @@ impl<T> Clone for Scheduler<T> {
 struct Inner<T> {
     clock: Arc<dyn Clock>,
     state: Mutex<State<T>>,
+    /// Everything per job beyond the queue counts; its shards' locks are never taken while
+    /// `state` is held.
+    book: JobBook,
+    /// When the book next looks for idle jobs (scheduler time, ns); claimed by compare-and-swap.
+    next_sweep: AtomicU64,
+    /// Jobs forgotten as idle since the start.
+    forgotten: AtomicU64,
     /// Workers waiting in `next`.
     work_cv: Condvar,
     /// Callers of `wait_idle`.
@@ -65,9 +74,11 @@ struct State<T> {
     retired_counters: Counters,
     /// The payload of every queued request, by request id.
     payloads: IdMap<RequestId, T>,
+    /// Jobs with requests queued or in service (an entry goes when both counts reach zero).
     jobs: IdMap<JobId, JobEntry>,
-    /// Priorities set through `set_priority`; re-applied to a policy switched in.
-    priorities: IdMap<JobId, Priority>,
+    /// Priorities set by the control plane and by detection, per job: the one home of
+    /// priorities, applied to the policy by precedence and re-applied to a policy switched in.
+    priorities: IdMap<JobId, Provenance>,
     listener: Option<Arc<ListenerFn>>,
     next_id: u64,
     /// The latest time handed to a policy; time never goes backwards for a policy even when two
@@ -75,8 +86,8 @@ struct State<T> {
     last_now: Nanos,
     submitted: u64,
     requests_in_service: u64,
-    /// Completed requests of jobs removed by `forget_job`.
-    forgotten_ops: u64,
+    /// Requests completed (successfully or not).
+    completed: u64,
     switches: u64,
     rejected_completions: u64,
     shutdown: bool,
@@ -91,6 +102,36 @@ struct State<T> {
     timer: Option<Nanos>,
     /// Callers blocked in `idle_cv`.
     idle_waiters: usize,
+    /// Whether a waiting worker sleeps with the book's next sweep as its deadline.
+    sweep_watched: bool,
+}
+
+/// A job's priorities by source; the one in force is the control plane's, else the automatic one
+/// (hints travel with the requests and are the policy's to apply).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Provenance {
+    control: Option<Priority>,
+    auto: Option<Priority>,
+}
+
+impl Provenance {
+    fn effective(self) -> Option<Priority> {
+        self.control.or(self.auto)
+    }
+
+    fn in_force(self) -> Option<JobPriority> {
+        match (self.control, self.auto) {
+            (Some(value), _) => Some(JobPriority {
+                value,
+                source: PrioritySource::Control,
+            }),
+            (None, Some(value)) => Some(JobPriority {
+                value,
+                source: PrioritySource::Auto,
+            }),
+            (None, None) => None,
+        }
+    }
 }
 
 impl<T> State<T> {
@@ -123,7 +164,7 @@ impl<T> State<T> {
     }
 
     /// Moves the payloads of `batch` into `out` and records the dispatch in the job statistics.
-    fn take_payloads(&mut self, batch: &Batch, now: Nanos, out: &mut Vec<T>) {
+    fn take_payloads(&mut self, batch: &Batch, out: &mut Vec<T>) {
         out.reserve(batch.len());
         for r in batch.requests() {
             let payload = self.payloads.remove(&r.id).expect(
@@ -131,10 +172,37 @@ impl<T> State<T> {
             );
             out.push(payload);
             if let Some(job) = self.jobs.get_mut(&r.job) {
-                job.dispatched(now - r.arrival);
+                job.queued = job.queued.saturating_sub(1);
+                job.in_service += 1;
             }
         }
         self.requests_in_service += batch.len() as u64;
+    }
+
+    /// Sets `job`'s priority from `source` (control or auto) and applies the one in force to the
+    /// active policy. Returns what the policy answered (false: it has no notion of priority).
+    fn set_source(
+        &mut self,
+        job: JobId,
+        source: PrioritySource,
+        priority: Option<Priority>,
+        now: Nanos,
+    ) -> bool {
+        let prov = self.priorities.entry(job).or_default();
+        let before = prov.effective();
+        match source {
+            PrioritySource::Control => prov.control = priority,
+            PrioritySource::Auto => prov.auto = priority,
+            PrioritySource::Hint => unreachable!("hints travel with the requests"),
+        }
+        let after = prov.effective();
+        if after.is_none() {
+            self.priorities.remove(&job);
+        }
+        if before == after && source == PrioritySource::Auto {
+            return true;
+        }
+        self.active.policy.set_priority(job, after, now)
     }
 
     /// Completes batch `id` in the instance of `generation`. Returns a retired instance that has
@@ -178,21 +246,139 @@ impl<T> Inner<T> {
             st.wakes_pending += self.work_cv.notify_all();
         }
     }
+
+    /// Applies the set changes the book's detectors found, under the scheduler lock.
+    fn apply_moves(&self, moves: &[Move]) {
+        let raw = self.clock.now();
+        let mut st = self.state.lock();
+        let now = st.tick(raw);
+        for m in moves {
+            st.set_source(m.job, PrioritySource::Auto, Some(m.priority), now);
+        }
+        if st.queued() > 0 {
+            self.wake_one(&mut st);
+        }
+        drop(st);
+        for m in moves {
+            tracing::info!(job = %m.job, period_s = m.period.as_secs_f64(), set = m.set, priority = %m.priority, "automatic priority");
+        }
+    }
+
+    /// Claims the next sweep if it is due at `now`; the caller then runs [`Inner::sweep`].
+    fn claim_sweep(&self, now: Nanos) -> bool {
+        let due = self.next_sweep.load(Ordering::Relaxed);
+        if now.0 < due {
+            return false;
+        }
+        let interval =
+            u64::try_from(self.book.config().sweep_interval().as_nanos()).unwrap_or(u64::MAX);
+        self.next_sweep
+            .compare_exchange(
+                due,
+                now.0.saturating_add(interval),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    fn maybe_sweep(&self, now: Nanos) {
+        if self.claim_sweep(now) {
+            self.sweep(now);
+        }
+    }
+
+    /// Forgets every job idle for the forget interval at `now`: its record goes, its automatic
+    /// priority is withdrawn (a control-plane priority stays). Never called with the scheduler
+    /// lock held. Returns the number of jobs forgotten.
+    fn sweep(&self, now: Nanos) -> usize {
+        let forget_after = Nanos(
+            u64::try_from(self.book.config().forget_interval().as_nanos()).unwrap_or(u64::MAX),
+        );
+        let Some(cutoff) = now.0.checked_sub(forget_after.0).map(Nanos) else {
+            return 0;
+        };
+        let candidates = self.book.idle_since(cutoff);
+        let candidates: Vec<JobId> = {
+            let st = self.state.lock();
+            candidates
+                .into_iter()
+                .filter(|j| !st.jobs.contains_key(j))
+                .collect()
+        };
+        let removed: Vec<JobId> = candidates
+            .into_iter()
+            .filter(|&j| self.book.remove_if_idle(j, cutoff))
+            .collect();
+        // Automatic priorities of jobs with no record left (forgotten now, or evicted earlier).
+        let autos: Vec<JobId> = {
+            let st = self.state.lock();
+            st.priorities
+                .iter()
+                .filter(|(_, p)| p.auto.is_some())
+                .map(|(&j, _)| j)
+                .collect()
+        };
+        let orphans: Vec<JobId> = autos
+            .into_iter()
+            .filter(|&j| !self.book.contains(j))
+            .collect();
+        if !orphans.is_empty() {
+            let raw = self.clock.now();
+            let mut st = self.state.lock();
+            let now = st.tick(raw);
+            for j in orphans {
+                st.set_source(j, PrioritySource::Auto, None, now);
+            }
+        }
+        self.forgotten
+            .fetch_add(removed.len() as u64, Ordering::Relaxed);
+        if !removed.is_empty() {
+            tracing::debug!(jobs = removed.len(), "forgot idle jobs");
+        }
+        removed.len()
+    }
+
+    /// When a waiting worker should wake up to sweep, if the book holds anything.
+    fn sweep_deadline(&self) -> Option<Nanos> {
+        (self.book.count() > 0).then(|| Nanos(self.next_sweep.load(Ordering::Relaxed)))
+    }
 }
 
 impl<T: Send + 'static> Sink for Inner<T> {
-    fn finish(&self, batch: &Batch, generation: u64, dispatched_at: Nanos, outcome: Outcome) {
+    fn finish(
+        &self,
+        batch: &Batch,
+        generation: u64,
+        policy: &'static str,
+        dispatched_at: Nanos,
+        outcome: Outcome,
+    ) {
         let raw = self.clock.now();
+        // The book first, outside the scheduler's lock: once the scheduler is seen idle (or the
+        // caller replies), the statistics include this batch. (A completion the policy refuses,
+        // a runtime bug that is logged below, is in the book too.)
+        let moves = self.book.record(
+            batch,
+            outcome,
+            dispatched_at,
+            raw.max(dispatched_at),
+            policy,
+        );
         let mut st = self.state.lock();
         let now = st.tick(raw);
         let (result, retired) = st.complete_in(generation, batch.id(), outcome, now);
         if result.is_ok() {
-            for (req, moved) in moved_bytes(batch, outcome) {
+            for req in batch.requests() {
                 if let Some(job) = st.jobs.get_mut(&req.job) {
-                    job.completed(req, moved, outcome);
+                    job.in_service = job.in_service.saturating_sub(1);
+                    if job.is_idle() {
+                        st.jobs.remove(&req.job);
+                    }
                 }
             }
             st.requests_in_service -= batch.len() as u64;
+            st.completed += batch.len() as u64;
         } else {
             st.rejected_completions += 1;
         }
@@ -215,6 +401,10 @@ impl<T: Send + 'static> Sink for Inner<T> {
             tracing::error!(batch = %batch.id(), generation, error = %e, "completion refused by the policy");
             return;
         }
+        if !moves.is_empty() {
+            self.apply_moves(&moves);
+        }
+        self.maybe_sweep(now);
         let Some(listener) = listener else { return };
         for (req, moved) in moved_bytes(batch, outcome) {
             let event = CompletionEvent {
@@ -263,6 +453,15 @@ impl<T: Send + 'static> Scheduler<T> {
     /// # Panics
     /// As [`Scheduler::new`].
     pub fn with_clock(policy: Counted, clock: Arc<dyn Clock>) -> Scheduler<T> {
+        Scheduler::with_book(policy, clock, BookConfig::default())
+    }
+
+    /// A scheduler around `policy` reading time from `clock`, with the job book set up by `book`
+    /// (automatic priorities, forget interval, size).
+    ///
+    /// # Panics
+    /// As [`Scheduler::new`].
+    pub fn with_book(policy: Counted, clock: Arc<dyn Clock>, book: BookConfig) -> Scheduler<T> {
         assert!(
             policy.queued() == 0 && policy.in_flight() == 0,
             "Scheduler needs an empty policy, got {} with {} queued and {} in service",
@@ -285,7 +484,7 @@ impl<T: Send + 'static> Scheduler<T> {
             last_now: Nanos::ZERO,
             submitted: 0,
             requests_in_service: 0,
-            forgotten_ops: 0,
+            completed: 0,
             switches: 0,
             rejected_completions: 0,
             shutdown: false,
@@ -293,13 +492,19 @@ impl<T: Send + 'static> Scheduler<T> {
             wakes_pending: 0,
             timer: None,
             idle_waiters: 0,
+            sweep_watched: false,
         };
+        let first_sweep =
+            Nanos(u64::try_from(book.sweep_interval().as_nanos()).unwrap_or(u64::MAX));
         Scheduler {
             inner: Arc::new(Inner {
                 clock,
                 state: Mutex::new(state),
                 work_cv: Condvar::new(),
                 idle_cv: Condvar::new(),
+                book: JobBook::new(book),
+                next_sweep: AtomicU64::new(first_sweep.0),
+                forgotten: AtomicU64::new(0),
             }),
         }
     }
@@ -327,7 +532,7 @@ impl<T: Send + 'static> Scheduler<T> {
         req.id = id;
         req.arrival = now;
         st.payloads.insert(id, payload);
-        st.jobs.entry(req.job).or_insert_with(JobEntry::new).queued += 1;
+        st.jobs.entry(req.job).or_default().queued += 1;
         st.active.policy.enqueue(req, now);
         self.inner.wake_one(&mut st);
         Ok(id)
@@ -369,8 +574,9 @@ impl<T: Send + 'static> Scheduler<T> {
             let now = st.tick(inner.clock.now());
             let timer = match st.active.policy.dispatch(now) {
                 Dispatch::Ready(batch) => {
-                    st.take_payloads(&batch, now, &mut payloads);
+                    st.take_payloads(&batch, &mut payloads);
                     let generation = st.active.generation;
+                    let policy = st.active.policy.name();
                     if st.queued() > 0 {
                         // More may be dispatchable and another worker may be idle: pass the wake on.
                         inner.wake_one(&mut st);
@@ -382,7 +588,7 @@ impl<T: Send + 'static> Scheduler<T> {
                     let sink: Arc<dyn Sink> = self.inner.clone();
                     return Next::Work(Work::new(
                         payloads,
-                        Completion::new(sink, batch, generation, now),
+                        Completion::new(sink, batch, generation, policy, now),
                     ));
                 }
                 Dispatch::NotBefore(t) => Some(t),
@@ -390,6 +596,11 @@ impl<T: Send + 'static> Scheduler<T> {
             };
             if st.shutdown && st.queued() == 0 {
                 return Next::Shutdown;
+            }
+            if inner.claim_sweep(now) {
+                // Forgetting idle jobs takes the book's locks: never under the scheduler's.
+                MutexGuard::unlocked(&mut st, || inner.sweep(now));
+                continue;
             }
             // One waiting worker watches the earliest timer; the others sleep until woken.
             let watch = timer.filter(|&t| st.timer.is_none_or(|held| t < held));
@@ -402,6 +613,20 @@ impl<T: Send + 'static> Scheduler<T> {
                 return Next::TimedOut;
             }
             let mut wake_at = deadline;
+            // One waiting worker also wakes for the book's next sweep, so that idle jobs are
+            // forgotten even when nothing completes (one wake-up per sweep interval).
+            let sweep = if st.sweep_watched {
+                None
+            } else {
+                inner.sweep_deadline()
+            };
+            if let Some(t) = sweep {
+                let wait = Duration::from_nanos(t.saturating_sub(now).0);
+                if let Some(at) = real_now.checked_add(wait) {
+                    wake_at = Some(wake_at.map_or(at, |d| d.min(at)));
+                }
+                st.sweep_watched = true;
+            }
             if let Some(t) = watch {
                 let wait = if t > now {
                     Duration::from_nanos((t - now).0)
@@ -432,6 +657,9 @@ impl<T: Send + 'static> Scheduler<T> {
             if watch.is_some() && st.timer == watch {
                 st.timer = None;
             }
+            if sweep.is_some() {
+                st.sweep_watched = false;
+            }
         }
     }
 
@@ -452,22 +680,57 @@ impl<T: Send + 'static> Scheduler<T> {
         drop(old);
     }
 
-    /// Sets (`Some`) or clears (`None`) `job`'s priority in the policy, overriding the hints its
-    /// requests carry. Remembered and re-applied when another policy is switched in. Returns false
-    /// if the active policy has no notion of priority.
+    /// Sets (`Some`) or clears (`None`) `job`'s control-plane priority. It overrides the
+    /// automatic priority and the hints its requests carry; clearing it puts the automatic one (if
+    /// any) back in force. Remembered and re-applied when another policy is switched in, and never
+    /// forgotten with an idle job. Returns false if the active policy has no notion of priority.
     pub fn set_priority(&self, job: JobId, priority: Option<Priority>) -> bool {
         let raw = self.inner.clock.now();
         let mut st = self.inner.state.lock();
         let now = st.tick(raw);
-        match priority {
-            Some(p) => st.priorities.insert(job, p),
-            None => st.priorities.remove(&job),
-        };
-        let known = st.active.policy.set_priority(job, priority, now);
+        let known = st.set_source(job, PrioritySource::Control, priority, now);
         if st.queued() > 0 {
             self.inner.wake_one(&mut st);
         }
         known
+    }
+
+    /// The priority in force for `job` and its source: control, else automatic, else the last
+    /// hint its requests carried. `None` if it has none.
+    pub fn priority(&self, job: JobId) -> Option<JobPriority> {
+        let prov = self.inner.state.lock().priorities.get(&job).copied();
+        if let Some(p) = prov.and_then(Provenance::in_force) {
+            return Some(p);
+        }
+        let hint = self.inner.book.entry(job, self.now())?.hint?;
+        Some(JobPriority {
+            value: hint,
+            source: PrioritySource::Hint,
+        })
+    }
+
+    /// The job book's settings.
+    pub fn book_config(&self) -> &BookConfig {
+        self.inner.book.config()
+    }
+
+    /// Forgets now every job idle for the forget interval (this also happens by itself, on
+    /// completions and on an idle worker's timer, once per sweep interval). Returns how many
+    /// were forgotten.
+    pub fn forget_idle(&self) -> usize {
+        let now = self.now();
+        self.inner.sweep(now)
+    }
+
+    /// Bytes held by the job book's records (see [`crate::book`] for the bound) and how many
+    /// jobs it holds.
+    pub fn book_memory(&self) -> (usize, usize) {
+        (self.inner.book.job_bytes(), self.inner.book.count())
+    }
+
+    /// Queue-wait and service-time histograms per (policy, operation), since the start.
+    pub fn latency(&self) -> Vec<crate::OpLatency> {
+        self.inner.book.latency()
     }
 
     /// Replaces the active policy with `new` at run time.
@@ -494,8 +757,8 @@ impl<T: Send + 'static> Scheduler<T> {
         let now = st.tick(raw);
         let moved = st.active.policy.drain();
         let stranded = st.active.policy.queued();
-        for (&job, &p) in &st.priorities {
-            new.set_priority(job, Some(p), now);
+        for (&job, p) in &st.priorities {
+            new.set_priority(job, p.effective(), now);
         }
         for req in moved {
             new.enqueue(req, now);
@@ -582,9 +845,14 @@ impl<T: Send + 'static> Scheduler<T> {
     /// A snapshot of the counters and of every job's statistics.
     pub fn stats(&self) -> SchedulerStats {
         let st = self.inner.state.lock();
-        let mut jobs: Vec<JobStats> = Vec::with_capacity(st.jobs.len());
-        jobs.extend(st.jobs.iter().map(|(&id, j)| j.snapshot(id)));
-        let stats = SchedulerStats {
+        let now = st.last_now.max(self.inner.clock.now());
+        let active: Vec<(JobId, u64, u64)> = st
+            .jobs
+            .iter()
+            .map(|(&j, e)| (j, e.queued, e.in_service))
+            .collect();
+        let prios: Vec<(JobId, Provenance)> = st.priorities.iter().map(|(&j, &p)| (j, p)).collect();
+        let mut stats = SchedulerStats {
             policy: st.active.policy.name(),
             counters: st.counters(),
             submitted: st.submitted,
@@ -595,25 +863,75 @@ impl<T: Send + 'static> Scheduler<T> {
             switches: st.switches,
             rejected_completions: st.rejected_completions,
             shut_down: st.shutdown,
-            jobs,
+            jobs: Vec::new(),
+            forgotten_jobs: self.inner.forgotten.load(Ordering::Relaxed),
+            evicted_jobs: 0,
         };
+        // The book's locks are taken only once the scheduler's is released.
         drop(st);
-        let mut stats = stats;
+        stats.evicted_jobs = self.inner.book.evicted();
+        let mut jobs: IdMap<JobId, JobStats> = IdMap::default();
+        for (job, entry) in self.inner.book.entries(now) {
+            jobs.insert(job, with_entry(JobStats::idle(job), &entry));
+        }
+        for (job, queued, in_service) in active {
+            let j = jobs.entry(job).or_insert_with(|| JobStats::idle(job));
+            j.queued = queued;
+            j.in_service = in_service;
+        }
+        for (job, prov) in prios {
+            jobs.entry(job)
+                .or_insert_with(|| JobStats::idle(job))
+                .priority = prov.in_force();
+        }
+        stats.jobs = jobs.into_values().collect();
         stats.jobs.sort_unstable_by_key(|j| j.job);
         stats
     }
 
-    /// Removes and returns `job`'s statistics, if the job is known and has nothing queued or in
-    /// service (a server calls this when a job ends, to bound memory). `None` otherwise.
-    pub fn forget_job(&self, job: JobId) -> Option<JobStats> {
-        let mut st = self.inner.state.lock();
-        if !st.jobs.get(&job)?.is_idle() {
+    /// One job's statistics, if the scheduler knows it (as in [`Scheduler::stats`]).
+    pub fn job_stats(&self, job: JobId) -> Option<JobStats> {
+        let (active, prov, now) = {
+            let st = self.inner.state.lock();
+            let active = st.jobs.get(&job).map(|e| (e.queued, e.in_service));
+            let now = st.last_now.max(self.inner.clock.now());
+            (active, st.priorities.get(&job).copied(), now)
+        };
+        let entry = self.inner.book.entry(job, now);
+        if active.is_none() && prov.is_none() && entry.is_none() {
             return None;
         }
-        let entry = st.jobs.remove(&job)?;
-        st.forgotten_ops += entry.ops;
-        drop(st);
-        Some(entry.snapshot(job))
+        let mut j = JobStats::idle(job);
+        if let Some(e) = &entry {
+            j = with_entry(j, e);
+        }
+        if let Some((queued, in_service)) = active {
+            j.queued = queued;
+            j.in_service = in_service;
+        }
+        if let Some(p) = prov.and_then(Provenance::in_force) {
+            j.priority = Some(p);
+        }
+        Some(j)
+    }
+
+    /// Removes and returns `job`'s statistics, if the job is known and has nothing queued or in
+    /// service (a server calls this when a job ends, to bound memory); its automatic priority is
+    /// withdrawn, a control-plane one stays. `None` otherwise.
+    pub fn forget_job(&self, job: JobId) -> Option<JobStats> {
+        let raw = self.inner.clock.now();
+        let now = {
+            let mut st = self.inner.state.lock();
+            if st.jobs.contains_key(&job) {
+                return None;
+            }
+            let now = st.tick(raw);
+            st.set_source(job, PrioritySource::Auto, None, now);
+            now
+        };
+        let entry = self.inner.book.remove(job, now)?;
+        self.inner.forgotten.fetch_add(1, Ordering::Relaxed);
+        Some(with_entry(JobStats::idle(job), &entry))
     }
 
     /// Checks every conservation invariant: each policy instance's own balance, the aggregate
@@ -630,7 +948,7 @@ impl<T: Send + 'static> Scheduler<T> {
         }
         let c = st.counters();
         let queued = st.queued() as u64;
-        let ops: u64 = st.forgotten_ops + st.jobs.values().map(|j| j.ops).sum::<u64>();
+        let ops = st.completed;
         let checks: [(&'static str, u64, u64); 6] = [
             (
                 "queued requests (inserted − merged − dispatched − withdrawn)",
@@ -697,4 +1015,22 @@ impl<T> fmt::Debug for Scheduler<T> {
             None => d.finish_non_exhaustive(),
         }
     }
+}
+
+/// `j` with the book's figures.
+fn with_entry(mut j: JobStats, e: &BookEntry) -> JobStats {
+    j.ops = e.ops;
+    j.bytes_read = e.bytes_read;
+    j.bytes_written = e.bytes_written;
+    j.failed = e.failed;
+    j.queue_wait = e.wait;
+    j.bandwidth = e.bandwidth;
+    j.last_active = e.last_active;
+    j.period = e.period;
+    j.set = e.set;
+    j.priority = e.hint.map(|value| JobPriority {
+        value,
+        source: PrioritySource::Hint,
+    });
+    j
 }

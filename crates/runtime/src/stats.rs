@@ -2,18 +2,16 @@
 
 use hdrhistogram::Histogram;
 use iosets_policy::Counters;
-use iosets_types::{JobId, Nanos, Op, Outcome, Request};
+use iosets_types::{JobId, Nanos, Op, Priority};
 
-/// Longest queue wait the histogram resolves (one hour); longer waits are recorded as one hour, and
-/// [`WaitSummary::max_ns`] and [`WaitSummary::mean_ns`] stay exact.
-const WAIT_HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
-/// Significant decimal digits the wait histogram keeps (1% relative error on quantiles).
-const WAIT_SIGFIG: u8 = 2;
+/// Longest latency the histograms resolve (one hour); longer ones are recorded as one hour (sums
+/// and counts stay exact).
+pub(crate) const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 
 /// A summary of a job's queue waits (dispatch time − arrival time), in nanoseconds.
 ///
-/// `p50_ns` and `p99_ns` come from an HDR histogram with two significant digits; `count`,
-/// `mean_ns` and `max_ns` are exact.
+/// `p50_ns` and `p99_ns` come from an HDR histogram with one significant digit (within 1/16);
+/// `count`, `mean_ns` and `max_ns` are exact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitSummary {
@@ -29,10 +27,43 @@ pub struct WaitSummary {
     pub max_ns: u64,
 }
 
+/// Where the priority in force for a job comes from. The precedence is the order of the variants:
+/// a control-plane priority beats an automatic one, which beats the hints the job's requests carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PrioritySource {
+    /// Set through [`crate::Scheduler::set_priority`] (the control plane, an administrator).
+    Control,
+    /// Set by the job's period detector (automatic priorities).
+    Auto,
+    /// Carried by the job's requests (the last hint seen).
+    Hint,
+}
+
+impl PrioritySource {
+    /// `control`, `auto` or `hint`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrioritySource::Control => "control",
+            PrioritySource::Auto => "auto",
+            PrioritySource::Hint => "hint",
+        }
+    }
+}
+
+/// The priority in force for a job and where it comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct JobPriority {
+    /// The priority.
+    pub value: Priority,
+    /// Its provenance.
+    pub source: PrioritySource,
+}
+
 /// One job's statistics since the scheduler started (or since the job was last forgotten).
 ///
 /// Counts are in original requests, not batches: a batch of three merged requests counts three ops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct JobStats {
     /// The job.
@@ -49,8 +80,20 @@ pub struct JobStats {
     pub queued: u64,
     /// Requests dispatched and not yet completed.
     pub in_service: u64,
-    /// Queue waits of the requests dispatched so far.
+    /// Queue waits (dispatch time − arrival time) of the requests completed so far. Quantiles
+    /// from an HDR histogram with one significant digit (within 1/16 of the true value, never
+    /// above the maximum); count, mean and maximum exact.
     pub queue_wait: WaitSummary,
+    /// Bytes per second over the last second and over the last ten seconds.
+    pub bandwidth: (f64, f64),
+    /// When the job last completed a request (scheduler time).
+    pub last_active: Nanos,
+    /// The priority in force, if any, and its source.
+    pub priority: Option<JobPriority>,
+    /// The job's I/O period, when automatic priorities found one.
+    pub period: Option<Nanos>,
+    /// The job's Set-10 set, when automatic priorities placed it.
+    pub set: Option<i32>,
 }
 
 impl JobStats {
@@ -65,6 +108,11 @@ impl JobStats {
             queued: 0,
             in_service: 0,
             queue_wait: WaitSummary::default(),
+            bandwidth: (0.0, 0.0),
+            last_active: Nanos::ZERO,
+            priority: None,
+            period: None,
+            set: None,
         }
     }
 }
@@ -96,8 +144,13 @@ pub struct SchedulerStats {
     pub rejected_completions: u64,
     /// Whether `shutdown` was called.
     pub shut_down: bool,
-    /// Per-job statistics, by job id.
+    /// Per-job statistics, by job id: every job the book remembers, has work queued or in service,
+    /// or has a priority.
     pub jobs: Vec<JobStats>,
+    /// Jobs forgotten after being idle for the forget interval, since the start.
+    pub forgotten_jobs: u64,
+    /// Job records dropped to keep the book within its size, since the start.
+    pub evicted_jobs: u64,
 }
 
 impl SchedulerStats {
@@ -120,87 +173,100 @@ impl SchedulerStats {
     }
 }
 
-/// A job's running statistics, held under the scheduler lock.
-#[derive(Debug)]
+/// A job's requests queued and in service, held under the scheduler lock (removed when both are
+/// zero: everything else about the job is in the [`crate::book`]).
+#[derive(Debug, Default)]
 pub(crate) struct JobEntry {
-    pub(crate) ops: u64,
-    pub(crate) bytes_read: u64,
-    pub(crate) bytes_written: u64,
-    pub(crate) failed: u64,
     pub(crate) queued: u64,
     pub(crate) in_service: u64,
-    wait: Histogram<u64>,
-    wait_sum: u128,
-    wait_max: u64,
 }
 
 impl JobEntry {
-    pub(crate) fn new() -> JobEntry {
-        JobEntry {
-            ops: 0,
-            bytes_read: 0,
-            bytes_written: 0,
-            failed: 0,
-            queued: 0,
-            in_service: 0,
-            wait: Histogram::new_with_bounds(1, WAIT_HIGHEST_NS, WAIT_SIGFIG)
-                .expect("constant histogram bounds are valid"),
-            wait_sum: 0,
-            wait_max: 0,
-        }
-    }
-
-    /// One of the job's requests left the queue after waiting `wait`.
-    pub(crate) fn dispatched(&mut self, wait: Nanos) {
-        self.queued = self.queued.saturating_sub(1);
-        self.in_service += 1;
-        self.wait.saturating_record(wait.0);
-        self.wait_sum += u128::from(wait.0);
-        self.wait_max = self.wait_max.max(wait.0);
-    }
-
-    /// One of the job's requests finished; `moved` bytes of it were served if `outcome` is ok.
-    pub(crate) fn completed(&mut self, req: &Request, moved: u64, outcome: Outcome) {
-        self.in_service = self.in_service.saturating_sub(1);
-        self.ops += 1;
-        if outcome.is_ok() {
-            match req.op {
-                Op::Read => self.bytes_read += moved,
-                Op::Write => self.bytes_written += moved,
-                Op::Other => {}
-            }
-        } else {
-            self.failed += 1;
-        }
-    }
-
     pub(crate) fn is_idle(&self) -> bool {
         self.queued == 0 && self.in_service == 0
     }
+}
 
-    pub(crate) fn snapshot(&self, job: JobId) -> JobStats {
-        let count = self.wait.len();
-        let queue_wait = if count == 0 {
-            WaitSummary::default()
-        } else {
-            WaitSummary {
-                count,
-                mean_ns: u64::try_from(self.wait_sum / u128::from(count)).unwrap_or(u64::MAX),
-                p50_ns: self.wait.value_at_quantile(0.5),
-                p99_ns: self.wait.value_at_quantile(0.99),
-                max_ns: self.wait_max,
-            }
-        };
-        JobStats {
-            job,
-            ops: self.ops,
-            bytes_read: self.bytes_read,
-            bytes_written: self.bytes_written,
-            failed: self.failed,
-            queued: self.queued,
-            in_service: self.in_service,
-            queue_wait,
+/// A latency distribution: an HDR histogram with two significant digits from 1 ns to one hour,
+/// with an exact count and sum.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+}
+
+impl Latency {
+    fn new() -> Latency {
+        Latency {
+            hist: Histogram::new_with_bounds(1, HIGHEST_NS, 2)
+                .expect("constant histogram bounds are valid"),
+            sum_ns: 0,
         }
+    }
+
+    fn record(&mut self, t: Nanos) {
+        self.hist.saturating_record(t.0);
+        self.sum_ns += u128::from(t.0);
+    }
+
+    /// Values recorded.
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Sum of the values recorded, in nanoseconds (exact).
+    pub fn sum_ns(&self) -> u128 {
+        self.sum_ns
+    }
+
+    /// Values recorded at or below `ns` (exact to within the histogram's 1% resolution around
+    /// `ns`).
+    pub fn count_at_most(&self, ns: u64) -> u64 {
+        self.hist.count_between(0, ns)
+    }
+
+    /// The value at quantile `q` (0 to 1), in nanoseconds; 0 when empty.
+    pub fn quantile(&self, q: f64) -> u64 {
+        self.hist.value_at_quantile(q)
+    }
+}
+
+/// Queue wait (arrival to dispatch) and service time (dispatch to completion) of the requests one
+/// policy served for one operation, on the scheduler's clock.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct OpLatency {
+    /// The policy's name.
+    pub policy: &'static str,
+    /// The operation.
+    pub op: Op,
+    /// Queue waits.
+    pub wait: Latency,
+    /// Service times.
+    pub service: Latency,
+}
+
+impl OpLatency {
+    pub(crate) fn new(policy: &'static str, op: Op) -> OpLatency {
+        OpLatency {
+            policy,
+            op,
+            wait: Latency::new(),
+            service: Latency::new(),
+        }
+    }
+
+    pub(crate) fn record(&mut self, wait: Nanos, service: Nanos) {
+        self.wait.record(wait);
+        self.service.record(service);
+    }
+
+    pub(crate) fn merge(&mut self, other: &OpLatency) {
+        // Same bounds on both sides: adding cannot fail.
+        let _ = self.wait.hist.add(&other.wait.hist);
+        let _ = self.service.hist.add(&other.service.hist);
+        self.wait.sum_ns += other.wait.sum_ns;
+        self.service.sum_ns += other.service.sum_ns;
     }
 }
 

@@ -8,9 +8,16 @@ use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Request, RequestId};
 /// The scheduler side of a completion token (type-erased so that [`Completion`] does not carry the
 /// payload type).
 pub(crate) trait Sink: Send + Sync {
-    /// The batch `batch`, dispatched by policy instance `generation` at `dispatched_at`, ended with
-    /// `outcome`.
-    fn finish(&self, batch: &Batch, generation: u64, dispatched_at: Nanos, outcome: Outcome);
+    /// The batch `batch`, dispatched by policy instance `generation` (named `policy`) at
+    /// `dispatched_at`, ended with `outcome`.
+    fn finish(
+        &self,
+        batch: &Batch,
+        generation: u64,
+        policy: &'static str,
+        dispatched_at: Nanos,
+        outcome: Outcome,
+    );
 }
 
 /// The answer to [`crate::Scheduler::next_timeout`] and [`crate::Scheduler::try_next`].
@@ -118,6 +125,7 @@ pub struct Completion {
     sink: Arc<dyn Sink>,
     batch: Batch,
     generation: u64,
+    policy: &'static str,
     dispatched_at: Nanos,
     answered: bool,
 }
@@ -127,12 +135,14 @@ impl Completion {
         sink: Arc<dyn Sink>,
         batch: Batch,
         generation: u64,
+        policy: &'static str,
         dispatched_at: Nanos,
     ) -> Completion {
         Completion {
             sink,
             batch,
             generation,
+            policy,
             dispatched_at,
             answered: false,
         }
@@ -148,6 +158,11 @@ impl Completion {
         self.batch.id()
     }
 
+    /// The name of the policy that dispatched the batch.
+    pub fn policy(&self) -> &'static str {
+        self.policy
+    }
+
     /// When the batch was dispatched, on the scheduler's clock.
     pub fn dispatched_at(&self) -> Nanos {
         self.dispatched_at
@@ -157,8 +172,13 @@ impl Completion {
     /// the completion listener once per request (outside the scheduler lock, on this thread).
     pub fn complete(mut self, outcome: Outcome) {
         self.answered = true;
-        self.sink
-            .finish(&self.batch, self.generation, self.dispatched_at, outcome);
+        self.sink.finish(
+            &self.batch,
+            self.generation,
+            self.policy,
+            self.dispatched_at,
+            outcome,
+        );
     }
 }
 
@@ -174,6 +194,7 @@ impl Drop for Completion {
             self.sink.finish(
                 &self.batch,
                 self.generation,
+                self.policy,
                 self.dispatched_at,
                 Outcome::Abandoned,
             );

@@ -35,6 +35,12 @@ pub struct ServerConfig {
     pub max_inflight_per_conn: usize,
     /// Detect each job's I/O period and set its Set-10 priority automatically (`priority = auto`).
     pub auto_priority: bool,
+    /// Forget a job idle this long (its statistics, meters, detector and automatic priority;
+    /// a control-plane priority stays), in seconds. Default 600 (dmClock drops idle clients
+    /// after 10 minutes).
+    pub forget_idle_s: f64,
+    /// Jobs the server keeps statistics for at once (the least recently active go first).
+    pub max_jobs: usize,
     /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
     pub handle_signals: bool,
 }
@@ -55,12 +61,15 @@ impl ServerConfig {
             trace: None,
             max_inflight_per_conn: 256,
             auto_priority: false,
+            forget_idle_s: 600.0,
+            max_jobs: 16_384,
             handle_signals: false,
         }
     }
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
-    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, `auto_priority`, and a `[policy_options]` table).
+    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, `auto_priority`, `forget_idle_s`, `max_jobs`, and a
+    /// `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -137,6 +146,12 @@ impl ServerConfig {
         }
         c.trace = file.trace.map(resolve);
         c.auto_priority = file.auto_priority.unwrap_or(false);
+        if let Some(s) = file.forget_idle_s {
+            c.forget_idle_s = s;
+        }
+        if let Some(n) = file.max_jobs {
+            c.max_jobs = n;
+        }
         if let Some(n) = file.max_inflight_per_conn {
             c.max_inflight_per_conn = n;
         }
@@ -164,6 +179,18 @@ impl ServerConfig {
         }
         if self.max_inflight_per_conn == 0 {
             return bad("max_inflight_per_conn must be at least 1".into());
+        }
+        if !(self.forget_idle_s.is_finite() && (0.001..=1e7).contains(&self.forget_idle_s)) {
+            return bad(format!(
+                "forget_idle_s = {}: must be in [0.001, 1e7] seconds",
+                self.forget_idle_s
+            ));
+        }
+        if !(16..=100_000_000).contains(&self.max_jobs) {
+            return bad(format!(
+                "max_jobs = {}: must be in 16..=100000000",
+                self.max_jobs
+            ));
         }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
@@ -216,6 +243,8 @@ struct FileConfig {
     trace: Option<PathBuf>,
     max_inflight_per_conn: Option<usize>,
     auto_priority: Option<bool>,
+    forget_idle_s: Option<f64>,
+    max_jobs: Option<usize>,
 }
 
 #[cfg(test)]

@@ -2,21 +2,20 @@
 //! (metadata, control), responses out in completion order.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use iosets_proto::{
     decode, encode, frame_len, Bytes, Creds, Encoded, Frame, Header, OpCode, Reply, Request,
     Response,
 };
 use iosets_types::hash::fnv1a64;
-use iosets_types::{JobId, Op, Priority};
+use iosets_types::{JobId, Op};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::control;
 use crate::root::{check_path, FsError};
-use crate::state::{DataOp, Outgoing, Pending, PrioritySource, Shared};
+use crate::state::{DataOp, Outgoing, Pending, Shared};
 
 use rustix::io::Errno;
 
@@ -215,18 +214,6 @@ pub(crate) fn reply(
     let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
 }
 
-fn note_hint(shared: &Shared, job: JobId, hint: Option<Priority>) {
-    let Some(p) = hint else { return };
-    let mut prios = shared.priorities.lock();
-    match prios.get(&job) {
-        Some((_, PrioritySource::Control | PrioritySource::Auto)) => {}
-        Some((v, PrioritySource::Hint)) if *v == p.get() => {}
-        _ => {
-            prios.insert(job, (p.get(), PrioritySource::Hint));
-        }
-    }
-}
-
 fn handle(
     shared: &Arc<Shared>,
     header: Header,
@@ -293,16 +280,13 @@ fn handle(
         ),
         DataOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
     };
-    // Hints count for data requests only: those are what the policy orders (and what marks a job
-    // active, so its entry is forgotten once it goes idle).
-    note_hint(shared, header.job, header.priority);
+    // The hint travels with the request: the policy applies it, the runtime's job book records it.
     let mut request = iosets_types::Request::new(0, header.job.0, file, offset, len, kind);
     request.priority = header.priority;
     let pending = Pending {
         header,
         op: data,
         reply: tx.clone(),
-        received: Instant::now(),
         permit,
     };
     if let Err(refused) = shared.sched.submit(request, pending) {

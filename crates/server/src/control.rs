@@ -3,15 +3,13 @@
 //! Every control request carries the server's token; a server started without one refuses them
 //! all (`EACCES`), and a wrong token is refused the same way.
 
-use std::time::Instant;
-
 use iosets_policy::set10::SetMapping;
 use iosets_proto::{Control, JobReport, JobsReport, Reply, ServerReport, WaitReport};
 use iosets_runtime::Counted;
 use iosets_types::Priority;
 
 use crate::root::FsError;
-use crate::state::{PrioritySource, Shared};
+use crate::state::Shared;
 
 use rustix::io::Errno;
 
@@ -50,23 +48,15 @@ pub(crate) fn handle(shared: &Shared, token: &str, ctl: Control) -> Result<Reply
         Some(_) => {}
     }
     match ctl {
-        // The priorities lock is held across the scheduler call so that automatic priorities
-        // (set by the workers the same way) and control requests apply in one order.
+        // The runtime keeps each job's priorities by source and applies the one in force
+        // (control > auto > hint) under its own lock.
         Control::SetPriority { job, priority } => {
-            let mut prios = shared.priorities.lock();
             shared.sched.set_priority(job, Some(priority));
-            prios.insert(job, (priority.get(), PrioritySource::Control));
             Ok(Reply::Done)
         }
         Control::ClearPriority { job } => {
-            let mut prios = shared.priorities.lock();
+            // The automatic priority, if the job has one, is in force again.
             shared.sched.set_priority(job, None);
-            prios.remove(&job);
-            drop(prios);
-            if let Some(auto) = &shared.auto {
-                // Detect afresh: the job gets an automatic priority again once confident.
-                auto.lock().forget(job);
-            }
             Ok(Reply::Done)
         }
         Control::Policy { name, options } => {
@@ -101,37 +91,25 @@ fn set_of(priority: f64) -> Option<i32> {
 
 pub(crate) fn jobs(shared: &Shared) -> JobsReport {
     let stats = shared.sched.stats();
-    let prios = shared.priorities.lock().clone();
-    let meters = shared.meters.lock();
-    let now = Instant::now();
     let us = |ns: u64| ns as f64 / 1e3;
-    // Jobs with a priority but no request yet are listed too.
-    let mut all: Vec<iosets_runtime::JobStats> = stats.jobs.clone();
-    for job in prios.keys() {
-        if stats.job(*job).is_none() {
-            all.push(iosets_runtime::JobStats::idle(*job));
-        }
-    }
-    all.sort_by_key(|j| j.job);
-    let jobs = all
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    let jobs = stats
+        .jobs
         .iter()
         .map(|j| {
-            let (priority, source) = match prios.get(&j.job) {
-                Some((p, s)) => (Some(*p), s.as_str()),
-                None => (None, "none"),
-            };
-            let (bw1, bw10) = meters.bandwidth(j.job, now);
+            let priority = j.priority.map(|p| p.value.get());
             JobReport {
                 job: j.job.0,
                 priority,
-                priority_source: source.into(),
-                set: priority.and_then(set_of),
+                priority_source: j.priority.map_or("none", |p| p.source.as_str()).into(),
+                set: j.set.or_else(|| priority.and_then(set_of)),
+                period_s: j.period.map(|p| p.as_secs_f64()),
                 ops: j.ops,
                 bytes_read: j.bytes_read,
                 bytes_written: j.bytes_written,
                 failed: j.failed,
-                bw_1s_mib_s: bw1,
-                bw_10s_mib_s: bw10,
+                bw_1s_mib_s: mib(j.bandwidth.0),
+                bw_10s_mib_s: mib(j.bandwidth.1),
                 queued: j.queued,
                 in_service: j.in_service,
                 queue_wait: WaitReport {

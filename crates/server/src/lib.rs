@@ -20,7 +20,8 @@
 //! - exposes Prometheus metrics at `GET /metrics` on the same port (a frame's length prefix can
 //!   never read `GET `: the maximum frame is capped below that length);
 //! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
-//!   Set-10 set ([`iosets_period`]'s online detector), as seed 004 did with FTIO;
+//!   Set-10 set, as seed 004 did with FTIO: the runtime's job book does it
+//!   ([`iosets_runtime::book`]), with the statistics, meters and forgetting of idle jobs;
 //! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
 //! - stops gracefully: no new frames are read, everything queued is served and answered, every
 //!   written file is fsynced, then the server returns.
@@ -41,27 +42,24 @@
 //! [`iosets-client`]: https://docs.rs/iosets-client
 #![deny(missing_docs)]
 
-mod auto;
 mod config;
 mod conn;
 mod control;
 mod error;
 mod http;
-mod meter;
 mod metrics;
 pub mod root;
 mod state;
 pub mod throttle;
 mod worker;
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use iosets_runtime::{Counted, Scheduler};
+use iosets_runtime::{BookConfig, Counted, MonotonicClock, Scheduler};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -142,19 +140,17 @@ impl Server {
                 what: "starting the network runtime".into(),
                 source,
             })?;
+        let book = BookConfig::default()
+            .auto_priority(config.auto_priority)
+            .forget_after(Duration::from_secs_f64(config.forget_idle_s))
+            .max_jobs(config.max_jobs);
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
-            sched: Scheduler::new(policy),
+            sched: Scheduler::with_book(policy, Arc::new(MonotonicClock::new()), book),
             root,
-            meters: Mutex::new(meter::Meters::new()),
-            priorities: Mutex::new(BTreeMap::new()),
             counters: state::Counters::default(),
-            histograms: Mutex::new(metrics::Histograms::default()),
             start: Instant::now(),
             trace,
-            auto: config
-                .auto_priority
-                .then(|| Mutex::new(auto::AutoPriorities::new(Instant::now()))),
             config,
         });
         let mut workers = Vec::with_capacity(shared.config.workers);
@@ -225,38 +221,6 @@ impl Drop for ServerHandle {
     }
 }
 
-/// Jobs idle this long are forgotten (their statistics, meters and priority hints), so a
-/// long-running server does not grow with every job it ever saw. Control-plane priorities stay.
-const FORGET_IDLE_JOBS: Duration = Duration::from_secs(3600);
-
-fn forget_idle_jobs(shared: &Shared) {
-    let Some(before) = Instant::now().checked_sub(FORGET_IDLE_JOBS) else {
-        return;
-    };
-    let idle = shared.meters.lock().take_idle(before);
-    for job in idle {
-        // The runtime refuses a job with work queued or in service: it stays known.
-        if shared.sched.forget_job(job).is_none() {
-            continue;
-        }
-        if let Some(auto) = &shared.auto {
-            auto.lock().forget(job);
-        }
-        let mut prios = shared.priorities.lock();
-        match prios.get(&job) {
-            Some((_, state::PrioritySource::Auto)) => {
-                // Under the priorities lock, as everywhere priorities change.
-                shared.sched.set_priority(job, None);
-                prios.remove(&job);
-            }
-            Some((_, state::PrioritySource::Hint)) => {
-                prios.remove(&job);
-            }
-            _ => {}
-        }
-    }
-}
-
 #[cfg(unix)]
 async fn signal_or_never(kind: Option<tokio::signal::unix::SignalKind>) {
     match kind.and_then(|k| tokio::signal::unix::signal(k).ok()) {
@@ -284,10 +248,15 @@ async fn main_loop(
     tokio::pin!(term, int);
     let (conn_stop, conn_stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
-    let mut sweep = tokio::time::interval(Duration::from_secs(60));
+    // The runtime forgets idle jobs by itself (on completions and on an idle worker's timer);
+    // this tick only makes it prompt when every worker is busy elsewhere.
+    let mut sweep = tokio::time::interval(shared.sched.book_config().sweep_interval());
     loop {
         tokio::select! {
-            _ = sweep.tick() => forget_idle_jobs(&shared),
+            _ = sweep.tick() => {
+                let s = shared.clone();
+                tokio::task::spawn_blocking(move || s.sched.forget_idle());
+            }
             _ = stop.changed() => break,
             _ = &mut term => { tracing::info!("SIGTERM: stopping gracefully"); break }
             _ = &mut int => { tracing::info!("SIGINT: stopping gracefully"); break }

@@ -1,8 +1,9 @@
 //! Prometheus text exposition (`GET /metrics` on the server's port) and the histograms behind it.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::time::Instant;
+
+use iosets_runtime::{JobStats, Latency};
+use iosets_types::Nanos;
 
 use crate::state::Shared;
 
@@ -11,45 +12,28 @@ const BOUNDS_S: [f64; 13] = [
     1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0,
 ];
 
-/// A cumulative-bucket latency histogram (Prometheus' `histogram` type).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Histogram {
-    counts: [u64; BOUNDS_S.len()],
-    count: u64,
-    sum: f64,
-}
-
-impl Histogram {
-    pub(crate) fn record(&mut self, secs: f64) {
-        for (i, b) in BOUNDS_S.iter().enumerate() {
-            if secs <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += secs;
+/// Renders `h` as a Prometheus histogram (cumulative buckets at [`BOUNDS_S`]).
+fn render_histogram(out: &mut String, name: &str, labels: &str, h: &Latency) {
+    for b in BOUNDS_S {
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels},le=\"{b}\"}} {}",
+            h.count_at_most((b * 1e9) as u64)
+        );
     }
-
-    fn render(&self, out: &mut String, name: &str, labels: &str) {
-        for (i, b) in BOUNDS_S.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{{labels},le=\"{b}\"}} {}",
-                self.counts[i]
-            );
-        }
-        let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", self.count);
-        let _ = writeln!(out, "{name}_sum{{{labels}}} {}", self.sum);
-        let _ = writeln!(out, "{name}_count{{{labels}}} {}", self.count);
-    }
+    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count());
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_ns() as f64 / 1e9);
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count());
 }
 
-/// Queue-wait and service-time histograms per policy name, and request counts per operation.
-#[derive(Debug, Default)]
-pub(crate) struct Histograms {
-    /// (policy, op) → (queue wait, service time).
-    pub(crate) by_policy: BTreeMap<(&'static str, &'static str), (Histogram, Histogram)>,
-}
+/// Per-job series are exported for at most this many jobs (the most recently active); the
+/// others are counted in `iosets_jobs`, so that `/metrics` stays bounded whatever the number of
+/// jobs the server remembers.
+pub(crate) const MAX_JOB_SERIES: usize = 1_000;
+
+/// A job is listed in the per-job series if it has work queued or in service, or completed a
+/// request in this many last seconds.
+const ACTIVE_WINDOW: Nanos = Nanos(60_000_000_000);
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
@@ -171,39 +155,56 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     let _ = writeln!(out, "iosets_error_replies_total {}", n.errors());
 
-    {
-        let h = shared.histograms.lock();
-        header(
-            &mut out,
-            "iosets_queue_wait_seconds",
-            "histogram",
-            "Time from arrival to dispatch, per policy and operation.",
-        );
-        for ((p, op), (wait, _)) in &h.by_policy {
-            wait.render(
-                &mut out,
-                "iosets_queue_wait_seconds",
-                &format!("policy=\"{p}\",op=\"{op}\""),
-            );
-        }
-        header(
-            &mut out,
-            "iosets_service_seconds",
-            "histogram",
-            "Time from dispatch to completion (I/O and emulated device), per policy and operation.",
-        );
-        for ((p, op), (_, service)) in &h.by_policy {
-            service.render(
-                &mut out,
-                "iosets_service_seconds",
-                &format!("policy=\"{p}\",op=\"{op}\""),
-            );
-        }
+    let latency = shared.sched.latency();
+    header(
+        &mut out,
+        "iosets_queue_wait_seconds",
+        "histogram",
+        "Time from arrival to dispatch, per policy and operation (scheduler clock).",
+    );
+    for l in &latency {
+        let labels = format!("policy=\"{}\",op=\"{}\"", l.policy, l.op);
+        render_histogram(&mut out, "iosets_queue_wait_seconds", &labels, &l.wait);
+    }
+    header(
+        &mut out,
+        "iosets_service_seconds",
+        "histogram",
+        "Time from dispatch to completion (I/O and emulated device), per policy and operation.",
+    );
+    for l in &latency {
+        let labels = format!("policy=\"{}\",op=\"{}\"", l.policy, l.op);
+        render_histogram(&mut out, "iosets_service_seconds", &labels, &l.service);
     }
 
-    let now = Instant::now();
-    let priorities = shared.priorities.lock().clone();
-    let meters = shared.meters.lock();
+    let now = shared.sched.now();
+    let listed = listed_jobs(&stats.jobs, now);
+    header(
+        &mut out,
+        "iosets_jobs",
+        "gauge",
+        "Jobs the server remembers: listed in the per-job series (active lately), or not.",
+    );
+    let _ = writeln!(out, "iosets_jobs{{state=\"listed\"}} {}", listed.len());
+    let _ = writeln!(
+        out,
+        "iosets_jobs{{state=\"unlisted\"}} {}",
+        stats.jobs.len() - listed.len()
+    );
+    header(
+        &mut out,
+        "iosets_jobs_forgotten_total",
+        "counter",
+        "Jobs forgotten after being idle for the forget interval.",
+    );
+    let _ = writeln!(out, "iosets_jobs_forgotten_total {}", stats.forgotten_jobs);
+    header(
+        &mut out,
+        "iosets_jobs_evicted_total",
+        "counter",
+        "Job records dropped to keep the job book within max_jobs.",
+    );
+    let _ = writeln!(out, "iosets_jobs_evicted_total {}", stats.evicted_jobs);
     let per_job: [JobMetric; 5] = [
         (
             "iosets_job_ops_total",
@@ -241,7 +242,7 @@ pub(crate) fn render(shared: &Shared) -> String {
     ];
     for (name, kind, help, series) in per_job {
         header(&mut out, name, kind, help);
-        for j in &stats.jobs {
+        for j in &listed {
             for (label, value) in series {
                 let _ = writeln!(out, "{name}{{job=\"{}\"{label}}} {}", j.job, value(j));
             }
@@ -253,9 +254,10 @@ pub(crate) fn render(shared: &Shared) -> String {
         "gauge",
         "Bandwidth per job over the last 1 s and 10 s.",
     );
-    for j in &stats.jobs {
-        let (one, ten) = meters.bandwidth(j.job, now);
-        for (window, v) in [("1s", one), ("10s", ten)] {
+    for j in &listed {
+        let (one, ten) = j.bandwidth;
+        let mib = 1024.0 * 1024.0;
+        for (window, v) in [("1s", one / mib), ("10s", ten / mib)] {
             let _ = writeln!(
                 out,
                 "iosets_job_bandwidth_mib_s{{job=\"{}\",window=\"{window}\"}} {v}",
@@ -267,9 +269,9 @@ pub(crate) fn render(shared: &Shared) -> String {
         &mut out,
         "iosets_job_queue_wait_seconds",
         "summary",
-        "Queue wait per job (quantiles from an HDR histogram, 2 significant digits).",
+        "Queue wait per job (quantiles from an HDR histogram, within 1/16).",
     );
-    for j in &stats.jobs {
+    for j in &listed {
         let w = &j.queue_wait;
         for (q, v) in [("0.5", w.p50_ns), ("0.99", w.p99_ns)] {
             let _ = writeln!(
@@ -297,12 +299,38 @@ pub(crate) fn render(shared: &Shared) -> String {
         "gauge",
         "Priority in force per job.",
     );
-    for (job, (p, source)) in &priorities {
-        let _ = writeln!(
-            out,
-            "iosets_job_priority{{job=\"{job}\",source=\"{}\"}} {p}",
-            source.as_str()
-        );
+    for j in &listed {
+        if let Some(p) = j.priority {
+            let _ = writeln!(
+                out,
+                "iosets_job_priority{{job=\"{}\",source=\"{}\"}} {}",
+                j.job,
+                p.source.as_str(),
+                p.value
+            );
+        }
     }
     out
+}
+
+/// The jobs given per-job series: those with work, a control priority, or activity in the last
+/// [`ACTIVE_WINDOW`]; at most [`MAX_JOB_SERIES`], the most recently active first.
+fn listed_jobs(jobs: &[JobStats], now: Nanos) -> Vec<&JobStats> {
+    let recent = now.saturating_sub(ACTIVE_WINDOW);
+    let mut listed: Vec<&JobStats> = jobs
+        .iter()
+        .filter(|j| {
+            j.queued > 0
+                || j.in_service > 0
+                || (j.ops > 0 && j.last_active >= recent)
+                || j.priority
+                    .is_some_and(|p| p.source == iosets_runtime::PrioritySource::Control)
+        })
+        .collect();
+    if listed.len() > MAX_JOB_SERIES {
+        listed.sort_by_key(|j| std::cmp::Reverse((j.queued + j.in_service, j.last_active)));
+        listed.truncate(MAX_JOB_SERIES);
+        listed.sort_by_key(|j| j.job);
+    }
+    listed
 }

@@ -1,6 +1,5 @@
 //! What the connections, the workers and the control plane share.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,13 +7,10 @@ use std::time::Instant;
 
 use iosets_proto::{Bytes, Encoded, Header};
 use iosets_runtime::Scheduler;
-use iosets_types::JobId;
 use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::meter::Meters;
-use crate::metrics::Histograms;
 use crate::root::Root;
 use crate::throttle::Throttle;
 use crate::ServerConfig;
@@ -30,7 +26,6 @@ pub(crate) struct Pending {
     pub(crate) header: Header,
     pub(crate) op: DataOp,
     pub(crate) reply: UnboundedSender<Outgoing>,
-    pub(crate) received: Instant,
     /// The connection's in-flight allowance, travelling with the answer.
     pub(crate) permit: OwnedSemaphorePermit,
 }
@@ -60,24 +55,6 @@ impl DataOp {
             DataOp::Read { .. } => iosets_proto::OpCode::Read,
             DataOp::Write { .. } => iosets_proto::OpCode::Write,
             DataOp::Fsync { .. } => iosets_proto::OpCode::Fsync,
-        }
-    }
-}
-
-/// Where a job's priority came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PrioritySource {
-    Control,
-    Auto,
-    Hint,
-}
-
-impl PrioritySource {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            PrioritySource::Control => "control",
-            PrioritySource::Auto => "auto",
-            PrioritySource::Hint => "hint",
         }
     }
 }
@@ -130,13 +107,7 @@ pub(crate) struct Shared {
     pub(crate) sched: Scheduler<Pending>,
     pub(crate) root: Root,
     pub(crate) throttle: Option<Throttle>,
-    pub(crate) meters: Mutex<Meters>,
-    /// The priority in force per job and where it came from.
-    pub(crate) priorities: Mutex<BTreeMap<JobId, (f64, PrioritySource)>>,
     pub(crate) counters: Counters,
-    pub(crate) histograms: Mutex<Histograms>,
     pub(crate) start: Instant,
     pub(crate) trace: Option<Mutex<BufWriter<File>>>,
-    /// Period detection per job, when priorities are automatic.
-    pub(crate) auto: Option<Mutex<crate::auto::AutoPriorities>>,
 }

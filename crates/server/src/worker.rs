@@ -4,20 +4,20 @@
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use iosets_proto::{Bytes, Reply};
-use iosets_types::Outcome;
+use iosets_runtime::Completion;
+use iosets_types::{Nanos, Outcome};
 
 use crate::root::FsError;
-use crate::state::{DataOp, Pending, PrioritySource, Shared};
+use crate::state::{DataOp, Pending, Shared};
 use crate::throttle::Throttle;
 
-/// Serves batches until the scheduler is shut down and empty.
+/// Serves batches until the scheduler is shut down and empty: I/O, completion, reply. Everything
+/// per job (meters, histograms, period detection, priorities) is the runtime's, fed by the
+/// completion.
 pub(crate) fn run(shared: Arc<Shared>) {
     while let Some(work) = shared.sched.next() {
-        let dispatched = Instant::now();
-        let policy = shared.sched.policy_name();
         let (payloads, completion) = work.into_parts();
         let mut results = Vec::with_capacity(payloads.len());
         let mut device_bytes = 0u64;
@@ -39,11 +39,13 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 bytes: device_bytes,
             },
         };
-        // Stamped before the completion, which may let another job's request be dispatched:
-        // a trace then never shows two jobs of one set in service at once when they were not.
-        let done = Instant::now();
+        if shared.trace.is_some() {
+            // Stamped before the completion, which may let another job's request be dispatched:
+            // a trace then never shows two jobs of one set in service at once when they were not.
+            let done = shared.sched.now();
+            write_trace(&shared, &completion, &results, done);
+        }
         completion.complete(outcome);
-        record(&shared, policy, &results, dispatched, done);
         for (p, r) in results {
             let op = p.op.opcode();
             let r = r.map(|(reply, _)| reply);
@@ -78,86 +80,39 @@ fn serve(shared: &Shared, op: &DataOp) -> Served {
     }
 }
 
-fn record(
+/// One trace line per request of the batch, every time on the scheduler's clock.
+fn write_trace(
     shared: &Shared,
-    policy: &'static str,
+    completion: &Completion,
     results: &[(Pending, Served)],
-    dispatched: Instant,
-    done: Instant,
+    done: Nanos,
 ) {
-    {
-        let mut meters = shared.meters.lock();
-        // Every served request counts as activity (an fsync moves no bytes but keeps its job
-        // from being forgotten as idle).
-        for (p, r) in results {
-            meters.add(p.header.job, done, r.as_ref().map_or(0, |(_, n)| *n));
-        }
+    let Some(trace) = &shared.trace else { return };
+    let dispatched = completion.dispatched_at();
+    let mut w = trace.lock();
+    for (req, (p, r)) in completion.batch().requests().zip(results) {
+        let (path, offset, len) = match &p.op {
+            DataOp::Read { path, offset, len } => (path, *offset, u64::from(*len)),
+            DataOp::Write { path, offset, data } => (path, *offset, data.len() as u64),
+            DataOp::Fsync { path } => (path, 0, 0),
+        };
+        let op = p.op.opcode().as_str();
+        let _ = writeln!(
+            w,
+            "{},{},{},{:?},{},{},{},{},{},{}",
+            p.header.job,
+            p.header.tag,
+            op,
+            path,
+            offset,
+            len,
+            req.arrival.0,
+            dispatched.0,
+            done.0,
+            r.as_ref().map_or_else(|e| e.errno, |_| 0)
+        );
     }
-    {
-        let mut h = shared.histograms.lock();
-        for (p, _) in results {
-            let e = h
-                .by_policy
-                .entry((policy, p.op.opcode().as_str()))
-                .or_default();
-            e.0.record(
-                dispatched
-                    .saturating_duration_since(p.received)
-                    .as_secs_f64(),
-            );
-            e.1.record(done.saturating_duration_since(dispatched).as_secs_f64());
-        }
-    }
-    if let Some(auto) = &shared.auto {
-        let mut moves = Vec::new();
-        {
-            let mut auto = auto.lock();
-            for (p, r) in results {
-                if let Ok((_, n)) = r {
-                    if *n > 0 {
-                        moves.extend(auto.observe(p.header.job, p.received, done, *n));
-                    }
-                }
-            }
-        }
-        for m in moves {
-            let mut prios = shared.priorities.lock();
-            if matches!(prios.get(&m.job), Some((_, PrioritySource::Control))) {
-                continue; // the control plane's word is final
-            }
-            // Under the priorities lock, so a concurrent control request cannot be overwritten.
-            shared.sched.set_priority(m.job, Some(m.priority));
-            prios.insert(m.job, (m.priority.get(), PrioritySource::Auto));
-            tracing::info!(job = %m.job, period_s = m.period_s, set = m.set, "automatic priority");
-        }
-    }
-    if let Some(trace) = &shared.trace {
-        let ns = |t: Instant| t.saturating_duration_since(shared.start).as_nanos();
-        let mut w = trace.lock();
-        for (p, r) in results {
-            let (path, offset, len) = match &p.op {
-                DataOp::Read { path, offset, len } => (path, *offset, u64::from(*len)),
-                DataOp::Write { path, offset, data } => (path, *offset, data.len() as u64),
-                DataOp::Fsync { path } => (path, 0, 0),
-            };
-            let op = p.op.opcode().as_str();
-            let _ = writeln!(
-                w,
-                "{},{},{},{:?},{},{},{},{},{},{}",
-                p.header.job,
-                p.header.tag,
-                op,
-                path,
-                offset,
-                len,
-                ns(p.received),
-                ns(dispatched),
-                ns(done),
-                r.as_ref().map_or_else(|e| e.errno, |_| 0)
-            );
-        }
-        let _ = w.flush();
-    }
+    let _ = w.flush();
 }
 
 /// The trace file's header line.

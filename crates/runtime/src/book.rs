@@ -1,0 +1,600 @@
+//! The `JobBook`: everything the runtime keeps per job, fed by the completion path.
+//!
+//! Per job: counts (requests, bytes each way, failures), bandwidth over the last second and the
+//! last ten seconds, one queue-wait histogram, the last priority hint its requests carried and,
+//! with automatic priorities, an online period detector whose confident estimates move the job to
+//! its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
+//! `/metrics` exports). Every time is the scheduler's clock.
+//!
+//! # Memory
+//! A job's record is [`JOB_RECORD_BYTES`] bytes with detection off (the record, its map slot and
+//! its histogram), plus at most [`DETECTOR_BYTES`] with detection on (the detector's segments; the
+//! analysis buffers are shared, one set per shard). The book holds at most
+//! [`BookConfig::max_jobs`] records: a new job arriving in a full book evicts the least recently
+//! active eighth of its shard. A job idle for [`BookConfig::forget_after`] is forgotten (its
+//! record dropped, its automatic priority withdrawn; a priority set by the control plane stays).
+//!
+//! # Locks
+//! The book is split in [`SHARDS`] shards by job, each behind its own mutex, taken after the
+//! scheduler's lock is released and never while holding it. A priority move found by a detector is
+//! applied afterwards under the scheduler's lock alone: priorities have one home (the scheduler's
+//! state) and one precedence (control > auto > hint).
+
+use std::mem::size_of;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use iosets_period::online::{OnlineConfig, OnlineDetector};
+use iosets_period::{Analyzer, Detection, Event};
+use iosets_policy::set10::SetMapping;
+use iosets_types::hash::IdMap;
+use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
+use parking_lot::Mutex;
+
+use crate::stats::OpLatency;
+use crate::work::moved_bytes;
+
+/// Shards of the book (a power of two).
+pub const SHARDS: usize = 16;
+
+/// Longest latency the histograms resolve (one hour); longer ones are recorded as one hour.
+use crate::stats::HIGHEST_NS;
+
+/// Segments a job's detector keeps: its buffer then never grows past 256 segments.
+const DETECTOR_SEGMENTS: usize = 255;
+
+/// Bytes of one job's record with detection off: the record in its map slot (with the map's
+/// control byte) and its queue-wait histogram (624 `u32` counters: one significant digit from
+/// 1 ns to one hour).
+pub const JOB_RECORD_BYTES: usize = size_of::<(JobId, JobRecord)>() + 1 + 624 * 4;
+
+/// Most heap bytes a job's detector holds: 256 segments of 24 bytes plus its own fields.
+pub const DETECTOR_BYTES: usize =
+    (DETECTOR_SEGMENTS + 1) * size_of::<Event>() + size_of::<Detect>() + 64;
+
+/// Settings of the book. Build from [`BookConfig::default`] with the setters.
+#[derive(Clone, Debug)]
+pub struct BookConfig {
+    pub(crate) auto_priority: bool,
+    pub(crate) forget_after: Duration,
+    pub(crate) max_jobs: usize,
+    pub(crate) estimate_every: Duration,
+    pub(crate) mapping: SetMapping,
+}
+
+impl Default for BookConfig {
+    /// Automatic priorities off, jobs forgotten after 10 minutes idle (as dmClock drops idle
+    /// clients), at most 16,384 jobs, estimates at most once a second per job, Set-10.
+    fn default() -> BookConfig {
+        BookConfig {
+            auto_priority: false,
+            forget_after: Duration::from_secs(600),
+            max_jobs: 16_384,
+            estimate_every: Duration::from_secs(1),
+            mapping: SetMapping::default(),
+        }
+    }
+}
+
+impl BookConfig {
+    /// Detect each job's I/O period and move it to its Set-10 set (priority `10^-set`) when a
+    /// confident estimate arrives.
+    pub fn auto_priority(mut self, on: bool) -> BookConfig {
+        self.auto_priority = on;
+        self
+    }
+
+    /// Forget a job idle this long (at least 1 ms).
+    pub fn forget_after(mut self, idle: Duration) -> BookConfig {
+        self.forget_after = idle.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Keep at most this many jobs (at least [`SHARDS`]).
+    pub fn max_jobs(mut self, jobs: usize) -> BookConfig {
+        self.max_jobs = jobs.max(SHARDS);
+        self
+    }
+
+    /// Re-estimate a job's period at most this often (and only once a new burst has begun).
+    pub fn estimate_every(mut self, every: Duration) -> BookConfig {
+        self.estimate_every = every;
+        self
+    }
+
+    /// The period-to-set mapping of automatic priorities.
+    pub fn mapping(mut self, mapping: SetMapping) -> BookConfig {
+        self.mapping = mapping;
+        self
+    }
+
+    /// Whether automatic priorities are on.
+    pub fn is_auto(&self) -> bool {
+        self.auto_priority
+    }
+
+    /// How long an idle job is remembered.
+    pub fn forget_interval(&self) -> Duration {
+        self.forget_after
+    }
+
+    /// How often the book looks for idle jobs: an eighth of the forget interval, from 100 ms to
+    /// one minute.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.forget_after / 8).clamp(Duration::from_millis(100), Duration::from_secs(60))
+    }
+}
+
+/// Bandwidth over the last second (ten 100 ms slots) and the last ten seconds (ten 1 s slots).
+#[derive(Debug, Clone, Default)]
+struct Meter {
+    fast: [u64; 10],
+    /// Absolute 100 ms slot of the newest `fast` entry.
+    fast_at: u64,
+    slow: [u64; 10],
+    /// Absolute 1 s slot of the newest `slow` entry.
+    slow_at: u64,
+}
+
+const FAST_NS: u64 = 100_000_000;
+const SLOW_NS: u64 = 1_000_000_000;
+
+impl Meter {
+    fn add(&mut self, now: Nanos, bytes: u64) {
+        Meter::push(&mut self.fast, &mut self.fast_at, now.0 / FAST_NS, bytes);
+        Meter::push(&mut self.slow, &mut self.slow_at, now.0 / SLOW_NS, bytes);
+    }
+
+    fn push(ring: &mut [u64; 10], at: &mut u64, slot: u64, bytes: u64) {
+        if slot > *at {
+            // Clear the slots skipped since the newest one (all of them after ten).
+            let skipped = (slot - *at).min(10);
+            for s in slot + 1 - skipped..=slot {
+                ring[(s % 10) as usize] = 0;
+            }
+            *at = slot;
+        }
+        // A completion stamped a little in the past (another thread's clock read) still counts.
+        if *at - slot < 10 {
+            ring[(slot % 10) as usize] += bytes;
+        }
+    }
+
+    fn sum(ring: &[u64; 10], at: u64, slot: u64) -> u64 {
+        (0..10u64)
+            .filter_map(|i| at.checked_sub(i))
+            .filter(|&s| s + 10 > slot && s <= slot)
+            .map(|s| ring[(s % 10) as usize])
+            .sum()
+    }
+
+    /// Bytes per second over the last second and the last ten, at `now` (over the time since the
+    /// clock started, when shorter).
+    fn rates(&self, now: Nanos) -> (f64, f64) {
+        let elapsed = (now.0 as f64 / 1e9).max(1e-3);
+        let one = Meter::sum(&self.fast, self.fast_at, now.0 / FAST_NS) as f64 / elapsed.min(1.0);
+        let ten = Meter::sum(&self.slow, self.slow_at, now.0 / SLOW_NS) as f64 / elapsed.min(10.0);
+        (one, ten)
+    }
+}
+
+/// A job's period detection.
+#[derive(Debug)]
+struct Detect {
+    detector: OnlineDetector,
+    next_estimate: Nanos,
+    /// Segments opened at the last estimate: no new burst, no new estimate.
+    opened_at_estimate: u64,
+    period: Option<Nanos>,
+    set: Option<i32>,
+}
+
+/// One job's record.
+#[derive(Debug)]
+pub(crate) struct JobRecord {
+    ops: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+    failed: u64,
+    last_active: Nanos,
+    meter: Meter,
+    wait: Histogram<u32>,
+    wait_sum: u64,
+    wait_max: u64,
+    hint: Option<Priority>,
+    detect: Option<Box<Detect>>,
+}
+
+impl JobRecord {
+    fn new(now: Nanos) -> JobRecord {
+        JobRecord {
+            ops: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            failed: 0,
+            last_active: now,
+            meter: Meter::default(),
+            wait: Histogram::new_with_bounds(1, HIGHEST_NS, 1)
+                .expect("constant histogram bounds are valid"),
+            wait_sum: 0,
+            wait_max: 0,
+            hint: None,
+            detect: None,
+        }
+    }
+}
+
+/// What the book reports about one job (merged by the scheduler with its queue counts).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BookEntry {
+    pub(crate) ops: u64,
+    pub(crate) bytes_read: u64,
+    pub(crate) bytes_written: u64,
+    pub(crate) failed: u64,
+    pub(crate) last_active: Nanos,
+    pub(crate) bandwidth: (f64, f64),
+    pub(crate) wait: crate::stats::WaitSummary,
+    pub(crate) hint: Option<Priority>,
+    pub(crate) period: Option<Nanos>,
+    pub(crate) set: Option<i32>,
+}
+
+struct Shard {
+    jobs: IdMap<JobId, JobRecord>,
+    latency: Vec<OpLatency>,
+    /// The analysis buffers this shard's detectors share.
+    analyzer: Option<Analyzer>,
+    evicted: u64,
+}
+
+/// A set change found by a detector, for the scheduler to apply.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Move {
+    pub(crate) job: JobId,
+    pub(crate) set: i32,
+    pub(crate) priority: Priority,
+    pub(crate) period: Nanos,
+}
+
+/// See the module documentation.
+pub(crate) struct JobBook {
+    config: BookConfig,
+    shards: Box<[Mutex<Shard>]>,
+    per_shard: usize,
+    /// Records held, over all shards.
+    count: AtomicUsize,
+}
+
+impl JobBook {
+    pub(crate) fn new(config: BookConfig) -> JobBook {
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(Shard {
+                    jobs: IdMap::default(),
+                    latency: Vec::new(),
+                    analyzer: None,
+                    evicted: 0,
+                })
+            })
+            .collect();
+        JobBook {
+            per_shard: config.max_jobs.div_ceil(SHARDS),
+            config,
+            shards,
+            count: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn config(&self) -> &BookConfig {
+        &self.config
+    }
+
+    fn shard(&self, job: JobId) -> &Mutex<Shard> {
+        // The id hasher's mixer, so that sequential job ids spread over the shards.
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let h = BuildHasherDefault::<iosets_types::hash::IdHasher>::default().hash_one(job.0);
+        &self.shards[(h as usize) & (SHARDS - 1)]
+    }
+
+    /// Records a completed batch: every request's bytes, wait and service, and its job's
+    /// detector. Returns the set changes to apply (rare; empty without automatic priorities).
+    pub(crate) fn record(
+        &self,
+        batch: &Batch,
+        outcome: Outcome,
+        dispatched_at: Nanos,
+        now: Nanos,
+        policy: &'static str,
+    ) -> Vec<Move> {
+        let mut moves = Vec::new();
+        let service = now - dispatched_at;
+        for (req, moved) in moved_bytes(batch, outcome) {
+            let wait = dispatched_at - req.arrival;
+            let mut shard = self.shard(req.job).lock();
+            let shard = &mut *shard;
+            match shard
+                .latency
+                .iter_mut()
+                .find(|l| l.op == req.op && std::ptr::eq(l.policy, policy))
+            {
+                Some(l) => l.record(wait, service),
+                None => {
+                    let mut l = OpLatency::new(policy, req.op);
+                    l.record(wait, service);
+                    shard.latency.push(l);
+                }
+            }
+            if !shard.jobs.contains_key(&req.job) {
+                if shard.jobs.len() >= self.per_shard {
+                    let n = evict_oldest(&mut shard.jobs);
+                    shard.evicted += n;
+                    self.count.fetch_sub(n as usize, Ordering::Relaxed);
+                }
+                self.count.fetch_add(1, Ordering::Relaxed);
+            }
+            let rec = shard
+                .jobs
+                .entry(req.job)
+                .or_insert_with(|| JobRecord::new(now));
+            rec.ops += 1;
+            rec.last_active = rec.last_active.max(now);
+            if req.priority.is_some() {
+                rec.hint = req.priority;
+            }
+            rec.wait.saturating_record(wait.0);
+            rec.wait_sum = rec.wait_sum.saturating_add(wait.0);
+            rec.wait_max = rec.wait_max.max(wait.0);
+            if !outcome.is_ok() {
+                rec.failed += 1;
+                continue;
+            }
+            match req.op {
+                Op::Read => rec.bytes_read += moved,
+                Op::Write => rec.bytes_written += moved,
+                Op::Other => {}
+            }
+            rec.meter.add(now, moved);
+            if self.config.auto_priority && moved > 0 {
+                let m = self.detect(rec, &mut shard.analyzer, req.job, req.arrival, now, moved);
+                moves.extend(m);
+            }
+        }
+        moves
+    }
+
+    fn detect(
+        &self,
+        rec: &mut JobRecord,
+        analyzer: &mut Option<Analyzer>,
+        job: JobId,
+        arrival: Nanos,
+        now: Nanos,
+        bytes: u64,
+    ) -> Option<Move> {
+        let every = Nanos(u64::try_from(self.config.estimate_every.as_nanos()).unwrap_or(u64::MAX));
+        let d = rec.detect.get_or_insert_with(|| {
+            let config = OnlineConfig {
+                capacity: DETECTOR_SEGMENTS,
+                ..OnlineConfig::default()
+            };
+            Box::new(Detect {
+                detector: OnlineDetector::new(config).expect("constant detector settings"),
+                next_estimate: now + every,
+                opened_at_estimate: 0,
+                period: None,
+                set: None,
+            })
+        });
+        d.detector.observe(Event::new(arrival, now, bytes));
+        // Estimate at most once per `every`, and only once a new burst has begun since the last
+        // estimate: a job streaming without pause, or between bursts, costs nothing more.
+        if now < d.next_estimate || d.detector.opened() == d.opened_at_estimate {
+            return None;
+        }
+        d.next_estimate = now + every;
+        d.opened_at_estimate = d.detector.opened();
+        let analyzer = analyzer.get_or_insert_with(|| {
+            Analyzer::new(d.detector.config().analysis).expect("checked by the detector")
+        });
+        let Detection::Periodic(est) = d.detector.estimate_with(analyzer, now) else {
+            return None;
+        };
+        d.period = Some(est.period);
+        let set = self.config.mapping.set_of(est.period.as_secs_f64())?;
+        if d.set == Some(set) {
+            return None;
+        }
+        d.set = Some(set);
+        Some(Move {
+            job,
+            set,
+            priority: self.config.mapping.priority_of_set(set),
+            period: est.period,
+        })
+    }
+
+    /// The book's view of `job`.
+    pub(crate) fn entry(&self, job: JobId, now: Nanos) -> Option<BookEntry> {
+        self.shard(job).lock().jobs.get(&job).map(|r| view(r, now))
+    }
+
+    /// Every job's view, unsorted.
+    pub(crate) fn entries(&self, now: Nanos) -> Vec<(JobId, BookEntry)> {
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            out.reserve(s.jobs.len());
+            out.extend(s.jobs.iter().map(|(&j, r)| (j, view(r, now))));
+        }
+        out
+    }
+
+    /// Jobs known (read without locking).
+    pub(crate) fn count(&self) -> usize {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Records dropped to make room since the start.
+    pub(crate) fn evicted(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().evicted).sum()
+    }
+
+    /// The latency histograms merged over the shards, one per (policy, operation).
+    pub(crate) fn latency(&self) -> Vec<OpLatency> {
+        let mut out: Vec<OpLatency> = Vec::new();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            for l in &s.latency {
+                match out
+                    .iter_mut()
+                    .find(|o| o.op == l.op && std::ptr::eq(o.policy, l.policy))
+                {
+                    Some(o) => o.merge(l),
+                    None => out.push(l.clone()),
+                }
+            }
+        }
+        out.sort_by(|a, b| (a.policy, a.op).cmp(&(b.policy, b.op)));
+        out
+    }
+
+    /// Jobs whose last activity is at or before `cutoff`.
+    pub(crate) fn idle_since(&self, cutoff: Nanos) -> Vec<JobId> {
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            out.extend(
+                s.jobs
+                    .iter()
+                    .filter(|(_, r)| r.last_active <= cutoff)
+                    .map(|(&j, _)| j),
+            );
+        }
+        out
+    }
+
+    /// Removes `job` if it is still idle since `cutoff`; returns whether it was removed.
+    pub(crate) fn remove_if_idle(&self, job: JobId, cutoff: Nanos) -> bool {
+        let mut s = self.shard(job).lock();
+        if s.jobs.get(&job).is_some_and(|r| r.last_active <= cutoff) {
+            s.jobs.remove(&job);
+            self.count.fetch_sub(1, Ordering::Relaxed);
+            if s.jobs.len() < s.jobs.capacity() / 4 {
+                s.jobs.shrink_to_fit();
+            }
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Removes `job` whatever its state; returns its view.
+    pub(crate) fn remove(&self, job: JobId, now: Nanos) -> Option<BookEntry> {
+        let r = self.shard(job).lock().jobs.remove(&job)?;
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        Some(view(&r, now))
+    }
+
+    /// Whether `job` has a record.
+    pub(crate) fn contains(&self, job: JobId) -> bool {
+        self.shard(job).lock().jobs.contains_key(&job)
+    }
+
+    /// Heap and record bytes held by the job records (the figure the memory bound documents).
+    pub(crate) fn job_bytes(&self) -> usize {
+        let mut total = 0;
+        for s in self.shards.iter() {
+            let s = s.lock();
+            total += s.jobs.capacity() * (size_of::<(JobId, JobRecord)>() + 1);
+            for r in s.jobs.values() {
+                total += r.wait.distinct_values() * size_of::<u32>();
+                if let Some(d) = &r.detect {
+                    total += size_of::<Detect>() + d.detector.heap_bytes();
+                }
+            }
+        }
+        total
+    }
+}
+
+/// Drops the least recently active eighth of `jobs`; returns how many.
+fn evict_oldest(jobs: &mut IdMap<JobId, JobRecord>) -> u64 {
+    let mut ages: Vec<(Nanos, JobId)> = jobs.iter().map(|(&j, r)| (r.last_active, j)).collect();
+    let n = (ages.len() / 8).max(1);
+    ages.select_nth_unstable(n - 1);
+    for (_, j) in &ages[..n] {
+        jobs.remove(j);
+    }
+    n as u64
+}
+
+fn view(r: &JobRecord, now: Nanos) -> BookEntry {
+    let count = r.wait.len();
+    let wait = if count == 0 {
+        crate::stats::WaitSummary::default()
+    } else {
+        crate::stats::WaitSummary {
+            count,
+            mean_ns: r.wait_sum / count,
+            p50_ns: r.wait.value_at_quantile(0.5).min(r.wait_max),
+            p99_ns: r.wait.value_at_quantile(0.99).min(r.wait_max),
+            max_ns: r.wait_max,
+        }
+    };
+    BookEntry {
+        ops: r.ops,
+        bytes_read: r.bytes_read,
+        bytes_written: r.bytes_written,
+        failed: r.failed,
+        last_active: r.last_active,
+        bandwidth: r.meter.rates(now),
+        wait,
+        hint: r.hint,
+        period: r.detect.as_ref().and_then(|d| d.period),
+        set: r.detect.as_ref().and_then(|d| d.set),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meter_windows_sum_the_right_slots() {
+        let mut m = Meter::default();
+        let mib = 1 << 20;
+        // 1 MiB in each of the first 20 slots of 100 ms (2 s).
+        for i in 0..20u64 {
+            m.add(Nanos::from_millis(i * 100 + 50), mib);
+        }
+        let (one, ten) = m.rates(Nanos::from_millis(1_950));
+        assert_eq!(one, 10.0 * mib as f64);
+        // 20 MiB over the 1.95 s elapsed so far.
+        assert!((ten - 20.0 * mib as f64 / 1.95).abs() < 1e-3, "{ten}");
+        let (one, ten) = m.rates(Nanos::from_millis(6_950));
+        assert_eq!(one, 0.0);
+        assert!((ten - 20.0 * mib as f64 / 6.95).abs() < 1e-3, "{ten}");
+        assert_eq!(m.rates(Nanos::from_millis(30_000)), (0.0, 0.0));
+        // A late completion (stamped before the newest slot) still counts, in its own slot.
+        m.add(Nanos::from_millis(30_000), 1);
+        m.add(Nanos::from_millis(29_950), 2);
+        assert_eq!(m.rates(Nanos::from_millis(30_050)).0, 3.0);
+    }
+
+    #[test]
+    fn eviction_drops_the_oldest_eighth() {
+        let mut jobs = IdMap::default();
+        for j in 0..64u64 {
+            jobs.insert(JobId(j), JobRecord::new(Nanos(1_000 - j)));
+        }
+        assert_eq!(evict_oldest(&mut jobs), 8);
+        assert_eq!(jobs.len(), 56);
+        for j in 56..64u64 {
+            assert!(
+                !jobs.contains_key(&JobId(j)),
+                "job {j} was among the oldest"
+            );
+        }
+    }
+}
