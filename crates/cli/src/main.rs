@@ -19,12 +19,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use iosets_period::trace::{parse_requests, requests::is_request_trace};
 use iosets_policy::registry::POLICIES;
 use iosets_policy::tunables::parse_pairs;
 use iosets_policy::{ClassId, Counted, Nanos, Priority, Request};
 use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
 use iosets_sim::shares::{window_shares, ShareKey, WindowShares};
-use iosets_period::trace::{parse_requests, requests::is_request_trace};
 use iosets_sim::workload::{
     from_records, read_csv, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
 };
@@ -408,8 +408,9 @@ fn execute(plan: &Plan) -> Result<Outcome> {
     // The policy's errors name the policy and list the valid choices.
     let policy = Counted::build(&plan.policy, &plan.pairs)?;
     let workload: Vec<Request> = match &plan.source {
-        Source::Trace(path) => read_trace(path)
-            .with_context(|| format!("reading the trace {}", path.display()))?,
+        Source::Trace(path) => {
+            read_trace(path).with_context(|| format!("reading the trace {}", path.display()))?
+        }
         Source::Generated(spec) => spec.generate().context("generating the workload")?,
     };
     let result = run(policy, workload, plan.device).context("replaying")?;
