@@ -53,7 +53,6 @@ mod state;
 pub mod throttle;
 mod worker;
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -127,7 +126,9 @@ impl Server {
                     source,
                 };
                 let mut w = std::io::BufWriter::new(std::fs::File::create(p).map_err(io)?);
-                writeln!(w, "{}", worker::TRACE_HEADER).map_err(io)?;
+                iosets_period::trace::TraceWriter::new(&mut w)
+                    .and_then(|mut header| header.flush())
+                    .map_err(io)?;
                 Some(Mutex::new(w))
             }
         };

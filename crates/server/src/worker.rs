@@ -1,10 +1,10 @@
 //! The I/O workers: OS threads that take batches from the scheduler in the policy's order and do
 //! the blocking `pread`/`pwrite`/`fsync`.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use iosets_period::trace::{RequestRecord, TraceOp, TraceWriter};
 use iosets_proto::{Bytes, Reply};
 use iosets_runtime::Completion;
 use iosets_types::{Nanos, Outcome};
@@ -80,7 +80,8 @@ fn serve(shared: &Shared, op: &DataOp) -> Served {
     }
 }
 
-/// One trace line per request of the batch, every time on the scheduler's clock.
+/// One trace row per request of the batch (iosets' request trace, `iosets_period::trace`), every
+/// time on the scheduler's clock.
 fn write_trace(
     shared: &Shared,
     completion: &Completion,
@@ -89,32 +90,26 @@ fn write_trace(
 ) {
     let Some(trace) = &shared.trace else { return };
     let dispatched = completion.dispatched_at();
-    let mut w = trace.lock();
+    let mut file = trace.lock();
+    // The header was written when the file was created.
+    let mut w = TraceWriter::append(&mut *file);
     for (req, (p, r)) in completion.batch().requests().zip(results) {
-        let (path, offset, len) = match &p.op {
-            DataOp::Read { path, offset, len } => (path, *offset, u64::from(*len)),
-            DataOp::Write { path, offset, data } => (path, *offset, data.len() as u64),
-            DataOp::Fsync { path } => (path, 0, 0),
+        let (path, op, offset, len) = match &p.op {
+            DataOp::Read { path, offset, len } => (path, TraceOp::Read, *offset, u64::from(*len)),
+            DataOp::Write { path, offset, data } => {
+                (path, TraceOp::Write, *offset, data.len() as u64)
+            }
+            DataOp::Fsync { path } => (path, TraceOp::Fsync, 0, 0),
         };
-        let op = p.op.opcode().as_str();
-        let _ = writeln!(
-            w,
-            "{},{},{},{:?},{},{},{},{},{},{}",
-            p.header.job,
-            p.header.tag,
-            op,
-            path,
-            offset,
-            len,
-            req.arrival.0,
-            dispatched.0,
-            done.0,
-            r.as_ref().map_or_else(|e| e.errno, |_| 0)
-        );
+        let record = RequestRecord {
+            tag: Some(p.header.tag),
+            path: Some(path.clone()),
+            dispatch: Some(dispatched),
+            complete: Some(done),
+            errno: Some(r.as_ref().map_or_else(|e| e.errno, |_| 0)),
+            ..RequestRecord::new(p.header.job, op, offset, len, req.arrival)
+        };
+        let _ = w.write(&record);
     }
     let _ = w.flush();
 }
-
-/// The trace file's header line.
-pub(crate) const TRACE_HEADER: &str =
-    "job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno";
