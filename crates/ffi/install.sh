@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs libiosets into a prefix: lib/libiosets.so, lib/libiosets.a, lib/libagios.so (a link to
-# libiosets.so, for programs linked with -lagios), include/iosets.h, include/agios.h and
+# libiosets.so, for programs linked with -lagios), include/iosets.h, include/agios.h,
+# include/scheduling_algorithms.h (AGIOS's algorithm identifiers) and
 # lib/pkgconfig/iosets.pc.
 #
 #   bash crates/ffi/install.sh --prefix /usr/local      # builds with cargo --release first
@@ -15,7 +16,7 @@ while [[ $# -gt 0 ]]; do
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
     --prefix=*) prefix="${1#--prefix=}"; shift ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install.sh: unknown argument $1 (expected --prefix DIR [--no-build])" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +39,8 @@ install -d "$prefix/lib/pkgconfig" "$prefix/include"
 install -m 0755 "$lib/libiosets.so" "$prefix/lib/libiosets.so"
 install -m 0644 "$lib/libiosets.a" "$prefix/lib/libiosets.a"
 ln -sfn libiosets.so "$prefix/lib/libagios.so"
-install -m 0644 "$root/include/iosets.h" "$root/include/agios.h" "$prefix/include/"
+install -m 0644 "$root/include/iosets.h" "$root/include/agios.h" \
+  "$root/include/scheduling_algorithms.h" "$prefix/include/"
 sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$prefix/lib|" -e "s|@VERSION@|$version|" \
     -e "s|@PRIVATE@|-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc|" \
     "$root/crates/ffi/iosets.pc.in" > "$prefix/lib/pkgconfig/iosets.pc"

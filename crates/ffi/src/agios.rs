@@ -26,21 +26,32 @@
 //!   before `agios_init` or after `agios_exit`) returns false instead of crashing.
 //! - No trace files, no dynamic algorithm selection, no statistics output.
 
+use std::cell::Cell;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-use iosets_runtime::{Completion, Counted, Scheduler, Work};
+use iosets_runtime::{Completion, Counted, Next, Scheduler, Work};
 use iosets_types::hash::fnv1a64;
-use iosets_types::hash::IdMap;
 use iosets_types::{ClassId, Op, Outcome, Request};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::guard::guard;
+use crate::table::Table;
 
+mod algorithms;
 mod libconfig;
 
+pub use algorithms::{
+    config_agios_default_algorithm, get_algorithm_from_string, get_algorithm_name_from_index,
+    index_of as algorithm_index, name_of as algorithm_name, AIOLI_SCHEDULER, IOSETS_POLICY_BASE,
+    IO_SCHEDULER_COUNT, MLF_SCHEDULER, NOOP_SCHEDULER, SJF_SCHEDULER, SW_SCHEDULER,
+    TOAGG_SCHEDULER, TO_SCHEDULER, TWINS_SCHEDULER, WFQ_SCHEDULER,
+};
 pub use libconfig::{parse as parse_libconfig, LibconfigError, Value};
 
 /// AGIOS's single-request callback: `void *process_request_user(int64_t req_id)`.
@@ -316,73 +327,117 @@ struct Key {
     len: u64,
 }
 
-/// A dispatched batch whose requests are being released one by one.
-struct Pending {
-    completion: Completion,
-    remaining: usize,
-    bytes: u64,
+impl Key {
+    fn of(r: &Request) -> Key {
+        Key {
+            file: r.file.0,
+            op: r.op,
+            offset: r.offset,
+            len: r.len,
+        }
+    }
 }
 
-/// Dispatched, unreleased requests of the files hashing to one shard.
-///
-/// `by_key` holds the oldest dispatched batch for each key; later batches with the same key (rare:
-/// the same range dispatched again before its release) wait in `dups`, oldest first.
+/// A dispatched batch of several requests: completed when its last request is released.
+struct Merged {
+    completion: Mutex<Option<Completion>>,
+    remaining: AtomicUsize,
+    bytes: AtomicU64,
+}
+
+/// What a release answers: a one-request batch, or one request of a merged batch.
+enum Held {
+    Single(Completion),
+    Part(Arc<Merged>),
+}
+
+/// The handed-out, unreleased requests with one key, oldest first (a release takes the oldest, as
+/// AGIOS does). Two at once are rare: the same range handed out again before its release.
+struct Dispatched {
+    first: Held,
+    later: VecDeque<Held>,
+}
+
+thread_local! {
+    /// Whether this thread is inside a callback the shim called.
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+    /// Set by an add or release made inside a callback: the dispatching frame below asks the policy
+    /// again once the callback returns (instead of recursing into another callback).
+    static ASK_AGAIN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How long an active dispatch thread waits in the runtime before it checks whether anything is
+/// still undelivered (and parks if not). Policy timers and completions wake it earlier.
+const ACTIVE_RECHECK: Duration = Duration::from_micros(500);
+
+/// The dispatch threads' parking place: they sleep here, using no CPU, while every request added
+/// has been called back; an add or release that leaves requests the policy holds back (a timer, a
+/// set waiting for a completion) wakes one.
 #[derive(Default)]
-struct Shard {
-    by_key: IdMap<Key, u64>,
-    dups: IdMap<Key, VecDeque<u64>>,
-    batches: IdMap<u64, Pending>,
+struct Park {
+    state: Mutex<ParkState>,
+    cv: Condvar,
+    /// A copy of `state.alarm`, read without the lock: an alarm already raised needs no other.
+    alarm: AtomicBool,
 }
 
-const SHARDS: usize = 16;
+#[derive(Default)]
+struct ParkState {
+    alarm: bool,
+    parked: usize,
+    stop: bool,
+}
+
+/// Counts of the slow paths, printed at `agios_exit` when `IOSETS_AGIOS_STATS=1`.
+#[derive(Default)]
+struct SlowPaths {
+    alarms: AtomicU64,
+    wakeups: AtomicU64,
+    dispatcher_batches: AtomicU64,
+}
 
 struct Shim {
     sched: Scheduler<i64>,
-    shards: Box<[Mutex<Shard>]>,
+    /// Handed-out, unreleased requests by key.
+    out: Table<Key, Dispatched>,
     single: ProcessRequest,
     multi: Option<ProcessRequests>,
-    inline_dispatch: bool,
+    /// NOOP: every add calls its own request back before it returns (AGIOS's NOOP does).
+    noop: bool,
+    /// Held while a NOOP add submits and takes: the request taken is the one just added.
+    noop_gate: Mutex<()>,
+    /// Requests added and not yet handed to a callback.
+    undelivered: AtomicUsize,
+    /// Whether the policy was last seen holding requests back (then releases ask it again).
+    holding: AtomicBool,
+    park: Park,
+    slow: SlowPaths,
     stop: AtomicBool,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Shim {
-    fn shard(&self, file: u64) -> &Mutex<Shard> {
-        &self.shards[(file as usize) & (SHARDS - 1)]
-    }
-
-    /// Records a dispatched batch for release, then calls the user's callbacks.
+    /// Records a dispatched batch for release, then calls the user's callbacks (outside every lock:
+    /// they may release at once, or add).
     fn deliver(&self, work: Work<i64>) {
         let (mut ids, completion) = work.into_parts();
         let batch = completion.batch();
-        let id = batch.id().0;
-        let file = batch.head().file.0;
-        {
-            let mut shard = self.shard(file).lock().unwrap_or_else(|p| p.into_inner());
-            for r in batch.requests() {
-                let key = Key {
-                    file: r.file.0,
-                    op: r.op,
-                    offset: r.offset,
-                    len: r.len,
-                };
-                if let Some(_older) = shard.by_key.get(&key) {
-                    shard.dups.entry(key).or_default().push_back(id);
-                } else {
-                    shard.by_key.insert(key, id);
-                }
+        self.undelivered.fetch_sub(batch.len(), Ordering::AcqRel);
+        if batch.len() == 1 {
+            let key = Key::of(batch.head());
+            self.hold(key, Held::Single(completion));
+        } else {
+            let keys: Vec<Key> = batch.requests().map(Key::of).collect();
+            let merged = Arc::new(Merged {
+                remaining: AtomicUsize::new(keys.len()),
+                bytes: AtomicU64::new(0),
+                completion: Mutex::new(Some(completion)),
+            });
+            for key in keys {
+                self.hold(key, Held::Part(Arc::clone(&merged)));
             }
-            let remaining = batch.len();
-            shard.batches.insert(
-                id,
-                Pending {
-                    completion,
-                    remaining,
-                    bytes: 0,
-                },
-            );
         }
-        // The callbacks run outside every lock: they may call agios_release_request at once.
+        let outer = IN_CALLBACK.with(|c| c.replace(true));
         match (self.multi, ids.len()) {
             (Some(multi), n) if n > 1 => {
                 let n = i32::try_from(n).unwrap_or(i32::MAX);
@@ -397,59 +452,200 @@ impl Shim {
                 }
             }
         }
+        IN_CALLBACK.with(|c| c.set(outer));
     }
 
-    fn release(&self, key: Key) -> bool {
-        let mut guard = self
-            .shard(key.file)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let shard = &mut *guard;
-        let Some(id) = shard.by_key.remove(&key) else {
-            return false;
-        };
-        if let Some(later) = shard.dups.get_mut(&key) {
-            if let Some(next) = later.pop_front() {
-                shard.by_key.insert(key, next);
+    fn hold(&self, key: Key, held: Held) {
+        self.out.with(&key, |m| match m.entry(key) {
+            Entry::Occupied(mut e) => e.get_mut().later.push_back(held),
+            Entry::Vacant(v) => {
+                v.insert(Dispatched {
+                    first: held,
+                    later: VecDeque::new(),
+                });
             }
-            if later.is_empty() {
-                shard.dups.remove(&key);
+        });
+    }
+
+    /// Hands out, on this thread, what the policy lets go now: one batch, and another each time a
+    /// callback on this thread added or released something. If the policy holds requests back,
+    /// wakes a dispatch thread to wait for them.
+    fn pump(&self) {
+        if IN_CALLBACK.with(Cell::get) {
+            // Inside a callback: the frame that called it asks again when it returns.
+            ASK_AGAIN.with(|a| a.set(true));
+            return;
+        }
+        loop {
+            match self.sched.try_next() {
+                Next::Work(w) => self.deliver(w),
+                Next::TimedOut => {
+                    let held = self.undelivered.load(Ordering::Acquire) > 0;
+                    self.holding.store(held, Ordering::Relaxed);
+                    if held {
+                        self.alarm();
+                    }
+                    return;
+                }
+                Next::Shutdown => return,
+            }
+            if !ASK_AGAIN.with(|a| a.replace(false)) {
+                return;
             }
         }
-        let done = {
-            let p = shard
-                .batches
-                .get_mut(&id)
-                .expect("every keyed request has its batch");
-            p.remaining -= 1;
-            p.bytes += key.len;
-            p.remaining == 0
-        };
-        if !done {
+    }
+
+    /// Makes sure a dispatch thread watches the requests the policy holds back.
+    fn alarm(&self) {
+        if self.park.alarm.load(Ordering::Acquire) {
+            return;
+        }
+        let mut st = self.park.state.lock();
+        st.alarm = true;
+        self.park.alarm.store(true, Ordering::Release);
+        self.slow.alarms.fetch_add(1, Ordering::Relaxed);
+        if st.parked > 0 {
+            self.park.cv.notify_one();
+        }
+    }
+
+    /// Adds a request; under NOOP calls it back before returning.
+    fn add(&self, req: Request, identifier: i64) -> bool {
+        self.undelivered.fetch_add(1, Ordering::AcqRel);
+        if self.noop {
+            let taken = {
+                let _gate = self.noop_gate.lock();
+                if self.sched.submit(req, identifier).is_err() {
+                    self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                    return false;
+                }
+                self.sched.try_next()
+            };
+            match taken {
+                Next::Work(w) => self.deliver(w),
+                // NOOP never holds a request back; should it, a dispatch thread serves it.
+                Next::TimedOut => self.alarm(),
+                Next::Shutdown => {}
+            }
             return true;
         }
-        let p = shard.batches.remove(&id).expect("present above");
-        drop(guard);
-        p.completion.complete(Outcome::Done { bytes: p.bytes });
+        if self.sched.submit(req, identifier).is_err() {
+            self.undelivered.fetch_sub(1, Ordering::AcqRel);
+            return false;
+        }
+        self.pump();
         true
     }
 
-    fn dispatch_loop(&self) {
-        while let Some(work) = self.sched.next() {
-            if self.stop.load(Ordering::Acquire) {
-                // agios_exit: AGIOS drops what is queued without calling back.
-                drop(work);
-                break;
+    fn release(&self, key: Key) -> bool {
+        let held = self.out.with(&key, |m| {
+            let slot = m.get_mut(&key)?;
+            match slot.later.pop_front() {
+                Some(next) => Some(std::mem::replace(&mut slot.first, next)),
+                None => m.remove(&key).map(|d| d.first),
             }
-            self.deliver(work);
+        });
+        let Some(held) = held else {
+            return false;
+        };
+        match held {
+            Held::Single(c) => c.complete(Outcome::Done { bytes: key.len }),
+            Held::Part(m) => {
+                m.bytes.fetch_add(key.len, Ordering::AcqRel);
+                if m.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    let bytes = m.bytes.load(Ordering::Acquire);
+                    if let Some(c) = m.completion.lock().take() {
+                        c.complete(Outcome::Done { bytes });
+                    }
+                }
+            }
+        }
+        // A completion can let held requests go (IO-SETS releases a set, a CFQ slice ends).
+        if self.holding.load(Ordering::Relaxed) {
+            self.pump();
+        }
+        true
+    }
+
+    /// A dispatch thread: parked while nothing is held back; when alarmed, serves the runtime
+    /// (policy timers, completions) until every added request has been called back.
+    fn dispatch_loop(&self) {
+        loop {
+            {
+                let mut st = self.park.state.lock();
+                while !st.alarm && !st.stop {
+                    st.parked += 1;
+                    self.park.cv.wait(&mut st);
+                    st.parked -= 1;
+                }
+                if st.stop {
+                    return;
+                }
+                st.alarm = false;
+                self.park.alarm.store(false, Ordering::Release);
+            }
+            self.slow.wakeups.fetch_add(1, Ordering::Relaxed);
+            loop {
+                if self.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                match self.sched.next_timeout(ACTIVE_RECHECK) {
+                    Next::Work(work) => {
+                        if self.stop.load(Ordering::Acquire) {
+                            // agios_exit: AGIOS drops what is queued without calling back.
+                            return;
+                        }
+                        self.slow.dispatcher_batches.fetch_add(1, Ordering::Relaxed);
+                        self.deliver(work);
+                        ASK_AGAIN.with(|a| a.set(false));
+                    }
+                    Next::TimedOut => {
+                        if self.undelivered.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                    }
+                    Next::Shutdown => return,
+                }
+            }
+        }
+    }
+
+    /// Stops the dispatch threads and waits for them.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.sched.shutdown();
+        {
+            let mut st = self.park.state.lock();
+            st.stop = true;
+            self.park.cv.notify_all();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+        if std::env::var_os("IOSETS_AGIOS_STATS").is_some_and(|v| v == "1") {
+            eprintln!(
+                "iosets (agios shim): {} alarms, {} dispatch-thread wake-ups, {} batches called back by a dispatch thread",
+                self.slow.alarms.load(Ordering::Relaxed),
+                self.slow.wakeups.load(Ordering::Relaxed),
+                self.slow.dispatcher_batches.load(Ordering::Relaxed),
+            );
         }
     }
 }
 
+/// The initialised shim. Every call holds a read lock for its whole length (recursive, so that a
+/// callback may call in again), so `agios_exit`'s write lock waits for calls and callbacks in
+/// progress on any thread.
 static SHIM: RwLock<Option<Arc<Shim>>> = RwLock::new(None);
 
-fn current() -> Option<Arc<Shim>> {
-    SHIM.read().unwrap_or_else(|p| p.into_inner()).clone()
+/// Runs `f` with the initialised shim, or returns `otherwise` when there is none.
+fn with_shim<R>(otherwise: R, f: impl FnOnce(&Shim) -> R) -> R {
+    let guard = SHIM.read_recursive();
+    match guard.as_deref() {
+        Some(shim) => f(shim),
+        None => otherwise,
+    }
 }
 
 /// Reads the configuration file at `path` (AGIOS's rule: unreadable or unparsable means defaults,
@@ -480,16 +676,21 @@ fn init(
     let config = load_config(path)?;
     let (name, pairs) = policy_for(&config, max_queue_id)?;
     let policy = Counted::build(name, &pairs)?;
-    let mut slot = SHIM.write().unwrap_or_else(|p| p.into_inner());
+    let mut slot = SHIM.write();
     if slot.is_some() {
         return Err(ShimError::AlreadyInitialised);
     }
     let shim = Arc::new(Shim {
         sched: Scheduler::new(policy),
-        shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+        out: Table::new(),
         single,
         multi,
-        inline_dispatch: name == "noop",
+        noop: name == "noop",
+        noop_gate: Mutex::new(()),
+        undelivered: AtomicUsize::new(0),
+        holding: AtomicBool::new(false),
+        park: Park::default(),
+        slow: SlowPaths::default(),
         stop: AtomicBool::new(false),
         threads: Mutex::new(Vec::new()),
     });
@@ -509,11 +710,8 @@ fn init(
         match t {
             Ok(t) => threads.push(t),
             Err(e) => {
-                shim.stop.store(true, Ordering::Release);
-                shim.sched.shutdown();
-                for t in threads {
-                    let _ = t.join();
-                }
+                *shim.threads.lock() = threads;
+                shim.stop();
                 return Err(ShimError::BadSetting {
                     key: "iosets_dispatch_threads",
                     problem: format!("cannot start a dispatch thread: {e}"),
@@ -521,8 +719,11 @@ fn init(
             }
         }
     }
-    *shim.threads.lock().unwrap_or_else(|p| p.into_inner()) = threads;
+    *shim.threads.lock() = threads;
     *slot = Some(shim);
+    if let Some(index) = algorithms::index_of(&config.algorithm) {
+        algorithms::set_default_algorithm(index);
+    }
     Ok(())
 }
 
@@ -571,22 +772,22 @@ pub unsafe extern "C" fn agios_init(
     })
 }
 
-/// `agios_exit`: stops the dispatch threads (requests still queued are dropped without a callback,
-/// as in AGIOS) and frees everything. Waits for callbacks in progress to return, so it must not be
-/// called from inside a callback. Calling it when not initialised does nothing.
+/// `agios_exit`: waits for calls and callbacks in progress on every thread, stops the dispatch
+/// threads (requests still queued are dropped without a callback, as in AGIOS) and frees
+/// everything. It must not be called from inside a callback. Calling it when not initialised does
+/// nothing.
 #[no_mangle]
 pub extern "C" fn agios_exit() {
     guard((), || {
-        let Some(shim) = SHIM.write().unwrap_or_else(|p| p.into_inner()).take() else {
+        if IN_CALLBACK.with(Cell::get) {
+            eprintln!("iosets (agios shim): agios_exit called from inside a callback; ignored");
+            return;
+        }
+        let Some(shim) = SHIM.write().take() else {
             return;
         };
-        shim.stop.store(true, Ordering::Release);
-        shim.sched.shutdown();
-        let threads = std::mem::take(&mut *shim.threads.lock().unwrap_or_else(|p| p.into_inner()));
-        for t in threads {
-            let _ = t.join();
-        }
-        // Unreleased batches are completed as abandoned when their tokens drop with the shards.
+        shim.stop();
+        // Unreleased batches are completed as abandoned when their tokens drop with the table.
         drop(shim);
     });
 }
@@ -636,21 +837,9 @@ pub unsafe extern "C" fn agios_add_request(
         {
             return false;
         }
-        let Some(shim) = current() else {
-            return false;
-        };
         let mut req = Request::new(0, queue, fnv1a64(name), offset, len, op);
         req.class = Some(ClassId(queue));
-        if shim.sched.submit(req, identifier).is_err() {
-            return false;
-        }
-        if shim.inline_dispatch {
-            // AGIOS NOOP: the request is handed out inside agios_add_request.
-            if let Some(work) = shim.sched.try_next().work() {
-                shim.deliver(work);
-            }
-        }
-        true
+        with_shim(false, |shim| shim.add(req, identifier))
     })
 }
 
@@ -677,15 +866,13 @@ pub unsafe extern "C" fn agios_release_request(
         else {
             return false;
         };
-        let Some(shim) = current() else {
-            return false;
-        };
-        shim.release(Key {
+        let key = Key {
             file: fnv1a64(name),
             op,
             offset,
             len,
-        })
+        };
+        with_shim(false, |shim| shim.release(key))
     })
 }
 

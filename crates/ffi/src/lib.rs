@@ -42,6 +42,7 @@ mod config;
 mod error;
 mod guard;
 mod native;
+mod table;
 
 pub use config::{parse_options_file, ConfigError};
 pub use error::{iosets_last_error, iosets_status, iosets_strerror};

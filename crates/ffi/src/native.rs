@@ -3,17 +3,16 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 use std::ptr;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use iosets_policy::PolicyError;
 use iosets_runtime::{Completion, Counted, Next, Scheduler};
-use iosets_types::hash::IdMap;
 use iosets_types::{JobId, Op, Outcome, Priority, Request};
 
 use crate::config::parse_options_file;
 use crate::error::{fail, iosets_status};
 use crate::guard::guard_status;
+use crate::table::Table;
 use iosets_status::*;
 
 /// The operation of a request, as passed to `iosets_submit` (as an `int32_t`) and reported in
@@ -56,9 +55,6 @@ pub(crate) struct UserPtr(pub(crate) *mut c_void);
 // caller, who decides which thread may use what it points to.
 unsafe impl Send for UserPtr {}
 
-/// How many shards the table of dispatched batches has (a power of two).
-const SHARDS: usize = 32;
-
 /// A dispatched batch waiting for its answer.
 struct Outstanding {
     completion: Completion,
@@ -68,60 +64,14 @@ struct Outstanding {
     users: Vec<UserPtr>,
 }
 
-/// Dispatched batches by id, so that a C caller can answer a batch by number and answering twice is
-/// an error instead of a use-after-free.
-struct Table {
-    shards: Box<[Mutex<IdMap<u64, Outstanding>>]>,
-}
-
-impl Table {
-    fn new() -> Table {
-        Table {
-            shards: (0..SHARDS).map(|_| Mutex::new(IdMap::default())).collect(),
-        }
-    }
-
-    fn shard(&self, id: u64) -> &Mutex<IdMap<u64, Outstanding>> {
-        &self.shards[(id as usize) & (SHARDS - 1)]
-    }
-
-    fn insert(&self, id: u64, o: Outstanding) {
-        let old = self
-            .shard(id)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, o);
-        debug_assert!(old.is_none(), "batch ids are unique");
-    }
-
-    fn remove(&self, id: u64) -> Option<Outstanding> {
-        self.shard(id)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id)
-    }
-
-    /// Every batch still unanswered (at destroy).
-    fn drain(&self) -> Vec<Outstanding> {
-        let mut all = Vec::new();
-        for s in self.shards.iter() {
-            all.extend(
-                s.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .drain()
-                    .map(|(_, o)| o),
-            );
-        }
-        all
-    }
-}
-
 /// A scheduler: one policy behind the iosets runtime, plus the table of dispatched batches.
 ///
 /// Opaque to C. Created by `iosets_create` or `iosets_create_from_file`, freed by `iosets_destroy`.
 pub struct iosets_scheduler {
     sched: Scheduler<UserPtr>,
-    table: Table,
+    /// Dispatched batches by id, so that a C caller can answer a batch by number and answering
+    /// twice is an error instead of a use-after-free.
+    table: Table<u64, Outstanding>,
 }
 
 impl std::fmt::Debug for iosets_scheduler {
@@ -491,7 +441,8 @@ pub unsafe extern "C" fn iosets_next(
         };
         // SAFETY: checked non-NULL; writable by the caller's contract.
         unsafe { out.write(desc) };
-        s.table.insert(id, Outstanding { completion, users });
+        let old = s.table.insert(id, Outstanding { completion, users });
+        debug_assert!(old.is_none(), "batch ids are unique");
         IOSETS_OK
     })
 }
@@ -499,7 +450,7 @@ pub unsafe extern "C" fn iosets_next(
 fn answer(s: *const iosets_scheduler, id: u64, outcome: Outcome) -> iosets_status {
     // SAFETY: the exported callers pass their caller's `s` on, under the same contract.
     let s = tri!(unsafe { handle(s) });
-    match s.table.remove(id) {
+    match s.table.remove(&id) {
         Some(o) => {
             o.completion.complete(outcome);
             drop(o.users);
