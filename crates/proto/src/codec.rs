@@ -113,9 +113,17 @@ pub fn encode(frame: &Frame) -> Encoded {
         Frame::Request(h, r) => (Kind::Request, h, r.op()),
         Frame::Response(h, op, _) => (Kind::Response, h, *op),
     };
+    let shared = matches!(
+        frame,
+        Frame::Request(_, Request::ReadShared { .. } | Request::WriteShared { .. })
+    );
     w.u8(VERSION);
     w.u8(kind as u8);
-    w.u16(u16::from(header.priority.is_some()) | (u16::from(header.creds.is_some()) << 1));
+    w.u16(
+        u16::from(header.priority.is_some())
+            | (u16::from(header.creds.is_some()) << 1)
+            | (u16::from(shared) << 2),
+    );
     w.u64(header.tag);
     w.u64(header.job.0);
     w.f64(header.priority.map_or(0.0, Priority::get));
@@ -192,6 +200,25 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
             w.str(path);
             w.u64(*size);
         }
+        Request::ReadShared {
+            path,
+            offset,
+            len,
+            at,
+        }
+        | Request::WriteShared {
+            path,
+            offset,
+            len,
+            at,
+        } => {
+            w.str(path);
+            w.u64(*offset);
+            w.u32(*len);
+            w.u64(*at);
+        }
+        Request::LocalTransport => {}
+        Request::AttachRegion { len } => w.u64(*len),
         Request::Mkdir { path, mode } => {
             w.str(path);
             w.u32(*mode);
@@ -229,6 +256,9 @@ const REPLY_DONE: u8 = 4;
 const REPLY_ENTRIES: u8 = 5;
 const REPLY_JSON: u8 = 6;
 const REPLY_STATFS: u8 = 7;
+const REPLY_PLACED: u8 = 8;
+const REPLY_LOCAL: u8 = 9;
+const REPLY_ATTACHED: u8 = 10;
 
 fn encode_attr(w: &mut Writer, a: &Attr) {
     w.u8(a.kind as u8);
@@ -338,6 +368,20 @@ fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
                     w.u8(REPLY_JSON);
                     w.text(s);
                 }
+                Reply::Placed(n) => {
+                    w.u8(REPLY_PLACED);
+                    w.u32(*n);
+                }
+                Reply::LocalTransport { socket, id, pid } => {
+                    w.u8(REPLY_LOCAL);
+                    w.str(socket);
+                    w.str(id);
+                    w.u32(*pid);
+                }
+                Reply::Attached { id } => {
+                    w.u8(REPLY_ATTACHED);
+                    w.str(id);
+                }
             }
         }
     }
@@ -435,12 +479,13 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     }
     let kind = r.u8("kind")?;
     let flags = r.u16("flags")?;
-    if flags & !3 != 0 {
+    if flags & !7 != 0 {
         return Err(ProtoError::Invalid {
             field: "flags",
-            reason: format!("unknown bits {:#x}", flags & !3),
+            reason: format!("unknown bits {:#x}", flags & !7),
         });
     }
+    let shared = flags & 4 != 0;
     let tag = r.u64("tag")?;
     let job = JobId(r.u64("job")?);
     let priority = if flags & 1 != 0 {
@@ -460,13 +505,45 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
         priority,
         creds,
     };
+    if shared && !(kind == Kind::Request as u8 && matches!(op, OpCode::Read | OpCode::Write)) {
+        return Err(ProtoError::Invalid {
+            field: "flags",
+            reason: "the shared-region bit is for read and write requests only".into(),
+        });
+    }
     let frame = match kind {
+        k if k == Kind::Request as u8 && shared => {
+            Frame::Request(header, decode_shared(&mut r, op)?)
+        }
         k if k == Kind::Request as u8 => Frame::Request(header, decode_request(&mut r, op)?),
         k if k == Kind::Response as u8 => Frame::Response(header, op, decode_response(&mut r)?),
         k => return Err(ProtoError::Kind(k)),
     };
     r.finish()?;
     Ok(frame)
+}
+
+/// A read or write whose data is in the shared region (flag bit 2).
+fn decode_shared(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
+    let path = r.str("path")?;
+    let offset = r.u64("offset")?;
+    let len = r.u32("length")?;
+    let at = r.u64("region offset")?;
+    Ok(if op == OpCode::Read {
+        Request::ReadShared {
+            path,
+            offset,
+            len,
+            at,
+        }
+    } else {
+        Request::WriteShared {
+            path,
+            offset,
+            len,
+            at,
+        }
+    })
 }
 
 fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
@@ -560,6 +637,10 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
             to: r.str("to")?,
         },
         OpCode::Statfs => Request::Statfs,
+        OpCode::LocalTransport => Request::LocalTransport,
+        OpCode::AttachRegion => Request::AttachRegion {
+            len: r.u64("region length")?,
+        },
         OpCode::SetPriority
         | OpCode::ClearPriority
         | OpCode::Policy
@@ -702,6 +783,15 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
             Reply::Entries(entries)
         }
         REPLY_JSON => Reply::Json(r.text("report")?),
+        REPLY_PLACED => Reply::Placed(r.u32("placed")?),
+        REPLY_LOCAL => Reply::LocalTransport {
+            socket: r.str("socket")?,
+            id: r.str("server id")?,
+            pid: r.u32("pid")?,
+        },
+        REPLY_ATTACHED => Reply::Attached {
+            id: r.str("server id")?,
+        },
         k => {
             return Err(ProtoError::Invalid {
                 field: "reply kind",
@@ -790,6 +880,48 @@ mod tests {
             decode(Bytes::from(enc[4..].to_vec())),
             Err(ProtoError::Op(200))
         );
+    }
+
+    #[test]
+    fn the_shared_region_bit_is_for_reads_and_writes_only() {
+        let h = Header {
+            tag: 1,
+            job: JobId(1),
+            priority: None,
+            creds: None,
+        };
+        let shared = encode(&Frame::Request(
+            h,
+            Request::WriteShared {
+                path: "f".into(),
+                offset: 3,
+                len: 4096,
+                at: 8192,
+            },
+        ))
+        .to_vec();
+        assert_eq!(shared[6] & 4, 4, "flag bit 2 set");
+        assert_eq!(shared[4 + HEADER_LEN - 1], OpCode::Write as u8);
+        let mut fsync = encode(&Frame::Request(h, Request::Fsync { path: "f".into() })).to_vec();
+        fsync[6] |= 4;
+        assert!(matches!(
+            decode(Bytes::from(fsync[4..].to_vec())),
+            Err(ProtoError::Invalid { field: "flags", .. })
+        ));
+        let mut resp = encode(&Frame::Response(
+            h,
+            OpCode::Write,
+            Response::Ok(Reply::Written(1)),
+        ))
+        .to_vec();
+        resp[6] |= 4;
+        assert!(decode(Bytes::from(resp[4..].to_vec())).is_err());
+        // A shared write without its region offset is truncated.
+        let n = shared.len();
+        assert!(matches!(
+            decode(Bytes::from(shared[4..n - 8].to_vec())),
+            Err(ProtoError::Truncated { .. })
+        ));
     }
 
     #[test]

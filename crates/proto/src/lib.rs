@@ -7,7 +7,8 @@
 //! u32  length of everything after this field (≤ the receiver's maximum frame size)
 //! u8   protocol version (VERSION)
 //! u8   kind: 1 = request, 2 = response
-//! u16  flags: bit 0 = a priority hint is present, bit 1 = caller credentials are present
+//! u16  flags: bit 0 = a priority hint is present, bit 1 = caller credentials are present,
+//!             bit 2 = a read's or write's data is in the shared region (same-host transport)
 //! u64  request tag (chosen by the client, echoed by the server)
 //! u64  job id
 //! f64  priority hint (meaningful only with flag bit 0)
@@ -26,12 +27,21 @@
 //! Encoding writes the header and the small fields into a `Vec` and leaves the bulk data apart
 //! ([`Encoded`]) so a sender can write both without concatenating them.
 //!
+//! # The same-host transport
+//! A client on the server's own node may ask over TCP which Unix socket the server listens on
+//! ([`Request::LocalTransport`]), connect to it, and pass a shared memory region once
+//! ([`Request::AttachRegion`], its descriptor alongside). Its reads and writes then name a range
+//! of that region instead of carrying the bytes ([`Request::ReadShared`],
+//! [`Request::WriteShared`], flag bit 2): the server's workers `pread` into it and `pwrite` from
+//! it directly. [`local`] has the region and the descriptor passing; the frames are the same.
+//!
 //! A frame's first four bytes can never be `GET ` as long as the maximum frame stays below that
 //! length (0x20544547, about 517 MiB; the server refuses larger maximums), so a server can tell an
 //! HTTP request (its metrics endpoint) from a protocol frame on the same port.
 //!
 //! # What it is not
-//! No I/O and no connection state: this crate turns values into bytes and back. Control
+//! No connection state, and no I/O but the same-host transport's primitives ([`local`]): this
+//! crate turns values into bytes and back. Control
 //! replies that are reports (job stats, server stats) travel as JSON text ([`JobsReport`],
 //! [`ServerReport`]) because they are read by people and scripts, not on the data path.
 //!
@@ -42,6 +52,7 @@
 #![deny(missing_docs)]
 
 mod codec;
+pub mod local;
 mod message;
 mod report;
 

@@ -62,6 +62,10 @@ pub enum OpCode {
     Mknod = 17,
     Link = 18,
     Statfs = 19,
+    /// Which same-host transport the server offers ([`Request::LocalTransport`]).
+    LocalTransport = 20,
+    /// Attach a shared region to a same-host connection ([`Request::AttachRegion`]).
+    AttachRegion = 21,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -93,6 +97,8 @@ impl OpCode {
             17 => Mknod,
             18 => Link,
             19 => Statfs,
+            20 => LocalTransport,
+            21 => AttachRegion,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -125,6 +131,8 @@ impl OpCode {
             Mknod => "mknod",
             Link => "link",
             Statfs => "statfs",
+            LocalTransport => "local_transport",
+            AttachRegion => "attach_region",
             SetPriority => "set_priority",
             ClearPriority => "clear_priority",
             Policy => "policy",
@@ -284,6 +292,41 @@ pub enum Request {
     },
     /// The backing file system's capacity ([`Reply::Statfs`]).
     Statfs,
+    /// Read up to `len` bytes at `offset` into the connection's shared region at `at`, instead
+    /// of into the reply ([`Reply::Placed`]). Only on a same-host connection with a region
+    /// attached ([`crate::local`]); on the wire an [`OpCode::Read`] with flag bit 2.
+    ReadShared {
+        /// The path.
+        path: String,
+        /// Byte offset in the file.
+        offset: u64,
+        /// How many bytes.
+        len: u32,
+        /// Where in the shared region the bytes go.
+        at: u64,
+    },
+    /// Write the `len` bytes found at `at` in the connection's shared region into the file at
+    /// `offset` ([`Reply::Written`]). Only on a same-host connection with a region attached; on
+    /// the wire an [`OpCode::Write`] with flag bit 2.
+    WriteShared {
+        /// The path.
+        path: String,
+        /// Byte offset in the file.
+        offset: u64,
+        /// How many bytes.
+        len: u32,
+        /// Where in the shared region the bytes are.
+        at: u64,
+    },
+    /// Which same-host transport the server offers ([`Reply::LocalTransport`]); `ENOTSUP` when
+    /// none.
+    LocalTransport,
+    /// The first request on a same-host connection: the client's shared region, `len` bytes,
+    /// whose descriptor travels with this frame (`SCM_RIGHTS`). Answered [`Reply::Attached`].
+    AttachRegion {
+        /// The region's length in bytes (the server checks it against the descriptor).
+        len: u64,
+    },
     /// A control request, authenticated by the server's control token.
     Control {
         /// The token.
@@ -316,6 +359,10 @@ impl Request {
             Request::Mknod { .. } => OpCode::Mknod,
             Request::Link { .. } => OpCode::Link,
             Request::Statfs => OpCode::Statfs,
+            Request::ReadShared { .. } => OpCode::Read,
+            Request::WriteShared { .. } => OpCode::Write,
+            Request::LocalTransport => OpCode::LocalTransport,
+            Request::AttachRegion { .. } => OpCode::AttachRegion,
             Request::Control { op, .. } => op.op(),
         }
     }
@@ -333,7 +380,11 @@ impl Request {
             | Request::Lstat { .. }
             | Request::Setattr { .. }
             | Request::Readlink { .. }
-            | Request::Statfs => true,
+            | Request::Statfs
+            | Request::ReadShared { .. }
+            | Request::WriteShared { .. }
+            | Request::LocalTransport
+            | Request::AttachRegion { .. } => true,
             Request::Create { exclusive, .. } => !exclusive,
             Request::Open { flags, .. } => !flags.has(OpenFlags::TRUNCATE),
             Request::Control { op, .. } => !matches!(op, Control::Policy { .. }),
@@ -545,6 +596,23 @@ pub enum Reply {
     Json(String),
     /// A file system's capacity.
     Statfs(Statfs),
+    /// Bytes read into the shared region ([`Request::ReadShared`]): how many (fewer than asked
+    /// at the end of the file).
+    Placed(u32),
+    /// The same-host transport the server offers ([`Request::LocalTransport`]).
+    LocalTransport {
+        /// Its Unix socket: a path, or `@name` for a Linux abstract socket.
+        socket: String,
+        /// The server's identity, which [`Reply::Attached`] repeats on that socket.
+        id: String,
+        /// The server's process id (the client checks it against the socket's peer).
+        pid: u32,
+    },
+    /// The region is attached ([`Request::AttachRegion`]).
+    Attached {
+        /// The server's identity (as in [`Reply::LocalTransport`]).
+        id: String,
+    },
 }
 
 /// A server's answer to one request.

@@ -96,6 +96,24 @@ fn request() -> impl Strategy<Value = Request> {
         }),
         (path(), path()).prop_map(|(from, to)| Request::Link { from, to }),
         Just(Request::Statfs),
+        (path(), any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(path, offset, len, at)| {
+            Request::ReadShared {
+                path,
+                offset,
+                len,
+                at,
+            }
+        }),
+        (path(), any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(path, offset, len, at)| {
+            Request::WriteShared {
+                path,
+                offset,
+                len,
+                at,
+            }
+        }),
+        Just(Request::LocalTransport),
+        any::<u64>().prop_map(|len| Request::AttachRegion { len }),
         (".{0,10}", any::<u64>(), 1e-9f64..1e9).prop_map(|(token, job, p)| Request::Control {
             token,
             op: Control::SetPriority {
@@ -195,6 +213,10 @@ fn response() -> impl Strategy<Value = Response> {
             ))
         }),
         ".{0,60}".prop_map(|s| Response::Ok(Reply::Json(s))),
+        any::<u32>().prop_map(|n| Response::Ok(Reply::Placed(n))),
+        (".{0,30}", ".{0,30}", any::<u32>())
+            .prop_map(|(socket, id, pid)| Response::Ok(Reply::LocalTransport { socket, id, pid })),
+        ".{0,30}".prop_map(|id| Response::Ok(Reply::Attached { id })),
         (1i32..200, ".{0,30}").prop_map(|(errno, message)| Response::Err { errno, message }),
     ]
 }
