@@ -208,332 +208,465 @@ enum WindowState {
     After,
 }
 
-/// Simulates `workload` under `heuristic`.
-pub fn simulate(
-    workload: &Workload,
+/// The next event: when it happens, and when each kind of event is due (a kind is due now when its
+/// time is `<= at`).
+#[derive(Clone, Copy, Debug)]
+struct Next {
+    at: f64,
+    /// The earliest I/O end.
+    io_end: f64,
+    /// The phase that ends first (it ends at `io_end` even if rounding leaves a sliver).
+    first_done: Option<u32>,
+    /// The next window edge.
+    mark: f64,
+}
+
+/// The simulation state between events; [`simulate`] runs its steps in order until nothing is
+/// left to happen.
+struct Sim<'w> {
+    workload: &'w Workload,
     heuristic: Heuristic,
-    options: SimOptions,
-) -> Result<RunResult, FluidError> {
-    workload.validate()?;
-    let placer = Placer::new(heuristic)?;
-    let estimate = heuristic.estimate();
-    let b = workload.bandwidth;
-    let n = workload.jobs.len();
-    let w_true: Vec<f64> = workload.jobs.iter().map(|j| j.w_iter(b)).collect();
-    let (begin, end) = workload
-        .window
-        .map_or((0.0, f64::INFINITY), |w| (w.begin, w.end));
-    let clip = Window { begin, end };
-    let stop_at_end = options.stop_at_window_end && workload.window.is_some();
-    let mut rng = ChaCha8Rng::seed_from_u64(options.seed);
+    record: bool,
+    placer: Placer,
+    estimate: Option<Estimate>,
+    /// The bandwidth `B`.
+    b: f64,
+    /// Each job's true `w_iter`.
+    w_true: Vec<f64>,
+    /// The window, `[0, ∞)` without one.
+    clip: Window,
+    stop_at_end: bool,
+    rng: ChaCha8Rng,
+    js: Vec<JobState>,
+    /// Compute ends.
+    heap: BinaryHeap<Due>,
+    /// Set → its index in `queues`.
+    slots: HashMap<SetKey, usize>,
+    /// Per set, the jobs in an I/O phase in arrival order; the head transfers.
+    queues: Vec<VecDeque<u32>>,
+    /// The transferring jobs (the heads of the non-empty sets).
+    active: Vec<u32>,
+    /// Jobs in an I/O phase (transferring or waiting for their set).
+    in_io: usize,
+    /// `active` changed since the rates were computed.
+    dirty: bool,
+    segments: Vec<RateSegment>,
+    events: u64,
+    now: f64,
+    state: WindowState,
+    finished: usize,
+}
 
-    let mut js: Vec<JobState> = workload
-        .jobs
-        .iter()
-        .map(|j| JobState {
-            iter: 0,
-            mode: Mode::Computing,
-            phase_start: j.release,
-            transfer_start: 0.0,
-            volume: 0.0,
-            remaining: 0.0,
-            rate: 0.0,
-            priority: 1.0,
-            set: 0,
-            set_key: None,
-            done_at_begin: 0.0,
-            phase_in: 0.0,
-            e_cpu: 0.0,
-            volume_in: 0.0,
-            delivered: 0.0,
-            completion: None,
-            estimator: online_estimator(),
-            phases: Vec::new(),
+impl<'w> Sim<'w> {
+    fn new(
+        workload: &'w Workload,
+        heuristic: Heuristic,
+        options: SimOptions,
+    ) -> Result<Sim<'w>, FluidError> {
+        workload.validate()?;
+        let placer = Placer::new(heuristic)?;
+        let b = workload.bandwidth;
+        let (begin, end) = workload
+            .window
+            .map_or((0.0, f64::INFINITY), |w| (w.begin, w.end));
+        let js = workload
+            .jobs
+            .iter()
+            .map(|j| JobState {
+                iter: 0,
+                mode: Mode::Computing,
+                phase_start: j.release,
+                transfer_start: 0.0,
+                volume: 0.0,
+                remaining: 0.0,
+                rate: 0.0,
+                priority: 1.0,
+                set: 0,
+                set_key: None,
+                done_at_begin: 0.0,
+                phase_in: 0.0,
+                e_cpu: 0.0,
+                volume_in: 0.0,
+                delivered: 0.0,
+                completion: None,
+                estimator: online_estimator(),
+                phases: Vec::new(),
+            })
+            .collect();
+        let heap = workload
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| Due(j.release + j.cpu[0], i as u32))
+            .collect();
+        Ok(Sim {
+            workload,
+            heuristic,
+            record: options.record,
+            placer,
+            estimate: heuristic.estimate(),
+            b,
+            w_true: workload.jobs.iter().map(|j| j.w_iter(b)).collect(),
+            clip: Window { begin, end },
+            stop_at_end: options.stop_at_window_end && workload.window.is_some(),
+            rng: ChaCha8Rng::seed_from_u64(options.seed),
+            js,
+            heap,
+            slots: HashMap::new(),
+            queues: Vec::new(),
+            active: Vec::new(),
+            in_io: 0,
+            dirty: false,
+            segments: Vec::new(),
+            events: 0,
+            now: 0.0,
+            state: if begin <= 0.0 {
+                WindowState::Inside
+            } else {
+                WindowState::Before
+            },
+            finished: 0,
         })
-        .collect();
-    let mut heap: BinaryHeap<Due> = workload
-        .jobs
-        .iter()
-        .enumerate()
-        .map(|(i, j)| Due(j.release + j.cpu[0], i as u32))
-        .collect();
-    let mut slots: HashMap<SetKey, usize> = HashMap::new();
-    let mut queues: Vec<VecDeque<u32>> = Vec::new();
-    let mut active: Vec<u32> = Vec::new();
-    let mut in_io = 0usize;
-    let mut dirty = false;
-    let mut segments = Vec::new();
-    let mut events = 0u64;
-    let mut now = 0.0f64;
-    let mut state = if begin <= 0.0 {
-        WindowState::Inside
-    } else {
-        WindowState::Before
-    };
-    let mut finished = 0usize;
+    }
 
-    loop {
-        if dirty {
-            let sum_p: f64 = active.iter().map(|&j| js[j as usize].priority).sum();
-            for &j in &active {
-                let s = &mut js[j as usize];
-                s.rate = b * s.priority / sum_p;
-            }
-            dirty = false;
+    /// Shares `B` among the transferring phases, `B · p_i / Σ p`, if they changed.
+    fn update_rates(&mut self) {
+        if !self.dirty {
+            return;
         }
-        // The next I/O end.
+        let js = &mut self.js;
+        let sum_p: f64 = self.active.iter().map(|&j| js[j as usize].priority).sum();
+        for &j in &self.active {
+            let s = &mut js[j as usize];
+            s.rate = self.b * s.priority / sum_p;
+        }
+        self.dirty = false;
+    }
+
+    /// The time until the first transferring phase ends, and that phase (a scan: at most one
+    /// phase per set transfers).
+    fn next_io_end(&self) -> (f64, Option<u32>) {
         let mut dt_io = f64::INFINITY;
         let mut first_done = None;
-        for &j in &active {
-            let s = &js[j as usize];
+        for &j in &self.active {
+            let s = &self.js[j as usize];
             let dt = s.remaining / s.rate;
             if dt < dt_io {
                 dt_io = dt;
                 first_done = Some(j);
             }
         }
-        let t_io = now + dt_io.max(0.0);
-        let t_cpu = heap.peek().map_or(f64::INFINITY, |d| d.0);
-        let t_mark = match state {
-            WindowState::Before => begin,
-            WindowState::Inside => end,
+        (dt_io, first_done)
+    }
+
+    /// The next event, or `None` when nothing is left to happen: no event at all, or every job
+    /// done and no window edge before the metrics are final.
+    fn next_event(&self) -> Option<Next> {
+        let (dt_io, first_done) = self.next_io_end();
+        let io_end = self.now + dt_io.max(0.0);
+        let cpu_end = self.heap.peek().map_or(f64::INFINITY, |d| d.0);
+        let mark = match self.state {
+            WindowState::Before => self.clip.begin,
+            WindowState::Inside => self.clip.end,
             WindowState::After => f64::INFINITY,
         };
-        let t_next = t_io.min(t_cpu).min(t_mark);
-        if t_next == f64::INFINITY {
-            break;
+        let at = io_end.min(cpu_end).min(mark);
+        if at == f64::INFINITY {
+            return None;
         }
-        if finished == n && state != WindowState::Before {
+        if self.finished == self.js.len() && self.state != WindowState::Before {
             // Everyone is done and nothing happens before the end of the window.
-            break;
+            return None;
         }
-        let dt = t_next - now;
+        Some(Next {
+            at,
+            io_end,
+            first_done,
+            mark,
+        })
+    }
+
+    /// Moves the clock to `t`: the transferring phases receive their rate times the elapsed time.
+    fn advance(&mut self, t: f64) {
+        let dt = t - self.now;
         if dt > 0.0 {
             let mut total = 0.0;
-            for &j in &active {
-                let s = &mut js[j as usize];
+            for &j in &self.active {
+                let s = &mut self.js[j as usize];
                 let d = s.rate * dt;
                 s.remaining -= d;
                 s.delivered += d;
                 total += s.rate;
             }
-            if options.record {
-                segments.push(RateSegment {
-                    start: now,
-                    end: t_next,
+            if self.record {
+                self.segments.push(RateSegment {
+                    start: self.now,
+                    end: t,
                     total_rate: total,
-                    jobs_in_io: in_io,
-                    transferring: active.len(),
+                    jobs_in_io: self.in_io,
+                    transferring: self.active.len(),
                 });
             }
         }
-        now = t_next;
+        self.now = t;
+    }
 
-        // Window edges.
-        if t_mark <= now {
-            match state {
-                WindowState::Before => {
-                    for &j in &active {
-                        let s = &mut js[j as usize];
-                        s.done_at_begin = (s.volume - s.remaining).max(0.0);
-                    }
-                    state = if end <= now {
-                        WindowState::After
-                    } else {
-                        WindowState::Inside
-                    };
+    /// Crosses the window edge at `now`: at `T_begin` the I/O already done stops counting, at
+    /// `T_end` the I/O done inside is counted. True if the run stops here (at `T_end`, with
+    /// [`SimOptions::stop_at_window_end`]).
+    fn cross_window_edge(&mut self) -> bool {
+        match self.state {
+            WindowState::Before => {
+                for &j in &self.active {
+                    let s = &mut self.js[j as usize];
+                    s.done_at_begin = (s.volume - s.remaining).max(0.0);
                 }
-                WindowState::Inside => {
-                    for s in js.iter_mut() {
-                        if matches!(s.mode, Mode::Waiting | Mode::Transferring) {
-                            let inside = (s.volume - s.remaining.max(0.0)) - s.done_at_begin;
-                            s.volume_in += inside;
-                            s.phase_in = inside;
-                            s.done_at_begin = s.volume;
-                        }
-                    }
-                    state = WindowState::After;
-                    if stop_at_end {
-                        break;
-                    }
-                }
-                WindowState::After => {}
+                self.state = if self.clip.end <= self.now {
+                    WindowState::After
+                } else {
+                    WindowState::Inside
+                };
+                false
             }
-        }
-
-        // I/O ends.
-        if t_io <= now {
-            let mut k = 0;
-            while k < active.len() {
-                let j = active[k];
-                let s = &js[j as usize];
-                if Some(j) == first_done || s.remaining <= DONE_TOLERANCE * s.volume {
-                    active.swap_remove(k);
-                    events += 1;
-                    in_io -= 1;
-                    dirty = true;
-                    let job = &workload.jobs[j as usize];
-                    let s = &mut js[j as usize];
-                    s.remaining = 0.0;
-                    if state == WindowState::Inside {
-                        let inside = s.volume - s.done_at_begin;
+            WindowState::Inside => {
+                for s in self.js.iter_mut() {
+                    if matches!(s.mode, Mode::Waiting | Mode::Transferring) {
+                        let inside = (s.volume - s.remaining.max(0.0)) - s.done_at_begin;
                         s.volume_in += inside;
                         s.phase_in = inside;
+                        s.done_at_begin = s.volume;
                     }
-                    if options.record {
-                        let in_window = s.phase_in;
-                        s.phases.push(PhaseRecord {
-                            iteration: s.iter,
-                            kind: PhaseKind::Io,
-                            start: s.phase_start,
-                            transfer_start: s.transfer_start,
-                            end: now,
-                            volume: s.volume,
-                            volume_in_window: in_window,
-                            set: s.set_key,
-                            priority: s.priority,
-                        });
-                    }
-                    let slot = s.set;
-                    let popped = queues[slot].pop_front();
-                    debug_assert_eq!(popped, Some(j));
-                    if let Some(&next) = queues[slot].front() {
-                        let t = &mut js[next as usize];
-                        t.mode = Mode::Transferring;
-                        t.transfer_start = now;
-                        active.push(next);
-                    }
-                    let s = &mut js[j as usize];
-                    s.iter += 1;
-                    if s.iter == job.iterations() {
-                        s.mode = Mode::Done;
-                        s.completion = Some(now);
-                        finished += 1;
-                    } else {
-                        s.mode = Mode::Computing;
-                        s.phase_start = now;
-                        heap.push(Due(now + job.cpu[s.iter], j));
-                    }
-                } else {
-                    k += 1;
                 }
+                self.state = WindowState::After;
+                self.stop_at_end
+            }
+            WindowState::After => false,
+        }
+    }
+
+    /// Ends the I/O phases that are done now (`first_done`, and any other within rounding):
+    /// each passes its set to the next job queued in it and starts its next compute phase.
+    fn end_transfers(&mut self, first_done: Option<u32>) {
+        let mut k = 0;
+        while k < self.active.len() {
+            let j = self.active[k];
+            let s = &self.js[j as usize];
+            if Some(j) == first_done || s.remaining <= DONE_TOLERANCE * s.volume {
+                self.active.swap_remove(k);
+                self.end_transfer(j);
+            } else {
+                k += 1;
             }
         }
+    }
 
-        // Compute ends: the job asks for I/O.
-        while let Some(&Due(t, j)) = heap.peek() {
-            if t > now {
+    /// Job `j`'s I/O phase ends now.
+    fn end_transfer(&mut self, j: u32) {
+        let now = self.now;
+        self.events += 1;
+        self.in_io -= 1;
+        self.dirty = true;
+        let job = &self.workload.jobs[j as usize];
+        let s = &mut self.js[j as usize];
+        s.remaining = 0.0;
+        if self.state == WindowState::Inside {
+            let inside = s.volume - s.done_at_begin;
+            s.volume_in += inside;
+            s.phase_in = inside;
+        }
+        if self.record {
+            let in_window = s.phase_in;
+            s.phases.push(PhaseRecord {
+                iteration: s.iter,
+                kind: PhaseKind::Io,
+                start: s.phase_start,
+                transfer_start: s.transfer_start,
+                end: now,
+                volume: s.volume,
+                volume_in_window: in_window,
+                set: s.set_key,
+                priority: s.priority,
+            });
+        }
+        let slot = s.set;
+        let popped = self.queues[slot].pop_front();
+        debug_assert_eq!(popped, Some(j));
+        if let Some(&next) = self.queues[slot].front() {
+            let t = &mut self.js[next as usize];
+            t.mode = Mode::Transferring;
+            t.transfer_start = now;
+            self.active.push(next);
+        }
+        let s = &mut self.js[j as usize];
+        s.iter += 1;
+        if s.iter == job.iterations() {
+            s.mode = Mode::Done;
+            s.completion = Some(now);
+            self.finished += 1;
+        } else {
+            s.mode = Mode::Computing;
+            s.phase_start = now;
+            self.heap.push(Due(now + job.cpu[s.iter], j));
+        }
+    }
+
+    /// Ends the compute phases due now: each job asks for I/O.
+    fn end_computes(&mut self) {
+        while let Some(&Due(t, j)) = self.heap.peek() {
+            if t > self.now {
                 break;
             }
-            heap.pop();
-            events += 1;
-            let job = &workload.jobs[j as usize];
-            let s = &mut js[j as usize];
-            s.e_cpu += clip.overlap(s.phase_start, now);
-            if options.record {
-                s.phases.push(PhaseRecord {
-                    iteration: s.iter,
-                    kind: PhaseKind::Compute,
-                    start: s.phase_start,
-                    transfer_start: s.phase_start,
-                    end: now,
-                    volume: 0.0,
-                    volume_in_window: 0.0,
-                    set: None,
-                    priority: 0.0,
-                });
-            }
-            let w = match estimate {
-                None => None,
-                Some(Estimate::Known) => Some(w_true[j as usize]),
-                Some(Estimate::Noisy { error }) => {
-                    let f = if error > 0.0 {
-                        1.0 + rng.gen_range(-error..=error)
-                    } else {
-                        1.0
-                    };
-                    Some(w_true[j as usize] * f)
-                }
-                Some(Estimate::Online) => {
-                    s.estimator.observe_burst_start(now);
-                    s.estimator.estimate()
-                }
-            };
-            let place = placer.place(j, w, job.class_w_iter);
-            s.phase_start = now;
-            s.volume = job.volume[s.iter];
-            s.remaining = s.volume;
-            s.done_at_begin = if state == WindowState::After {
-                s.volume
-            } else {
-                0.0
-            };
-            s.phase_in = 0.0;
-            s.priority = place.priority;
-            s.set_key = Some(place.set);
-            let next_slot = queues.len();
-            let slot = *slots.entry(place.set).or_insert(next_slot);
-            if slot == queues.len() {
-                queues.push(VecDeque::new());
-            }
-            s.set = slot;
-            s.mode = Mode::Waiting;
-            in_io += 1;
-            queues[slot].push_back(j);
-            if queues[slot].len() == 1 {
-                s.mode = Mode::Transferring;
-                s.transfer_start = now;
-                active.push(j);
-                dirty = true;
-            }
+            self.heap.pop();
+            self.start_io(j);
         }
     }
 
-    // Compute phases still running when the simulation stopped count up to the stop.
-    for s in js.iter_mut() {
-        if s.mode == Mode::Computing {
-            s.e_cpu += clip.overlap(s.phase_start, now);
+    /// Job `j`'s compute phase ends now: the heuristic places its I/O phase in a set, where it
+    /// transfers at once if the set was empty, else queues.
+    fn start_io(&mut self, j: u32) {
+        let now = self.now;
+        self.events += 1;
+        let job = &self.workload.jobs[j as usize];
+        let s = &mut self.js[j as usize];
+        s.e_cpu += self.clip.overlap(s.phase_start, now);
+        if self.record {
+            s.phases.push(PhaseRecord {
+                iteration: s.iter,
+                kind: PhaseKind::Compute,
+                start: s.phase_start,
+                transfer_start: s.phase_start,
+                end: now,
+                volume: 0.0,
+                volume_in_window: 0.0,
+                set: None,
+                priority: 0.0,
+            });
+        }
+        let w = match self.estimate {
+            None => None,
+            Some(Estimate::Known) => Some(self.w_true[j as usize]),
+            Some(Estimate::Noisy { error }) => {
+                let f = if error > 0.0 {
+                    1.0 + self.rng.gen_range(-error..=error)
+                } else {
+                    1.0
+                };
+                Some(self.w_true[j as usize] * f)
+            }
+            Some(Estimate::Online) => {
+                s.estimator.observe_burst_start(now);
+                s.estimator.estimate()
+            }
+        };
+        let place = self.placer.place(j, w, job.class_w_iter);
+        s.phase_start = now;
+        s.volume = job.volume[s.iter];
+        s.remaining = s.volume;
+        s.done_at_begin = if self.state == WindowState::After {
+            s.volume
+        } else {
+            0.0
+        };
+        s.phase_in = 0.0;
+        s.priority = place.priority;
+        s.set_key = Some(place.set);
+        let next_slot = self.queues.len();
+        let slot = *self.slots.entry(place.set).or_insert(next_slot);
+        if slot == self.queues.len() {
+            self.queues.push(VecDeque::new());
+        }
+        s.set = slot;
+        s.mode = Mode::Waiting;
+        self.in_io += 1;
+        self.queues[slot].push_back(j);
+        if self.queues[slot].len() == 1 {
+            s.mode = Mode::Transferring;
+            s.transfer_start = now;
+            self.active.push(j);
+            self.dirty = true;
         }
     }
-    let window = workload.window.unwrap_or(Window {
-        begin: 0.0,
-        end: now.max(f64::MIN_POSITIVE),
-    });
-    let work: Vec<JobWork> = js
-        .iter()
-        .map(|s| JobWork {
-            e_cpu: s.e_cpu,
-            e_io: s.volume_in / b,
-        })
-        .collect();
-    let metrics = Metrics::compute(window, &work);
-    let len = window.len();
-    let jobs = js
-        .into_iter()
-        .zip(&workload.jobs)
-        .zip(work)
-        .zip(w_true)
-        .map(|(((s, job), work), w_iter)| JobOutcome {
-            group: job.group,
-            w_iter,
-            iterations_done: s.iter,
-            iterations: job.iterations(),
-            completion: s.completion,
-            work,
-            stretch: work.stretch(len),
-            io_slowdown: work.io_slowdown(len),
-            delivered: s.delivered,
-            last_set: s.set_key.map(|k| (k, s.priority)),
-            phases: s.phases,
-        })
-        .collect();
-    Ok(RunResult {
-        heuristic,
-        window,
-        end_time: now,
-        events,
-        jobs,
-        metrics,
-        segments,
-    })
+
+    /// The outcome per job and the metrics over the window, once the run has stopped.
+    fn into_result(mut self) -> RunResult {
+        let now = self.now;
+        // Compute phases still running when the simulation stopped count up to the stop.
+        for s in self.js.iter_mut() {
+            if s.mode == Mode::Computing {
+                s.e_cpu += self.clip.overlap(s.phase_start, now);
+            }
+        }
+        let workload = self.workload;
+        let window = workload.window.unwrap_or(Window {
+            begin: 0.0,
+            end: now.max(f64::MIN_POSITIVE),
+        });
+        let work: Vec<JobWork> = self
+            .js
+            .iter()
+            .map(|s| JobWork {
+                e_cpu: s.e_cpu,
+                e_io: s.volume_in / self.b,
+            })
+            .collect();
+        let metrics = Metrics::compute(window, &work);
+        let len = window.len();
+        let jobs = self
+            .js
+            .into_iter()
+            .zip(&workload.jobs)
+            .zip(work)
+            .zip(self.w_true)
+            .map(|(((s, job), work), w_iter)| JobOutcome {
+                group: job.group,
+                w_iter,
+                iterations_done: s.iter,
+                iterations: job.iterations(),
+                completion: s.completion,
+                work,
+                stretch: work.stretch(len),
+                io_slowdown: work.io_slowdown(len),
+                delivered: s.delivered,
+                last_set: s.set_key.map(|k| (k, s.priority)),
+                phases: s.phases,
+            })
+            .collect();
+        RunResult {
+            heuristic: self.heuristic,
+            window,
+            end_time: now,
+            events: self.events,
+            jobs,
+            metrics,
+            segments: self.segments,
+        }
+    }
+}
+
+/// Simulates `workload` under `heuristic`: from event to event, each step of [`Sim`] in turn —
+/// rates, next event, clock, window edge, I/O ends, compute ends — until nothing is left to happen.
+///
+/// # Errors
+/// [`FluidError`] if the workload or the heuristic is invalid.
+pub fn simulate(
+    workload: &Workload,
+    heuristic: Heuristic,
+    options: SimOptions,
+) -> Result<RunResult, FluidError> {
+    let mut sim = Sim::new(workload, heuristic, options)?;
+    loop {
+        sim.update_rates();
+        let Some(next) = sim.next_event() else {
+            break;
+        };
+        sim.advance(next.at);
+        if next.mark <= sim.now && sim.cross_window_edge() {
+            break;
+        }
+        if next.io_end <= sim.now {
+            sim.end_transfers(next.first_done);
+        }
+        sim.end_computes();
+    }
+    Ok(sim.into_result())
 }
