@@ -5,7 +5,12 @@
  *
  * The same source is linked against AGIOS's libagios.so and against libiosets (its AGIOS shim), so
  * both run exactly the same harness. The callback stamps the time and passes the request to the
- * worker pool through a mutex-protected ring; a worker releases it (agios_release_request).
+ * worker pool through a mutex-protected ring; a worker releases it (agios_release_request). With
+ * W = 0 there is no pool: the callback releases the request itself (the library alone: add, call
+ * back, release, nothing of the harness's own in between).
+ *
+ * Every request must be called back exactly once: a run that loses or repeats a callback prints
+ * the count and exits with status 3.
  *
  *   c_overhead_agios run CONFIG T N W THINK_NS   one measurement; prints a CSV line
  *   c_overhead_agios idle CONFIG SECONDS    CPU time of an idle, initialised library
@@ -22,6 +27,8 @@
 #include "agios.h"
 
 static int64_t *t_add, *t_handed;
+static atomic_int *calls;
+static int inline_release; /* W = 0: the callback releases */
 static int total, producers_n, per_producer;
 static long think_ns; /* sleep before each add and before each release (agios_test's time between requests and processing time) */
 static char (*file_ids)[32];
@@ -55,6 +62,16 @@ static atomic_int released;
 
 static void *callback(int64_t id) {
     t_handed[id] = now_ns();
+    atomic_fetch_add(&calls[id], 1);
+    if (inline_release) {
+        think();
+        if (!agios_release_request(file_ids[0], RT_WRITE, 1024, id * 1024)) {
+            fprintf(stderr, "release of request %lld failed\n", (long long)id);
+            exit(1);
+        }
+        atomic_fetch_add(&released, 1);
+        return NULL;
+    }
     pthread_mutex_lock(&ring_lock);
     ring[ring_tail] = id;
     ring_tail = (ring_tail + 1) % ring_cap;
@@ -109,6 +126,8 @@ static int run(char *config, int t, int n, int w) {
     total = t * n;
     t_add = calloc((size_t)total, sizeof(int64_t));
     t_handed = calloc((size_t)total, sizeof(int64_t));
+    calls = calloc((size_t)total, sizeof(atomic_int));
+    inline_release = w == 0;
     file_ids = calloc((size_t)t, sizeof *file_ids);
     for (int p = 0; p < t; p++) snprintf(file_ids[p], sizeof file_ids[p], "bench.%d.out", p);
     ring_cap = total + 1;
@@ -142,6 +161,12 @@ static int run(char *config, int t, int n, int w) {
     pthread_mutex_unlock(&ring_lock);
     for (int i = 0; i < w; i++) pthread_join(workers[i], NULL);
     agios_exit();
+    int once = 0;
+    for (int i = 0; i < total; i++) once += atomic_load(&calls[i]) == 1;
+    if (once != total) {
+        fprintf(stderr, "%d of %d requests called back exactly once\n", once, total);
+        return 3;
+    }
     double sum = 0;
     for (int i = 0; i < total; i++) sum += (double)(t_handed[i] - t_add[i]);
     double mean_us = sum / total / 1000.0;
@@ -151,6 +176,7 @@ static int run(char *config, int t, int n, int w) {
            (double)(cpu1 - cpu0) / 1e9, secs);
     free(t_add);
     free(t_handed);
+    free((void *)calls);
     free(file_ids);
     free(ring);
     free(workers);

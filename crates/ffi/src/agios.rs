@@ -319,12 +319,21 @@ fn read_wfq_weights(path: &str, max_queue_id: i32) -> Result<Vec<u64>, ShimError
 }
 
 /// A dispatched request as AGIOS's release names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     file: u64,
     op: Op,
     offset: u64,
     len: u64,
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // Whole words only: the id hasher mixes a word in one step (a derived hash would feed the
+        // operation's discriminant byte by byte).
+        h.write_u64(self.file ^ self.len.rotate_left(32));
+        h.write_u64(self.offset ^ (self.op as u64));
+    }
 }
 
 impl Key {
