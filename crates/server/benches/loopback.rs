@@ -219,7 +219,57 @@ fn range(v: &[f64]) -> String {
     format!("{lo:.0}–{hi:.0}")
 }
 
+/// `PROFILE=w1|w8|r1|r8`: only that server-path pattern, in a loop for `SECS` seconds (default
+/// 5), for `perf record`; prints the mean time per 1 MiB request.
+fn profile(root: &std::path::Path, which: &str) {
+    let secs: f64 = std::env::var("SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    let server = start(root, "iosets");
+    let c = client(server.addr(), 1, None);
+    c.create("prof", 0o644, false).unwrap();
+    let file_mib = 64;
+    let data = bytes::Bytes::from(vec![0x5au8; 8 * MIB]);
+    for i in 0..file_mib / 8 {
+        c.write_at("prof", (i * 8 * MIB) as u64, data.clone())
+            .unwrap();
+    }
+    let depth = if which.ends_with('8') { 8 } else { 1 };
+    let t = Instant::now();
+    let mut reqs = 0usize;
+    while t.elapsed().as_secs_f64() < secs {
+        for i in 0..file_mib / depth {
+            let off = (i * depth * MIB) as u64;
+            if which.starts_with('w') {
+                c.write_at("prof", off, data.slice(..depth * MIB)).unwrap();
+            } else {
+                assert_eq!(
+                    c.read_at("prof", off, depth * MIB).unwrap().len(),
+                    depth * MIB
+                );
+            }
+            reqs += depth;
+        }
+    }
+    let us = t.elapsed().as_secs_f64() * 1e6 / reqs as f64;
+    println!(
+        "{which}: {reqs} requests of 1 MiB, {us:.1} µs each ({:.0} MiB/s)",
+        1e6 / us
+    );
+    drop(c);
+    server.shutdown().unwrap();
+}
+
 fn main() {
+    if let Ok(which) = std::env::var("PROFILE") {
+        let root =
+            std::env::temp_dir().join(format!("iosets-bench-profile-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        profile(&root, &which);
+        let _ = std::fs::remove_dir_all(&root);
+        return;
+    }
     // `cargo bench` passes --bench; ignore arguments.
     let runs: usize = std::env::var("RUNS")
         .ok()
@@ -234,8 +284,14 @@ fn main() {
     let mut seqs = Vec::new();
     let (mut io, mut noop, mut io_sets, mut noop_sets) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let part = std::env::var("PART").unwrap_or_default();
     for run in 0..runs {
         seqs.push(sequential(&root, file_mib));
+        if part == "seq" {
+            let s = seqs.last().unwrap();
+            eprintln!("run {run}: cached write direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s; read direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s", s.direct_w, s.server_w1, s.server_w8, s.direct_r, s.server_r1, s.server_r8);
+            continue;
+        }
         // Alternate the order so drift on a shared machine does not favour one policy.
         let pair = |sets: bool, io: &mut Vec<f64>, noop: &mut Vec<f64>| {
             if run % 2 == 0 {

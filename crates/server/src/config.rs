@@ -41,6 +41,16 @@ pub struct ServerConfig {
     pub forget_idle_s: f64,
     /// Jobs the server keeps statistics for at once (the least recently active go first).
     pub max_jobs: usize,
+    /// Offer the same-host transport: a Unix-domain socket beside the TCP listener, on which a
+    /// client of this node passes a shared memory region once and then moves data through it
+    /// without copying it through a socket. Clients find it by asking over TCP. Default on.
+    pub local: bool,
+    /// The same-host socket's path; `None` (the default): a Linux abstract socket named after
+    /// the server (nothing in the file system).
+    pub local_socket: Option<PathBuf>,
+    /// The largest shared region a same-host client may attach, in MiB (default 1024). Only
+    /// address space: memory is used as the client touches its pages.
+    pub local_region_max_mib: u64,
     /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
     pub handle_signals: bool,
 }
@@ -63,13 +73,17 @@ impl ServerConfig {
             auto_priority: false,
             forget_idle_s: 600.0,
             max_jobs: 16_384,
+            local: true,
+            local_socket: None,
+            local_region_max_mib: 1024,
             handle_signals: false,
         }
     }
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
-    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`, `auto_priority`, `forget_idle_s`, `max_jobs`, and a
-    /// `[policy_options]` table).
+    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
+    /// `auto_priority`, `forget_idle_s`, `max_jobs`, `local`, `local_socket`,
+    /// `local_region_max_mib`, and a `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -152,6 +166,13 @@ impl ServerConfig {
         if let Some(n) = file.max_jobs {
             c.max_jobs = n;
         }
+        if let Some(l) = file.local {
+            c.local = l;
+        }
+        c.local_socket = file.local_socket.map(resolve);
+        if let Some(m) = file.local_region_max_mib {
+            c.local_region_max_mib = m;
+        }
         if let Some(n) = file.max_inflight_per_conn {
             c.max_inflight_per_conn = n;
         }
@@ -191,6 +212,20 @@ impl ServerConfig {
                 "max_jobs = {}: must be in 16..=100000000",
                 self.max_jobs
             ));
+        }
+        if !(1..=65_536).contains(&self.local_region_max_mib) {
+            return bad(format!(
+                "local_region_max_mib = {}: must be in 1..=65536",
+                self.local_region_max_mib
+            ));
+        }
+        if let Some(p) = &self.local_socket {
+            if p.as_os_str().is_empty() || p.as_os_str().len() > 107 {
+                return bad(format!(
+                    "local_socket {}: a Unix socket path must have 1 to 107 bytes",
+                    p.display()
+                ));
+            }
         }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
@@ -245,6 +280,9 @@ struct FileConfig {
     auto_priority: Option<bool>,
     forget_idle_s: Option<f64>,
     max_jobs: Option<usize>,
+    local: Option<bool>,
+    local_socket: Option<PathBuf>,
+    local_region_max_mib: Option<u64>,
 }
 
 #[cfg(test)]
@@ -269,5 +307,33 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("workerz"));
         let e = ServerConfig::from_toml_str("listen = \"x\"\n", Path::new("."));
         assert!(e.unwrap_err().to_string().contains("root"));
+    }
+
+    #[test]
+    fn same_host_transport_keys() {
+        let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
+        assert!(c.local && c.local_socket.is_none());
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nlocal = false\nlocal_socket = \"run/io.sock\"\nlocal_region_max_mib = 64\n",
+            Path::new("/srv"),
+        )
+        .unwrap();
+        assert!(!c.local);
+        assert_eq!(c.local_socket, Some(PathBuf::from("/srv/run/io.sock")));
+        assert_eq!(c.local_region_max_mib, 64);
+        let mut c = ServerConfig::new(std::env::temp_dir());
+        c.local_region_max_mib = 0;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("local_region_max_mib"));
+        c.local_region_max_mib = 1;
+        c.local_socket = Some(PathBuf::from("x".repeat(200)));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("local_socket"));
     }
 }

@@ -1,5 +1,8 @@
 //! One client connection: frames in, requests to the scheduler (data) or to a blocking task
-//! (metadata, control), responses out in completion order.
+//! (metadata, control), responses out in completion order. A connection is TCP, or the
+//! same-host Unix socket of a client on this node ([`local`]); the frames are the same.
+
+pub(crate) mod local;
 
 use std::sync::Arc;
 
@@ -9,13 +12,14 @@ use iosets_proto::{
 };
 use iosets_types::hash::fnv1a64;
 use iosets_types::{JobId, Op};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::control;
 use crate::root::{check_path, FsError};
 use crate::state::{DataOp, Outgoing, Pending, Shared};
+use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
 
@@ -24,14 +28,24 @@ const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
 const EMSGSIZE: i32 = Errno::MSGSIZE.raw_os_error();
 const ESHUTDOWN: i32 = Errno::SHUTDOWN.raw_os_error();
 
-/// Serves one connection until the peer closes it, it sends an unreadable frame, or the server
-/// stops (then requests already read are still answered).
+/// What a connection is, for the requests that depend on it.
+#[derive(Debug)]
+pub(crate) struct Link {
+    /// The TCP port the server listens on (part of its identity on this node).
+    pub(crate) port: u16,
+    /// On the same-host socket: its descriptor and shared region.
+    pub(crate) local: Option<LocalLink>,
+}
+
+/// Serves one TCP connection until the peer closes it, it sends an unreadable frame, or the
+/// server stops (then requests already read are still answered).
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut stream: TcpStream,
     mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
+    let port = stream.local_addr().map_or(0, |a| a.port());
     let mut prefix = [0u8; 4];
     let first = tokio::select! {
         biased;
@@ -46,6 +60,22 @@ pub(crate) async fn serve(
         return;
     }
     let (rd, wr) = stream.into_split();
+    let link = Link { port, local: None };
+    serve_frames(shared, rd, wr, Some(prefix), link, stop).await;
+}
+
+/// Serves the frames of one connection (`first`: a length prefix already read).
+pub(crate) async fn serve_frames<R, W>(
+    shared: Arc<Shared>,
+    rd: R,
+    wr: W,
+    first: Option<[u8; 4]>,
+    mut link: Link,
+    mut stop: watch::Receiver<bool>,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::spawn(async move {
@@ -70,7 +100,8 @@ pub(crate) async fn serve(
     });
 
     let inflight = Arc::new(Semaphore::new(shared.config.max_inflight_per_conn));
-    let mut have_prefix = true;
+    let mut have_prefix = first.is_some();
+    let mut prefix = first.unwrap_or_default();
     loop {
         // Backpressure: wait for an answer to go out before reading more than the limit.
         let permit = tokio::select! {
@@ -110,7 +141,7 @@ pub(crate) async fn serve(
             None => break,
         };
         match decode(buf.clone()) {
-            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx, permit),
+            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx, permit, &mut link),
             Ok(Frame::Response(header, op, _)) => {
                 shared.counters.bad_frame();
                 let _ = tx.send((
@@ -220,31 +251,73 @@ fn handle(
     req: Request,
     tx: &mpsc::UnboundedSender<Outgoing>,
     permit: OwnedSemaphorePermit,
+    link: &mut Link,
 ) {
     let op = req.op();
+    // One request moves at most a frame's worth of data, whichever way it travels.
+    let too_large = |len: u32| {
+        (len > shared.config.max_frame - 64).then(|| FsError {
+            errno: EMSGSIZE,
+            message: format!("{} of {len} bytes exceeds the frame limit", op.as_str()),
+        })
+    };
     let data = match req {
         Request::Read { path, offset, len } => {
-            if len > shared.config.max_frame - 64 {
-                let msg = format!("read of {len} bytes exceeds the frame limit");
-                reply(
-                    tx,
-                    Some(permit),
-                    shared,
-                    header,
-                    op,
-                    Err(FsError {
-                        errno: EMSGSIZE,
-                        message: msg,
-                    }),
-                );
-                return;
+            if let Some(e) = too_large(len) {
+                return reply(tx, Some(permit), shared, header, op, Err(e));
             }
-            check_path(&path).map(|path| DataOp::Read { path, offset, len })
+            check_path(&path).map(|path| DataOp::Read {
+                path,
+                offset,
+                len,
+                into: None,
+            })
         }
-        Request::Write { path, offset, data } => {
-            check_path(&path).map(|path| DataOp::Write { path, offset, data })
-        }
+        Request::Write { path, offset, data } => check_path(&path).map(|path| DataOp::Write {
+            path,
+            offset,
+            data: Payload::Inline(data),
+        }),
+        Request::ReadShared {
+            path,
+            offset,
+            len,
+            at,
+        } => too_large(len)
+            .map_or(Ok(()), Err)
+            .and_then(|()| local::place(link, at, len))
+            .and_then(|place| {
+                check_path(&path).map(|path| DataOp::Read {
+                    path,
+                    offset,
+                    len,
+                    into: Some(place),
+                })
+            }),
+        Request::WriteShared {
+            path,
+            offset,
+            len,
+            at,
+        } => too_large(len)
+            .map_or(Ok(()), Err)
+            .and_then(|()| local::place(link, at, len))
+            .and_then(|place| {
+                check_path(&path).map(|path| DataOp::Write {
+                    path,
+                    offset,
+                    data: Payload::Shared { place, len },
+                })
+            }),
         Request::Fsync { path } => check_path(&path).map(|path| DataOp::Fsync { path }),
+        Request::LocalTransport => {
+            let r = local::offer(shared, link);
+            return reply(tx, Some(permit), shared, header, op, r);
+        }
+        Request::AttachRegion { len } => {
+            let r = local::attach(shared, link, len);
+            return reply(tx, Some(permit), shared, header, op, r);
+        }
         Request::Control { token, op: ctl } => {
             let shared = shared.clone();
             let tx = tx.clone();
@@ -269,9 +342,9 @@ fn handle(
         Err(e) => return reply(tx, Some(permit), shared, header, op, Err(e)),
     };
     let (file, offset, len, kind) = match &data {
-        DataOp::Read { path, offset, len } => {
-            (fnv1a64(path.as_bytes()), *offset, u64::from(*len), Op::Read)
-        }
+        DataOp::Read {
+            path, offset, len, ..
+        } => (fnv1a64(path.as_bytes()), *offset, u64::from(*len), Op::Read),
         DataOp::Write { path, offset, data } => (
             fnv1a64(path.as_bytes()),
             *offset,
@@ -349,7 +422,11 @@ fn metadata(shared: &Shared, creds: Option<Creds>, req: Request) -> Result<Reply
             .map(|()| Reply::Done),
         Request::Read { .. }
         | Request::Write { .. }
+        | Request::ReadShared { .. }
+        | Request::WriteShared { .. }
         | Request::Fsync { .. }
+        | Request::LocalTransport
+        | Request::AttachRegion { .. }
         | Request::Control { .. } => unreachable_op(),
     }
 }

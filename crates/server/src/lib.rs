@@ -249,6 +249,7 @@ async fn main_loop(
     tokio::pin!(term, int);
     let (conn_stop, conn_stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
+    conn::local::spawn(&shared, &listener, &mut conns, &conn_stop_rx);
     // The runtime forgets idle jobs by itself (on completions and on an idle worker's timer);
     // this tick only makes it prompt when every worker is busy elsewhere.
     let mut sweep = tokio::time::interval(shared.sched.book_config().sweep_interval());

@@ -18,11 +18,12 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use iosets_proto::local::PeerRegion;
 use iosets_proto::{Attr, Creds, DirEntry, FileKind, OpenFlags, SetAttr, SetTime, Statfs};
 use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
@@ -337,25 +338,78 @@ impl Root {
         Ok(open)
     }
 
-    /// `pread`: up to `len` bytes at `offset` (fewer at the end of the file).
+    /// `pread`: up to `len` bytes at `offset` (fewer at the end of the file), into a buffer that
+    /// is not zeroed first (the kernel fills it).
     pub fn read(&self, path: &str, offset: u64, len: u32) -> Result<Vec<u8>, FsError> {
         let file = self.file(path)?;
-        let mut buf = vec![0u8; len as usize];
-        let mut done = 0;
-        while done < buf.len() {
-            match file.read_at(&mut buf[done..], offset + done as u64) {
+        let len = len as usize;
+        let mut buf = Vec::with_capacity(len);
+        while buf.len() < len {
+            let at = offset + buf.len() as u64;
+            match rustix::io::pread(&*file, rustix::buffer::spare_capacity(&mut buf), at) {
                 Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(FsError::io(std_errno(&e), "read", path)),
+                Ok(_) => {}
+                Err(Errno::INTR) => {}
+                Err(e) => return Err(FsError::io(e, "read", path)),
             }
         }
-        buf.truncate(done);
+        // The spare capacity may exceed `len` (the allocator's choice): never answer more.
+        buf.truncate(len);
         Ok(buf)
+    }
+
+    /// `pread` of up to `len` bytes at `offset` into a same-host client's shared region at
+    /// `at` (checked against the region); returns how many (fewer at the end of the file).
+    pub fn read_into(
+        &self,
+        path: &str,
+        offset: u64,
+        len: u32,
+        region: &PeerRegion,
+        at: u64,
+    ) -> Result<u32, FsError> {
+        let file = self.file(path)?;
+        region
+            .read_from(file.as_fd(), at, len, offset)
+            .map_err(|e| FsError {
+                errno: e.errno(),
+                message: format!("read {path:?}: {e}"),
+            })
     }
 
     /// `pwrite`: all of `data` at `offset`.
     pub fn write(&self, path: &str, offset: u64, data: &[u8]) -> Result<u32, FsError> {
+        let open = self.writable(path)?;
+        open.file
+            .write_all_at(data, offset)
+            .map_err(|e| FsError::io(std_errno(&e), "write", path))?;
+        self.written(path, open.file);
+        Ok(data.len() as u32)
+    }
+
+    /// `pwrite` of the `len` bytes at `at` in a same-host client's shared region (checked
+    /// against the region), all of them, at `offset`.
+    pub fn write_from(
+        &self,
+        path: &str,
+        offset: u64,
+        region: &PeerRegion,
+        at: u64,
+        len: u32,
+    ) -> Result<u32, FsError> {
+        let open = self.writable(path)?;
+        let n = region
+            .write_to(open.file.as_fd(), at, len, offset)
+            .map_err(|e| FsError {
+                errno: e.errno(),
+                message: format!("write {path:?}: {e}"),
+            })?;
+        self.written(path, open.file);
+        Ok(n)
+    }
+
+    /// The open file at `path`, if the server may write it.
+    fn writable(&self, path: &str) -> Result<Open, FsError> {
         let open = self.cached(path)?;
         if !open.writable {
             return Err(FsError::new(
@@ -363,14 +417,15 @@ impl Root {
                 format!("write {path:?}: the file is read-only for the server"),
             ));
         }
-        open.file
-            .write_all_at(data, offset)
-            .map_err(|e| FsError::io(std_errno(&e), "write", path))?;
+        Ok(open)
+    }
+
+    /// Remembers that `file` was written under `path` (fsynced at shutdown).
+    fn written(&self, path: &str, file: Arc<File>) {
         let mut dirty = self.dirty.lock();
         if !dirty.contains_key(path) {
-            dirty.insert(path.to_string(), open.file);
+            dirty.insert(path.to_string(), file);
         }
-        Ok(data.len() as u32)
     }
 
     /// `fsync` of one file. A write that lands while it runs stays marked dirty.

@@ -5,7 +5,7 @@ use std::io::BufWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use iosets_proto::{Bytes, Encoded, Header};
+use iosets_proto::{Encoded, Header};
 use iosets_runtime::Scheduler;
 use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
@@ -37,11 +37,14 @@ pub(crate) enum DataOp {
         path: String,
         offset: u64,
         len: u32,
+        /// Where the bytes go: into the reply (`None`), or into the connection's shared region
+        /// (the same-host transport).
+        into: Option<crate::conn::local::Place>,
     },
     Write {
         path: String,
         offset: u64,
-        data: Bytes,
+        data: crate::conn::local::Payload,
     },
     Fsync {
         path: String,

@@ -58,26 +58,62 @@ pub(crate) fn run(shared: Arc<Shared>) {
 type Served = Result<(Reply, u64), FsError>;
 
 fn serve(shared: &Shared, op: &DataOp) -> Served {
-    match op {
-        DataOp::Read { path, offset, len } => {
-            let data = shared.root.read(path, *offset, *len)?;
+    use crate::conn::local::Payload;
+    let root = &shared.root;
+    let (reply, read, written) = match op {
+        DataOp::Read {
+            path,
+            offset,
+            len,
+            into: None,
+        } => {
+            let data = root.read(path, *offset, *len)?;
             let n = data.len() as u64;
-            shared.counters.bytes_read.fetch_add(n, Ordering::Relaxed);
-            Ok((Reply::Data(Bytes::from(data)), n))
+            (Reply::Data(Bytes::from(data)), n, 0)
         }
-        DataOp::Write { path, offset, data } => {
-            let n = shared.root.write(path, *offset, data)?;
-            shared
-                .counters
-                .bytes_written
-                .fetch_add(u64::from(n), Ordering::Relaxed);
-            Ok((Reply::Written(n), u64::from(n)))
+        DataOp::Read {
+            path,
+            offset,
+            len,
+            into: Some(place),
+        } => {
+            let n = root.read_into(path, *offset, *len, &place.region, place.at)?;
+            (Reply::Placed(n), u64::from(n), 0)
+        }
+        DataOp::Write {
+            path,
+            offset,
+            data: Payload::Inline(data),
+        } => {
+            let n = root.write(path, *offset, data)?;
+            (Reply::Written(n), 0, u64::from(n))
+        }
+        DataOp::Write {
+            path,
+            offset,
+            data: Payload::Shared { place, len },
+        } => {
+            let n = root.write_from(path, *offset, &place.region, place.at, *len)?;
+            (Reply::Written(n), 0, u64::from(n))
         }
         DataOp::Fsync { path } => {
-            shared.root.fsync(path)?;
-            Ok((Reply::Done, 0))
+            root.fsync(path)?;
+            (Reply::Done, 0, 0)
         }
+    };
+    if read > 0 {
+        shared
+            .counters
+            .bytes_read
+            .fetch_add(read, Ordering::Relaxed);
     }
+    if written > 0 {
+        shared
+            .counters
+            .bytes_written
+            .fetch_add(written, Ordering::Relaxed);
+    }
+    Ok((reply, read + written))
 }
 
 /// One trace row per request of the batch (iosets' request trace, `iosets_period::trace`), every
@@ -95,7 +131,9 @@ fn write_trace(
     let mut w = TraceWriter::append(&mut *file);
     for (req, (p, r)) in completion.batch().requests().zip(results) {
         let (path, op, offset, len) = match &p.op {
-            DataOp::Read { path, offset, len } => (path, TraceOp::Read, *offset, u64::from(*len)),
+            DataOp::Read {
+                path, offset, len, ..
+            } => (path, TraceOp::Read, *offset, u64::from(*len)),
             DataOp::Write { path, offset, data } => {
                 (path, TraceOp::Write, *offset, data.len() as u64)
             }

@@ -1,0 +1,293 @@
+//! The same-host transport, server side: a Unix-domain socket beside the TCP listener.
+//!
+//! # What it is
+//! A client on this node asks over TCP which socket to use ([`Request::LocalTransport`], answered
+//! by [`offer`]), connects to it, and sends [`Request::AttachRegion`] as its first frame with the
+//! descriptor of its shared region alongside (`SCM_RIGHTS`). From then on its reads and writes
+//! may name a range of that region instead of carrying bytes ([`Request::ReadShared`],
+//! [`Request::WriteShared`]): they go through the scheduler like every data request, and the
+//! worker `pread`s into the region or `pwrite`s from it ([`crate::root::Root::read_into`],
+//! [`crate::root::Root::write_from`]), so the bytes are copied once, between the page cache and
+//! the client's memory. Everything else on the socket (metadata, control, small reads and
+//! writes with their bytes inline) is the TCP protocol unchanged.
+//!
+//! The socket is a Linux abstract socket named after the server (`@iosets-<pid>-<port>-<n>`,
+//! nothing in the file system) unless [`ServerConfig::local_socket`](crate::ServerConfig) gives a
+//! path. The client checks that the socket's peer is the process [`offer`] named and that
+//! [`attach`] answers the identity [`offer`] gave, so it never mistakes another server for this
+//! one.
+//!
+//! # Invariants
+//! - A region belongs to one connection: it is mapped when that connection attaches it and
+//!   unmapped when the connection and the requests it queued are gone.
+//! - Every range is checked against the mapped length, without overflow, when its frame arrives
+//!   ([`place`], answered `EFAULT` otherwise) and again before the I/O.
+//! - A shared read or write on a connection without a region is answered `EPROTO`; a second
+//!   region `EBUSY`; a region whose descriptor did not come with the first frame, is not a
+//!   memfd sealed against shrinking, or is larger than the configured maximum, `EINVAL`.
+//!
+//! # What it is not
+//! Not a way around the scheduler: a request through the region is queued, ordered and
+//! accounted exactly as one with inline bytes, and acknowledged only after its `pwrite`.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use iosets_proto::local::{recv_with_fd, PeerRegion};
+use iosets_proto::{Bytes, Reply};
+use rustix::io::Errno;
+use tokio::io::{AsyncReadExt, Interest};
+use tokio::net::{TcpListener, UnixListener, UnixStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+#[cfg(doc)]
+use iosets_proto::Request;
+
+use super::Link;
+use crate::root::FsError;
+use crate::state::Shared;
+
+/// A place in a connection's shared region.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub(crate) region: Arc<PeerRegion>,
+    pub(crate) at: u64,
+}
+
+/// A write's bytes: in its frame, or in the connection's shared region.
+#[derive(Debug)]
+pub(crate) enum Payload {
+    Inline(Bytes),
+    Shared { place: Place, len: u32 },
+}
+
+impl Payload {
+    /// How many bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Payload::Inline(b) => b.len(),
+            Payload::Shared { len, .. } => *len as usize,
+        }
+    }
+}
+
+/// A same-host connection's state: the descriptor that came with its first bytes, until the
+/// region is attached.
+#[derive(Debug, Default)]
+pub(crate) struct LocalLink {
+    fd: Option<OwnedFd>,
+    region: Option<Arc<PeerRegion>>,
+}
+
+fn fs_error(errno: Errno, message: impl Into<String>) -> FsError {
+    FsError {
+        errno: errno.raw_os_error(),
+        message: message.into(),
+    }
+}
+
+/// The server's identity on this node: its process, TCP port, and which server of the process
+/// it is (several may run in one process, as in tests).
+pub(crate) fn server_id(shared: &Arc<Shared>, port: u16) -> String {
+    format!(
+        "iosets-{}-{port}-{:x}",
+        std::process::id(),
+        Arc::as_ptr(shared) as usize
+    )
+}
+
+/// The same-host socket as clients are told it: a path, or `@name` for an abstract socket.
+/// `None` when the transport is off.
+fn socket_name(shared: &Arc<Shared>, port: u16) -> Option<String> {
+    if !shared.config.local {
+        return None;
+    }
+    Some(match &shared.config.local_socket {
+        Some(p) => p.display().to_string(),
+        None => format!("@{}", server_id(shared, port)),
+    })
+}
+
+/// What tokio binds: an abstract name starts with a NUL byte.
+fn socket_path(name: &str) -> PathBuf {
+    match name.strip_prefix('@') {
+        Some(abs) => PathBuf::from(format!("\0{abs}")),
+        None => PathBuf::from(name),
+    }
+}
+
+/// Answers [`Request::LocalTransport`].
+pub(crate) fn offer(shared: &Arc<Shared>, link: &Link) -> Result<Reply, FsError> {
+    let socket = socket_name(shared, link.port)
+        .ok_or_else(|| fs_error(Errno::NOTSUP, "this server offers no same-host transport"))?;
+    Ok(Reply::LocalTransport {
+        socket,
+        id: server_id(shared, link.port),
+        pid: std::process::id(),
+    })
+}
+
+/// Answers [`Request::AttachRegion`]: maps the descriptor that came with the connection's first
+/// bytes.
+pub(crate) fn attach(shared: &Arc<Shared>, link: &mut Link, len: u64) -> Result<Reply, FsError> {
+    let port = link.port;
+    let local = link.local.as_mut().ok_or_else(|| {
+        fs_error(
+            Errno::PROTO,
+            "a region is attached on the server's same-host socket only",
+        )
+    })?;
+    if local.region.is_some() {
+        return Err(fs_error(
+            Errno::BUSY,
+            "a region is already attached to this connection",
+        ));
+    }
+    let fd = local.fd.take().ok_or_else(|| {
+        fs_error(
+            Errno::INVAL,
+            "no descriptor came with the connection's first frame",
+        )
+    })?;
+    let max = shared.config.local_region_max_mib << 20;
+    let region = PeerRegion::attach(fd, len, max).map_err(|e| FsError {
+        errno: e.errno(),
+        message: e.to_string(),
+    })?;
+    local.region = Some(Arc::new(region));
+    Ok(Reply::Attached {
+        id: server_id(shared, port),
+    })
+}
+
+/// The place of a shared read or write: `len` bytes at `at` of the connection's region.
+pub(crate) fn place(link: &Link, at: u64, len: u32) -> Result<Place, FsError> {
+    let region = link
+        .local
+        .as_ref()
+        .and_then(|l| l.region.clone())
+        .ok_or_else(|| {
+            fs_error(
+                Errno::PROTO,
+                "no shared region is attached to this connection",
+            )
+        })?;
+    region.check(at, u64::from(len)).map_err(|e| FsError {
+        errno: e.errno(),
+        message: e.to_string(),
+    })?;
+    Ok(Place { region, at })
+}
+
+/// Starts the same-host listener when the configuration asks for it, as one task of `conns`
+/// (the server's connection set: a graceful stop waits for it), beside the TCP listener `tcp`.
+/// A socket that cannot be bound is logged and the server goes on without it: its
+/// clients stay on TCP.
+pub(crate) fn spawn(
+    shared: &Arc<Shared>,
+    tcp: &TcpListener,
+    conns: &mut JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) {
+    let Ok(port) = tcp.local_addr().map(|a| a.port()) else {
+        return;
+    };
+    let Some(name) = socket_name(shared, port) else {
+        return;
+    };
+    let listener = match bind(&name) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(socket = %name, error = %e, "no same-host transport");
+            return;
+        }
+    };
+    tracing::info!(socket = %name, "same-host transport");
+    let path = (!name.starts_with('@')).then(|| PathBuf::from(&name));
+    conns.spawn(accept(shared.clone(), listener, port, path, stop.clone()));
+}
+
+/// Binds the socket. A path left by a server that is gone (nothing accepts on it) is replaced;
+/// one another server listens on is refused.
+fn bind(name: &str) -> std::io::Result<UnixListener> {
+    let path = socket_path(name);
+    match UnixListener::bind(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !name.starts_with('@') => {
+            if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+                return Err(e);
+            }
+            std::fs::remove_file(&path)?;
+            UnixListener::bind(&path)
+        }
+        r => r,
+    }
+}
+
+async fn accept(
+    shared: Arc<Shared>,
+    listener: UnixListener,
+    port: u16,
+    path: Option<PathBuf>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let s = shared.clone();
+                    let rx = stop.clone();
+                    s.counters.connection_opened();
+                    conns.spawn(async move {
+                        serve(s.clone(), stream, port, rx).await;
+                        s.counters.connection_closed();
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "same-host accept failed");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    if let Some(p) = path {
+        let _ = std::fs::remove_file(p);
+    }
+    // Requests already read are answered, as on TCP.
+    while conns.join_next().await.is_some() {}
+}
+
+/// Serves one same-host connection: its first bytes are read with the descriptor that may come
+/// with them, then it is a connection like any other.
+async fn serve(
+    shared: Arc<Shared>,
+    stream: UnixStream,
+    port: u16,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut first = vec![0u8; 4096];
+    let got = tokio::select! {
+        biased;
+        _ = stop.changed() => return,
+        r = stream.async_io(Interest::READABLE, || recv_with_fd(stream.as_fd(), &mut first)) => r,
+    };
+    let (n, fd) = match got {
+        Ok((0, _)) | Err(_) => return,
+        Ok(got) => got,
+    };
+    first.truncate(n);
+    let (rd, wr) = stream.into_split();
+    let rd = std::io::Cursor::new(first).chain(rd);
+    let link = Link {
+        port,
+        local: Some(LocalLink { fd, region: None }),
+    };
+    super::serve_frames(shared, rd, wr, None, link, stop).await;
+}
