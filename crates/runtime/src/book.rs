@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use iosets_period::online::{OnlineConfig, OnlineDetector};
-use iosets_period::{Analyzer, Detection, Event};
+use iosets_period::{Analyzer, Config, Detection, Event};
 use iosets_policy::set10::SetMapping;
 use iosets_types::hash::IdMap;
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
@@ -43,6 +43,25 @@ use crate::stats::HIGHEST_NS;
 
 /// Segments a job's detector keeps: its buffer then never grows past 256 segments.
 const DETECTOR_SEGMENTS: usize = 255;
+
+/// Longest time between two estimates of a job's period: a job that changes behaviour is moved
+/// at most this long (plus the history its new period needs) after the change.
+const MAX_ESTIMATE_INTERVAL: Nanos = Nanos(64_000_000_000);
+
+/// Most new bursts between two estimates of a settled job: a long-period job is re-estimated
+/// every 8 periods at most, not every period.
+const MAX_BURSTS_BETWEEN: u64 = 8;
+
+/// The analysis the book runs: coarser than [`Config::online`] (1,024 bins, refined to at most
+/// 4,096), four times cheaper, and still 32 bins per period over the 32 periods of history a
+/// detector keeps — plenty to tell a period's order of magnitude, which is all Set-10 needs.
+fn analysis() -> Config {
+    Config {
+        bins: 1 << 10,
+        max_bins: 1 << 12,
+        ..Config::online()
+    }
+}
 
 /// Bytes of one job's record with detection off: the record in its map slot (with the map's
 /// control byte) and its queue-wait histogram (624 `u32` counters: one significant digit from
@@ -184,6 +203,12 @@ impl Meter {
 struct Detect {
     detector: OnlineDetector,
     next_estimate: Nanos,
+    /// Time to the next estimate: doubles after each estimate that moves nothing (up to
+    /// [`MAX_ESTIMATE_INTERVAL`]), back to [`BookConfig::estimate_every`] after a move.
+    interval: Nanos,
+    /// New bursts needed before the next estimate: doubles with `interval` (up to
+    /// [`MAX_BURSTS_BETWEEN`]), back to one after a move.
+    bursts: u64,
     /// Segments opened at the last estimate: no new burst, no new estimate.
     opened_at_estimate: u64,
     period: Option<Nanos>,
@@ -250,15 +275,21 @@ struct Shard {
 
 /// A set change found by a detector, for the scheduler to apply.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Move {
-    pub(crate) job: JobId,
-    pub(crate) set: i32,
-    pub(crate) priority: Priority,
-    pub(crate) period: Nanos,
+#[non_exhaustive]
+pub struct Move {
+    /// The job.
+    pub job: JobId,
+    /// Its new Set-10 set.
+    pub set: i32,
+    /// The set's priority.
+    pub priority: Priority,
+    /// The period detected.
+    pub period: Nanos,
 }
 
-/// See the module documentation.
-pub(crate) struct JobBook {
+/// See the module documentation. The [`crate::Scheduler`] holds one and feeds it every
+/// completion; it is public so that other drivers (and the benchmarks) can use it alone.
+pub struct JobBook {
     config: BookConfig,
     shards: Box<[Mutex<Shard>]>,
     per_shard: usize,
@@ -267,7 +298,8 @@ pub(crate) struct JobBook {
 }
 
 impl JobBook {
-    pub(crate) fn new(config: BookConfig) -> JobBook {
+    /// An empty book.
+    pub fn new(config: BookConfig) -> JobBook {
         let shards = (0..SHARDS)
             .map(|_| {
                 Mutex::new(Shard {
@@ -286,7 +318,8 @@ impl JobBook {
         }
     }
 
-    pub(crate) fn config(&self) -> &BookConfig {
+    /// Its settings.
+    pub fn config(&self) -> &BookConfig {
         &self.config
     }
 
@@ -299,7 +332,7 @@ impl JobBook {
 
     /// Records a completed batch: every request's bytes, wait and service, and its job's
     /// detector. Returns the set changes to apply (rare; empty without automatic priorities).
-    pub(crate) fn record(
+    pub fn record(
         &self,
         batch: &Batch,
         outcome: Outcome,
@@ -375,24 +408,31 @@ impl JobBook {
         let every = Nanos(u64::try_from(self.config.estimate_every.as_nanos()).unwrap_or(u64::MAX));
         let d = rec.detect.get_or_insert_with(|| {
             let config = OnlineConfig {
+                analysis: analysis(),
                 capacity: DETECTOR_SEGMENTS,
                 ..OnlineConfig::default()
             };
             Box::new(Detect {
                 detector: OnlineDetector::new(config).expect("constant detector settings"),
                 next_estimate: now + every,
+                interval: every,
+                bursts: 1,
                 opened_at_estimate: 0,
                 period: None,
                 set: None,
             })
         });
         d.detector.observe(Event::new(arrival, now, bytes));
-        // Estimate at most once per `every`, and only once a new burst has begun since the last
-        // estimate: a job streaming without pause, or between bursts, costs nothing more.
-        if now < d.next_estimate || d.detector.opened() == d.opened_at_estimate {
+        // Estimate at most once per `interval`, and only once enough new bursts have begun since
+        // the last estimate: a job streaming without pause, or between bursts, costs nothing.
+        if now < d.next_estimate || d.detector.opened() < d.opened_at_estimate + d.bursts {
             return None;
         }
-        d.next_estimate = now + every;
+        // Back off until something moves: a job whose set is settled (or that is not periodic)
+        // is re-estimated less and less often.
+        d.next_estimate = now + d.interval;
+        d.interval = Nanos(d.interval.0.saturating_mul(2)).min(MAX_ESTIMATE_INTERVAL.max(every));
+        d.bursts = (d.bursts * 2).min(MAX_BURSTS_BETWEEN);
         d.opened_at_estimate = d.detector.opened();
         let analyzer = analyzer.get_or_insert_with(|| {
             Analyzer::new(d.detector.config().analysis).expect("checked by the detector")
@@ -406,6 +446,8 @@ impl JobBook {
             return None;
         }
         d.set = Some(set);
+        d.interval = every;
+        d.bursts = 1;
         Some(Move {
             job,
             set,
@@ -431,7 +473,7 @@ impl JobBook {
     }
 
     /// Jobs known (read without locking).
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count.load(Ordering::Relaxed)
     }
 
@@ -515,6 +557,15 @@ impl JobBook {
             }
         }
         total
+    }
+}
+
+impl std::fmt::Debug for JobBook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobBook")
+            .field("jobs", &self.count())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
