@@ -13,6 +13,7 @@
 //! (8 processes writing 16 MiB each per phase); `B` = 16 is a stress case (a period estimate
 //! costs tens of µs and is amortised over a burst's requests, so small bursts cost the most).
 
+use iosets_types::{FileId, JobId, RequestId};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -63,7 +64,11 @@ fn stream(len: usize, burst: u64) -> Vec<(u64, Nanos)> {
 }
 
 fn batch(job: u64, arrival: Nanos, n: u64) -> Batch {
-    let mut r = Request::new(n, job, job, n << 20, 1 << 20, Op::Write);
+    let mut r = Request::builder(JobId(job), Op::Write)
+        .id(RequestId(n))
+        .file(FileId(job))
+        .range(n << 20, 1 << 20)
+        .build();
     r.arrival = arrival;
     Batch::single(r)
 }
@@ -135,13 +140,19 @@ fn cycle(c: &mut Criterion) {
         );
         let mut i = 0usize;
         let lap = events.last().expect("events").1 + Nanos::from_secs_f64(100.0);
-        let mut step = |i: usize| {
+        let step = |i: usize| {
             let k = i % events.len();
             let (job, at) = events[k];
             let at = at + Nanos(lap.0 * (i / events.len()) as u64);
             clock.0.store(at.0, Ordering::Relaxed);
             sched
-                .submit(Request::new(0, job, job, 0, 1 << 20, Op::Write), i as u64)
+                .submit(
+                    Request::builder(JobId(job), Op::Write)
+                        .file(FileId(job))
+                        .range(0, 1 << 20)
+                        .build(),
+                    i as u64,
+                )
                 .expect("open");
             let work = sched.try_next().work().expect("noop serves at once");
             clock.0.store((at + SERVICE).0, Ordering::Relaxed);

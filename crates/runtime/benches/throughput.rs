@@ -5,6 +5,7 @@
 //! `cargo bench -p iosets-runtime --bench throughput`; `bash bench/run.sh runtime` prints the table
 //! with each policy's ratio to `noop` from the same run.
 
+use iosets_types::{FileId, JobId};
 use std::hint::black_box;
 use std::thread;
 use std::time::Duration;
@@ -40,7 +41,10 @@ fn run(policy: &str) {
                 for i in 0..N / PRODUCERS {
                     let n = p * (N / PRODUCERS) + i;
                     let job = n % JOBS;
-                    let mut r = Request::new(0, job, job, n * 4096, 4096, Op::Write);
+                    let mut r = Request::builder(JobId(job), Op::Write)
+                        .file(FileId(job))
+                        .range(n * 4096, 4096)
+                        .build();
                     // Four sets by hint (priorities 1, 0.1, 0.01, 0.001); noop and wfq ignore it.
                     r.priority = Priority::new(10f64.powi(-((job % 4) as i32)));
                     sched.submit(r, n).expect("not shut down");

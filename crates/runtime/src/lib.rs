@@ -51,10 +51,11 @@
 //! # Example
 //! ```
 //! use iosets_runtime::{Counted, Scheduler};
-//! use iosets_types::{Op, Outcome, Request};
+//! use iosets_types::{FileId, JobId, Op, Outcome, Request};
 //!
 //! let sched: Scheduler<&'static str> = Scheduler::new(Counted::build("noop", &[]).unwrap());
-//! sched.submit(Request::new(0, 7, 1, 0, 4096, Op::Write), "reply to client 7").unwrap();
+//! let req = Request::builder(JobId(7), Op::Write).file(FileId(1)).range(0, 4096).build();
+//! sched.submit(req, "reply to client 7").unwrap();
 //! sched.shutdown();
 //! while let Some(work) = sched.next() {
 //!     let bytes = work.batch().bytes();
@@ -71,6 +72,7 @@ mod clock;
 mod error;
 mod scheduler;
 mod stats;
+mod sync;
 mod work;
 
 pub use book::BookConfig;
@@ -83,10 +85,14 @@ pub use stats::{
 };
 pub use work::{Completion, CompletionEvent, Next, Work};
 
+/// The model's clock and time, for loom model tests (`RUSTFLAGS="--cfg loom"`).
+#[cfg(loom)]
+pub use sync::model;
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosets_types::{JobId, Op, Outcome, Request};
+    use iosets_types::{FileId, JobId, Op, Outcome, Request, RequestId};
 
     fn assert_send_sync<X: Send + Sync>() {}
 
@@ -103,10 +109,22 @@ mod tests {
             Counted::build("timeorder", &[("merge".into(), "true".into())]).unwrap(),
         );
         sched
-            .submit(Request::new(0, 1, 1, 0, 10, Op::Read), 1)
+            .submit(
+                Request::builder(JobId(1), Op::Read)
+                    .file(FileId(1))
+                    .range(0, 10)
+                    .build(),
+                1,
+            )
             .unwrap();
         sched
-            .submit(Request::new(0, 1, 1, 10, 10, Op::Read), 2)
+            .submit(
+                Request::builder(JobId(1), Op::Read)
+                    .file(FileId(1))
+                    .range(10, 10)
+                    .build(),
+                2,
+            )
             .unwrap();
         let events = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
         let seen = events.clone();
@@ -130,7 +148,11 @@ mod tests {
         let sched: Scheduler<()> = Scheduler::new(Counted::build("noop", &[]).unwrap());
         let mut busy = Counted::build("wfq", &[]).unwrap();
         busy.enqueue(
-            Request::new(1, 1, 1, 0, 1, Op::Read),
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 1)
+                .build(),
             iosets_types::Nanos::ZERO,
         );
         let err = sched.switch_policy(busy).unwrap_err();
@@ -145,7 +167,13 @@ mod tests {
     fn forgetting_a_job_keeps_the_books_balanced() {
         let sched: Scheduler<()> = Scheduler::new(Counted::build("noop", &[]).unwrap());
         sched
-            .submit(Request::new(0, 3, 1, 0, 8, Op::Write), ())
+            .submit(
+                Request::builder(JobId(3), Op::Write)
+                    .file(FileId(1))
+                    .range(0, 8)
+                    .build(),
+                (),
+            )
             .unwrap();
         assert!(
             sched.forget_job(JobId(3)).is_none(),

@@ -3,6 +3,7 @@
 
 mod common;
 
+use iosets_types::FileId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +44,10 @@ fn serve_one(
     hint: Option<f64>,
 ) {
     clock.set(at);
-    let mut req = Request::new(0, job, job, 0, 1 << 20, Op::Write);
+    let mut req = Request::builder(JobId(job), Op::Write)
+        .file(FileId(job))
+        .range(0, 1 << 20)
+        .build();
     req.priority = hint.and_then(Priority::new);
     sched.submit(req, job).unwrap();
     let work = sched.try_next().work().expect("the request can go at once");
@@ -142,7 +146,13 @@ fn idle_jobs_are_forgotten_and_control_priorities_stay() {
     // Job 7 has a request queued when the sweep runs: it stays.
     clock.set(Nanos::from_millis(5_000));
     sched
-        .submit(Request::new(0, 7, 7, 0, 4096, Op::Read), 7)
+        .submit(
+            Request::builder(JobId(7), Op::Read)
+                .file(FileId(7))
+                .range(0, 4096)
+                .build(),
+            7,
+        )
         .unwrap();
     let (bytes, jobs) = sched.book_memory();
     assert_eq!(jobs, 1_000);
@@ -215,7 +225,13 @@ fn an_idle_scheduler_forgets_by_itself() {
     };
     for job in 0..50u64 {
         sched
-            .submit(Request::new(0, job, job, 0, 4096, Op::Write), job)
+            .submit(
+                Request::builder(JobId(job), Op::Write)
+                    .file(FileId(job))
+                    .range(0, 4096)
+                    .build(),
+                job,
+            )
             .unwrap();
     }
     assert!(sched.wait_idle_timeout(common::LIMIT));

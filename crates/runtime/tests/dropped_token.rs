@@ -2,6 +2,7 @@
 
 mod common;
 
+use iosets_types::FileId;
 use std::sync::{Arc, Mutex};
 
 use common::policy;
@@ -16,10 +17,22 @@ fn dropped_token_fails_its_request_and_the_books_balance() {
     sched.set_listener(move |e: &CompletionEvent| seen.lock().unwrap().push(*e));
 
     let lost = sched
-        .submit(Request::new(0, 1, 1, 0, 4096, Op::Write), "job 1")
+        .submit(
+            Request::builder(JobId(1), Op::Write)
+                .file(FileId(1))
+                .range(0, 4096)
+                .build(),
+            "job 1",
+        )
         .unwrap();
     let kept = sched
-        .submit(Request::new(0, 2, 2, 0, 4096, Op::Read), "job 2")
+        .submit(
+            Request::builder(JobId(2), Op::Read)
+                .file(FileId(2))
+                .range(0, 4096)
+                .build(),
+            "job 2",
+        )
         .unwrap();
 
     let work = sched
@@ -70,7 +83,13 @@ fn token_dropped_on_a_panicking_worker_fails_the_request() {
     let seen = failed.clone();
     sched.set_listener(move |e: &CompletionEvent| seen.lock().unwrap().push(e.outcome));
     sched
-        .submit(Request::new(0, 9, 1, 0, 512, Op::Read), 7)
+        .submit(
+            Request::builder(JobId(9), Op::Read)
+                .file(FileId(1))
+                .range(0, 512)
+                .build(),
+            7,
+        )
         .unwrap();
     let worker = {
         let sched = sched.clone();

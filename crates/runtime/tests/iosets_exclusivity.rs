@@ -3,6 +3,7 @@
 
 mod common;
 
+use iosets_types::FileId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -65,7 +66,10 @@ fn jobs_of_one_set_never_overlap_in_service() {
             let sched = sched.clone();
             thread::spawn(move || {
                 for i in 0..PER_JOB {
-                    let mut r = Request::new(0, job, job, i * 4096, 4096, Op::Write);
+                    let mut r = Request::builder(JobId(job), Op::Write)
+                        .file(FileId(job))
+                        .range(i * 4096, 4096)
+                        .build();
                     r.priority = hint(job);
                     sched.submit(r, job).unwrap();
                     if i % 10 == 9 {

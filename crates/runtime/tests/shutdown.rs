@@ -2,6 +2,7 @@
 
 mod common;
 
+use iosets_types::{FileId, JobId};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -15,13 +16,25 @@ fn submit_after_shutdown_is_refused_and_queued_work_is_still_delivered() {
     let sched: Scheduler<u32> = Scheduler::new(policy("noop"));
     for i in 0..3 {
         sched
-            .submit(Request::new(0, 1, 1, i * 10, 10, Op::Write), i as u32)
+            .submit(
+                Request::builder(JobId(1), Op::Write)
+                    .file(FileId(1))
+                    .range(i * 10, 10)
+                    .build(),
+                i as u32,
+            )
             .unwrap();
     }
     sched.shutdown();
     assert!(sched.is_shut_down());
     assert_eq!(
-        sched.submit(Request::new(0, 1, 1, 30, 10, Op::Write), 3),
+        sched.submit(
+            Request::builder(JobId(1), Op::Write)
+                .file(FileId(1))
+                .range(30, 10)
+                .build(),
+            3
+        ),
         Err(RuntimeError::ShutDown)
     );
 
@@ -66,7 +79,10 @@ fn queued_work_blocked_behind_a_service_is_delivered_after_shutdown() {
     let sched: Scheduler<u64> = Scheduler::new(policy("iosets"));
     let hint = Priority::new(0.1);
     for job in [1, 2] {
-        let mut r = Request::new(0, job, job, 0, 10, Op::Write);
+        let mut r = Request::builder(JobId(job), Op::Write)
+            .file(FileId(job))
+            .range(0, 10)
+            .build();
         r.priority = hint;
         sched.submit(r, job).unwrap();
     }

@@ -3,6 +3,7 @@
 
 mod common;
 
+use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -78,10 +79,22 @@ fn switching_under_load_completes_everything_exactly_once() {
 fn a_batch_in_service_completes_against_the_policy_that_dispatched_it() {
     let sched: Scheduler<&'static str> = Scheduler::new(policy("noop"));
     sched
-        .submit(Request::new(0, 1, 1, 0, 10, Op::Read), "first")
+        .submit(
+            Request::builder(JobId(1), Op::Read)
+                .file(FileId(1))
+                .range(0, 10)
+                .build(),
+            "first",
+        )
         .unwrap();
     sched
-        .submit(Request::new(0, 2, 2, 0, 10, Op::Read), "second")
+        .submit(
+            Request::builder(JobId(2), Op::Read)
+                .file(FileId(2))
+                .range(0, 10)
+                .build(),
+            "second",
+        )
         .unwrap();
     let first = sched.try_next().work().unwrap();
 

@@ -3,6 +3,7 @@
 
 mod common;
 
+use iosets_types::{FileId, JobId};
 use std::sync::{Arc, Mutex};
 
 use common::policy;
@@ -22,13 +23,19 @@ fn completing_after_the_scheduler_is_dropped_does_not_panic() {
     let (sched, log) = scheduler_with_log();
     sched
         .submit(
-            Request::new(0, 1, 1, 0, 100, Op::Write),
+            Request::builder(JobId(1), Op::Write)
+                .file(FileId(1))
+                .range(0, 100)
+                .build(),
             "reply".to_string(),
         )
         .unwrap();
     sched
         .submit(
-            Request::new(0, 2, 2, 0, 100, Op::Write),
+            Request::builder(JobId(2), Op::Write)
+                .file(FileId(2))
+                .range(0, 100)
+                .build(),
             "left queued".to_string(),
         )
         .unwrap();
@@ -43,7 +50,13 @@ fn completing_after_the_scheduler_is_dropped_does_not_panic() {
 fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
     let (sched, log) = scheduler_with_log();
     sched
-        .submit(Request::new(0, 1, 1, 0, 100, Op::Read), "reply".to_string())
+        .submit(
+            Request::builder(JobId(1), Op::Read)
+                .file(FileId(1))
+                .range(0, 100)
+                .build(),
+            "reply".to_string(),
+        )
         .unwrap();
     let (payloads, token) = sched.try_next().work().unwrap().into_parts();
     drop(sched);
@@ -56,7 +69,13 @@ fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
 fn completing_on_another_thread_after_the_scheduler_is_dropped() {
     let (sched, log) = scheduler_with_log();
     sched
-        .submit(Request::new(0, 1, 1, 0, 100, Op::Read), "reply".to_string())
+        .submit(
+            Request::builder(JobId(1), Op::Read)
+                .file(FileId(1))
+                .range(0, 100)
+                .build(),
+            "reply".to_string(),
+        )
         .unwrap();
     let work = sched.try_next().work().unwrap();
     drop(sched);

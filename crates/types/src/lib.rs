@@ -231,9 +231,86 @@ impl Request {
         }
     }
 
+    /// A request of `job` doing `op`, to complete with the builder's setters: by default file 0,
+    /// offset 0, length 0, no class, no priority hint, id 0 and arrival zero (the runtime numbers
+    /// a submitted request and stamps its arrival itself; simulators and tests set both).
+    ///
+    /// ```
+    /// use iosets_types::{FileId, JobId, Op, Priority, Request};
+    /// let r = Request::builder(JobId(7), Op::Write)
+    ///     .file(FileId(3))
+    ///     .range(4096, 1 << 20)
+    ///     .priority(Priority::new(0.1))
+    ///     .build();
+    /// assert_eq!((r.job, r.file, r.offset, r.len), (JobId(7), FileId(3), 4096, 1 << 20));
+    /// ```
+    pub fn builder(job: JobId, op: Op) -> RequestBuilder {
+        RequestBuilder(Request {
+            id: RequestId(0),
+            job,
+            class: None,
+            file: FileId(0),
+            offset: 0,
+            len: 0,
+            op,
+            priority: None,
+            arrival: Nanos::ZERO,
+        })
+    }
+
     /// The first byte past the request.
     pub fn end(&self) -> u64 {
         self.offset.saturating_add(self.len)
+    }
+}
+
+/// Builds a [`Request`]; see [`Request::builder`]. Every field has its own typed setter, so a
+/// job id cannot be passed where a file id or an offset is meant.
+#[derive(Clone, Copy, Debug)]
+#[must_use]
+pub struct RequestBuilder(Request);
+
+impl RequestBuilder {
+    /// The file touched.
+    pub fn file(mut self, file: FileId) -> RequestBuilder {
+        self.0.file = file;
+        self
+    }
+
+    /// `len` bytes from `offset`.
+    pub fn range(mut self, offset: u64, len: u64) -> RequestBuilder {
+        self.0.offset = offset;
+        self.0.len = len;
+        self
+    }
+
+    /// A class, for policies that key queues by class.
+    pub fn class(mut self, class: ClassId) -> RequestBuilder {
+        self.0.class = Some(class);
+        self
+    }
+
+    /// The priority hint (IO-SETS' Set-10 priority) the client attached, if any.
+    pub fn priority(mut self, priority: Option<Priority>) -> RequestBuilder {
+        self.0.priority = priority;
+        self
+    }
+
+    /// The request's id (for drivers that number requests themselves: simulators, tests).
+    pub fn id(mut self, id: RequestId) -> RequestBuilder {
+        self.0.id = id;
+        self
+    }
+
+    /// When the request arrived (for drivers that stamp it themselves).
+    pub fn arrival(mut self, arrival: Nanos) -> RequestBuilder {
+        self.0.arrival = arrival;
+        self
+    }
+
+    /// The request.
+    pub fn build(self) -> Request {
+        self.0
     }
 }
 

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: bounded joins, request makers, exactly-once ledgers.
 #![allow(dead_code)]
 
+use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
@@ -38,7 +39,10 @@ pub fn policy(name: &str) -> Counted {
 /// (priorities 1, 0.1, 0.01, 0.001).
 pub fn hinted_request(job: u64, i: u64) -> Request {
     let op = if i % 3 == 0 { Op::Read } else { Op::Write };
-    let mut r = Request::new(0, job, job, i * 4096, 4096, op);
+    let mut r = Request::builder(JobId(job), op)
+        .file(FileId(job))
+        .range(i * 4096, 4096)
+        .build();
     if job % 8 != 7 {
         r.priority = Priority::new(10f64.powi(-((job % 4) as i32)));
     }
