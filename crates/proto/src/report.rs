@@ -106,4 +106,16 @@ pub struct ServerReport {
     pub bytes_read: u64,
     /// Bytes written to the backing store.
     pub bytes_written: u64,
+    /// Jobs the runtime's job book remembers now.
+    #[serde(default)]
+    pub jobs_known: u64,
+    /// Bytes the job book's records hold (bounded by `max_jobs` records).
+    #[serde(default)]
+    pub job_book_bytes: u64,
+    /// Jobs forgotten after being idle for the forget interval.
+    #[serde(default)]
+    pub jobs_forgotten: u64,
+    /// Job records dropped to keep the book within `max_jobs`.
+    #[serde(default)]
+    pub jobs_evicted: u64,
 }

@@ -21,7 +21,6 @@
 //! state) and one precedence (control > auto > hint).
 
 use std::mem::size_of;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -30,9 +29,9 @@ use iosets_period::{Analyzer, Config, Detection, Event};
 use iosets_policy::set10::SetMapping;
 use iosets_types::hash::IdMap;
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
-use parking_lot::Mutex;
 
 use crate::stats::OpLatency;
+use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::work::moved_bytes;
 
 /// Shards of the book (a power of two).
@@ -271,6 +270,9 @@ struct Shard {
     /// The analysis buffers this shard's detectors share.
     analyzer: Option<Analyzer>,
     evicted: u64,
+    /// Records removed as idle (counted under the lock that removes them, so that a reader never
+    /// sees a record gone and not yet counted).
+    forgotten: u64,
 }
 
 /// A set change found by a detector, for the scheduler to apply.
@@ -307,6 +309,7 @@ impl JobBook {
                     latency: Vec::new(),
                     analyzer: None,
                     evicted: 0,
+                    forgotten: 0,
                 })
             })
             .collect();
@@ -482,6 +485,11 @@ impl JobBook {
         self.shards.iter().map(|s| s.lock().evicted).sum()
     }
 
+    /// Records removed as idle (or by request) since the start.
+    pub(crate) fn forgotten(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().forgotten).sum()
+    }
+
     /// The latency histograms merged over the shards, one per (policy, operation).
     pub(crate) fn latency(&self) -> Vec<OpLatency> {
         let mut out: Vec<OpLatency> = Vec::new();
@@ -521,6 +529,7 @@ impl JobBook {
         let mut s = self.shard(job).lock();
         if s.jobs.get(&job).is_some_and(|r| r.last_active <= cutoff) {
             s.jobs.remove(&job);
+            s.forgotten += 1;
             self.count.fetch_sub(1, Ordering::Relaxed);
             if s.jobs.len() < s.jobs.capacity() / 4 {
                 s.jobs.shrink_to_fit();
@@ -533,8 +542,11 @@ impl JobBook {
 
     /// Removes `job` whatever its state; returns its view.
     pub(crate) fn remove(&self, job: JobId, now: Nanos) -> Option<BookEntry> {
-        let r = self.shard(job).lock().jobs.remove(&job)?;
+        let mut s = self.shard(job).lock();
+        let r = s.jobs.remove(&job)?;
+        s.forgotten += 1;
         self.count.fetch_sub(1, Ordering::Relaxed);
+        drop(s);
         Some(view(&r, now))
     }
 

@@ -3,17 +3,16 @@
 use std::fmt;
 use std::mem;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use iosets_policy::{Counted, Counters, Dispatch, PolicyError};
 use iosets_types::{Batch, JobId, Nanos, Outcome, Priority, Request, RequestId};
-use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::book::{BookConfig, BookEntry, JobBook, Move};
 use crate::clock::{Clock, MonotonicClock};
 use crate::stats::{add_counters, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats};
+use crate::sync::{AtomicU64, Condvar, Instant, Mutex, MutexGuard, Ordering};
 use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
 use crate::RuntimeError;
 use iosets_types::hash::IdMap;
@@ -50,8 +49,6 @@ struct Inner<T> {
     book: JobBook,
     /// When the book next looks for idle jobs (scheduler time, ns); claimed by compare-and-swap.
     next_sweep: AtomicU64,
-    /// Jobs forgotten as idle since the start.
-    forgotten: AtomicU64,
     /// Workers waiting in `next`.
     work_cv: Condvar,
     /// Callers of `wait_idle`.
@@ -331,8 +328,6 @@ impl<T> Inner<T> {
                 st.set_source(j, PrioritySource::Auto, None, now);
             }
         }
-        self.forgotten
-            .fetch_add(removed.len() as u64, Ordering::Relaxed);
         if !removed.is_empty() {
             tracing::debug!(jobs = removed.len(), "forgot idle jobs");
         }
@@ -504,7 +499,6 @@ impl<T: Send + 'static> Scheduler<T> {
                 idle_cv: Condvar::new(),
                 book: JobBook::new(book),
                 next_sweep: AtomicU64::new(first_sweep.0),
-                forgotten: AtomicU64::new(0),
             }),
         }
     }
@@ -864,12 +858,13 @@ impl<T: Send + 'static> Scheduler<T> {
             rejected_completions: st.rejected_completions,
             shut_down: st.shutdown,
             jobs: Vec::new(),
-            forgotten_jobs: self.inner.forgotten.load(Ordering::Relaxed),
+            forgotten_jobs: 0,
             evicted_jobs: 0,
         };
         // The book's locks are taken only once the scheduler's is released.
         drop(st);
         stats.evicted_jobs = self.inner.book.evicted();
+        stats.forgotten_jobs = self.inner.book.forgotten();
         let mut jobs: IdMap<JobId, JobStats> = IdMap::default();
         for (job, entry) in self.inner.book.entries(now) {
             jobs.insert(job, with_entry(JobStats::idle(job), &entry));
@@ -930,7 +925,6 @@ impl<T: Send + 'static> Scheduler<T> {
             now
         };
         let entry = self.inner.book.remove(job, now)?;
-        self.inner.forgotten.fetch_add(1, Ordering::Relaxed);
         Some(with_entry(JobStats::idle(job), &entry))
     }
 

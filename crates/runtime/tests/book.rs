@@ -246,3 +246,20 @@ fn an_idle_scheduler_forgets_by_itself() {
     common::join_within(vec![worker], common::LIMIT);
     sched.check_balance().unwrap();
 }
+
+#[test]
+fn evicted_and_forgotten_jobs_add_up() {
+    let (sched, clock) = scheduler(
+        BookConfig::default()
+            .max_jobs(256)
+            .forget_after(Duration::from_millis(300)),
+    );
+    for job in 0..20_000u64 {
+        serve_one(&sched, &clock, job, Nanos(job * 100_000), Nanos(100), None);
+    }
+    clock.set(Nanos::from_millis(10_000));
+    sched.forget_idle();
+    let stats = sched.stats();
+    assert_eq!(sched.book_memory().1, 0);
+    assert_eq!(stats.forgotten_jobs + stats.evicted_jobs, 20_000);
+}

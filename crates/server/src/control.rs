@@ -132,6 +132,7 @@ pub(crate) fn stats(shared: &Shared) -> ServerReport {
     use std::sync::atomic::Ordering::Relaxed;
     let s = shared.sched.stats();
     let c = &s.counters;
+    let (book_bytes, book_jobs) = shared.sched.book_memory();
     ServerReport {
         policy: s.policy.into(),
         uptime_s: shared.start.elapsed().as_secs_f64(),
@@ -154,6 +155,10 @@ pub(crate) fn stats(shared: &Shared) -> ServerReport {
         switches: s.switches,
         bytes_read: shared.counters.bytes_read.load(Relaxed),
         bytes_written: shared.counters.bytes_written.load(Relaxed),
+        jobs_known: book_jobs as u64,
+        job_book_bytes: book_bytes as u64,
+        jobs_forgotten: s.forgotten_jobs,
+        jobs_evicted: s.evicted_jobs,
     }
 }
 

@@ -205,6 +205,13 @@ pub(crate) fn render(shared: &Shared) -> String {
         "Job records dropped to keep the job book within max_jobs.",
     );
     let _ = writeln!(out, "iosets_jobs_evicted_total {}", stats.evicted_jobs);
+    header(
+        &mut out,
+        "iosets_job_book_bytes",
+        "gauge",
+        "Bytes held by the job book's per-job records.",
+    );
+    let _ = writeln!(out, "iosets_job_book_bytes {}", shared.sched.book_memory().0);
     let per_job: [JobMetric; 5] = [
         (
             "iosets_job_ops_total",

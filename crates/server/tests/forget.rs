@@ -1,0 +1,117 @@
+//! 100,000 job ids through a server, then idle: the job book stays within `max_jobs` records,
+//! `/metrics` stays bounded, and after the forget interval the book is empty again.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use common::{create, write, Conn, TempDir};
+use iosets_proto::{Control, Reply, Response, ServerReport};
+use iosets_runtime::book::{DETECTOR_BYTES, JOB_RECORD_BYTES};
+use iosets_server::{Server, ServerConfig};
+
+const TOKEN: &str = "forget-test";
+const JOBS: u64 = 100_000;
+const MAX_JOBS: usize = 4_096;
+
+fn stats(c: &mut Conn) -> ServerReport {
+    match c.control(TOKEN, Control::Stats) {
+        Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
+        r => panic!("{r:?}"),
+    }
+}
+
+fn metrics(addr: SocketAddr) -> String {
+    let mut http = TcpStream::connect(addr).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
+
+fn gauge(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+#[test]
+fn a_hundred_thousand_jobs_leave_nothing_behind() {
+    let root = TempDir::new("forget");
+    let mut config = ServerConfig::new(&root.0);
+    config.token = Some(TOKEN.into());
+    config.auto_priority = true;
+    config.forget_idle_s = 1.0;
+    config.max_jobs = MAX_JOBS;
+    let server = Server::start(config).unwrap();
+    let mut c = Conn::connect(server.addr(), 1);
+    c.ok(create("f"));
+    // One 1-byte write per job, pipelined 200 at a time.
+    let mut job = 1;
+    while job <= JOBS {
+        let tags: Vec<u64> = (0..200)
+            .take_while(|i| job + i <= JOBS)
+            .map(|i| {
+                c.job = job + i;
+                c.send(write("f", 0, vec![7]))
+            })
+            .collect();
+        for _ in &tags {
+            let (_, r) = c.recv().expect("answer");
+            assert!(matches!(r, Response::Ok(Reply::Written(1))), "{r:?}");
+        }
+        job += tags.len() as u64;
+    }
+    c.job = 1;
+
+    let busy = stats(&mut c);
+    assert_eq!(busy.completed, JOBS);
+    assert!(
+        busy.jobs_known as usize <= MAX_JOBS,
+        "{} jobs remembered",
+        busy.jobs_known
+    );
+    assert_eq!(busy.jobs_known + busy.jobs_evicted + busy.jobs_forgotten, JOBS);
+    let bound = MAX_JOBS * (JOB_RECORD_BYTES + DETECTOR_BYTES);
+    assert!(
+        (busy.job_book_bytes as usize) <= bound,
+        "{} bytes > {bound}",
+        busy.job_book_bytes
+    );
+    let text = metrics(server.addr());
+    let job_lines = text.lines().filter(|l| l.contains("{job=\"")).count();
+    let listed = gauge(&text, "iosets_jobs{state=\"listed\"} ");
+    assert!(listed <= 1_000, "{listed} jobs listed");
+    // Eleven series per listed job at most (ops, 2 bytes, failed, queued, in service, 2
+    // bandwidths, 2 quantiles + sum + count of the wait summary, priority).
+    assert!(job_lines as u64 <= 13 * listed, "{job_lines} per-job lines");
+    assert!(text.len() < 2 << 20, "{} bytes of metrics", text.len());
+
+    // Idle: after the forget interval the book is empty, whatever the number of jobs seen.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let idle = loop {
+        let s = stats(&mut c);
+        if s.jobs_known == 0 || Instant::now() > deadline {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(idle.jobs_known, 0, "jobs still remembered: {idle:?}");
+    assert!(
+        idle.job_book_bytes <= 64 * 1024,
+        "{} bytes left",
+        idle.job_book_bytes
+    );
+    assert_eq!(idle.jobs_forgotten + idle.jobs_evicted, JOBS);
+    assert!(idle.balanced);
+    let text = metrics(server.addr());
+    assert_eq!(gauge(&text, "iosets_jobs{state=\"listed\"} "), 0);
+    server.shutdown().unwrap();
+}
