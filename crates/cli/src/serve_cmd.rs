@@ -44,6 +44,13 @@ pub(crate) struct ServeArgs {
     /// (control-plane priorities always win).
     #[arg(long)]
     auto_priority: bool,
+    /// Forget a job idle this long, in seconds (its statistics, detector and automatic priority;
+    /// a control-plane priority stays). Default 600.
+    #[arg(long, value_name = "SECONDS")]
+    forget_idle_s: Option<f64>,
+    /// Jobs to keep statistics for at once; the least recently active go first (default 16384).
+    #[arg(long, value_name = "N")]
+    max_jobs: Option<usize>,
     /// Record every served request into this CSV file.
     #[arg(long, value_name = "FILE.csv")]
     trace: Option<PathBuf>,
@@ -83,6 +90,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if args.auto_priority {
         config.auto_priority = true;
+    }
+    if let Some(s) = args.forget_idle_s {
+        config.forget_idle_s = s;
+    }
+    if let Some(n) = args.max_jobs {
+        config.max_jobs = n;
     }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;

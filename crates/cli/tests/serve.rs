@@ -228,6 +228,21 @@ fn serve_and_ctl_refuse_bad_input() {
         &["serve", "--root", "r", "--listen", "256.0.0.1:1"],
         &["binding"],
     );
+    fails(
+        &dir,
+        &["serve", "--root", "r", "--forget-idle-s", "0"],
+        &["forget_idle_s"],
+    );
+    fails(
+        &dir,
+        &["serve", "--root", "r", "--forget-idle-s", "nan"],
+        &["forget_idle_s"],
+    );
+    fails(
+        &dir,
+        &["serve", "--root", "r", "--max-jobs", "3"],
+        &["max_jobs"],
+    );
     std::fs::write(dir.join("empty-token"), "  \n").unwrap();
     fails(
         &dir,
