@@ -226,11 +226,12 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
 fn print_jobs(r: &JobsReport) {
     println!("policy: {}", r.policy);
     println!(
-        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}",
+        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}",
         "job",
         "priority",
         "set",
         "source",
+        "period",
         "ops",
         "read MiB",
         "write MiB",
@@ -253,11 +254,12 @@ fn print_jobs(r: &JobsReport) {
     };
     for j in &r.jobs {
         println!(
-            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}",
+            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}",
             j.job,
             j.priority.map_or("-".into(), |p| format!("{p}")),
             j.set.map_or("-".into(), |s| s.to_string()),
             j.priority_source,
+            j.period_s.map_or("-".into(), |p| format!("{p:.2}s")),
             j.ops,
             mib(j.bytes_read),
             mib(j.bytes_written),
