@@ -6,7 +6,7 @@ use bytes::Bytes;
 use iosets_proto::{Attr, Control, DirEntry, OpenFlags, Reply};
 use iosets_types::{JobId, Priority};
 
-use crate::client::Client;
+use crate::client::{Client, WriteBuf};
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 use crate::layout::Layout;
@@ -67,6 +67,16 @@ impl BlockingClient {
     /// Changes the priority hint sent with the following requests.
     pub fn set_priority_hint(&self, priority: Option<Priority>) {
         self.client.set_priority_hint(priority);
+    }
+
+    /// [`Client::buffer`].
+    pub fn buffer(&self, len: usize) -> WriteBuf {
+        self.client.buffer(len)
+    }
+
+    /// [`Client::is_local`].
+    pub fn is_local(&self, server: usize) -> bool {
+        self.client.is_local(server)
     }
 
     /// [`Client::lookup`].

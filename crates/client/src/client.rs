@@ -8,13 +8,14 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use bytes::{Bytes, BytesMut};
+use iosets_proto::local::{Region, Slot};
 use iosets_proto::{
     Attr, Control, Creds, DirEntry, FileKind, OpenFlags, Reply, Request, Response, SetAttr, Statfs,
 };
 use iosets_types::{JobId, Priority};
 
 use crate::config::ClientConfig;
-use crate::conn::{Caller, Endpoint};
+use crate::conn::{Caller, Endpoint, Landing, Local, LOCAL_MIN};
 use crate::error::ClientError;
 use crate::layout::{normalize_path, Layout};
 
@@ -40,6 +41,56 @@ struct Inner {
     endpoints: Vec<Endpoint>,
     /// The priority hint's bits; 0 for none (0.0 is not a valid priority).
     priority: AtomicU64,
+    /// The shared region of the same-host transport, when it is on.
+    local: Option<Local>,
+}
+
+/// A buffer to fill and then write with [`Client::write_at`] (after
+/// [`freeze`](WriteBuf::freeze)). From [`Client::buffer`]: in the shared region of the
+/// same-host transport when the client has one and it has room, so that a write to a server on
+/// this host copies nothing in the client; in ordinary memory otherwise. Any `Bytes` can be
+/// written; this one saves a copy.
+#[derive(Debug)]
+pub struct WriteBuf(Buf);
+
+#[derive(Debug)]
+enum Buf {
+    Shared(Slot),
+    Heap(BytesMut),
+}
+
+impl WriteBuf {
+    /// Whether it lies in the shared region.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.0, Buf::Shared(_))
+    }
+
+    /// The filled buffer, to pass to [`Client::write_at`] (as often as needed: clones share it).
+    pub fn freeze(self) -> Bytes {
+        match self.0 {
+            Buf::Shared(s) => s.freeze(),
+            Buf::Heap(b) => b.freeze(),
+        }
+    }
+}
+
+impl std::ops::Deref for WriteBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Buf::Shared(s) => s,
+            Buf::Heap(b) => b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for WriteBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Buf::Shared(s) => s,
+            Buf::Heap(b) => b,
+        }
+    }
 }
 
 /// Awaits every future, concurrently, and returns their outputs in order.
@@ -99,11 +150,17 @@ impl Client {
     pub async fn connect(servers: &[SocketAddr], cfg: ClientConfig) -> Result<Client, ClientError> {
         cfg.validate()?;
         let layout = Layout::new(cfg.chunk_size, servers.len())?;
+        // A region the kernel refuses (no memfd) only means no same-host transport.
+        let local = cfg
+            .local
+            .then(|| Region::create(cfg.local_region as usize).ok())
+            .flatten()
+            .map(Local::new);
         let mut endpoints = Vec::with_capacity(servers.len());
         for &addr in servers {
             let mut attempt = 0;
             let ep = loop {
-                match Endpoint::connect(addr, &cfg).await {
+                match Endpoint::connect(addr, &cfg, local.clone()).await {
                     Ok(ep) => break ep,
                     Err(e) if attempt >= cfg.retries => return Err(e),
                     Err(_) => {
@@ -123,6 +180,7 @@ impl Client {
                 layout,
                 endpoints,
                 priority,
+                local,
             }),
         })
     }
@@ -179,15 +237,49 @@ impl Client {
         self.inner.priority.store(bits, Ordering::Relaxed);
     }
 
+    /// A buffer of `len` bytes (zeroed) to fill and write with [`write_at`](Client::write_at):
+    /// in the shared region when the same-host transport is on and the region has room (then a
+    /// write of it to a server on this host copies nothing in the client), in ordinary memory
+    /// otherwise. Either way it can be written to any server.
+    pub fn buffer(&self, len: usize) -> WriteBuf {
+        let slot = self.inner.local.as_ref().and_then(|l| l.region.alloc(len));
+        match slot {
+            Some(mut s) => {
+                s.fill(0);
+                WriteBuf(Buf::Shared(s))
+            }
+            None => WriteBuf(Buf::Heap(BytesMut::zeroed(len))),
+        }
+    }
+
+    /// Whether requests to server number `server` currently go through the same-host
+    /// transport (after a first read or write of 64 KiB or more to it).
+    pub fn is_local(&self, server: usize) -> bool {
+        self.inner
+            .endpoints
+            .get(server)
+            .is_some_and(Endpoint::is_local)
+    }
+
     /// Sends `req` to server `server` and turns an errno answer into [`ClientError::Errno`].
     async fn request(&self, server: usize, req: Request) -> Result<Reply, ClientError> {
+        self.request_into(server, req, None).await
+    }
+
+    /// [`request`](Client::request), with where a read's bytes should land.
+    async fn request_into(
+        &self,
+        server: usize,
+        req: Request,
+        landing: Option<Landing>,
+    ) -> Result<Reply, ClientError> {
         let ep = &self.inner.endpoints[server];
         let who = Caller {
             job: self.job,
             priority: self.priority_hint(),
             creds: self.creds,
         };
-        match ep.call(&self.inner.cfg, who, req).await? {
+        match ep.call(&self.inner.cfg, who, req, landing.as_ref()).await? {
             Response::Ok(reply) => Ok(reply),
             Response::Err { errno, message } => Err(ClientError::Errno {
                 errno,
@@ -443,11 +535,14 @@ impl Client {
     pub async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Bytes, ClientError> {
         let path = normalize_path(path)?;
         let pieces = self.inner.layout.pieces(&path, offset, len as u64);
+        // Through the same-host transport, the pieces land side by side in one range of the
+        // region, and the result is that range: no copy to join them.
+        let landing = self.landing(&pieces, len);
         let answers = join_all(
             pieces
                 .iter()
                 .map(|p| {
-                    self.request(
+                    self.request_into(
                         p.server,
                         Request::Read {
                             path: path.clone(),
@@ -455,6 +550,10 @@ impl Client {
                             // A piece is at most one chunk, and chunks fit in a u32.
                             len: p.len as u32,
                         },
+                        landing.as_ref().map(|slot| Landing {
+                            slot: slot.clone(),
+                            at: p.at as usize,
+                        }),
                     )
                 })
                 .collect(),
@@ -474,6 +573,9 @@ impl Client {
         if !short {
             if data.len() == 1 {
                 return Ok(data.pop().expect("one piece"));
+            }
+            if let Some(slot) = landing.filter(|slot| landed(slot, &pieces, &data)) {
+                return Ok(slot.slice(..len));
             }
             let mut out = BytesMut::with_capacity(len);
             for d in &data {
@@ -504,6 +606,20 @@ impl Client {
             out[at..at + n].copy_from_slice(&d[..n]);
         }
         Ok(out.freeze())
+    }
+
+    /// One range of the shared region for a read of `len` bytes cut into `pieces`, when more
+    /// than one piece goes to a server on the same-host transport.
+    fn landing(&self, pieces: &[crate::layout::Piece], len: usize) -> Option<Bytes> {
+        let local = self.inner.local.as_ref()?;
+        let eps = &self.inner.endpoints;
+        let through_region = pieces
+            .iter()
+            .filter(|p| p.len as usize >= LOCAL_MIN && eps[p.server].is_local())
+            .count();
+        (pieces.len() > 1 && through_region > 0)
+            .then(|| local.region.alloc(len).map(Slot::freeze))
+            .flatten()
     }
 
     /// The logical size of a file: the largest size any server reports.
@@ -675,6 +791,16 @@ impl Client {
         )
         .await
     }
+}
+
+/// Whether every piece's bytes were placed in `slot` at the piece's place, whole: the read's
+/// result is then `slot` itself.
+fn landed(slot: &Bytes, pieces: &[crate::layout::Piece], data: &[Bytes]) -> bool {
+    let base = slot.as_ptr() as usize;
+    pieces
+        .iter()
+        .zip(data)
+        .all(|(p, d)| d.len() as u64 == p.len && d.as_ptr() as usize == base + p.at as usize)
 }
 
 #[cfg(test)]

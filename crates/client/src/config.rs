@@ -9,6 +9,9 @@ use crate::error::ClientError;
 /// The default chunk size of the striping layout: 1 MiB.
 pub const DEFAULT_CHUNK_SIZE: u64 = 1024 * 1024;
 
+/// The default size of the same-host transport's shared region: 64 MiB.
+pub const DEFAULT_LOCAL_REGION: u64 = 64 * 1024 * 1024;
+
 /// The largest chunk size: a chunk travels in one frame, which must stay below the servers'
 /// default maximum frame size ([`iosets_proto::DEFAULT_MAX_FRAME`]).
 pub const MAX_CHUNK_SIZE: u64 = 64 * 1024 * 1024;
@@ -54,12 +57,21 @@ pub struct ClientConfig {
     /// The largest frame accepted from a server (checked on the length prefix, before
     /// allocating).
     pub max_frame: u32,
+    /// Use the same-host transport of servers on this host that offer it (default on): their
+    /// Unix socket, with a shared memory region through which reads and writes of 64 KiB or
+    /// more move without being copied through a socket. Asked for with the first such request;
+    /// remote servers, and servers that offer none, stay on TCP.
+    pub local: bool,
+    /// The shared region's size in bytes (default 64 MiB, at least one chunk): the data of the
+    /// requests in flight at once through the same-host transport; more falls back to
+    /// travelling in frames. Address space only: memory is used as pages are first touched.
+    pub local_region: u64,
 }
 
 impl ClientConfig {
     /// The defaults for job `job`: no priority hint, 1 MiB chunks, 5 s connect timeout, 120 s
     /// request timeout, 5 retries from 50 ms backoff up to 2 s, the protocol's default maximum
-    /// frame.
+    /// frame, the same-host transport on with a 64 MiB region.
     pub fn new(job: JobId) -> ClientConfig {
         ClientConfig {
             job,
@@ -71,6 +83,8 @@ impl ClientConfig {
             backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(2),
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
+            local: true,
+            local_region: DEFAULT_LOCAL_REGION,
         }
     }
 
@@ -93,6 +107,12 @@ impl ClientConfig {
             return Err(ClientError::Config(format!(
                 "max frame {} bytes is below one chunk ({} bytes) plus headers",
                 self.max_frame, self.chunk_size
+            )));
+        }
+        if self.local && !(self.chunk_size..=1 << 40).contains(&self.local_region) {
+            return Err(ClientError::Config(format!(
+                "local region {} bytes: expected one chunk ({} bytes) to 1 TiB",
+                self.local_region, self.chunk_size
             )));
         }
         if self.connect_timeout.is_zero() || self.request_timeout.is_some_and(|t| t.is_zero()) {
@@ -141,5 +161,10 @@ mod tests {
         c.chunk_size = 1 << 20;
         c.max_frame = 1 << 20;
         assert!(c.validate().is_err());
+        let mut c = ClientConfig::new(JobId(1));
+        c.local_region = c.chunk_size - 1;
+        assert!(c.validate().is_err());
+        c.local = false;
+        assert!(c.validate().is_ok(), "no region without the transport");
     }
 }

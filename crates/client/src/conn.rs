@@ -1,7 +1,7 @@
 //! One connection to one server, and the endpoint that reconnects and retries.
 //!
-//! A [`Conn`] is a TCP stream split in two tasks: a writer task that takes encoded frames from
-//! an unbounded channel and writes them in order (buffering the small heads, flushing when the
+//! A [`Conn`] is a stream split in two tasks: a writer task that takes encoded frames from an
+//! unbounded channel and writes them in order (buffering the small heads, flushing when the
 //! channel is empty), and a reader task that reads frames (length prefix checked against the
 //! maximum before allocating), and hands each response to the caller waiting on its tag through a
 //! oneshot channel. Many requests may be outstanding on one connection; the server answers them
@@ -9,37 +9,65 @@
 //! marked dead and every outstanding caller is told (`Lost`): their requests may or may not have
 //! been carried out.
 //!
-//! An [`Endpoint`] holds the current connection to one server, makes a new one when the current
-//! one is dead, and sends a request again after a lost connection only if it is idempotent.
+//! The stream is TCP, or, for a server on this host that offers it, its same-host Unix socket
+//! with the client's shared region attached ([`iosets_proto::local`]). Then a read or write of
+//! [`LOCAL_MIN`] bytes or more, or of bytes already in the region, names a range of the region
+//! instead of carrying its bytes: a write's bytes are copied into the region unless they are
+//! there already, and a read's land there and are returned as a view of it, without a copy.
+//! The region bytes of a request stay allocated until the server is known to be done with them:
+//! its answer came, or it closed the connection (it closes only after answering everything it
+//! read, or by dying). A connection this side gives up on (a malformed frame) leaves its ranges
+//! in quarantine for the life of the client.
+//!
+//! An [`Endpoint`] holds the current connection to one server, makes a new one (TCP) when the
+//! current one is dead, asks for the same-host transport with the first request that would use
+//! it, and sends a request again after a lost connection only if it is idempotent.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
+use iosets_proto::local::{send_with_fd, Region};
 use iosets_proto::{
-    decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Request, Response,
+    decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
 use iosets_types::{JobId, Priority};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
+use tokio::io::{
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Interest,
+};
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 
+/// Data of at least this many bytes goes through the shared region of a same-host connection;
+/// smaller data travels in its frame (a region range costs an allocation; a few KiB cost less
+/// to copy through the socket).
+pub(crate) const LOCAL_MIN: usize = 64 * 1024;
+
 /// What a waiting caller receives: the echoed operation and the response, or why the
 /// connection broke.
 type Delivery = Result<(OpCode, Response), String>;
+
+/// A request waiting for its response.
+#[derive(Debug)]
+struct Waiting {
+    tx: oneshot::Sender<Delivery>,
+    /// The shared-region bytes the server may still read or write for this request: kept
+    /// allocated until the server is known to be done with them.
+    hold: Option<Bytes>,
+}
 
 /// The state the caller side and the two tasks share.
 #[derive(Debug, Default)]
 struct State {
     /// Callers waiting for a response, by tag.
-    pending: HashMap<u64, oneshot::Sender<Delivery>>,
+    pending: HashMap<u64, Waiting>,
     /// Why the connection is dead, once it is.
     dead: Option<String>,
 }
@@ -47,6 +75,18 @@ struct State {
 #[derive(Debug, Default)]
 struct Shared {
     state: Mutex<State>,
+    /// The client's shared region, on a same-host connection.
+    local: Option<Local>,
+}
+
+/// How a connection broke, as far as the shared region is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// The server closed or reset the connection: it closes only after answering (or dropping)
+    /// everything it had read, or when it died, so it will touch no region range again.
+    ByServer,
+    /// This side gave up (a malformed frame): the server may still be serving what it read.
+    ByClient,
 }
 
 impl Shared {
@@ -57,7 +97,7 @@ impl Shared {
     }
 
     /// Marks the connection dead (the first reason wins) and fails every waiting caller.
-    fn fail(&self, reason: String) {
+    fn fail(&self, reason: String, end: End) {
         let pending = {
             let mut st = self.lock();
             if st.dead.is_none() {
@@ -65,18 +105,54 @@ impl Shared {
             }
             std::mem::take(&mut st.pending)
         };
-        for (_, tx) in pending {
-            let _ = tx.send(Err(reason.clone()));
+        for (_, w) in pending {
+            let _ = w.tx.send(Err(reason.clone()));
+            if let (Some(hold), End::ByClient, Some(local)) = (w.hold, end, &self.local) {
+                local.quarantine(hold);
+            }
         }
     }
 
     fn deliver(&self, tag: u64, op: OpCode, resp: Response) {
-        let tx = self.lock().pending.remove(&tag);
+        let w = self.lock().pending.remove(&tag);
         // An unknown tag is the late answer to a request that timed out: dropped.
-        if let Some(tx) = tx {
-            let _ = tx.send(Ok((op, resp)));
+        if let Some(w) = w {
+            let _ = w.tx.send(Ok((op, resp)));
         }
     }
+}
+
+/// The client's shared region and what it must never reuse.
+#[derive(Clone, Debug)]
+pub(crate) struct Local {
+    pub(crate) region: Arc<Region>,
+    /// Ranges a server may still be using after a connection this side gave up on: held for as
+    /// long as the client lives.
+    quarantined: Arc<Mutex<Vec<Bytes>>>,
+}
+
+impl Local {
+    pub(crate) fn new(region: Arc<Region>) -> Local {
+        Local {
+            region,
+            quarantined: Arc::default(),
+        }
+    }
+
+    fn quarantine(&self, hold: Bytes) {
+        self.quarantined
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(hold);
+    }
+}
+
+/// Where a read's bytes should land: `at` bytes into `slot`, a frozen range of the shared
+/// region (so the pieces of one read land side by side and need no copy to be joined).
+#[derive(Clone, Debug)]
+pub(crate) struct Landing {
+    pub(crate) slot: Bytes,
+    pub(crate) at: usize,
 }
 
 /// Whom a request is done for: what its header carries besides the tag.
@@ -101,6 +177,15 @@ pub(crate) enum Attempt {
     Final(ClientError),
 }
 
+/// A request as it goes on the wire, with the region bytes it uses.
+struct Shaped {
+    wire: Request,
+    /// Kept allocated while the server may use them.
+    hold: Option<Bytes>,
+    /// For a read into the region: where its bytes land.
+    view: Option<Bytes>,
+}
+
 /// One live (or dead) connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
@@ -108,12 +193,17 @@ pub(crate) struct Conn {
     tx: mpsc::UnboundedSender<Encoded>,
     shared: Arc<Shared>,
     next_tag: AtomicU64,
+    /// Whether the server runs on this host (the same-host transport may be asked for).
+    same_host: bool,
+    /// Whether the same-host transport was asked for on this connection already.
+    probed: std::sync::atomic::AtomicBool,
     /// Dropping it stops the reader task.
     _close: oneshot::Sender<()>,
 }
 
 impl Conn {
-    /// Connects to `server` and starts the reader and writer tasks on the current runtime.
+    /// Connects to `server` over TCP and starts the reader and writer tasks on the current
+    /// runtime.
     async fn connect(server: SocketAddr, cfg: &ClientConfig) -> Result<Conn, ClientError> {
         let stream =
             match tokio::time::timeout(cfg.connect_timeout, TcpStream::connect(server)).await {
@@ -131,8 +221,32 @@ impl Conn {
             };
         // Small frames (metadata, acknowledgements) should not wait for Nagle's algorithm.
         let _ = stream.set_nodelay(true);
+        let same_host = match (stream.local_addr(), stream.peer_addr()) {
+            (Ok(me), Ok(peer)) => me.ip() == peer.ip() || peer.ip().is_loopback(),
+            _ => false,
+        };
         let (read, write) = stream.into_split();
-        let shared = Arc::new(Shared::default());
+        let mut conn = Conn::start(server, read, write, cfg, None);
+        conn.same_host = same_host;
+        Ok(conn)
+    }
+
+    /// Starts the tasks of a connection over `read` and `write`.
+    fn start<R, W>(
+        server: SocketAddr,
+        read: R,
+        write: W,
+        cfg: &ClientConfig,
+        local: Option<Local>,
+    ) -> Conn
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            local,
+        });
         let (tx, rx) = mpsc::unbounded_channel();
         let (close, closed) = oneshot::channel();
         tokio::spawn(write_loop(
@@ -146,35 +260,114 @@ impl Conn {
             cfg.max_frame,
             closed,
         ));
-        Ok(Conn {
+        Conn {
             server,
             tx,
             shared,
             next_tag: AtomicU64::new(1),
+            same_host: false,
+            probed: std::sync::atomic::AtomicBool::new(false),
             _close: close,
-        })
+        }
     }
 
     fn alive(&self) -> bool {
         self.shared.lock().dead.is_none()
     }
 
-    /// Sends `req` and waits for its response.
+    /// Whether this is a same-host connection with the shared region attached.
+    fn is_local(&self) -> bool {
+        self.shared.local.is_some()
+    }
+
+    /// `req` as it goes on the wire: on a same-host connection, a write of region bytes (or of
+    /// enough bytes to be worth copying there) and a read into a landing place (or large
+    /// enough) name a range of the region instead of carrying bytes.
+    fn shape(&self, req: Request, landing: Option<&Landing>) -> Shaped {
+        let plain = |wire| Shaped {
+            wire,
+            hold: None,
+            view: None,
+        };
+        let Some(local) = &self.shared.local else {
+            return plain(req);
+        };
+        let region = &local.region;
+        match req {
+            Request::Write { path, offset, data } if !data.is_empty() => {
+                let hold = if region.locate(&data).is_some() {
+                    Some(data.clone())
+                } else if data.len() >= LOCAL_MIN {
+                    region.alloc(data.len()).map(|mut slot| {
+                        slot.copy_from_slice(&data);
+                        slot.freeze()
+                    })
+                } else {
+                    None
+                };
+                match hold.as_ref().and_then(|h| region.locate(h)) {
+                    Some(at) => Shaped {
+                        wire: Request::WriteShared {
+                            path,
+                            offset,
+                            len: data.len() as u32,
+                            at,
+                        },
+                        hold,
+                        view: None,
+                    },
+                    None => plain(Request::Write { path, offset, data }),
+                }
+            }
+            Request::Read { path, offset, len } => {
+                let view = match landing {
+                    Some(l) => {
+                        l.at.checked_add(len as usize)
+                            .filter(|&end| end <= l.slot.len())
+                            .map(|end| l.slot.slice(l.at..end))
+                    }
+                    None if len as usize >= LOCAL_MIN => {
+                        region.alloc(len as usize).map(|s| s.freeze())
+                    }
+                    None => None,
+                };
+                match view.as_ref().and_then(|v| region.locate(v)) {
+                    Some(at) => Shaped {
+                        wire: Request::ReadShared {
+                            path,
+                            offset,
+                            len,
+                            at,
+                        },
+                        hold: view.clone(),
+                        view,
+                    },
+                    None => plain(Request::Read { path, offset, len }),
+                }
+            }
+            other => plain(other),
+        }
+    }
+
+    /// Sends `req` and waits for its response. A read may name where its bytes should land
+    /// (used only on a same-host connection).
     async fn call(
         &self,
         who: Caller,
         req: Request,
+        landing: Option<&Landing>,
         timeout: Option<Duration>,
     ) -> Result<Response, Attempt> {
         let tag = self.next_tag.fetch_add(1, Ordering::Relaxed);
         let op = req.op();
+        let Shaped { wire, hold, view } = self.shape(req, landing);
         let (tx, rx) = oneshot::channel();
         {
             let mut st = self.shared.lock();
             if let Some(reason) = &st.dead {
                 return Err(Attempt::NotSent(self.lost(reason.clone())));
             }
-            st.pending.insert(tag, tx);
+            st.pending.insert(tag, Waiting { tx, hold });
         }
         let header = Header {
             tag,
@@ -182,7 +375,7 @@ impl Conn {
             priority: who.priority,
             creds: who.creds,
         };
-        let frame = encode(&Frame::Request(header, req));
+        let frame = encode(&Frame::Request(header, wire));
         if self.tx.send(frame).is_err() {
             // The writer task is gone: the frame was never written.
             self.shared.lock().pending.remove(&tag);
@@ -193,7 +386,12 @@ impl Conn {
             Some(after) => match tokio::time::timeout(after, rx).await {
                 Ok(d) => d,
                 Err(_) => {
-                    self.shared.lock().pending.remove(&tag);
+                    let mut st = self.shared.lock();
+                    // Region bytes stay held until the late answer (or the end of the
+                    // connection): the request may still be queued on the server.
+                    if st.pending.get(&tag).is_some_and(|w| w.hold.is_none()) {
+                        st.pending.remove(&tag);
+                    }
                     return Err(Attempt::Final(ClientError::Timeout {
                         server: self.server,
                         after,
@@ -202,7 +400,16 @@ impl Conn {
             },
         };
         match delivered {
-            Ok(Ok((echo, resp))) if echo == op => Ok(resp),
+            Ok(Ok((echo, resp))) if echo == op => match (view, resp) {
+                (Some(view), Response::Ok(Reply::Placed(n))) if n as usize <= view.len() => {
+                    Ok(Response::Ok(Reply::Data(view.slice(..n as usize))))
+                }
+                (_, Response::Ok(Reply::Placed(n))) => Err(Attempt::Final(ClientError::Protocol {
+                    server: self.server,
+                    reason: format!("{n} bytes placed in the shared region for no such read"),
+                })),
+                (_, resp) => Ok(resp),
+            },
             Ok(Ok((echo, _))) => Err(Attempt::Final(ClientError::Protocol {
                 server: self.server,
                 reason: format!(
@@ -222,9 +429,93 @@ impl Conn {
             reason,
         }
     }
+
+    /// Asks the server over this (TCP) connection for its same-host transport, connects to it
+    /// and attaches the client's region. `None` when the server offers none, is not the process
+    /// that answered, or anything fails: the caller stays on TCP.
+    async fn upgrade(&self, who: Caller, cfg: &ClientConfig, local: &Local) -> Option<Conn> {
+        let offer = self
+            .call(
+                who,
+                Request::LocalTransport,
+                None,
+                Some(cfg.connect_timeout),
+            )
+            .await;
+        let Ok(Response::Ok(Reply::LocalTransport { socket, id, pid })) = offer else {
+            return None;
+        };
+        let path = match socket.strip_prefix('@') {
+            Some(name) => format!("\0{name}"),
+            None => socket,
+        };
+        let handshake = async {
+            let mut stream = UnixStream::connect(&path).await.ok()?;
+            // The socket's peer must be the process that answered over TCP.
+            if stream.peer_cred().ok()?.pid() != i32::try_from(pid).ok() {
+                return None;
+            }
+            attach(&mut stream, who, &local.region, &id, cfg.max_frame)
+                .await
+                .ok()?;
+            Some(stream)
+        };
+        let stream = tokio::time::timeout(cfg.connect_timeout, handshake)
+            .await
+            .ok()??;
+        let (read, write) = stream.into_split();
+        Some(Conn::start(
+            self.server,
+            read,
+            write,
+            cfg,
+            Some(local.clone()),
+        ))
+    }
 }
 
-async fn write_frame(w: &mut BufWriter<OwnedWriteHalf>, frame: &Encoded) -> std::io::Result<()> {
+/// The first exchange on a same-host socket: [`Request::AttachRegion`] with the region's
+/// descriptor, answered [`Reply::Attached`] with the identity the server gave over TCP.
+async fn attach(
+    stream: &mut UnixStream,
+    who: Caller,
+    region: &Region,
+    id: &str,
+    max_frame: u32,
+) -> Result<(), String> {
+    let header = Header {
+        tag: 0,
+        job: who.job,
+        priority: None,
+        creds: None,
+    };
+    let len = region.len() as u64;
+    let frame = encode(&Frame::Request(header, Request::AttachRegion { len })).to_vec();
+    let sent = stream
+        .async_io(Interest::WRITABLE, || {
+            send_with_fd(stream.as_fd(), &frame, region.fd())
+        })
+        .await
+        .map_err(|e| format!("sending the region: {e}"))?;
+    stream
+        .write_all(&frame[sent..])
+        .await
+        .map_err(|e| format!("sending the region: {e}"))?;
+    match read_frame(stream, max_frame).await {
+        Ok(Frame::Response(_, OpCode::AttachRegion, Response::Ok(Reply::Attached { id: got })))
+            if got == id =>
+        {
+            Ok(())
+        }
+        Ok(other) => Err(format!("unexpected answer to the region: {other:?}")),
+        Err((reason, _)) => Err(reason),
+    }
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(
+    w: &mut BufWriter<W>,
+    frame: &Encoded,
+) -> std::io::Result<()> {
     w.write_all(&frame.head).await?;
     if !frame.data.is_empty() {
         w.write_all(&frame.data).await?;
@@ -233,15 +524,16 @@ async fn write_frame(w: &mut BufWriter<OwnedWriteHalf>, frame: &Encoded) -> std:
 }
 
 /// Writes frames in the order they were queued; flushes when no more are waiting.
-async fn write_loop(
-    mut w: BufWriter<OwnedWriteHalf>,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: BufWriter<W>,
     mut rx: mpsc::UnboundedReceiver<Encoded>,
     shared: Arc<Shared>,
 ) {
     while let Some(mut frame) = rx.recv().await {
         loop {
             if let Err(e) = write_frame(&mut w, &frame).await {
-                shared.fail(format!("write failed: {e}"));
+                // The server's end is closed: it answered what it read, or died.
+                shared.fail(format!("write failed: {e}"), End::ByServer);
                 return;
             }
             match rx.try_recv() {
@@ -250,7 +542,7 @@ async fn write_loop(
             }
         }
         if let Err(e) = w.flush().await {
-            shared.fail(format!("write failed: {e}"));
+            shared.fail(format!("write failed: {e}"), End::ByServer);
             return;
         }
     }
@@ -259,47 +551,58 @@ async fn write_loop(
 }
 
 /// Reads one frame: the length prefix, checked before allocating, then exactly that many bytes.
-async fn read_frame(r: &mut BufReader<OwnedReadHalf>, max: u32) -> Result<Frame, String> {
+async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Frame, (String, End)> {
     let mut prefix = [0u8; 4];
     if let Err(e) = r.read_exact(&mut prefix).await {
-        return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            "closed by the server".into()
-        } else {
-            format!("read failed: {e}")
-        });
+        return Err((
+            if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                "closed by the server".into()
+            } else {
+                format!("read failed: {e}")
+            },
+            End::ByServer,
+        ));
     }
-    let len = frame_len(prefix, max).map_err(|e| format!("protocol error: {e}"))?;
+    let len =
+        frame_len(prefix, max).map_err(|e| (format!("protocol error: {e}"), End::ByClient))?;
     let mut buf = BytesMut::with_capacity(len);
     while buf.len() < len {
         let want = (len - buf.len()) as u64;
         match (&mut *r).take(want).read_buf(&mut buf).await {
-            Ok(0) => return Err("closed by the server in the middle of a frame".into()),
+            Ok(0) => {
+                return Err((
+                    "closed by the server in the middle of a frame".into(),
+                    End::ByServer,
+                ))
+            }
             Ok(_) => {}
-            Err(e) => return Err(format!("read failed: {e}")),
+            Err(e) => return Err((format!("read failed: {e}"), End::ByServer)),
         }
     }
-    decode(buf.freeze()).map_err(|e| format!("protocol error: {e}"))
+    decode(buf.freeze()).map_err(|e| (format!("protocol error: {e}"), End::ByClient))
 }
 
 /// Hands each response to its caller until the stream ends, breaks, or the connection is
 /// dropped.
-async fn read_loop(
-    mut r: BufReader<OwnedReadHalf>,
+async fn read_loop<R: AsyncRead + Unpin>(
+    mut r: BufReader<R>,
     shared: Arc<Shared>,
     max: u32,
     mut closed: oneshot::Receiver<()>,
 ) {
-    let reason = loop {
+    let (reason, end) = loop {
         tokio::select! {
             _ = &mut closed => return,
             frame = read_frame(&mut r, max) => match frame {
                 Ok(Frame::Response(h, op, resp)) => shared.deliver(h.tag, op, resp),
-                Ok(Frame::Request(..)) => break "protocol error: the server sent a request".into(),
-                Err(reason) => break reason,
+                Ok(Frame::Request(..)) => {
+                    break ("protocol error: the server sent a request".into(), End::ByClient)
+                }
+                Err(e) => break e,
             },
         }
     };
-    shared.fail(reason);
+    shared.fail(reason, end);
 }
 
 /// One server: its address and the current connection to it.
@@ -307,52 +610,108 @@ async fn read_loop(
 pub(crate) struct Endpoint {
     pub(crate) addr: SocketAddr,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
+    /// The client's shared region, when it may use the same-host transport.
+    local: Option<Local>,
+    /// Whether the current connection is a same-host one.
+    is_local: std::sync::atomic::AtomicBool,
 }
 
 impl Endpoint {
-    /// An endpoint for `addr`, connected now.
+    /// An endpoint for `addr`, connected now (over TCP: the same-host transport is asked for
+    /// with the first request that would use it).
     pub(crate) async fn connect(
         addr: SocketAddr,
         cfg: &ClientConfig,
+        local: Option<Local>,
     ) -> Result<Endpoint, ClientError> {
         let conn = Conn::connect(addr, cfg).await?;
         Ok(Endpoint {
             addr,
             conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
+            local,
+            is_local: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
-    /// The live connection, made anew if the last one died. Concurrent callers wait for one
-    /// reconnection rather than each making one.
-    async fn connection(&self, cfg: &ClientConfig) -> Result<Arc<Conn>, ClientError> {
-        let mut current = self.conn.lock().await;
-        if let Some(c) = current.as_ref() {
-            if c.alive() {
-                return Ok(c.clone());
+    /// Whether requests to this server currently go through the same-host transport.
+    pub(crate) fn is_local(&self) -> bool {
+        self.is_local.load(Ordering::Relaxed)
+    }
+
+    /// Whether `req` would move its data through the shared region on a same-host connection.
+    fn wants_region(&self, req: &Request) -> bool {
+        let Some(local) = &self.local else {
+            return false;
+        };
+        match req {
+            Request::Write { data, .. } => {
+                data.len() >= LOCAL_MIN || local.region.locate(data).is_some()
             }
+            Request::Read { len, .. } => *len as usize >= LOCAL_MIN,
+            _ => false,
         }
-        *current = None;
-        let c = Arc::new(Conn::connect(self.addr, cfg).await?);
-        *current = Some(c.clone());
-        Ok(c)
+    }
+
+    /// The live connection, made anew if the last one died. Concurrent callers wait for one
+    /// reconnection rather than each making one. When `upgrade` and the server is on this host,
+    /// a TCP connection that has not asked yet asks for the same-host transport and, if the
+    /// server offers it, is replaced by it.
+    async fn connection(
+        &self,
+        cfg: &ClientConfig,
+        who: Caller,
+        upgrade: bool,
+    ) -> Result<Arc<Conn>, ClientError> {
+        let mut current = self.conn.lock().await;
+        let conn = match current.as_ref() {
+            Some(c) if c.alive() => c.clone(),
+            _ => {
+                *current = None;
+                self.is_local.store(false, Ordering::Relaxed);
+                let c = Arc::new(Conn::connect(self.addr, cfg).await?);
+                *current = Some(c.clone());
+                c
+            }
+        };
+        let Some(local) = self.local.as_ref().filter(|_| upgrade) else {
+            return Ok(conn);
+        };
+        if conn.is_local() || !conn.same_host || conn.probed.swap(true, Ordering::Relaxed) {
+            return Ok(conn);
+        }
+        match conn.upgrade(who, cfg, local).await {
+            Some(l) => {
+                let l = Arc::new(l);
+                *current = Some(l.clone());
+                self.is_local.store(true, Ordering::Relaxed);
+                Ok(l)
+            }
+            None => Ok(conn),
+        }
     }
 
     /// Sends `req` and returns the server's response. A request that never left (no
     /// connection) is attempted again up to `cfg.retries` times; one whose connection broke
     /// while it was outstanding is sent again only if it is idempotent. Waits between attempts
-    /// grow from `cfg.backoff`.
+    /// grow from `cfg.backoff`. A read may name where its bytes should land in the shared
+    /// region (used on a same-host connection only).
     pub(crate) async fn call(
         &self,
         cfg: &ClientConfig,
         who: Caller,
         req: Request,
+        landing: Option<&Landing>,
     ) -> Result<Response, ClientError> {
         let idempotent = req.is_idempotent();
+        let upgrade = self.wants_region(&req);
         let mut attempt = 0u32;
         loop {
-            let err = match self.connection(cfg).await {
+            let err = match self.connection(cfg, who, upgrade).await {
                 Err(e) => e,
-                Ok(conn) => match conn.call(who, req.clone(), cfg.request_timeout).await {
+                Ok(conn) => match conn
+                    .call(who, req.clone(), landing, cfg.request_timeout)
+                    .await
+                {
                     Ok(resp) => return Ok(resp),
                     Err(Attempt::NotSent(e)) => e,
                     Err(Attempt::Lost(e)) if idempotent => e,

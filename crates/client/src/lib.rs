@@ -48,6 +48,20 @@
 //! A request with no answer within [`ClientConfig::request_timeout`] fails with
 //! [`ClientError::Timeout`] and is not retried (it may still be queued behind other jobs' I/O).
 //!
+//! ## The same-host transport
+//! A server on this host (its TCP connection's two ends have one address, or it is loopback)
+//! may offer a Unix socket ([`ClientConfig::local`], on by default). With the first read or
+//! write of 64 KiB or more to it, the client asks for it over TCP, connects to it (checking that
+//! the socket's peer is the process that answered), and passes its shared memory region once
+//! (a sealed `memfd`, [`ClientConfig::local_region`] bytes, one for all servers). From then on
+//! every request to that server goes on the Unix socket, and reads and writes of 64 KiB or more
+//! name a range of the region instead of carrying bytes: the server's worker `pread`s into it
+//! or `pwrite`s from it. A read's result is then a view of the region (no copy); a write's bytes
+//! are copied into the region once, or not at all when they are there already: fill a
+//! [`WriteBuf`] from [`Client::buffer`] to write with one copy in all, the one the server's
+//! `pwrite` makes, as a process doing its own I/O would. Requests still go through each
+//! server's scheduler exactly as over TCP; when the region is full, data travels in frames.
+//!
 //! # What it is not
 //! Not a POSIX file system: no file handles, no caching, no locking, no consistency between
 //! clients beyond what the servers' backing files give. Operations spanning several servers
@@ -72,7 +86,10 @@ mod layout;
 
 pub use blocking::BlockingClient;
 pub use client::Client;
-pub use config::{job_from_env, ClientConfig, DEFAULT_CHUNK_SIZE, MAX_CHUNK_SIZE};
+pub use client::WriteBuf;
+pub use config::{
+    job_from_env, ClientConfig, DEFAULT_CHUNK_SIZE, DEFAULT_LOCAL_REGION, MAX_CHUNK_SIZE,
+};
 pub use error::ClientError;
 pub use iosets_proto::{
     Attr, Control, Creds, DirEntry, FileKind, OpenFlags, Reply, SetAttr, SetTime, Statfs,

@@ -1,15 +1,22 @@
 //! The server's cost on loopback, as ratios measured in the same run (BENCHMARKS.md):
 //!
-//! 1. 1 MiB sequential writes and reads through one server (client library → TCP → scheduler →
-//!    worker `pwrite`/`pread`) vs this process doing direct `pwrite`/`pread` of 1 MiB on the same
-//!    file. Through the server at queue depth 1 (one request at a time) and 8 (the client library
-//!    cuts an 8 MiB write into 8 chunk requests of 1 MiB sent at once).
+//! 1. 1 MiB sequential writes and reads through one server (client library → scheduler → worker
+//!    `pwrite`/`pread`) vs this process doing direct `pwrite`/`pread` of 1 MiB on the same file,
+//!    measured just before each server measure. Through the server at queue depth 1 (one request
+//!    at a time) and 8 (the client library cuts an 8 MiB write or read into 8 chunk requests of
+//!    1 MiB sent at once), over each transport: TCP (the same-host transport off), and the
+//!    same-host transport (Unix socket, data in the client's shared region) with the data to
+//!    write in a plain `Bytes` (the client copies it into the region) or in a `WriteBuf` from
+//!    `Client::buffer` (already in the region: no copy in the client).
 //! 2. 4 KiB random reads and writes per second through the server, `iosets` vs `noop`: 8 client
-//!    threads (8 jobs, half with priority hints in two sets), one request each at a time.
+//!    threads (8 jobs, half with priority hints in two sets), one request each at a time (4 KiB
+//!    requests stay on TCP: the same-host transport is asked for by requests of 64 KiB or more).
 //!
 //! `cargo bench -p iosets-server --bench loopback` (RUNS=n for n runs, default 3; QUICK=1 for a
-//! short smoke run). Both sides run on the same machine and the same page cache; nothing is
-//! fsynced in either, so the comparison is of the paths, not of the disk.
+//! short smoke run; PART=seq for the sequential measures only). Both sides run on the same
+//! machine and the same page cache; nothing is fsynced in either (but the durable rows), so the
+//! comparison is of the paths, not of the disk. `PROFILE=w1|w8|r1|r8` (with `TRANSPORT=tcp` for
+//! TCP) loops one pattern for `perf record`.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -17,6 +24,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
+use bytes::Bytes;
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_server::{Server, ServerConfig, ServerHandle};
 use iosets_types::{JobId, Priority};
@@ -31,8 +39,19 @@ fn start(root: &std::path::Path, policy: &str) -> ServerHandle {
 }
 
 fn client(addr: std::net::SocketAddr, job: u64, priority: Option<f64>) -> BlockingClient {
+    client_on(addr, job, priority, true)
+}
+
+/// A client with the same-host transport on (`local`) or off (TCP only).
+fn client_on(
+    addr: std::net::SocketAddr,
+    job: u64,
+    priority: Option<f64>,
+    local: bool,
+) -> BlockingClient {
     let mut cfg = ClientConfig::new(JobId(job));
     cfg.priority = priority.and_then(Priority::new);
+    cfg.local = local;
     BlockingClient::connect(&[addr], cfg).unwrap()
 }
 
@@ -43,56 +62,133 @@ fn timed(bytes: usize, f: impl FnOnce()) -> f64 {
     bytes as f64 / MIB as f64 / t.elapsed().as_secs_f64()
 }
 
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// A measure through the server and its baseline (direct I/O, or the durable direct write),
+/// MiB/s, from one run.
+#[derive(Clone, Copy)]
+struct Pair {
+    base: f64,
+    server: f64,
+}
+
+/// The sequential rows of one run, in table order.
 struct Seq {
-    direct_wd: f64,
-    server_wd1: f64,
-    server_wd8: f64,
-    direct_w: f64,
-    server_w1: f64,
-    server_w8: f64,
-    direct_r: f64,
-    server_r1: f64,
-    server_r8: f64,
+    rows: Vec<(String, Pair)>,
+}
+
+/// How a sequential pattern is sent.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    /// TCP only.
+    Tcp,
+    /// The same-host transport, data in a plain `Bytes`.
+    Local,
+    /// The same-host transport, data in a `WriteBuf` (already in the shared region).
+    LocalBuf,
 }
 
 fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
     let server = start(root, "iosets");
-    let c = client(server.addr(), 1, None);
-    c.create("seq", 0o644, false).unwrap();
+    let tcp = client_on(server.addr(), 1, None, false);
+    let local = client_on(server.addr(), 1, None, true);
+    tcp.create("seq", 0o644, false).unwrap();
     let path = root.join("seq");
     let buf = vec![0x5au8; MIB];
-    let big: Vec<u8> = vec![0xa5u8; 8 * MIB];
     let direct = File::options().read(true).write(true).open(&path).unwrap();
-    // Warm up both paths once (allocates the file's pages).
+    // Warm up (allocates the file's pages).
     for i in 0..file_mib {
         direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
     }
+    let direct_w = || {
+        timed(file_mib * MIB, || {
+            for i in 0..file_mib {
+                direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
+            }
+        })
+    };
+    let mut rbuf = vec![0u8; MIB];
+    let mut direct_r = || {
+        timed(file_mib * MIB, || {
+            for i in 0..file_mib {
+                direct.read_exact_at(&mut rbuf, (i * MIB) as u64).unwrap();
+            }
+        })
+    };
+    // The data to write, once per form (as the direct side has its buffer ready).
+    let plain1 = Bytes::from(buf.clone());
+    let plain8 = Bytes::from(vec![0xa5u8; 8 * MIB]);
+    let filled = |len: usize| {
+        let mut b = local.buffer(len);
+        assert!(b.is_shared(), "the region has room for the buffer");
+        b.fill(0x3c);
+        b.freeze()
+    };
+    let (shared1, shared8) = (filled(MIB), filled(8 * MIB));
+    let write = |c: &BlockingClient, depth: usize, data: &Bytes| {
+        timed(file_mib / depth * depth * MIB, || {
+            for i in 0..file_mib / depth {
+                c.write_at("seq", (i * depth * MIB) as u64, data.clone())
+                    .unwrap();
+            }
+        })
+    };
+    let read = |c: &BlockingClient, depth: usize| {
+        timed(file_mib / depth * depth * MIB, || {
+            for i in 0..file_mib / depth {
+                let d = c
+                    .read_at("seq", (i * depth * MIB) as u64, depth * MIB)
+                    .unwrap();
+                assert_eq!(d.len(), depth * MIB);
+            }
+        })
+    };
+    // The same-host transport is asked for by the first large request: make it before timing.
+    local.read_at("seq", 0, MIB).unwrap();
+    assert!(local.is_local(0), "the same-host transport is in use");
 
-    let direct_w = timed(file_mib * MIB, || {
-        for i in 0..file_mib {
-            direct.write_all_at(&buf, (i * MIB) as u64).unwrap();
+    let mut rows = Vec::new();
+    for via in [Via::Tcp, Via::Local, Via::LocalBuf] {
+        let (c, name) = match via {
+            Via::Tcp => (&tcp, "TCP"),
+            Via::Local => (&local, "same-host, `Bytes`"),
+            Via::LocalBuf => (&local, "same-host, `WriteBuf`"),
+        };
+        for depth in [1, 8] {
+            let data = match (via, depth) {
+                (Via::LocalBuf, 1) => &shared1,
+                (Via::LocalBuf, _) => &shared8,
+                (_, 1) => &plain1,
+                _ => &plain8,
+            };
+            let base = direct_w();
+            let server = write(c, depth, data);
+            rows.push((
+                format!("1 MiB seq. write, depth {depth}, {name}"),
+                Pair { base, server },
+            ));
         }
-    });
-
-    let data = bytes::Bytes::from(buf.clone());
-    let server_w1 = timed(file_mib * MIB, || {
-        for i in 0..file_mib {
-            c.write_at("seq", (i * MIB) as u64, data.clone()).unwrap();
+    }
+    for (via, name) in [(Via::Tcp, "TCP"), (Via::Local, "same-host")] {
+        let c = if via == Via::Tcp { &tcp } else { &local };
+        for depth in [1, 8] {
+            let base = direct_r();
+            let server = read(c, depth);
+            rows.push((
+                format!("1 MiB seq. read, depth {depth}, {name}"),
+                Pair { base, server },
+            ));
         }
-    });
-
-    let data8 = bytes::Bytes::from(big);
-    let server_w8 = timed(file_mib / 8 * 8 * MIB, || {
-        for i in 0..file_mib / 8 {
-            c.write_at("seq", (i * 8 * MIB) as u64, data8.clone())
-                .unwrap();
-        }
-    });
+    }
 
     // Durable: the same writes into a fresh file, then fsync, timed together (disk-bound).
     let fresh = |name: &str| {
         let _ = std::fs::remove_file(root.join(name));
-        c.create(name, 0o644, false).unwrap();
+        tcp.create(name, 0o644, false).unwrap();
     };
     fresh("dur-direct");
     let direct_wd = timed(file_mib * MIB, || {
@@ -105,59 +201,30 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
         }
         f.sync_all().unwrap();
     });
-    fresh("dur-d1");
-    let server_wd1 = timed(file_mib * MIB, || {
-        for i in 0..file_mib {
-            c.write_at("dur-d1", (i * MIB) as u64, data.clone())
-                .unwrap();
-        }
-        c.fsync("dur-d1").unwrap();
-    });
-    fresh("dur-d8");
-    let server_wd8 = timed(file_mib / 8 * 8 * MIB, || {
-        for i in 0..file_mib / 8 {
-            c.write_at("dur-d8", (i * 8 * MIB) as u64, data8.clone())
-                .unwrap();
-        }
-        c.fsync("dur-d8").unwrap();
-    });
+    for (depth, name, data) in [(1, "dur-d1", &plain1), (8, "dur-d8", &plain8)] {
+        fresh(name);
+        let server = timed(file_mib / depth * depth * MIB, || {
+            for i in 0..file_mib / depth {
+                local
+                    .write_at(name, (i * depth * MIB) as u64, data.clone())
+                    .unwrap();
+            }
+            local.fsync(name).unwrap();
+        });
+        rows.push((
+            format!("1 MiB seq. write + fsync (durable), depth {depth}, same-host, `Bytes`"),
+            Pair {
+                base: direct_wd,
+                server,
+            },
+        ));
+    }
     for name in ["dur-direct", "dur-d1", "dur-d8"] {
         let _ = std::fs::remove_file(root.join(name));
     }
-
-    let mut rbuf = vec![0u8; MIB];
-    let direct_r = timed(file_mib * MIB, || {
-        for i in 0..file_mib {
-            direct.read_exact_at(&mut rbuf, (i * MIB) as u64).unwrap();
-        }
-    });
-
-    let server_r1 = timed(file_mib * MIB, || {
-        for i in 0..file_mib {
-            let d = c.read_at("seq", (i * MIB) as u64, MIB).unwrap();
-            assert_eq!(d.len(), MIB);
-        }
-    });
-
-    let server_r8 = timed(file_mib / 8 * 8 * MIB, || {
-        for i in 0..file_mib / 8 {
-            let d = c.read_at("seq", (i * 8 * MIB) as u64, 8 * MIB).unwrap();
-            assert_eq!(d.len(), 8 * MIB);
-        }
-    });
-    drop(c);
+    drop((tcp, local, shared1, shared8));
     server.shutdown().unwrap();
-    Seq {
-        direct_wd,
-        server_wd1,
-        server_wd8,
-        direct_w,
-        server_w1,
-        server_w8,
-        direct_r,
-        server_r1,
-        server_r8,
-    }
+    Seq { rows }
 }
 
 /// 4 KiB random operations per second through a server running `policy`.
@@ -220,22 +287,51 @@ fn range(v: &[f64]) -> String {
 }
 
 /// `PROFILE=w1|w8|r1|r8`: only that server-path pattern, in a loop for `SECS` seconds (default
-/// 5), for `perf record`; prints the mean time per 1 MiB request.
+/// 5), for `perf record`; `TRANSPORT=tcp|local|buf` (default `local`: the same-host transport
+/// with plain `Bytes`; `buf`: with a `WriteBuf`). Prints the mean time per 1 MiB request, and
+/// that of direct `pwrite`/`pread` measured just before.
 fn profile(root: &std::path::Path, which: &str) {
     let secs: f64 = std::env::var("SECS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5.0);
+    let transport = std::env::var("TRANSPORT").unwrap_or_else(|_| "local".into());
     let server = start(root, "iosets");
-    let c = client(server.addr(), 1, None);
+    let c = client_on(server.addr(), 1, None, transport != "tcp");
     c.create("prof", 0o644, false).unwrap();
     let file_mib = 64;
-    let data = bytes::Bytes::from(vec![0x5au8; 8 * MIB]);
+    let data = if transport == "buf" {
+        let mut b = c.buffer(8 * MIB);
+        assert!(b.is_shared());
+        b.fill(0x5a);
+        b.freeze()
+    } else {
+        Bytes::from(vec![0x5au8; 8 * MIB])
+    };
     for i in 0..file_mib / 8 {
         c.write_at("prof", (i * 8 * MIB) as u64, data.clone())
             .unwrap();
     }
     let depth = if which.ends_with('8') { 8 } else { 1 };
+    let direct = File::options()
+        .read(true)
+        .write(true)
+        .open(root.join("prof"))
+        .unwrap();
+    let mut rbuf = vec![0u8; MIB];
+    let t = Instant::now();
+    let mut reqs = 0usize;
+    while t.elapsed().as_secs_f64() < 1.0 {
+        for i in 0..file_mib {
+            if which.starts_with('w') {
+                direct.write_all_at(&data[..MIB], (i * MIB) as u64).unwrap();
+            } else {
+                direct.read_exact_at(&mut rbuf, (i * MIB) as u64).unwrap();
+            }
+            reqs += 1;
+        }
+    }
+    let direct_us = t.elapsed().as_secs_f64() * 1e6 / reqs as f64;
     let t = Instant::now();
     let mut reqs = 0usize;
     while t.elapsed().as_secs_f64() < secs {
@@ -254,8 +350,9 @@ fn profile(root: &std::path::Path, which: &str) {
     }
     let us = t.elapsed().as_secs_f64() * 1e6 / reqs as f64;
     println!(
-        "{which}: {reqs} requests of 1 MiB, {us:.1} µs each ({:.0} MiB/s)",
-        1e6 / us
+        "{which} {transport} (local: {}): {reqs} requests of 1 MiB, {us:.1} µs each; direct {direct_us:.1} µs; ratio {:.0}%",
+        c.is_local(0),
+        100.0 * direct_us / us
     );
     drop(c);
     server.shutdown().unwrap();
@@ -281,36 +378,42 @@ fn main() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
 
-    let mut seqs = Vec::new();
+    let mut seqs: Vec<Seq> = Vec::new();
     let (mut io, mut noop, mut io_sets, mut noop_sets) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let part = std::env::var("PART").unwrap_or_default();
     for run in 0..runs {
+        let before = loadavg();
         seqs.push(sequential(&root, file_mib));
-        if part == "seq" {
-            let s = seqs.last().unwrap();
-            eprintln!("run {run}: cached write direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s; read direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s", s.direct_w, s.server_w1, s.server_w8, s.direct_r, s.server_r1, s.server_r8);
-            continue;
-        }
-        // Alternate the order so drift on a shared machine does not favour one policy.
-        let pair = |sets: bool, io: &mut Vec<f64>, noop: &mut Vec<f64>| {
-            if run % 2 == 0 {
-                noop.push(random_ops(&root, "noop", ops, sets));
-                io.push(random_ops(&root, "iosets", ops, sets));
-            } else {
-                io.push(random_ops(&root, "iosets", ops, sets));
-                noop.push(random_ops(&root, "noop", ops, sets));
-            }
-        };
-        pair(false, &mut io, &mut noop);
-        pair(true, &mut io_sets, &mut noop_sets);
         let s = seqs.last().unwrap();
-        eprintln!(
-            "run {run}: durable write direct {:.0} / server d1 {:.0} / d8 {:.0} MiB/s; cached write direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s; read direct {:.0} / d1 {:.0} / d8 {:.0} MiB/s; 4 KiB random own sets: noop {:.0} iosets {:.0} ops/s; with shared sets: noop {:.0} iosets {:.0} ops/s",
-            s.direct_wd, s.server_wd1, s.server_wd8,
-            s.direct_w, s.server_w1, s.server_w8, s.direct_r, s.server_r1, s.server_r8,
-            noop.last().unwrap(), io.last().unwrap(), noop_sets.last().unwrap(), io_sets.last().unwrap()
-        );
+        let mut line = format!("run {run} (load average {before} before");
+        for (name, p) in &s.rows {
+            line += &format!(
+                "; {name}: {:.0} / direct {:.0} MiB/s = {:.0}%",
+                p.server,
+                p.base,
+                100.0 * p.server / p.base
+            );
+        }
+        if part != "seq" {
+            // Alternate the order so drift on a shared machine does not favour one policy.
+            let pair = |sets: bool, io: &mut Vec<f64>, noop: &mut Vec<f64>| {
+                if run % 2 == 0 {
+                    noop.push(random_ops(&root, "noop", ops, sets));
+                    io.push(random_ops(&root, "iosets", ops, sets));
+                } else {
+                    io.push(random_ops(&root, "iosets", ops, sets));
+                    noop.push(random_ops(&root, "noop", ops, sets));
+                }
+            };
+            pair(false, &mut io, &mut noop);
+            pair(true, &mut io_sets, &mut noop_sets);
+            line += &format!(
+                "; 4 KiB random own sets: noop {:.0} iosets {:.0} ops/s; with shared sets: noop {:.0} iosets {:.0} ops/s",
+                noop.last().unwrap(), io.last().unwrap(), noop_sets.last().unwrap(), io_sets.last().unwrap()
+            );
+        }
+        eprintln!("{line}; load average {} after)", loadavg());
     }
     let _ = std::fs::remove_dir_all(&root);
 
@@ -332,54 +435,24 @@ fn main() {
                 .join(", ")
         );
     };
-    let col = |f: fn(&Seq) -> f64| seqs.iter().map(f).collect::<Vec<f64>>();
-    row(
-        "1 MiB seq. write + fsync (durable), depth 1",
-        col(|s| s.direct_wd),
-        col(|s| s.server_wd1),
-        "MiB/s",
-    );
-    row(
-        "1 MiB seq. write + fsync (durable), depth 8",
-        col(|s| s.direct_wd),
-        col(|s| s.server_wd8),
-        "MiB/s",
-    );
-    row(
-        "1 MiB seq. write, depth 1",
-        col(|s| s.direct_w),
-        col(|s| s.server_w1),
-        "MiB/s",
-    );
-    row(
-        "1 MiB seq. write, depth 8",
-        col(|s| s.direct_w),
-        col(|s| s.server_w8),
-        "MiB/s",
-    );
-    row(
-        "1 MiB seq. read, depth 1",
-        col(|s| s.direct_r),
-        col(|s| s.server_r1),
-        "MiB/s",
-    );
-    row(
-        "1 MiB seq. read, depth 8",
-        col(|s| s.direct_r),
-        col(|s| s.server_r8),
-        "MiB/s",
-    );
-    row(
-        "4 KiB random ops, iosets vs noop (8 jobs, a set each)",
-        noop,
-        io,
-        "ops/s",
-    );
-    row(
-        "4 KiB random ops, iosets vs noop (2 jobs in set 0, 2 in set 1, 4 alone)",
-        noop_sets,
-        io_sets,
-        "ops/s",
-    );
+    for (k, (name, _)) in seqs[0].rows.iter().enumerate() {
+        let base = seqs.iter().map(|s| s.rows[k].1.base).collect();
+        let ours = seqs.iter().map(|s| s.rows[k].1.server).collect();
+        row(name, base, ours, "MiB/s");
+    }
+    if part != "seq" {
+        row(
+            "4 KiB random ops, iosets vs noop (8 jobs, a set each)",
+            noop,
+            io,
+            "ops/s",
+        );
+        row(
+            "4 KiB random ops, iosets vs noop (2 jobs in set 0, 2 in set 1, 4 alone)",
+            noop_sets,
+            io_sets,
+            "ops/s",
+        );
+    }
     println!("\n{runs} runs, file {file_mib} MiB, {ops} random ops per thread × 8 threads");
 }
