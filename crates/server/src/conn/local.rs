@@ -291,3 +291,249 @@ async fn serve(
     };
     super::serve_frames(shared, rd, wr, None, link, stop).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    use std::os::unix::net::UnixStream as StdUnix;
+
+    use iosets_proto::local::{send_with_fd, Region, PAGE};
+    use iosets_proto::{decode, encode, frame_len, Frame, Header, OpCode, Request, Response};
+    use iosets_types::JobId;
+
+    use super::*;
+    use crate::{Server, ServerConfig, ServerHandle};
+
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("iosets-local-{}-{name}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn server(scratch: &Scratch, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
+        let mut cfg = ServerConfig::new(&scratch.0);
+        cfg.workers = 1;
+        tune(&mut cfg);
+        let s = Server::start(cfg).unwrap();
+        std::fs::write(scratch.0.join("f"), vec![0u8; 3 * PAGE]).unwrap();
+        s
+    }
+
+    fn frame(tag: u64, req: Request) -> Vec<u8> {
+        let h = Header {
+            tag,
+            job: JobId(1),
+            priority: None,
+            creds: None,
+        };
+        encode(&Frame::Request(h, req)).to_vec()
+    }
+
+    fn answer(s: &mut impl Read) -> (u64, OpCode, Response) {
+        let mut prefix = [0u8; 4];
+        s.read_exact(&mut prefix).unwrap();
+        let mut buf = vec![0u8; frame_len(prefix, u32::MAX).unwrap()];
+        s.read_exact(&mut buf).unwrap();
+        match decode(buf.into()).unwrap() {
+            Frame::Response(h, op, r) => (h.tag, op, r),
+            other => panic!("not a response: {other:?}"),
+        }
+    }
+
+    fn call<S: Read + Write>(s: &mut S, tag: u64, req: Request) -> Response {
+        s.write_all(&frame(tag, req)).unwrap();
+        let (t, _, r) = answer(s);
+        assert_eq!(t, tag);
+        r
+    }
+
+    fn errno(r: &Response) -> i32 {
+        match r {
+            Response::Err { errno, .. } => *errno,
+            ok => panic!("expected an error, got {ok:?}"),
+        }
+    }
+
+    /// The socket the server offers, asked over TCP.
+    fn offered(h: &ServerHandle) -> String {
+        let mut tcp = TcpStream::connect(h.addr()).unwrap();
+        match call(&mut tcp, 1, Request::LocalTransport) {
+            Response::Ok(Reply::LocalTransport { socket, id, pid }) => {
+                assert_eq!(pid, std::process::id());
+                assert!(
+                    socket.starts_with("@iosets-") && socket[1..] == id,
+                    "{socket}"
+                );
+                socket
+            }
+            other => panic!("no offer: {other:?}"),
+        }
+    }
+
+    fn connect(socket: &str) -> StdUnix {
+        use std::os::linux::net::SocketAddrExt;
+        let addr =
+            std::os::unix::net::SocketAddr::from_abstract_name(&socket.as_bytes()[1..]).unwrap();
+        StdUnix::connect_addr(&addr).unwrap()
+    }
+
+    /// A same-host connection with `region` attached (its first frame carries the descriptor).
+    fn attached(socket: &str, region: &Region) -> (StdUnix, Response) {
+        let mut s = connect(socket);
+        let f = frame(
+            1,
+            Request::AttachRegion {
+                len: region.len() as u64,
+            },
+        );
+        let n = send_with_fd(s.as_fd(), &f, region.fd()).unwrap();
+        s.write_all(&f[n..]).unwrap();
+        let (_, op, r) = answer(&mut s);
+        assert_eq!(op, OpCode::AttachRegion);
+        (s, r)
+    }
+
+    fn shared_write(at: u64, len: u32) -> Request {
+        Request::WriteShared {
+            path: "f".into(),
+            offset: 0,
+            len,
+            at,
+        }
+    }
+
+    #[test]
+    fn shared_requests_without_a_region_are_refused() {
+        let scratch = Scratch::new("noregion");
+        let h = server(&scratch, |_| {});
+        let eproto = Errno::PROTO.raw_os_error();
+        // Over TCP: no region, and none can be attached.
+        let mut tcp = TcpStream::connect(h.addr()).unwrap();
+        assert_eq!(errno(&call(&mut tcp, 1, shared_write(0, 10))), eproto);
+        let attach = Request::AttachRegion { len: 4096 };
+        assert_eq!(errno(&call(&mut tcp, 2, attach.clone())), eproto);
+        // On the same-host socket before any region, and an attach without a descriptor.
+        let mut s = connect(&offered(&h));
+        assert_eq!(errno(&call(&mut s, 3, shared_write(0, 10))), eproto);
+        let read = Request::ReadShared {
+            path: "f".into(),
+            offset: 0,
+            len: 10,
+            at: 0,
+        };
+        assert_eq!(errno(&call(&mut s, 4, read)), eproto);
+        assert_eq!(errno(&call(&mut s, 5, attach)), Errno::INVAL.raw_os_error());
+        // The connection still serves.
+        assert!(matches!(
+            call(&mut s, 6, Request::Lookup { path: "f".into() }),
+            Response::Ok(Reply::Attr(_))
+        ));
+    }
+
+    #[test]
+    fn out_of_range_and_overflowing_ranges_are_refused() {
+        let scratch = Scratch::new("ranges");
+        let h = server(&scratch, |_| {});
+        let region = Region::create(2 * PAGE).unwrap();
+        let (mut s, r) = attached(&offered(&h), &region);
+        assert!(matches!(r, Response::Ok(Reply::Attached { .. })), "{r:?}");
+        let efault = Errno::FAULT.raw_os_error();
+        let p = 2 * PAGE as u64;
+        let beyond = 3 * PAGE as u32;
+        for (tag, (at, len)) in [(p, 1), (p - 1, 2), (u64::MAX - 10, 100), (0, beyond)]
+            .into_iter()
+            .enumerate()
+        {
+            let r = call(&mut s, tag as u64 + 10, shared_write(at, len));
+            assert_eq!(errno(&r), efault, "write at {at} len {len}");
+        }
+        let read = Request::ReadShared {
+            path: "f".into(),
+            offset: 0,
+            len: 2 * PAGE as u32,
+            at: PAGE as u64,
+        };
+        assert_eq!(errno(&call(&mut s, 20, read)), efault);
+        // More than a frame's worth is refused whatever the region.
+        let r = call(&mut s, 19, shared_write(0, u32::MAX));
+        assert_eq!(errno(&r), Errno::MSGSIZE.raw_os_error());
+        // A second region is refused; the first stays usable.
+        let again = Request::AttachRegion { len: p };
+        assert_eq!(errno(&call(&mut s, 21, again)), Errno::BUSY.raw_os_error());
+        let mut slot = region.alloc(PAGE).unwrap();
+        slot.fill(0x42);
+        let r = call(&mut s, 22, shared_write(slot.offset(), PAGE as u32));
+        assert_eq!(r, Response::Ok(Reply::Written(PAGE as u32)));
+        let on_disk = std::fs::read(scratch.0.join("f")).unwrap();
+        assert!(on_disk[..PAGE].iter().all(|&b| b == 0x42));
+        assert!(on_disk[PAGE..].iter().all(|&b| b == 0));
+        // A read into the region, short at the end of the file.
+        drop(slot);
+        let back = region.alloc(2 * PAGE).unwrap();
+        let read = Request::ReadShared {
+            path: "f".into(),
+            offset: 2 * PAGE as u64,
+            len: 2 * PAGE as u32,
+            at: back.offset(),
+        };
+        assert_eq!(
+            call(&mut s, 23, read),
+            Response::Ok(Reply::Placed(PAGE as u32))
+        );
+    }
+
+    #[test]
+    fn unusable_regions_are_refused() {
+        let scratch = Scratch::new("badregion");
+        let h = server(&scratch, |c| c.local_region_max_mib = 1);
+        let socket = offered(&h);
+        let einval = Errno::INVAL.raw_os_error();
+        // Larger than the server accepts.
+        let big = Region::create(2 << 20).unwrap();
+        assert_eq!(errno(&attached(&socket, &big).1), einval);
+        // Not sealed against shrinking.
+        let plain = rustix::fs::memfd_create("plain", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        rustix::fs::ftruncate(&plain, PAGE as u64).unwrap();
+        let mut s = connect(&socket);
+        let f = frame(1, Request::AttachRegion { len: PAGE as u64 });
+        let n = send_with_fd(s.as_fd(), &f, plain.as_fd()).unwrap();
+        s.write_all(&f[n..]).unwrap();
+        let (_, _, r) = answer(&mut s);
+        assert_eq!(errno(&r), einval);
+        // A length that is not the descriptor's.
+        let small = Region::create(PAGE).unwrap();
+        let mut s = connect(&socket);
+        let f = frame(
+            1,
+            Request::AttachRegion {
+                len: 2 * PAGE as u64,
+            },
+        );
+        let n = send_with_fd(s.as_fd(), &f, small.fd()).unwrap();
+        s.write_all(&f[n..]).unwrap();
+        let (_, _, r) = answer(&mut s);
+        assert_eq!(errno(&r), einval);
+    }
+
+    #[test]
+    fn no_offer_when_the_transport_is_off() {
+        let scratch = Scratch::new("off");
+        let h = server(&scratch, |c| c.local = false);
+        let mut tcp = TcpStream::connect(h.addr()).unwrap();
+        let r = call(&mut tcp, 1, Request::LocalTransport);
+        assert_eq!(errno(&r), Errno::NOTSUP.raw_os_error());
+    }
+}
