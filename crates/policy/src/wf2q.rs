@@ -128,6 +128,9 @@ pub struct Wf2q<K> {
     backlogged: usize,
     vtime: f64,
     active_weight: f64,
+    /// The flow [`Wf2q::select`] answered last: the caller serves it or makes it leave next, so
+    /// those calls find it without a lookup (checked: the slot must still hold that key, backlogged).
+    selected: Option<usize>,
 }
 
 impl<K: Copy + Eq + Hash> Default for Wf2q<K> {
@@ -142,6 +145,7 @@ impl<K: Copy + Eq + Hash> Default for Wf2q<K> {
             backlogged: 0,
             vtime: 0.0,
             active_weight: 0.0,
+            selected: None,
         }
     }
 }
@@ -164,9 +168,7 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
 
     /// True if `key` is backlogged.
     pub fn is_backlogged(&self, key: K) -> bool {
-        self.index
-            .get(&key)
-            .is_some_and(|&i| matches!(self.flows[i].state, State::Pending | State::Eligible))
+        self.find_backlogged(key).is_some()
     }
 
     /// The system virtual time.
@@ -210,9 +212,9 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
             self.vtime = self.vtime.max(s);
             self.promote();
         }
-        self.eligible
-            .peek(&self.flows)
-            .map(|(_, i)| self.flows[i].key)
+        let (_, i) = self.eligible.peek(&self.flows)?;
+        self.selected = Some(i);
+        Some(self.flows[i].key)
     }
 
     /// `key`, backlogged, was served `len` bytes. With `next_len = Some(n)` it stays backlogged with
@@ -259,9 +261,20 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     }
 
     fn backlogged_index(&self, key: K) -> usize {
-        match self.index.get(&key) {
-            Some(&i) if matches!(self.flows[i].state, State::Pending | State::Eligible) => i,
-            _ => panic!("flow is not backlogged"),
+        self.find_backlogged(key)
+            .unwrap_or_else(|| panic!("flow is not backlogged"))
+    }
+
+    /// The slot of `key` if it is backlogged; the flow selected last is found without a lookup.
+    fn find_backlogged(&self, key: K) -> Option<usize> {
+        let backlogged = |i: usize| {
+            let f = &self.flows[i];
+            f.key == key && matches!(f.state, State::Pending | State::Eligible)
+        };
+        match self.selected {
+            // A slot holds one flow at a time and a flow one slot: a live slot with `key` is its.
+            Some(i) if backlogged(i) => Some(i),
+            _ => self.index.get(&key).copied().filter(|&i| backlogged(i)),
         }
     }
 

@@ -264,6 +264,9 @@ struct Set {
     /// The holder lingers (`hold_idle_ms`): the sequence number of its entry in
     /// [`IoSets::lingering`]; any other entry for this set is stale.
     linger: Option<u64>,
+    /// The set is backlogged in [`IoSets::sched`] (a copy of `sched.is_backlogged(key)`, kept
+    /// because the policy is the only one that changes it, and asking the scheduler is a lookup).
+    backlogged: bool,
 }
 
 /// The IO-SETS policy.
@@ -275,6 +278,8 @@ pub struct IoSets {
     jobs: Slab<Job>,
     job_slots: IdMap<JobId, Slot>,
     sets: Slab<Set>,
+    /// The sets of priorities by key. A job's own set ([`SetKey::Solo`]) is not in it: it exists
+    /// exactly while its job does, and is found through the job.
     set_slots: IdMap<SetKey, Slot>,
     explicit: IdMap<JobId, Priority>,
     configured: IdMap<JobId, Priority>,
@@ -282,6 +287,9 @@ pub struct IoSets {
     in_service: IdMap<RequestId, Slot>,
     /// Emptied job queues kept for reuse.
     spare: Vec<VecDeque<Request>>,
+    /// Waiting lists of removed sets kept for reuse (an emptied `BTreeSet` keeps its node: a set
+    /// formed from a spare list allocates nothing).
+    spare_waiters: Vec<Waiters>,
     /// Fair queuing across sets, keyed by set (a set that re-forms keeps its WF²Q+ debt).
     sched: Wf2q<SetKey>,
     /// Anticipation window (`hold_idle_ms`); `None`: a holder without work passes its set on at once.
@@ -307,6 +315,7 @@ impl IoSets {
             configured: IdMap::default(),
             in_service: IdMap::default(),
             spare: Vec::new(),
+            spare_waiters: Vec::new(),
             sched: Wf2q::new(),
             hold_idle: None,
             lingering: Lingering::default(),
@@ -416,24 +425,51 @@ impl IoSets {
     /// set once it has no members.
     fn refresh(&mut self, s: Slot) {
         let head = self.head_len(s);
-        let set = &self.sets[s];
-        let (key, weight, empty) = (set.key, set.priority.get(), set.members == 0);
-        match (head, self.sched.is_backlogged(key)) {
-            (Some(len), false) => self.sched.arrive(key, weight, len),
-            (None, true) => self.sched.leave(key),
+        let set = &mut self.sets[s];
+        debug_assert_eq!(set.backlogged, self.sched.is_backlogged(set.key));
+        match (head, set.backlogged) {
+            (Some(len), false) => self.sched.arrive(set.key, set.priority.get(), len),
+            (None, true) => self.sched.leave(set.key),
             _ => {}
         }
-        if empty {
+        set.backlogged = head.is_some();
+        if set.members == 0 {
             debug_assert!(head.is_none());
-            self.sets.remove(s);
-            self.set_slots.remove(&key);
+            let set = self.sets.remove(s);
+            if let SetKey::Priority(_) = set.key {
+                self.set_slots.remove(&set.key);
+            }
+            if self.spare_waiters.len() < SPARE_QUEUES {
+                debug_assert!(set.waiting.is_empty());
+                self.spare_waiters.push(set.waiting);
+            }
+        }
+    }
+
+    /// Set `s` stops being backlogged in the fair queuing across sets (blocked or empty).
+    fn unschedule(&mut self, s: Slot) {
+        let set = &mut self.sets[s];
+        self.sched.leave(set.key);
+        set.backlogged = false;
+    }
+
+    /// The slot of set `key`, which exists.
+    fn set_slot(&self, key: SetKey) -> Slot {
+        match key {
+            SetKey::Priority(_) => self.set_slots[&key],
+            SetKey::Solo(job) => self.jobs[self.job_slots[&job]].set,
         }
     }
 
     /// Adds job `j` to the set `key` (creating it), as waiter or holder.
     fn join(&mut self, j: Slot, key: SetKey, priority: Priority, now: Nanos) -> Slot {
-        let s = match self.set_slots.get(&key) {
-            Some(&s) => s,
+        let existing = match key {
+            SetKey::Priority(_) => self.set_slots.get(&key).copied(),
+            // A job's own set exists only while the job is in it, and it is joining now.
+            SetKey::Solo(_) => None,
+        };
+        let s = match existing {
+            Some(s) => s,
             None => {
                 let s = self.sets.insert(Set {
                     key,
@@ -444,10 +480,16 @@ impl IoSets {
                     held_since: now,
                     contended_since: None,
                     last_holder: None,
-                    waiting: Waiters::new(self.order),
+                    waiting: self
+                        .spare_waiters
+                        .pop()
+                        .unwrap_or_else(|| Waiters::new(self.order)),
                     linger: None,
+                    backlogged: false,
                 });
-                self.set_slots.insert(key, s);
+                if let SetKey::Priority(_) = key {
+                    self.set_slots.insert(key, s);
+                }
                 s
             }
         };
@@ -455,7 +497,13 @@ impl IoSets {
         set.members += 1;
         let job = &mut self.jobs[j];
         job.set = s;
-        if job.in_service > 0 && set.holder.is_none() {
+        if let SetKey::Solo(_) = key {
+            // Alone in its set, the job holds it from the start: nobody can wait for it, so the
+            // holder's tenure never expires and it never lingers (the same as waiting, then being
+            // handed the set by the next dispatch, without the waiting list).
+            set.holder = Some(j);
+            set.held_since = now;
+        } else if job.in_service > 0 && set.holder.is_none() {
             set.holder = Some(j);
             set.held_since = now;
             set.contended_since = (!set.waiting.is_empty()).then_some(now);
@@ -595,7 +643,7 @@ impl Policy for IoSets {
         }
         // An enqueue only adds work: a set already backlogged stays so with the same head.
         let s = self.jobs[j].set;
-        if !self.sched.is_backlogged(self.sets[s].key) {
+        if !self.sets[s].backlogged {
             self.refresh(s);
         }
     }
@@ -605,13 +653,13 @@ impl Policy for IoSets {
             self.expire_lingers(now);
         }
         while let Some(key) = self.sched.select() {
-            let s = self.set_slots[&key];
+            let s = self.set_slot(key);
             let set = &self.sets[s];
             let holder = match set.holder {
                 Some(_) if self.expired(set, now) => {
                     self.yield_holder(s, now);
                     if self.sets[s].yielding {
-                        self.sched.leave(key);
+                        self.unschedule(s);
                         continue;
                     }
                     self.hand_over(s, now)
@@ -620,13 +668,13 @@ impl Policy for IoSets {
                 None => self.hand_over(s, now),
             };
             let Some(h) = holder else {
-                self.sched.leave(key);
+                self.unschedule(s);
                 continue;
             };
             let job = &mut self.jobs[h];
             let Some(req) = job.queue.pop_front() else {
                 // Holder with only in-service work: the set is blocked until it completes.
-                self.sched.leave(key);
+                self.unschedule(s);
                 continue;
             };
             job.in_service += 1;
@@ -636,6 +684,7 @@ impl Policy for IoSets {
             self.len -= 1;
             self.in_service.insert(req.id, h);
             self.sched.served(key, req.len, next);
+            self.sets[s].backlogged = next.is_some();
             return Dispatch::Ready(Batch::single(req));
         }
         if self.lingering.is_empty() {
