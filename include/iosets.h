@@ -29,9 +29,13 @@
 
 /**
  * What a native API call returned. `IOSETS_OK` and the two non-negative outcomes of
- * `iosets_next` are not errors; every negative value is.
+ * `iosets_next` are not errors; every negative value is. An `int32_t` in C.
  */
-typedef enum {
+enum iosets_status
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : int32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
   /**
    * Success.
    */
@@ -91,7 +95,14 @@ typedef enum {
    * one, and the handle should be destroyed.
    */
   IOSETS_ERR_PANIC = -11,
-} iosets_status;
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum iosets_status iosets_status;
+#else
+typedef int32_t iosets_status;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
 
 /**
  * The operation of a request, as passed to `iosets_submit` (as an `int32_t`) and reported in
@@ -111,6 +122,28 @@ typedef enum {
    */
   IOSETS_OTHER = 2,
 } iosets_op;
+
+/**
+ * Where the priority in force for a job comes from, as reported by `iosets_job_priority`.
+ */
+typedef enum {
+  /**
+   * The job has no priority: the policy's default applies.
+   */
+  IOSETS_PRIORITY_NONE = 0,
+  /**
+   * Set by `iosets_set_priority` (it wins over the others).
+   */
+  IOSETS_PRIORITY_CONTROL = 1,
+  /**
+   * Set automatically from the job's detected period (`auto_priority`).
+   */
+  IOSETS_PRIORITY_AUTO = 2,
+  /**
+   * The last hint its requests carried.
+   */
+  IOSETS_PRIORITY_HINT = 3,
+} iosets_priority_source;
 
 /**
  * A scheduler: one policy behind the iosets runtime, plus the table of dispatched batches.
@@ -288,7 +321,10 @@ size_t iosets_last_error(char *buf, size_t cap);
 /**
  * Creates a scheduler running policy `policy` (a registered name: noop, timeorder, elevator,
  * deadline, anticipatory, cfq, sjf, mlf, aioli, sw, twins, wfq, iosets; case-insensitive) with
- * `n_options` tunables `options[i]`, each `"key=value"` (e.g. `"weight.1=500"`).
+ * `n_options` tunables `options[i]`, each `"key=value"` (e.g. `"weight.1=500"`). Two options are
+ * the library's, not the policy's: `auto_priority=true|false` (detect each job's I/O period and
+ * give it its Set-10 priority) and `forget_idle_s=SECONDS` (forget a job idle this long; default
+ * 600).
  *
  * On success stores the new handle in `*out` and returns `IOSETS_OK`; on failure stores NULL (if
  * `out` is not NULL) and returns `IOSETS_ERR_NULL` (`policy`, `out`, `options` with
@@ -309,11 +345,13 @@ iosets_status iosets_create(const char *policy,
                             iosets_scheduler **out);
 
 /**
- * Creates a scheduler from the configuration file at `path`: a `policy = NAME` line and one
- * `key = value` tunable per line, `#` comments (see crates/ffi/README.md).
+ * Creates a scheduler from the TOML configuration file at `path`: `policy = "NAME"`, optional
+ * `auto_priority = true|false` and `forget_idle_s = SECONDS`, and the policy's tunables under
+ * `[policy_options]` (see crates/ffi/README.md). A file in the old `key = value` format is
+ * refused with a message naming its line.
  *
- * Returns as `iosets_create`, plus `IOSETS_ERR_CONFIG` if the file cannot be read or a line is
- * malformed.
+ * Returns as `iosets_create`, plus `IOSETS_ERR_CONFIG` if the file cannot be read, is not valid
+ * TOML, has an unknown key or an unusable value (`iosets_last_error` names the line).
  *
  * Ownership: `path` is borrowed for the call. The handle belongs to the caller.
  *
@@ -423,6 +461,22 @@ iosets_status iosets_set_priority(const iosets_scheduler *s,
  * `s` must be NULL or live.
  */
 iosets_status iosets_clear_priority(const iosets_scheduler *s, uint64_t job);
+
+/**
+ * Stores in `*value` the priority in force for job `job` and in `*source` (an
+ * `iosets_priority_source`, unless `source` is NULL) where it comes from: the control plane
+ * (`iosets_set_priority`), else the automatic priority (config `auto_priority = true`), else
+ * the last hint. A job without one gets `IOSETS_PRIORITY_NONE` and `*value` = 0.
+ *
+ * Returns `IOSETS_OK` or `IOSETS_ERR_NULL` (no handle, or `value` is NULL).
+ *
+ * # Safety
+ * `s` must be NULL or live; `value` NULL or writable; `source` NULL or writable.
+ */
+iosets_status iosets_job_priority(const iosets_scheduler *s,
+                                  uint64_t job,
+                                  double *value,
+                                  int32_t *source);
 
 /**
  * Refuses new requests from now on (`iosets_submit` returns `IOSETS_ERR_SHUT_DOWN`). Workers keep

@@ -4,8 +4,8 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 
 /// What a native API call returned. `IOSETS_OK` and the two non-negative outcomes of
-/// `iosets_next` are not errors; every negative value is.
-#[repr(C)]
+/// `iosets_next` are not errors; every negative value is. An `int32_t` in C.
+#[repr(i32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(clippy::upper_case_acronyms)]
 pub enum iosets_status {

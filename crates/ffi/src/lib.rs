@@ -44,6 +44,6 @@ mod guard;
 mod native;
 mod table;
 
-pub use config::{parse_options_file, ConfigError};
+pub use config::{parse_options_file, ConfigError, FileConfig};
 pub use error::{iosets_last_error, iosets_status, iosets_strerror};
 pub use native::*;

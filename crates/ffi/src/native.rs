@@ -3,10 +3,13 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 use std::ptr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use iosets_policy::PolicyError;
-use iosets_runtime::{Completion, Counted, Next, Scheduler};
+use iosets_runtime::{
+    BookConfig, Completion, Counted, MonotonicClock, Next, PrioritySource, Scheduler,
+};
 use iosets_types::{JobId, Op, Outcome, Priority, Request};
 
 use crate::config::parse_options_file;
@@ -200,12 +203,13 @@ fn policy_status(e: &PolicyError) -> iosets_status {
 fn create(
     policy: &str,
     pairs: &[(String, String)],
+    book: BookConfig,
     out: *mut *mut iosets_scheduler,
 ) -> iosets_status {
     match Counted::build(policy, pairs) {
         Ok(p) => {
             let s = Box::new(iosets_scheduler {
-                sched: Scheduler::new(p),
+                sched: Scheduler::with_book(p, Arc::new(MonotonicClock::new()), book),
                 table: Table::new(),
             });
             // SAFETY: `out` was checked non-NULL by the caller of this function.
@@ -214,6 +218,42 @@ fn create(
         }
         Err(e) => fail(policy_status(&e), e.to_string()),
     }
+}
+
+/// Splits the library's own options (`auto_priority`, `forget_idle_s`) from the policy's tunables.
+fn book_options(
+    pairs: Vec<(String, String)>,
+) -> Result<(BookConfig, Vec<(String, String)>), iosets_status> {
+    let mut book = BookConfig::default();
+    let mut rest = Vec::with_capacity(pairs.len());
+    for (k, v) in pairs {
+        match k.as_str() {
+            "auto_priority" => {
+                let on = v.parse::<bool>().map_err(|_| {
+                    fail(
+                        IOSETS_ERR_BAD_OPTION,
+                        format!("auto_priority: expected true or false, got {v:?}"),
+                    )
+                })?;
+                book = book.auto_priority(on);
+            }
+            "forget_idle_s" => {
+                let s = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 1e9)
+                    .ok_or_else(|| {
+                        fail(
+                            IOSETS_ERR_BAD_OPTION,
+                            format!("forget_idle_s: expected seconds > 0 (and ≤ 1e9), got {v:?}"),
+                        )
+                    })?;
+                book = book.forget_after(Duration::from_secs_f64(s));
+            }
+            _ => rest.push((k, v)),
+        }
+    }
+    Ok((book, rest))
 }
 
 macro_rules! tri {
@@ -227,7 +267,10 @@ macro_rules! tri {
 
 /// Creates a scheduler running policy `policy` (a registered name: noop, timeorder, elevator,
 /// deadline, anticipatory, cfq, sjf, mlf, aioli, sw, twins, wfq, iosets; case-insensitive) with
-/// `n_options` tunables `options[i]`, each `"key=value"` (e.g. `"weight.1=500"`).
+/// `n_options` tunables `options[i]`, each `"key=value"` (e.g. `"weight.1=500"`). Two options are
+/// the library's, not the policy's: `auto_priority=true|false` (detect each job's I/O period and
+/// give it its Set-10 priority) and `forget_idle_s=SECONDS` (forget a job idle this long; default
+/// 600).
 ///
 /// On success stores the new handle in `*out` and returns `IOSETS_OK`; on failure stores NULL (if
 /// `out` is not NULL) and returns `IOSETS_ERR_NULL` (`policy`, `out`, `options` with
@@ -270,15 +313,18 @@ pub unsafe extern "C" fn iosets_create(
             Ok(p) => p,
             Err(e) => return fail(IOSETS_ERR_BAD_OPTION, e.to_string()),
         };
-        create(name, &pairs, out)
+        let (book, pairs) = tri!(book_options(pairs));
+        create(name, &pairs, book, out)
     })
 }
 
-/// Creates a scheduler from the configuration file at `path`: a `policy = NAME` line and one
-/// `key = value` tunable per line, `#` comments (see crates/ffi/README.md).
+/// Creates a scheduler from the TOML configuration file at `path`: `policy = "NAME"`, optional
+/// `auto_priority = true|false` and `forget_idle_s = SECONDS`, and the policy's tunables under
+/// `[policy_options]` (see crates/ffi/README.md). A file in the old `key = value` format is
+/// refused with a message naming its line.
 ///
-/// Returns as `iosets_create`, plus `IOSETS_ERR_CONFIG` if the file cannot be read or a line is
-/// malformed.
+/// Returns as `iosets_create`, plus `IOSETS_ERR_CONFIG` if the file cannot be read, is not valid
+/// TOML, has an unknown key or an unusable value (`iosets_last_error` names the line).
 ///
 /// Ownership: `path` is borrowed for the call. The handle belongs to the caller.
 ///
@@ -298,7 +344,13 @@ pub unsafe extern "C" fn iosets_create_from_file(
         // SAFETY: the caller's contract on `path`.
         let path = tri!(unsafe { c_str(path, "path") });
         match parse_options_file(Path::new(path)) {
-            Ok((policy, pairs)) => create(&policy, &pairs, out),
+            Ok(c) => {
+                let mut book = BookConfig::default().auto_priority(c.auto_priority);
+                if let Some(idle) = c.forget_idle {
+                    book = book.forget_after(idle);
+                }
+                create(&c.policy, &c.options, book, out)
+            }
             Err(e) => fail(IOSETS_ERR_CONFIG, e.to_string()),
         }
     })
@@ -555,6 +607,65 @@ pub unsafe extern "C" fn iosets_clear_priority(
         // SAFETY: the caller's contract on `s`.
         let s = tri!(unsafe { handle(s) });
         s.sched.set_priority(JobId(job), None);
+        IOSETS_OK
+    })
+}
+
+/// Where the priority in force for a job comes from, as reported by `iosets_job_priority`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::upper_case_acronyms)]
+pub enum iosets_priority_source {
+    /// The job has no priority: the policy's default applies.
+    IOSETS_PRIORITY_NONE = 0,
+    /// Set by `iosets_set_priority` (it wins over the others).
+    IOSETS_PRIORITY_CONTROL = 1,
+    /// Set automatically from the job's detected period (`auto_priority`).
+    IOSETS_PRIORITY_AUTO = 2,
+    /// The last hint its requests carried.
+    IOSETS_PRIORITY_HINT = 3,
+}
+
+/// Stores in `*value` the priority in force for job `job` and in `*source` (an
+/// `iosets_priority_source`, unless `source` is NULL) where it comes from: the control plane
+/// (`iosets_set_priority`), else the automatic priority (config `auto_priority = true`), else
+/// the last hint. A job without one gets `IOSETS_PRIORITY_NONE` and `*value` = 0.
+///
+/// Returns `IOSETS_OK` or `IOSETS_ERR_NULL` (no handle, or `value` is NULL).
+///
+/// # Safety
+/// `s` must be NULL or live; `value` NULL or writable; `source` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn iosets_job_priority(
+    s: *const iosets_scheduler,
+    job: u64,
+    value: *mut f64,
+    source: *mut i32,
+) -> iosets_status {
+    guard_status(|| {
+        // SAFETY: the caller's contract on `s`.
+        let s = tri!(unsafe { handle(s) });
+        if value.is_null() {
+            return fail(IOSETS_ERR_NULL, "value is NULL");
+        }
+        use iosets_priority_source::*;
+        let (v, from) = match s.sched.priority(JobId(job)) {
+            None => (0.0, IOSETS_PRIORITY_NONE),
+            Some(p) => (
+                p.value.get(),
+                match p.source {
+                    PrioritySource::Control => IOSETS_PRIORITY_CONTROL,
+                    PrioritySource::Auto => IOSETS_PRIORITY_AUTO,
+                    _ => IOSETS_PRIORITY_HINT,
+                },
+            ),
+        };
+        // SAFETY: checked non-NULL; writable by the caller's contract.
+        unsafe { value.write(v) };
+        if !source.is_null() {
+            // SAFETY: non-NULL and writable (caller's contract).
+            unsafe { source.write(from as i32) };
+        }
         IOSETS_OK
     })
 }

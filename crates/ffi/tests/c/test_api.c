@@ -227,7 +227,8 @@ static void config_files(void) {
     char path[] = "/tmp/iosets-test-XXXXXX";
     int fd = mkstemp(path);
     CHECK(fd >= 0);
-    const char *text = "# a wfq\npolicy = wfq\nweight.1 = 500 # half\nweight.2 = 1000\n";
+    const char *text =
+        "# a wfq\npolicy = \"wfq\"\n[policy_options]\n\"weight.1\" = 500 # half\nweight.2 = 1000\n";
     CHECK_EQ(write(fd, text, strlen(text)), (long long)strlen(text));
     close(fd);
     iosets_scheduler *s = NULL;
@@ -236,16 +237,33 @@ static void config_files(void) {
     iosets_destroy(s);
 
     FILE *f = fopen(path, "w");
-    fputs("policy = wfq\nweight.1 = zero\n", f);
+    fputs("policy = \"wfq\"\n[policy_options]\n\"weight.1\" = \"zero\"\n", f);
     fclose(f);
     CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_BAD_OPTION);
     f = fopen(path, "w");
-    fputs("policy = wfq\njunk line\n", f);
+    fputs("policy = \"wfq\"\njunk line\n", f);
     fclose(f);
     CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
     CHECK(last_error_contains(":2:"));
+    /* The key = value format of libiosets 0.1 is refused, naming its first line. */
     f = fopen(path, "w");
-    fputs("policy = fifoo\n", f);
+    fputs("# old\npolicy = wfq\nweight.1 = 500\n", f);
+    fclose(f);
+    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
+    CHECK(last_error_contains(":2:"));
+    CHECK(last_error_contains("[policy_options]"));
+    /* The library's own settings: automatic priorities and the forget interval. */
+    f = fopen(path, "w");
+    fputs("policy = \"iosets\"\nauto_priority = true\nforget_idle_s = 30\n", f);
+    fclose(f);
+    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_OK);
+    iosets_destroy(s);
+    f = fopen(path, "w");
+    fputs("policy = \"iosets\"\nforget_idle_s = 0\n", f);
+    fclose(f);
+    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
+    f = fopen(path, "w");
+    fputs("policy = \"fifoo\"\n", f);
     fclose(f);
     CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_UNKNOWN_POLICY);
     unlink(path);
