@@ -12,14 +12,19 @@
  *       (MLF, TO-agg, SJF, aIOLi, TO, SW, NOOP, TWINS, WFQ, or any iosets policy name),
  *       waiting_time, aioli_quantum, mlf_quantum, SW_window, twins_window, wfq_conf, and the
  *       iosets extensions iosets_dispatch_threads and iosets_options. Starts the dispatch
- *       thread(s), which block (no CPU) while there is nothing to hand out. Returns false on an
+ *       thread(s), parked (no CPU) unless the policy holds requests back. Returns false on an
  *       unknown algorithm, an unusable setting, a NULL process_request, or when already
  *       initialised.
  *   The library calls process_request(identifier) for each request the policy hands out, or
  *       process_requests(ids, n) for a batch of n > 1 aggregated requests if that callback is
- *       not NULL. Callbacks run on a dispatch thread (under NOOP: inside agios_add_request, on
- *       the caller's thread, as in AGIOS); they must not call agios_exit and must not unwind
- *       (no C++ exception, no longjmp) out of the call. Their return value is ignored.
+ *       not NULL. Callbacks run inline, on the thread whose agios_add_request (or
+ *       agios_release_request) made the request dispatchable, whenever the policy lets it go at
+ *       once (under NOOP always: each add calls back its own request before returning, as in
+ *       AGIOS); requests held back for a time (aIOLi/MLF waits, TWINS/SW windows) are called
+ *       back by a dispatch thread. Callbacks may thus run concurrently on several threads. They
+ *       must not call agios_exit and must not unwind (no C++ exception, no longjmp) out of the
+ *       call. Their return value is ignored. Identifiers and names of the algorithms:
+ *       scheduling_algorithms.h.
  *   agios_add_request(file_id, type, offset, len, identifier, queue_id)
  *       type is RT_READ or RT_WRITE; queue_id is the application (SW), the data server (TWINS)
  *       or the queue (WFQ, 0 .. max_queue_id - 1); 0 otherwise. Returns false on bad input
@@ -29,8 +34,8 @@
  *       Releases the first handed-out, unreleased request with these values. Returns false if
  *       there is none.
  *   agios_cancel_request(...)  Not supported: returns false.
- *   agios_exit()  Stops the dispatch threads (queued requests are dropped without callback) and
- *       frees everything; waits for callbacks in progress.
+ *   agios_exit()  Waits for calls and callbacks in progress, stops the dispatch threads (queued
+ *       requests are dropped without callback) and frees everything.
  */
 #ifndef AGIOS_H
 #define AGIOS_H

@@ -11,11 +11,14 @@
 //!
 //! # How it differs from AGIOS (the full list is in crates/ffi/README.md)
 //! - **No spinning.** AGIOS's scheduling thread polls (its sleeps are 0 ns, see the spec). Here the
-//!   dispatch threads block in the runtime's `next`, which sleeps on a condition variable until a
-//!   request arrives or a policy timer expires: an idle shim uses no CPU.
-//! - **Dispatch threads.** AGIOS has one; here `iosets_dispatch_threads` (default 1) threads call
-//!   the callbacks. Under `NOOP`, as in AGIOS, the callback runs synchronously inside
-//!   `agios_add_request`, on the caller's thread.
+//!   dispatch threads are parked on a condition variable while every added request has been
+//!   called back: an idle shim uses no CPU.
+//! - **Callbacks inline.** A request the policy lets go at once is called back on the thread that
+//!   added it (or whose release freed it), inside `agios_add_request` / `agios_release_request`:
+//!   no hand-off to another thread, no wake-up. Under `NOOP`, as in AGIOS, every add calls back
+//!   its own request before it returns. Requests a policy holds back for a time (aIOLi/MLF waits,
+//!   TWINS/SW windows) are called back by a dispatch thread (`iosets_dispatch_threads`, default
+//!   1), woken only then.
 //! - **Algorithms** are iosets' policies of the same name (mapping in [`policy_for`]); any iosets
 //!   policy name (`wfq`, `iosets`, …) is accepted too, with tunables from `iosets_options`.
 //! - **Release** matches the first dispatched request with the same `(file_id, type, offset, len)`,

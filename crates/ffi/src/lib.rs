@@ -13,10 +13,9 @@
 //!
 //! # What it is not
 //! It makes no scheduling decision (the policy does) and does no I/O (the caller does). The native
-//! API spawns no thread: workers are the caller's. The shim does spawn its dispatch threads, because
-//! AGIOS's contract is that the library calls the user back; they block on the scheduler's
-//! condition variable when there is nothing to hand out, so an idle shim uses no CPU (AGIOS's
-//! thread polls).
+//! API spawns no thread: workers are the caller's. The shim calls the user back on the adding (or
+//! releasing) thread whenever the policy lets a request go at once, and keeps dispatch threads,
+//! parked without CPU, for requests a policy holds back for a time (AGIOS's thread polls).
 //!
 //! # Why it looks like this (FFI discipline)
 //! - **Opaque handles.** C sees `iosets_scheduler *` only; its layout is private.
@@ -32,8 +31,9 @@
 //!   [`iosets_batch`] belongs to the library and lives until the batch is completed.
 //!
 //! Concurrency: every function except [`iosets_destroy`] may be called from any thread at any time
-//! on a live handle. The locks are the runtime's, plus one table of dispatched batches here
-//! (sharded by batch id) that exists only because a C caller names batches by number.
+//! on a live handle. The locks are the runtime's, plus one sharded table (module `table`) of what
+//! was handed out, which exists only because C names things by number: batches by id in the
+//! native API, requests by `(file, type, offset, len)` in the shim.
 #![deny(missing_docs)]
 #![allow(non_camel_case_types)]
 

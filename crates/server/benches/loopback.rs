@@ -312,6 +312,27 @@ fn profile(root: &std::path::Path, which: &str) {
         c.write_at("prof", (i * 8 * MIB) as u64, data.clone())
             .unwrap();
     }
+    if which == "small" {
+        // The fixed cost of a request: 4 KiB reads at depth 1 (after a large one, so that the
+        // same-host transport, when on, is in use).
+        c.read_at("prof", 0, MIB).unwrap();
+        let t = Instant::now();
+        let mut reqs = 0usize;
+        while t.elapsed().as_secs_f64() < secs {
+            for i in 0..1000u64 {
+                assert_eq!(c.read_at("prof", i * 4096, 4096).unwrap().len(), 4096);
+            }
+            reqs += 1000;
+        }
+        let us = t.elapsed().as_secs_f64() * 1e6 / reqs as f64;
+        println!(
+            "small {transport} (local: {}): {reqs} reads of 4 KiB, {us:.1} µs each",
+            c.is_local(0)
+        );
+        drop(c);
+        server.shutdown().unwrap();
+        return;
+    }
     let depth = if which.ends_with('8') { 8 } else { 1 };
     let direct = File::options()
         .read(true)
