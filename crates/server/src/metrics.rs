@@ -211,7 +211,11 @@ pub(crate) fn render(shared: &Shared) -> String {
         "gauge",
         "Bytes held by the job book's per-job records.",
     );
-    let _ = writeln!(out, "iosets_job_book_bytes {}", shared.sched.book_memory().0);
+    let _ = writeln!(
+        out,
+        "iosets_job_book_bytes {}",
+        shared.sched.book_memory().0
+    );
     let per_job: [JobMetric; 5] = [
         (
             "iosets_job_ops_total",

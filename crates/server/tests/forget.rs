@@ -78,7 +78,10 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
         "{} jobs remembered",
         busy.jobs_known
     );
-    assert_eq!(busy.jobs_known + busy.jobs_evicted + busy.jobs_forgotten, JOBS);
+    assert_eq!(
+        busy.jobs_known + busy.jobs_evicted + busy.jobs_forgotten,
+        JOBS
+    );
     let bound = MAX_JOBS * (JOB_RECORD_BYTES + DETECTOR_BYTES);
     assert!(
         (busy.job_book_bytes as usize) <= bound,
