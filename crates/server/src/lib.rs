@@ -125,10 +125,9 @@ impl Server {
                     what: format!("creating trace {}", p.display()),
                     source,
                 };
-                let mut w = std::io::BufWriter::new(std::fs::File::create(p).map_err(io)?);
-                iosets_period::trace::TraceWriter::new(&mut w)
-                    .and_then(|mut header| header.flush())
-                    .map_err(io)?;
+                let file = std::fs::File::create(p).map_err(io)?;
+                let mut w = iosets_period::trace::TraceWriter::new(file).map_err(io)?;
+                w.flush().map_err(io)?;
                 Some(Mutex::new(w))
             }
         };

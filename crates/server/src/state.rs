@@ -1,7 +1,6 @@
 //! What the connections, the workers and the control plane share.
 
 use std::fs::File;
-use std::io::BufWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -112,5 +111,6 @@ pub(crate) struct Shared {
     pub(crate) throttle: Option<Throttle>,
     pub(crate) counters: Counters,
     pub(crate) start: Instant,
-    pub(crate) trace: Option<Mutex<BufWriter<File>>>,
+    /// The request trace, when asked for (header written at creation).
+    pub(crate) trace: Option<Mutex<iosets_period::trace::TraceWriter<File>>>,
 }

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use iosets_period::trace::{RequestRecord, TraceOp, TraceWriter};
+use iosets_period::trace::{RequestRecord, TraceOp};
 use iosets_proto::{Bytes, Reply};
 use iosets_runtime::Completion;
 use iosets_types::{Nanos, Outcome};
@@ -126,9 +126,7 @@ fn write_trace(
 ) {
     let Some(trace) = &shared.trace else { return };
     let dispatched = completion.dispatched_at();
-    let mut file = trace.lock();
-    // The header was written when the file was created.
-    let mut w = TraceWriter::append(&mut *file);
+    let mut w = trace.lock();
     for (req, (p, r)) in completion.batch().requests().zip(results) {
         let (path, op, offset, len) = match &p.op {
             DataOp::Read {
