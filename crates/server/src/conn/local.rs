@@ -31,6 +31,7 @@
 //! accounted exactly as one with inline bytes, and acknowledged only after its `pwrite`.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixListener as StdListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -111,14 +112,6 @@ fn socket_name(shared: &Arc<Shared>, port: u16) -> Option<String> {
     })
 }
 
-/// What tokio binds: an abstract name starts with a NUL byte.
-fn socket_path(name: &str) -> PathBuf {
-    match name.strip_prefix('@') {
-        Some(abs) => PathBuf::from(format!("\0{abs}")),
-        None => PathBuf::from(name),
-    }
-}
-
 /// Answers [`Request::LocalTransport`].
 pub(crate) fn offer(shared: &Arc<Shared>, link: &Link) -> Result<Reply, FsError> {
     let socket = socket_name(shared, link.port)
@@ -182,10 +175,12 @@ pub(crate) fn place(link: &Link, at: u64, len: u32) -> Result<Place, FsError> {
     Ok(Place { region, at })
 }
 
-/// Starts the same-host listener when the configuration asks for it, as one task of `conns`
-/// (the server's connection set: a graceful stop waits for it), beside the TCP listener `tcp`.
-/// A socket that cannot be bound is logged and the server goes on without it: its
-/// clients stay on TCP.
+/// Starts the same-host listener when the configuration asks for it, beside the TCP listener
+/// `tcp`. Its connections are served by a thread of their own running a single-threaded
+/// runtime: a request and its answer then cost one wake-up of that thread each, with no work
+/// stealing between runtime threads. The thread is one task of `conns` (the server's connection
+/// set): a graceful stop waits for it, and dropping that task stops it. A socket that cannot be
+/// bound is logged and the server goes on without it: its clients stay on TCP.
 pub(crate) fn spawn(
     shared: &Arc<Shared>,
     tcp: &TcpListener,
@@ -205,34 +200,78 @@ pub(crate) fn spawn(
             return;
         }
     };
-    tracing::info!(socket = %name, "same-host transport");
     let path = (!name.starts_with('@')).then(|| PathBuf::from(&name));
-    conns.spawn(accept(shared.clone(), listener, port, path, stop.clone()));
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
+    let (keep, dropped) = tokio::sync::oneshot::channel::<()>();
+    let (s, stop) = (shared.clone(), stop.clone());
+    let thread = std::thread::Builder::new()
+        .name("iosets-local".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            match rt {
+                Ok(rt) => rt.block_on(async move {
+                    tokio::select! {
+                        _ = accept(s, listener, port, path, stop) => {}
+                        // The server gave up waiting: drop every connection.
+                        _ = dropped => {}
+                    }
+                }),
+                Err(e) => tracing::warn!(error = %e, "no same-host transport"),
+            }
+            let _ = done.send(());
+        });
+    match thread {
+        Ok(_) => {
+            tracing::info!(socket = %name, "same-host transport");
+            conns.spawn(async move {
+                let _keep = keep;
+                let _ = finished.await;
+            });
+        }
+        Err(e) => tracing::warn!(error = %e, "no same-host transport"),
+    }
 }
 
 /// Binds the socket. A path left by a server that is gone (nothing accepts on it) is replaced;
 /// one another server listens on is refused.
-fn bind(name: &str) -> std::io::Result<UnixListener> {
-    let path = socket_path(name);
-    match UnixListener::bind(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && !name.starts_with('@') => {
-            if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-                return Err(e);
-            }
-            std::fs::remove_file(&path)?;
-            UnixListener::bind(&path)
+fn bind(name: &str) -> std::io::Result<StdListener> {
+    let listener = match name.strip_prefix('@') {
+        Some(abs) => {
+            use std::os::linux::net::SocketAddrExt;
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(abs.as_bytes())?;
+            StdListener::bind_addr(&addr)?
         }
-        r => r,
-    }
+        None => match StdListener::bind(name) {
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                if std::os::unix::net::UnixStream::connect(name).is_ok() {
+                    return Err(e);
+                }
+                std::fs::remove_file(name)?;
+                StdListener::bind(name)?
+            }
+            r => r?,
+        },
+    };
+    listener.set_nonblocking(true)?;
+    Ok(listener)
 }
 
 async fn accept(
     shared: Arc<Shared>,
-    listener: UnixListener,
+    listener: StdListener,
     port: u16,
     path: Option<PathBuf>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let listener = match UnixListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, "no same-host transport");
+            return;
+        }
+    };
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
