@@ -15,7 +15,7 @@
 //! Not a general loom port of parking_lot: it gives exactly what the runtime uses. It does not
 //! model the runtime's `Arc`s (reference counts are not part of the protocol), the listener's or
 //! the caller's own synchronisation, nor [`crate::MonotonicClock`]; a model runs on
-//! [`model::ModelClock`].
+//! `model::ModelClock`.
 //!
 //! # The condition variable under loom, and why its return values are exact
 //! The scheduler counts wake-ups: a waker notifies only while some sleeper is not already woken
@@ -36,18 +36,28 @@
 //! notification in the runtime is made under the mutex), so the mutex orders those accesses.
 //!
 //! # Time under loom
-//! Loom has no real time. The model keeps one time, in nanoseconds, starting at 0 in every
-//! execution: [`model::ModelClock`] (the scheduler's [`crate::Clock`] in a model) and [`Instant`]
-//! both read it, and only [`model::advance`] moves it. A timed wait whose deadline has passed
-//! times out at once; otherwise it sleeps until notified or until a call to `advance` reaches its
-//! deadline, whichever comes first. A model that spawns a thread calling `advance` thus lets every
-//! timer fire at any point of every interleaving (loom schedules that thread anywhere), while a
-//! model that never calls it has no timeout at all: a worker sleeping on the job book's sweep
-//! deadline then waits like an untimed one, so a lost wake-up cannot hide behind a periodic timer
-//! and shows as loom's deadlock error. This is a discrete-time model rather than "any timed wait may
-//! time out at any moment": that looser model would make the untimed scheduler spin (every
-//! timeout loops back to the policy, at a time that has not moved) and would wake sleepers for
-//! deadlines that have not come, which no real clock does.
+//! Loom has no real time. A model keeps one time, in nanoseconds from 0 at the start of each
+//! execution: `model::ModelClock` (the scheduler's [`crate::Clock`] in a model) and [`Instant`]
+//! read it; only `model::advance` and a `model::Timer` move it. A timed wait whose deadline has
+//! passed times out at once (releasing and taking the mutex again, so a notifier that gets in
+//! between still wins); otherwise it sleeps until notified or until the time reaches its deadline.
+//!
+//! A `model::Timer` is a loom thread that, whenever a timed wait begins, may move the time to the
+//! earliest deadline a sleeper still waits for, at whatever point loom chooses: a timer fires at
+//! any point of its sleeper's wait, before or after a competing notification, as in a
+//! discrete-event simulation. It moves the time a bounded number of times, so that an idle
+//! worker's periodic sweep timer cannot make an execution endless. A model without a timer has
+//! no timeout at all: a worker sleeping until the job book's next sweep waits like an untimed
+//! one, so a lost wake-up cannot hide behind a periodic timer and shows as loom's deadlock error.
+//!
+//! Why not "any timed wait may time out at any moment": at a time that has not moved, a timeout
+//! only sends the worker back to the policy, which answers the same, so the model of a correct
+//! scheduler would spin (and hit loom's branch limit), and sleepers would wake for deadlines that
+//! have not come, which no clock does. Why time moves only while someone sleeps on a deadline:
+//! the scheduler turns a policy's `NotBefore(t)` into a deadline from two clock reads (its
+//! [`crate::Clock`], then [`Instant::now`]), and time that passes between the two reads pushes the
+//! deadline later by as much. With real time that only delays the timer by the gap; in a model
+//! where time moves once and for all it would leave the sleeper a deadline that never comes.
 
 #[cfg(not(loom))]
 pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
@@ -80,14 +90,26 @@ pub mod model {
     struct Time {
         now: AtomicU64,
         /// Timed sleepers with their deadlines; a sleeper woken otherwise stays until its deadline
-        /// passes and the claim fails.
+        /// passes and the claim fails (or a [`Timer`] drops it).
         timers: std::sync::Mutex<Vec<(u64, Arc<Sleeper>)>>,
+        /// Rung at every timed wait, for a [`Timer`] to notice.
+        bell: loom::sync::Mutex<Bell>,
+        bell_cv: loom::sync::Condvar,
+    }
+
+    #[derive(Default)]
+    struct Bell {
+        /// Timed waits registered since the execution began.
+        rung: u64,
+        stopped: bool,
     }
 
     loom::lazy_static! {
         static ref TIME: Time = Time {
             now: AtomicU64::new(0),
             timers: std::sync::Mutex::new(Vec::new()),
+            bell: loom::sync::Mutex::new(Bell::default()),
+            bell_cv: loom::sync::Condvar::new(),
         };
     }
 
@@ -99,17 +121,25 @@ pub mod model {
     /// Moves the model's time forward by `by` and times out every sleeper whose deadline is now
     /// past (unless a notification reached it first). Returns how many it timed out.
     pub fn advance(by: Duration) -> usize {
-        let time = &*TIME;
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
-        let now = time.now.fetch_add(by, Ordering::SeqCst).saturating_add(by);
+        let now = TIME.now.fetch_add(by, Ordering::SeqCst).saturating_add(by);
+        fire(now)
+    }
+
+    /// Times out the sleepers whose deadline is at or before `now`.
+    fn fire(now: u64) -> usize {
         let due: Vec<Arc<Sleeper>> = {
-            let mut timers = time.timers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut timers = lock_timers();
             let (due, pending): (Vec<_>, Vec<_>) = timers.drain(..).partition(|(d, _)| *d <= now);
             *timers = pending;
             due.into_iter().map(|(_, s)| s).collect()
         };
         // Claims take loom locks: never with the (non-loom) timer list locked.
         due.iter().filter(|s| s.claim(Wake::TimedOut)).count()
+    }
+
+    fn lock_timers() -> std::sync::MutexGuard<'static, Vec<(u64, Arc<Sleeper>)>> {
+        TIME.timers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers `sleeper` to time out at `deadline`; returns false (and registers nothing) if
@@ -122,11 +152,69 @@ pub mod model {
         if deadline.0 <= now {
             return false;
         }
-        time.timers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((deadline.0, Arc::clone(sleeper)));
+        lock_timers().push((deadline.0, Arc::clone(sleeper)));
+        let mut bell = time.bell.lock().unwrap_or_else(|e| e.into_inner());
+        bell.rung += 1;
+        time.bell_cv.notify_all();
         true
+    }
+
+    /// A model thread that lets time pass: each time a thread starts a timed wait, it may (at any
+    /// point loom chooses) move the time to the earliest deadline a sleeper still waits for,
+    /// timing that sleeper out. Time moves only while someone sleeps on a deadline, as in a
+    /// discrete-event simulation, and at most `max_jumps` times, so that an idle worker's periodic
+    /// timer cannot make an execution endless.
+    #[derive(Debug)]
+    pub struct Timer {
+        thread: loom::thread::JoinHandle<usize>,
+    }
+
+    impl Timer {
+        /// Starts the timer thread (one of loom's threads: count it in a model's budget).
+        pub fn spawn(max_jumps: usize) -> Timer {
+            Timer {
+                thread: loom::thread::spawn(move || run_timer(max_jumps)),
+            }
+        }
+
+        /// Stops the timer thread; returns how many times it moved the time.
+        pub fn stop(self) -> usize {
+            {
+                let mut bell = TIME.bell.lock().unwrap_or_else(|e| e.into_inner());
+                bell.stopped = true;
+                TIME.bell_cv.notify_all();
+            }
+            self.thread.join().expect("the timer thread does not panic")
+        }
+    }
+
+    fn run_timer(max_jumps: usize) -> usize {
+        let mut seen = 0;
+        let mut jumps = 0;
+        while jumps < max_jumps {
+            {
+                let mut bell = TIME.bell.lock().unwrap_or_else(|e| e.into_inner());
+                while !bell.stopped && bell.rung == seen {
+                    bell = TIME.bell_cv.wait(bell).unwrap_or_else(|e| e.into_inner());
+                }
+                if bell.stopped {
+                    break;
+                }
+                seen = bell.rung;
+            }
+            let armed: Vec<(u64, Arc<Sleeper>)> = lock_timers().clone();
+            let earliest = armed
+                .iter()
+                .filter(|(_, s)| s.is_waiting())
+                .map(|&(d, _)| d)
+                .min();
+            if let Some(deadline) = earliest {
+                let now = TIME.now.fetch_max(deadline, Ordering::SeqCst).max(deadline);
+                fire(now);
+                jumps += 1;
+            }
+        }
+        jumps
     }
 
     /// A point on the model's time line (what `std::time::Instant` is in a model).
@@ -146,7 +234,8 @@ pub mod model {
         }
     }
 
-    /// The scheduler's [`Clock`] in a model: the model's time, moved only by [`advance`].
+    /// The scheduler's [`Clock`] in a model: the model's time, moved only by [`advance`] and
+    /// [`Timer`].
     #[derive(Clone, Copy, Default)]
     pub struct ModelClock;
 
@@ -276,6 +365,11 @@ mod modelled {
                 state: loom::sync::Mutex::new(Wake::Waiting),
                 cv: loom::sync::Condvar::new(),
             })
+        }
+
+        /// Whether the wait has not ended yet.
+        pub(crate) fn is_waiting(&self) -> bool {
+            *self.state.lock().unwrap_or_else(|e| e.into_inner()) == Wake::Waiting
         }
 
         /// Ends the wait with `how` if it has not ended yet; returns whether this call ended it.
