@@ -15,7 +15,7 @@ use iosets_proto::{
 use iosets_types::{JobId, Priority};
 
 use crate::config::ClientConfig;
-use crate::conn::{Caller, Endpoint, Landing, Local, LOCAL_MIN};
+use crate::conn::{read_range, Caller, Endpoint, Landing, Local, LOCAL_MIN};
 use crate::error::ClientError;
 use crate::layout::{normalize_path, Layout};
 
@@ -618,7 +618,7 @@ impl Client {
             .filter(|p| p.len as usize >= LOCAL_MIN && eps[p.server].is_local())
             .count();
         (pieces.len() > 1 && through_region > 0)
-            .then(|| local.region.alloc(len).map(Slot::freeze))
+            .then(|| read_range(&local.region, len))
             .flatten()
     }
 

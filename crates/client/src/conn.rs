@@ -48,6 +48,9 @@ use crate::error::ClientError;
 /// Data of at least this many bytes goes through the shared region of a same-host connection;
 /// smaller data travels in its frame (a region range costs an allocation; a few KiB cost less
 /// to copy through the socket).
+/// The writer's buffer: small frames gather in it; larger data bypasses it.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 pub(crate) const LOCAL_MIN: usize = 64 * 1024;
 
 /// What a waiting caller receives: the echoed operation and the response, or why the
@@ -145,6 +148,17 @@ impl Local {
             .unwrap_or_else(|p| p.into_inner())
             .push(hold);
     }
+}
+
+/// How far into its range of the region a read's bytes land: 16 bytes, as in a buffer from
+/// `malloc`. Measured here (`pread` of 1 MiB from the page cache, x86): a destination at the
+/// start of a page copies 5 to 10% slower than one 16 bytes in.
+pub(crate) const READ_SKEW: usize = 16;
+
+/// A range of the region for a read of `len` bytes, [`READ_SKEW`] bytes into an allocation.
+pub(crate) fn read_range(region: &Arc<Region>, len: usize) -> Option<Bytes> {
+    let slot = region.alloc(len.checked_add(READ_SKEW)?)?;
+    Some(slot.freeze().slice(READ_SKEW..READ_SKEW + len))
 }
 
 /// Where a read's bytes should land: `at` bytes into `slot`, a frozen range of the shared
@@ -250,7 +264,7 @@ impl Conn {
         let (tx, rx) = mpsc::unbounded_channel();
         let (close, closed) = oneshot::channel();
         tokio::spawn(write_loop(
-            BufWriter::with_capacity(64 * 1024, write),
+            BufWriter::with_capacity(WRITE_BUFFER, write),
             rx,
             shared.clone(),
         ));
@@ -327,7 +341,7 @@ impl Conn {
                             .map(|end| l.slot.slice(l.at..end))
                     }
                     None if len as usize >= LOCAL_MIN => {
-                        region.alloc(len as usize).map(|s| s.freeze())
+                        read_range(region, len as usize)
                     }
                     None => None,
                 };
@@ -512,13 +526,32 @@ async fn attach(
     }
 }
 
+/// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`
+/// (after what is buffered), straight from where it lies: no copy into the buffer, one system
+/// call instead of two.
 async fn write_frame<W: AsyncWrite + Unpin>(
     w: &mut BufWriter<W>,
     frame: &Encoded,
 ) -> std::io::Result<()> {
-    w.write_all(&frame.head).await?;
-    if !frame.data.is_empty() {
-        w.write_all(&frame.data).await?;
+    if frame.data.len() < WRITE_BUFFER {
+        w.write_all(&frame.head).await?;
+        if !frame.data.is_empty() {
+            w.write_all(&frame.data).await?;
+        }
+        return Ok(());
+    }
+    w.flush().await?;
+    let mut parts = [
+        std::io::IoSlice::new(&frame.head),
+        std::io::IoSlice::new(&frame.data),
+    ];
+    let mut parts = &mut parts[..];
+    while !parts.is_empty() {
+        let n = w.get_mut().write_vectored(parts).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        std::io::IoSlice::advance_slices(&mut parts, n);
     }
     Ok(())
 }

@@ -23,6 +23,9 @@ use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
 
+/// The writer's buffer: small frames gather in it; larger data bypasses it.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 const EPROTO: i32 = Errno::PROTO.raw_os_error();
 const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
 const EMSGSIZE: i32 = Errno::MSGSIZE.raw_os_error();
@@ -79,7 +82,7 @@ pub(crate) async fn serve_frames<R, W>(
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::spawn(async move {
-        let mut wr = BufWriter::with_capacity(64 * 1024, wr);
+        let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
         while let Some((msg, permit)) = rx.recv().await {
             if write_one(&mut wr, &msg).await.is_err() {
                 return;
@@ -172,13 +175,32 @@ pub(crate) async fn serve_frames<R, W>(
     let _ = writer.await;
 }
 
-async fn write_one<W: tokio::io::AsyncWrite + Unpin>(
-    wr: &mut W,
-    msg: &Encoded,
+/// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`
+/// (after what is buffered), straight from where it lies: no copy into the buffer, one system
+/// call instead of two.
+async fn write_one<W: AsyncWrite + Unpin>(
+    w: &mut BufWriter<W>,
+    frame: &Encoded,
 ) -> std::io::Result<()> {
-    wr.write_all(&msg.head).await?;
-    if !msg.data.is_empty() {
-        wr.write_all(&msg.data).await?;
+    if frame.data.len() < WRITE_BUFFER {
+        w.write_all(&frame.head).await?;
+        if !frame.data.is_empty() {
+            w.write_all(&frame.data).await?;
+        }
+        return Ok(());
+    }
+    w.flush().await?;
+    let mut parts = [
+        std::io::IoSlice::new(&frame.head),
+        std::io::IoSlice::new(&frame.data),
+    ];
+    let mut parts = &mut parts[..];
+    while !parts.is_empty() {
+        let n = w.get_mut().write_vectored(parts).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        std::io::IoSlice::advance_slices(&mut parts, n);
     }
     Ok(())
 }
