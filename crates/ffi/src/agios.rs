@@ -29,6 +29,7 @@
 //!   before `agios_init` or after `agios_exit`) returns false instead of crashing.
 //! - No trace files, no dynamic algorithm selection, no statistics output.
 
+use iosets_types::{FileId, JobId};
 use std::cell::Cell;
 use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
@@ -849,7 +850,10 @@ pub unsafe extern "C" fn agios_add_request(
         {
             return false;
         }
-        let mut req = Request::new(0, queue, fnv1a64(name), offset, len, op);
+        let mut req = Request::builder(JobId(queue), op)
+            .file(FileId(fnv1a64(name)))
+            .range(offset, len)
+            .build();
         req.class = Some(ClassId(queue));
         with_shim(false, |shim| shim.add(req, identifier))
     })

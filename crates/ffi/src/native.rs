@@ -1,5 +1,6 @@
 //! The native C API: a scheduler handle, submit, next, complete, priorities, statistics.
 
+use iosets_types::FileId;
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 use std::ptr;
@@ -422,7 +423,10 @@ pub unsafe extern "C" fn iosets_submit(
                 format!("offset {offset} + length {length} overflows 64 bits"),
             );
         }
-        let req = Request::new(0, job, file, offset, length, op);
+        let req = Request::builder(JobId(job), op)
+            .file(FileId(file))
+            .range(offset, length)
+            .build();
         match s.sched.submit(req, UserPtr(user)) {
             Ok(id) => {
                 if !id_out.is_null() {

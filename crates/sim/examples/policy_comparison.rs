@@ -12,6 +12,7 @@
 use iosets_policy::{registry::POLICIES, tunables::parse_pairs, Counted};
 use iosets_sim::summary::{mean, percentile};
 use iosets_sim::{run, DeviceModel};
+use iosets_types::{FileId, JobId, RequestId};
 use iosets_types::{Nanos, Op, Request};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -34,7 +35,11 @@ fn workload() -> Vec<Request> {
                 5 | 6 => (Op::Write, job, k * SIZE),
                 _ => (Op::Write, 7, rng.gen_range(0..65_536) * SIZE),
             };
-            let mut r = Request::new(reqs.len() as u64, job, file, offset, SIZE, op);
+            let mut r = Request::builder(JobId(job), op)
+                .id(RequestId(reqs.len() as u64))
+                .file(FileId(file))
+                .range(offset, SIZE)
+                .build();
             r.arrival = Nanos::from_secs_f64(t);
             reqs.push(r);
         }

@@ -642,8 +642,14 @@ mod tests {
     fn zero_byte_requests_finish_at_once() {
         let d = DeviceModel::new(1e9, Nanos::ZERO, 1).unwrap();
         let w = vec![
-            Request::new(1, 1, 1, 0, 0, Op::Other),
-            Request::new(2, 1, 1, 0, 0, Op::Other),
+            Request::builder(JobId(1), Op::Other)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .build(),
+            Request::builder(JobId(1), Op::Other)
+                .id(RequestId(2))
+                .file(FileId(1))
+                .build(),
         ];
         let r = run(noop(), w, d).unwrap();
         assert_eq!(r.records.len(), 2);
@@ -654,8 +660,16 @@ mod tests {
     fn duplicate_ids_are_rejected() {
         let d = DeviceModel::new(1e9, Nanos::ZERO, 1).unwrap();
         let w = vec![
-            Request::new(1, 1, 1, 0, 1, Op::Read),
-            Request::new(1, 2, 2, 0, 1, Op::Read),
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 1)
+                .build(),
+            Request::builder(JobId(2), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(2))
+                .range(0, 1)
+                .build(),
         ];
         assert!(matches!(
             run(noop(), w, d),

@@ -34,7 +34,10 @@ pub fn expected_weights(
     let mut weights: BTreeMap<QueueKey, (QueueId, f64)> = BTreeMap::new();
     let mut owner: HashMap<QueueId, QueueKey> = HashMap::new();
     for r in by_arrival {
-        let mut req = Request::new(r.id.0, r.job.0, 0, 0, r.bytes, Op::Write);
+        let mut req = Request::builder(r.job, Op::Write)
+            .id(r.id)
+            .range(0, r.bytes)
+            .build();
         req.class = r.class;
         req.priority = r.priority;
         let Some(w) = policy.queue_weight(&req) else {

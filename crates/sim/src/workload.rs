@@ -203,7 +203,11 @@ impl WorkloadSpec {
                 }
             };
             let j = (job - 1) as usize;
-            let mut req = Request::new(i as u64, job, job, offsets[j], len, Op::Write);
+            let mut req = Request::builder(JobId(job), Op::Write)
+                .id(RequestId(i as u64))
+                .file(FileId(job))
+                .range(offsets[j], len)
+                .build();
             offsets[j] += len;
             req.arrival = arrival;
             req.priority = self.priorities.get(j).copied();

@@ -1,6 +1,7 @@
 //! The replay enforces the policy contract: timers are honoured, a policy that stops dispatching is
 //! an error (not a hang), and a request dispatched twice or never enqueued is an error.
 
+use iosets_types::{FileId, JobId, RequestId};
 use std::collections::VecDeque;
 
 use iosets_policy::{Counted, Dispatch, Policy};
@@ -87,7 +88,11 @@ fn replay(how: Behaviour) -> Result<iosets_sim::ReplayResult, SimError> {
     }));
     let workload: Vec<Request> = (0..3)
         .map(|i| {
-            let mut r = Request::new(i, 1, 1, i * 100, 100, Op::Write);
+            let mut r = Request::builder(JobId(1), Op::Write)
+                .id(RequestId(i))
+                .file(FileId(1))
+                .range(i * 100, 100)
+                .build();
             r.arrival = Nanos(i * 10);
             r
         })

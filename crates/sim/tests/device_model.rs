@@ -3,13 +3,18 @@
 
 use iosets_policy::Counted;
 use iosets_sim::{run, DeviceModel, RequestRecord};
+use iosets_types::{FileId, JobId, RequestId};
 use iosets_types::{Nanos, Op, Request};
 
 /// 1e9 bytes/s = 1 byte per nanosecond.
 const ONE_BYTE_PER_NS: f64 = 1e9;
 
 fn req(id: u64, len: u64, arrival: u64) -> Request {
-    let mut r = Request::new(id, id, id, 0, len, Op::Write);
+    let mut r = Request::builder(JobId(id), Op::Write)
+        .id(RequestId(id))
+        .file(FileId(id))
+        .range(0, len)
+        .build();
     r.arrival = Nanos(arrival);
     r
 }

@@ -4,6 +4,7 @@
 use iosets_policy::{tunables::parse_pairs, Counted};
 use iosets_sim::{run, DeviceModel, SeekModel};
 use iosets_types::{FileId, Nanos, Op, Request};
+use iosets_types::{JobId, RequestId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -43,9 +44,21 @@ fn a_replay_pays_the_seek_to_each_batch_start() {
             max: Nanos::from_millis(10),
         });
     let reqs = vec![
-        Request::new(1, 1, 1, 0, 1000, Op::Read),
-        Request::new(2, 1, 1, 1000, 1000, Op::Read), // contiguous: no seek
-        Request::new(3, 1, 1, 1 << 30, 1000, Op::Read), // ~1 GiB away: ~1 ms
+        Request::builder(JobId(1), Op::Read)
+            .id(RequestId(1))
+            .file(FileId(1))
+            .range(0, 1000)
+            .build(),
+        Request::builder(JobId(1), Op::Read)
+            .id(RequestId(2))
+            .file(FileId(1))
+            .range(1000, 1000)
+            .build(), // contiguous: no seek
+        Request::builder(JobId(1), Op::Read)
+            .id(RequestId(3))
+            .file(FileId(1))
+            .range(1 << 30, 1000)
+            .build(), // ~1 GiB away: ~1 ms
     ];
     let r = run(policy("noop", &[]), reqs, dev).unwrap();
     let done: Vec<u64> = r.records.iter().map(|x| x.complete.0).collect();
@@ -67,14 +80,11 @@ fn random_reads(n: u64) -> Vec<Request> {
     (0..n)
         .map(|i| {
             let file = rng.gen_range(1..=4);
-            Request::new(
-                i,
-                rng.gen_range(1..=8),
-                file,
-                rng.gen_range(0..65_536) * 65_536,
-                65_536,
-                Op::Read,
-            )
+            Request::builder(JobId(rng.gen_range(1..=8)), Op::Read)
+                .id(RequestId(i))
+                .file(FileId(file))
+                .range(rng.gen_range(0..65_536) * 65_536, 65_536)
+                .build()
         })
         .collect()
 }
