@@ -16,13 +16,20 @@
 //!   or completion wakes it) and asks again, on `Idle` the workers sleep until woken. Workers never
 //!   spin: an idle scheduler uses no CPU.
 //! - **Completion**: the worker answers with [`Completion::complete`], exactly once (it consumes the
-//!   token). The outcome goes to the policy that dispatched the batch, the per-job statistics are
-//!   updated, waiting workers are woken if the completion may have unblocked a queue, and the
-//!   optional listener ([`Scheduler::set_listener`]) is told about every original request — this is
-//!   how a submitter learns that its request failed.
+//!   token). The [`book::JobBook`] records it (per-job counts, meters, queue-wait histogram, and with
+//!   automatic priorities the job's period detector), the outcome goes to the policy that
+//!   dispatched the batch, waiting workers are woken if the completion may have unblocked a queue,
+//!   and the optional listener ([`Scheduler::set_listener`]) is told about every original request —
+//!   this is how a submitter learns that its request failed.
+//! - **Per job** ([`book`]): a detector's confident period moves the job to its Set-10 set; each
+//!   job's priority is kept by source and the one in force applied to the policy (control > auto >
+//!   hint: [`Scheduler::priority`]); a job idle for the forget interval is forgotten, on a
+//!   completion or on a waiting worker's timer (no thread of its own); the book holds at most
+//!   `max_jobs` jobs ([`BookConfig`]). The server and the C library get all of it alike.
 //! - **Control**: [`Scheduler::set_priority`], [`Scheduler::switch_policy`] (queued requests move to
 //!   the new policy with their payloads; in-service batches complete against the old one),
-//!   [`Scheduler::shutdown`], [`Scheduler::stats`], [`Scheduler::check_balance`].
+//!   [`Scheduler::shutdown`], [`Scheduler::stats`], [`Scheduler::forget_idle`],
+//!   [`Scheduler::check_balance`].
 //!
 //! Wakeups are counted: a submit or completion notifies a worker only if one is waiting and not
 //! already woken; a worker that takes a batch while more is queued passes one wake on.
@@ -44,9 +51,10 @@
 //!   [`Scheduler::check_balance`] checks all of it, plus the runtime's own bookkeeping.
 //! - **Time never goes backwards for a policy**, even when two threads read the clock in one order
 //!   and take the lock in the other.
-//! - **Exactly one lock.** The policy, the payloads, the statistics and the wake bookkeeping share
-//!   one mutex; the listener and logging run outside it. A token keeps the scheduler's state alive,
-//!   so completing after every [`Scheduler`] handle is dropped is fine.
+//! - **One scheduling lock.** The policy, the payloads, the queue counts, the priorities and the
+//!   wake bookkeeping share one mutex. The job book's shards have their own locks, never taken
+//!   while the scheduling lock is held; the listener and logging run outside both. A token keeps
+//!   the scheduler's state alive, so completing after every [`Scheduler`] handle is dropped is fine.
 //!
 //! # Example
 //! ```
