@@ -475,4 +475,25 @@ mod tests {
         s.served(1, 10, Some(10));
         assert_eq!(s.select(), Some(0));
     }
+
+    #[test]
+    fn the_flow_selected_last_is_not_found_once_its_slot_holds_another() {
+        let mut s = Wf2q::new();
+        s.arrive(0u32, 1.0, 10);
+        s.arrive(1u32, 1.0, 10);
+        assert_eq!(s.select(), Some(0));
+        // Flow 0 leaves without debt and is forgotten; flow 2 takes its slot.
+        s.leave(0);
+        assert!(s.index.get(&0).is_none(), "flow 0 is forgotten");
+        s.arrive(2u32, 1.0, 10);
+        assert_eq!(s.index[&2], 0, "flow 2 reuses the selected slot");
+        assert!(!s.is_backlogged(0));
+        assert!(s.is_backlogged(2));
+        // Serving flow 2 and flow 1 goes through their own slots.
+        s.served(2, 10, None);
+        assert!(!s.is_backlogged(2) && s.is_backlogged(1));
+        assert_eq!(s.select(), Some(1));
+        s.served(1, 10, None);
+        assert_eq!(s.backlogged(), 0);
+    }
 }
