@@ -484,7 +484,7 @@ mod tests {
         assert_eq!(s.select(), Some(0));
         // Flow 0 leaves without debt and is forgotten; flow 2 takes its slot.
         s.leave(0);
-        assert!(s.index.get(&0).is_none(), "flow 0 is forgotten");
+        assert!(!s.index.contains_key(&0), "flow 0 is forgotten");
         s.arrive(2u32, 1.0, 10);
         assert_eq!(s.index[&2], 0, "flow 2 reuses the selected slot");
         assert!(!s.is_backlogged(0));
