@@ -1,8 +1,9 @@
 //! The server's cost on loopback, as ratios measured in the same run (BENCHMARKS.md):
 //!
 //! 1. 1 MiB sequential writes and reads through one server (client library → scheduler → worker
-//!    `pwrite`/`pread`) vs this process doing direct `pwrite`/`pread` of 1 MiB on the same file,
-//!    measured just before each server measure. Through the server at queue depth 1 (one request
+//!    `pwrite`/`pread`) vs this process doing direct `pwrite`/`pread` of 1 MiB on the same file:
+//!    each measure is `PAIRS` (default 5) back-to-back pairs (direct over the whole file, then
+//!    the server over the whole file); a run's ratio is the median of its pairs' ratios. Through the server at queue depth 1 (one request
 //!    at a time) and 8 (the client library cuts an 8 MiB write or read into 8 chunk requests of
 //!    1 MiB sent at once), over each transport: TCP (the same-host transport off), and the
 //!    same-host transport (Unix socket, data in the client's shared region) with the data to
@@ -70,10 +71,33 @@ fn loadavg() -> String {
 
 /// A measure through the server and its baseline (direct I/O, or the durable direct write),
 /// MiB/s, from one run.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Pair {
     base: f64,
     server: f64,
+    /// The run's ratio (the median of its pairs' ratios).
+    ratio: f64,
+    /// Every pair's ratio.
+    each: Vec<f64>,
+}
+
+/// `pairs` measures of (baseline, server) back to back; the medians of each, and of the
+/// ratios. The median of several short pairs resists a burst of other work on a shared machine
+/// better than one long measure.
+fn paired(pairs: usize, measure: &mut dyn FnMut() -> (f64, f64)) -> Pair {
+    let (mut base, mut server, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        let (b, s) = measure();
+        base.push(b);
+        server.push(s);
+        ratio.push(s / b);
+    }
+    Pair {
+        base: median(base),
+        server: median(server),
+        ratio: median(ratio.clone()),
+        each: ratio,
+    }
 }
 
 /// The sequential rows of one run, in table order.
@@ -92,7 +116,7 @@ enum Via {
     LocalBuf,
 }
 
-fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
+fn sequential(root: &std::path::Path, file_mib: usize, pairs: usize) -> Seq {
     let server = start(root, "iosets");
     let tcp = client_on(server.addr(), 1, None, false);
     let local = client_on(server.addr(), 1, None, true);
@@ -165,23 +189,15 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
                 (_, 1) => &plain1,
                 _ => &plain8,
             };
-            let base = direct_w();
-            let server = write(c, depth, data);
-            rows.push((
-                format!("1 MiB seq. write, depth {depth}, {name}"),
-                Pair { base, server },
-            ));
+            let pair = paired(pairs, &mut || (direct_w(), write(c, depth, data)));
+            rows.push((format!("1 MiB seq. write, depth {depth}, {name}"), pair));
         }
     }
     for (via, name) in [(Via::Tcp, "TCP"), (Via::Local, "same-host")] {
         let c = if via == Via::Tcp { &tcp } else { &local };
         for depth in [1, 8] {
-            let base = direct_r();
-            let server = read(c, depth);
-            rows.push((
-                format!("1 MiB seq. read, depth {depth}, {name}"),
-                Pair { base, server },
-            ));
+            let pair = paired(pairs, &mut || (direct_r(), read(c, depth)));
+            rows.push((format!("1 MiB seq. read, depth {depth}, {name}"), pair));
         }
     }
 
@@ -216,6 +232,8 @@ fn sequential(root: &std::path::Path, file_mib: usize) -> Seq {
             Pair {
                 base: direct_wd,
                 server,
+                ratio: server / direct_wd,
+                each: vec![server / direct_wd],
             },
         ));
     }
@@ -340,9 +358,15 @@ fn profile(root: &std::path::Path, which: &str) {
         .open(root.join("prof"))
         .unwrap();
     let mut rbuf = vec![0u8; MIB];
+    // `DIRECT=0`: no direct measure (a profile of the server path alone).
+    let direct_secs = if std::env::var("DIRECT").is_ok_and(|v| v == "0") {
+        0.0
+    } else {
+        1.0
+    };
     let t = Instant::now();
     let mut reqs = 0usize;
-    while t.elapsed().as_secs_f64() < 1.0 {
+    while t.elapsed().as_secs_f64() < direct_secs {
         for i in 0..file_mib {
             if which.starts_with('w') {
                 direct.write_all_at(&data[..MIB], (i * MIB) as u64).unwrap();
@@ -352,7 +376,7 @@ fn profile(root: &std::path::Path, which: &str) {
             reqs += 1;
         }
     }
-    let direct_us = t.elapsed().as_secs_f64() * 1e6 / reqs as f64;
+    let direct_us = t.elapsed().as_secs_f64() * 1e6 / reqs.max(1) as f64;
     let t = Instant::now();
     let mut reqs = 0usize;
     while t.elapsed().as_secs_f64() < secs {
@@ -395,6 +419,11 @@ fn main() {
         .unwrap_or(3);
     let quick = std::env::var("QUICK").is_ok_and(|v| v == "1");
     let (file_mib, ops) = if quick { (32, 1_000) } else { (512, 10_000) };
+    // PAIRS=n: (direct, server) pairs per cached sequential measure and run (default 5).
+    let pairs: usize = std::env::var("PAIRS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
     let root = std::env::temp_dir().join(format!("iosets-bench-loopback-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
@@ -405,15 +434,20 @@ fn main() {
     let part = std::env::var("PART").unwrap_or_default();
     for run in 0..runs {
         let before = loadavg();
-        seqs.push(sequential(&root, file_mib));
+        seqs.push(sequential(&root, file_mib, pairs));
         let s = seqs.last().unwrap();
         let mut line = format!("run {run} (load average {before} before");
         for (name, p) in &s.rows {
             line += &format!(
-                "; {name}: {:.0} / direct {:.0} MiB/s = {:.0}%",
+                "; {name}: {:.0} / direct {:.0} MiB/s = {:.0}% (pairs: {})",
                 p.server,
                 p.base,
-                100.0 * p.server / p.base
+                100.0 * p.ratio,
+                p.each
+                    .iter()
+                    .map(|r| format!("{:.0}%", 100.0 * r))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
         }
         if part != "seq" {
@@ -440,8 +474,9 @@ fn main() {
 
     println!("\n| measure | direct / noop | through the server / iosets | ratio (median of per-run ratios) | per-run ratios |");
     println!("|---|---|---|---|---|");
-    let row = |name: &str, base: Vec<f64>, ours: Vec<f64>, unit: &str| {
-        let ratios: Vec<f64> = base.iter().zip(&ours).map(|(b, o)| o / b).collect();
+    let row = |name: &str, base: Vec<f64>, ours: Vec<f64>, ratios: Option<Vec<f64>>, unit: &str| {
+        let ratios: Vec<f64> =
+            ratios.unwrap_or_else(|| base.iter().zip(&ours).map(|(b, o)| o / b).collect());
         println!(
             "| {name} | {:.0} {unit} ({}) | {:.0} {unit} ({}) | **{:.0}%** | {} |",
             median(base.clone()),
@@ -459,21 +494,27 @@ fn main() {
     for (k, (name, _)) in seqs[0].rows.iter().enumerate() {
         let base = seqs.iter().map(|s| s.rows[k].1.base).collect();
         let ours = seqs.iter().map(|s| s.rows[k].1.server).collect();
-        row(name, base, ours, "MiB/s");
+        let ratios = seqs.iter().map(|s| s.rows[k].1.ratio).collect();
+        row(name, base, ours, Some(ratios), "MiB/s");
     }
     if part != "seq" {
         row(
             "4 KiB random ops, iosets vs noop (8 jobs, a set each)",
             noop,
             io,
+            None,
             "ops/s",
         );
         row(
             "4 KiB random ops, iosets vs noop (2 jobs in set 0, 2 in set 1, 4 alone)",
             noop_sets,
             io_sets,
+            None,
             "ops/s",
         );
     }
-    println!("\n{runs} runs, file {file_mib} MiB, {ops} random ops per thread × 8 threads");
+    println!(
+        "\n{runs} runs, file {file_mib} MiB, {pairs} (direct, server) pairs per cached measure \
+         (medians), {ops} random ops per thread × 8 threads"
+    );
 }
