@@ -77,7 +77,7 @@ struct ReplayArgs {
     opts: Vec<String>,
     /// Replay this trace instead of generating a workload: iosets' request trace (the server's
     /// --trace file; header with at least job,op,offset,len,arrival_ns, see docs/trace-format.md),
-    /// or the older time_s,job,size[,file,offset,op,class,priority] CSV.
+    /// or the older `time_s,job,size[,file,offset,op,class,priority]` CSV.
     #[arg(
         long,
         value_name = "FILE.csv",

@@ -643,7 +643,7 @@ impl<'w> Sim<'w> {
     }
 }
 
-/// Simulates `workload` under `heuristic`: from event to event, each step of [`Sim`] in turn —
+/// Simulates `workload` under `heuristic`: from event to event, each step of `Sim` in turn —
 /// rates, next event, clock, window edge, I/O ends, compute ends — until nothing is left to happen.
 ///
 /// # Errors
