@@ -201,7 +201,9 @@ fn sequential(root: &std::path::Path, file_mib: usize, pairs: usize) -> Seq {
         }
     }
 
-    // Durable: the same writes into a fresh file, then fsync, timed together (disk-bound).
+    // Durable: the same writes into a fresh file, then fsync, timed together (disk-bound). The
+    // cached measures left gigabytes to write back: done first, so no measure competes with it.
+    direct.sync_all().unwrap();
     let fresh = |name: &str| {
         let _ = std::fs::remove_file(root.join(name));
         tcp.create(name, 0o644, false).unwrap();
