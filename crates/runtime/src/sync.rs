@@ -162,8 +162,10 @@ pub mod model {
     /// A model thread that lets time pass: each time a thread starts a timed wait, it may (at any
     /// point loom chooses) move the time to the earliest deadline a sleeper still waits for,
     /// timing that sleeper out. Time moves only while someone sleeps on a deadline, as in a
-    /// discrete-event simulation, and at most `max_jumps` times, so that an idle worker's periodic
-    /// timer cannot make an execution endless.
+    /// discrete-event simulation; at most `max_jumps` times, so that an idle worker's periodic
+    /// timer cannot make an execution endless; and only to deadlines at most `horizon` ahead, so
+    /// that a far timer (the job book's sweep, a minute away) cannot stand in for a wake-up the
+    /// protocol owes.
     #[derive(Debug)]
     pub struct Timer {
         thread: loom::thread::JoinHandle<usize>,
@@ -171,9 +173,10 @@ pub mod model {
 
     impl Timer {
         /// Starts the timer thread (one of loom's threads: count it in a model's budget).
-        pub fn spawn(max_jumps: usize) -> Timer {
+        pub fn spawn(max_jumps: usize, horizon: Duration) -> Timer {
+            let horizon = u64::try_from(horizon.as_nanos()).unwrap_or(u64::MAX);
             Timer {
-                thread: loom::thread::spawn(move || run_timer(max_jumps)),
+                thread: loom::thread::spawn(move || run_timer(max_jumps, horizon)),
             }
         }
 
@@ -188,33 +191,45 @@ pub mod model {
         }
     }
 
-    fn run_timer(max_jumps: usize) -> usize {
-        let mut seen = 0;
+    fn run_timer(max_jumps: usize, horizon: u64) -> usize {
         let mut jumps = 0;
         while jumps < max_jumps {
-            {
-                let mut bell = TIME.bell.lock().unwrap_or_else(|e| e.into_inner());
-                while !bell.stopped && bell.rung == seen {
-                    bell = TIME.bell_cv.wait(bell).unwrap_or_else(|e| e.into_inner());
-                }
+            // The bell is read before the timers are scanned: a timed wait that starts after the
+            // scan rings after this read, and the wait below sees it.
+            let seen = {
+                let bell = TIME.bell.lock().unwrap_or_else(|e| e.into_inner());
                 if bell.stopped {
                     break;
                 }
-                seen = bell.rung;
-            }
-            let armed: Vec<(u64, Arc<Sleeper>)> = lock_timers().clone();
-            let earliest = armed
-                .iter()
-                .filter(|(_, s)| s.is_waiting())
-                .map(|&(d, _)| d)
-                .min();
-            if let Some(deadline) = earliest {
+                bell.rung
+            };
+            if let Some(deadline) = earliest_pending(horizon) {
                 let now = TIME.now.fetch_max(deadline, Ordering::SeqCst).max(deadline);
                 fire(now);
                 jumps += 1;
+                continue;
+            }
+            let mut bell = TIME.bell.lock().unwrap_or_else(|e| e.into_inner());
+            while !bell.stopped && bell.rung == seen {
+                bell = TIME.bell_cv.wait(bell).unwrap_or_else(|e| e.into_inner());
             }
         }
         jumps
+    }
+
+    /// The earliest deadline, at most `horizon` from now, of a sleeper that still waits.
+    fn earliest_pending(horizon: u64) -> Option<u64> {
+        let armed: Vec<(u64, Arc<Sleeper>)> = lock_timers().clone();
+        let limit = TIME
+            .now
+            .fetch_add(0, Ordering::SeqCst)
+            .saturating_add(horizon);
+        armed
+            .iter()
+            .filter(|&&(d, _)| d <= limit)
+            .filter(|(_, s)| s.is_waiting())
+            .map(|&(d, _)| d)
+            .min()
     }
 
     /// A point on the model's time line (what `std::time::Instant` is in a model).

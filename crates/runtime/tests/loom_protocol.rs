@@ -21,9 +21,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
 
 use iosets_runtime::model::{self, ModelClock};
-use iosets_runtime::{CompletionEvent, Counted, Scheduler, Work};
+use iosets_runtime::{CompletionEvent, Counted, Next, Scheduler, Work};
 use iosets_types::{FileId, JobId, Op, Outcome, Priority, Request};
 use loom::thread::{self, JoinHandle};
 
@@ -405,7 +406,7 @@ fn a_token_dropped_on_another_thread_is_abandoned_once() {
 fn a_policy_timer_that_fires_at_any_point_is_not_lost() {
     check(|| {
         let (sched, ledger) = scheduler("iosets", &[("hold_idle_ms", "1")]);
-        let timer = model::Timer::spawn(3);
+        let timer = model::Timer::spawn(3, Duration::from_millis(10));
         sched.submit(request(1, Some(0.5)), 1).unwrap();
         let worker = spawn_serve(&sched);
         sched.submit(request(2, Some(0.5)), 2).unwrap();
@@ -432,7 +433,8 @@ fn a_policy_timer_that_fires_at_any_point_is_not_lost() {
 fn a_timed_out_sleeper_is_not_counted_as_woken() {
     check(|| {
         let (sched, ledger) = scheduler("noop", &[]);
-        let timer = model::Timer::spawn(1);
+        // The sweep is a minute away: the timer may move time that far, once.
+        let timer = model::Timer::spawn(1, Duration::from_secs(60));
         let worker = spawn_serve(&sched);
         sched.submit(request(1, None), 1).unwrap();
         sched.wait_idle();
@@ -444,6 +446,49 @@ fn a_timed_out_sleeper_is_not_counted_as_woken() {
         timer.stop();
         sched.shutdown();
         assert_eq!(join(worker), [1, 2]);
+        assert_each_once(&ledger, 2, done());
+        sched.check_balance().unwrap();
+    });
+}
+
+/// (7) A worker that gives up on its own deadline (`next_timeout`) while it watches the policy's
+/// timer hands the timer on: the other worker, asleep without a deadline of its own, is woken to
+/// watch it. The first job lingers (`hold_idle_ms`) after its completion, so the second can go
+/// only once the linger ends; the timer moves time only to deadlines within 10 ms, never to the
+/// book's sweep a minute away, so nothing else would wake the second worker.
+#[test]
+fn a_worker_leaving_on_its_deadline_hands_the_policy_timer_on() {
+    check(|| {
+        let (sched, ledger) = scheduler("iosets", &[("hold_idle_ms", "1")]);
+        sched.submit(request(1, Some(0.5)), 1).unwrap();
+        sched.submit(request(2, Some(0.5)), 2).unwrap();
+        let first = sched.try_next().work().expect("job 1 goes at once");
+        assert_eq!(first.complete(done()), [1]);
+        let timer = model::Timer::spawn(3, Duration::from_millis(10));
+        let impatient = {
+            let sched = sched.clone();
+            thread::spawn(
+                move || match sched.next_timeout(Duration::from_micros(500)) {
+                    Next::Work(work) => work.complete(done()),
+                    Next::TimedOut => Vec::new(),
+                    Next::Shutdown => panic!("not shut down yet"),
+                },
+            )
+        };
+        let patient = {
+            let sched = sched.clone();
+            thread::spawn(move || sched.next().map_or_else(Vec::new, |w| w.complete(done())))
+        };
+        let early = join(impatient);
+        if early.is_empty() {
+            // Only the patient worker can serve job 2, and only once woken for the timer.
+            assert_eq!(join(patient), [2]);
+        } else {
+            assert_eq!(early, [2]);
+            sched.shutdown();
+            assert_eq!(join(patient), Vec::<u32>::new());
+        }
+        timer.stop();
         assert_each_once(&ledger, 2, done());
         sched.check_balance().unwrap();
     });
