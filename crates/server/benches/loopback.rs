@@ -17,7 +17,9 @@
 //! short smoke run; PART=seq for the sequential measures only). Both sides run on the same
 //! machine and the same page cache; nothing is fsynced in either (but the durable rows), so the
 //! comparison is of the paths, not of the disk. `PROFILE=w1|w8|r1|r8` (with `TRANSPORT=tcp` for
-//! TCP) loops one pattern for `perf record`.
+//! TCP, `buf` for a `WriteBuf`; `DIRECT=0` to skip the direct measure) loops one pattern for
+//! `perf record`; `PROFILE=small` measures the fixed cost of a request (4 KiB reads at depth 1),
+//! `PROFILE=durable` alternates durable writes direct and through the server.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -176,6 +178,44 @@ fn sequential(root: &std::path::Path, file_mib: usize, pairs: usize) -> Seq {
     assert!(local.is_local(0), "the same-host transport is in use");
 
     let mut rows = Vec::new();
+    // Durable first: the same writes into a fresh file, then fsync, timed together (disk-bound),
+    // before the cached measures leave gigabytes to write back. Every durable measure writes the
+    // same file name, removed before each: on this VM, blocks the disk never held write several
+    // times slower than blocks freed a moment ago, so each measure must get the same kind.
+    direct.sync_all().unwrap();
+    let fresh = || {
+        let _ = std::fs::remove_file(root.join("dur"));
+        tcp.create("dur", 0o644, false).unwrap();
+    };
+    fresh();
+    let direct_wd = timed(file_mib * MIB, || {
+        let f = File::options().write(true).open(root.join("dur")).unwrap();
+        for i in 0..file_mib {
+            f.write_all_at(&buf, (i * MIB) as u64).unwrap();
+        }
+        f.sync_all().unwrap();
+    });
+    for (depth, data) in [(1, &plain1), (8, &plain8)] {
+        fresh();
+        let server = timed(file_mib / depth * depth * MIB, || {
+            for i in 0..file_mib / depth {
+                local
+                    .write_at("dur", (i * depth * MIB) as u64, data.clone())
+                    .unwrap();
+            }
+            local.fsync("dur").unwrap();
+        });
+        rows.push((
+            format!("1 MiB seq. write + fsync (durable), depth {depth}, same-host, `Bytes`"),
+            Pair {
+                base: direct_wd,
+                server,
+                ratio: server / direct_wd,
+                each: vec![server / direct_wd],
+            },
+        ));
+    }
+    let _ = std::fs::remove_file(root.join("dur"));
     for via in [Via::Tcp, Via::Local, Via::LocalBuf] {
         let (c, name) = match via {
             Via::Tcp => (&tcp, "TCP"),
@@ -201,47 +241,6 @@ fn sequential(root: &std::path::Path, file_mib: usize, pairs: usize) -> Seq {
         }
     }
 
-    // Durable: the same writes into a fresh file, then fsync, timed together (disk-bound). The
-    // cached measures left gigabytes to write back: done first, so no measure competes with it.
-    direct.sync_all().unwrap();
-    let fresh = |name: &str| {
-        let _ = std::fs::remove_file(root.join(name));
-        tcp.create(name, 0o644, false).unwrap();
-    };
-    fresh("dur-direct");
-    let direct_wd = timed(file_mib * MIB, || {
-        let f = File::options()
-            .write(true)
-            .open(root.join("dur-direct"))
-            .unwrap();
-        for i in 0..file_mib {
-            f.write_all_at(&buf, (i * MIB) as u64).unwrap();
-        }
-        f.sync_all().unwrap();
-    });
-    for (depth, name, data) in [(1, "dur-d1", &plain1), (8, "dur-d8", &plain8)] {
-        fresh(name);
-        let server = timed(file_mib / depth * depth * MIB, || {
-            for i in 0..file_mib / depth {
-                local
-                    .write_at(name, (i * depth * MIB) as u64, data.clone())
-                    .unwrap();
-            }
-            local.fsync(name).unwrap();
-        });
-        rows.push((
-            format!("1 MiB seq. write + fsync (durable), depth {depth}, same-host, `Bytes`"),
-            Pair {
-                base: direct_wd,
-                server,
-                ratio: server / direct_wd,
-                each: vec![server / direct_wd],
-            },
-        ));
-    }
-    for name in ["dur-direct", "dur-d1", "dur-d8"] {
-        let _ = std::fs::remove_file(root.join(name));
-    }
     drop((tcp, local, shared1, shared8));
     server.shutdown().unwrap();
     Seq { rows }
@@ -331,6 +330,40 @@ fn profile(root: &std::path::Path, which: &str) {
     for i in 0..file_mib / 8 {
         c.write_at("prof", (i * 8 * MIB) as u64, data.clone())
             .unwrap();
+    }
+    if which == "durable" {
+        // 512 MiB into a fresh file (the same name, removed first) then fsync: direct and
+        // through the server, alternating, three times each.
+        let data = Bytes::from(vec![0x5au8; MIB]);
+        for round in 0..6 {
+            let _ = std::fs::remove_file(root.join("dur"));
+            c.create("dur", 0o644, false).unwrap();
+            let t = Instant::now();
+            if round % 2 == 0 {
+                let f = File::options().write(true).open(root.join("dur")).unwrap();
+                for i in 0..512 {
+                    f.write_all_at(&data, (i * MIB) as u64).unwrap();
+                }
+                f.sync_all().unwrap();
+            } else {
+                for i in 0..512 {
+                    c.write_at("dur", (i * MIB) as u64, data.clone()).unwrap();
+                }
+                c.fsync("dur").unwrap();
+            }
+            let what = if round % 2 == 0 {
+                "direct"
+            } else {
+                transport.as_str()
+            };
+            println!(
+                "durable {what}: {:.0} MiB/s",
+                512.0 / t.elapsed().as_secs_f64()
+            );
+        }
+        drop(c);
+        server.shutdown().unwrap();
+        return;
     }
     if which == "small" {
         // The fixed cost of a request: 4 KiB reads at depth 1 (after a large one, so that the
