@@ -38,6 +38,8 @@ fn start(root: &std::path::Path, policy: &str) -> ServerHandle {
     let mut c = ServerConfig::new(root);
     c.policy = policy.into();
     c.workers = 4;
+    // TRACE=file: the server's request trace (arrival, dispatch, completion of every request).
+    c.trace = std::env::var_os("TRACE").map(std::path::PathBuf::from);
     Server::start(c).unwrap()
 }
 
