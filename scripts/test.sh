@@ -26,6 +26,9 @@ echo "== cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 echo "== cargo test"
 cargo test --workspace --locked --release
+echo "== loom models of the runtime's lock and wake-up protocol (own target dir: all of it built under --cfg loom)"
+RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
+  cargo test -p iosets-runtime --locked --release --test loom_protocol --target-dir target/loom
 echo "== iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
 echo "== C tests of libiosets (under valgrind)"

@@ -1,22 +1,29 @@
 //! Loom models of the scheduler's lock and wake-up protocol: submit, take, complete, priority
-//! change, policy switch, shutdown and a dropped token, interleaved every way loom finds (within
-//! its preemption bound). Run with
+//! change, policy switch, shutdown, a dropped token and policy timers, interleaved every way loom
+//! finds. The small models are explored without a preemption bound (every interleaving); the
+//! others with at most 3 preemptions per execution (2 for the four-thread models with a timer),
+//! or `LOOM_MAX_PREEMPTIONS`. `scripts/test.sh` runs them as
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
+//! RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true \
 //!     cargo test -p iosets-runtime --release --test loom_protocol --target-dir target/loom
 //! ```
 //!
+//! (its own target directory, as every dependency is built again under `--cfg loom`; debug
+//! assertions on, for the scheduler's own check that no more wakes are pending than sleepers).
+//!
 //! What each model shows:
-//! - **No lost wake-up.** A worker blocks in [`Scheduler::next`] and the main thread in
-//!   [`Scheduler::wait_idle`] *before* shutting down: a wake-up lost with work queued leaves both
-//!   asleep, which loom reports as a deadlock. (Shutting down first would wake the sleeper and hide
-//!   the loss.) The model's time stands still unless a model advances it, so no timer can rescue
-//!   a lost wake-up either (see `src/sync.rs`).
+//! - **No lost wake-up.** Threads block in [`Scheduler::next`] (and the main thread in
+//!   [`Scheduler::wait_idle`] or a join) *before* any shutdown: a wake-up lost with work queued
+//!   leaves them asleep, which loom reports as a deadlock. (Shutting down first would wake the
+//!   sleeper and hide the loss.) The model's time moves only through a model timer thread, and
+//!   only as far as its horizon, so no far timer can rescue a lost wake-up (see `src/sync.rs`).
 //! - **No double completion.** The listener's ledger holds every request exactly once with its
 //!   outcome, the payloads come back exactly once, and [`Scheduler::check_balance`] holds.
 //!
-//! Each model keeps to 2–4 threads and 1–2 requests: loom's cost grows exponentially with both.
+//! Each model keeps to 2–4 threads and 1–3 requests: loom's cost grows exponentially with both.
+//! Each one fails if the wake-up it is named after is removed from the scheduler (checked by
+//! hand, one mutation at a time).
 #![cfg(loom)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,26 +38,54 @@ use loom::thread::{self, JoinHandle};
 /// Bytes of every request.
 const LEN: u64 = 4096;
 
-/// Runs `f` under loom, with at most two preemptions unless `LOOM_MAX_PREEMPTIONS` says otherwise,
-/// and prints how many executions loom explored.
+/// Runs `f` under loom with at most `LOOM_MAX_PREEMPTIONS` preemptions per execution (3 when
+/// unset), and prints how many executions loom explored.
 fn check<F>(f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    check_bounded(3, f);
+}
+
+/// As [`check`], with at most `preemptions` when `LOOM_MAX_PREEMPTIONS` is unset (the models with
+/// a timer thread have four threads: a bound of 3 costs them minutes instead of seconds).
+fn check_bounded<F>(preemptions: usize, f: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
+        builder.preemption_bound = Some(preemptions);
     }
+    run(builder, f);
+}
+
+/// Runs `f` under loom with no preemption bound: every interleaving (for the small models).
+fn check_every_interleaving<F>(f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = None;
+    run(builder, f);
+}
+
+fn run<F>(builder: loom::model::Builder, f: F)
+where
+    F: Fn() + Sync + Send + 'static,
+{
     let executions = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&executions);
+    let started = std::time::Instant::now();
     builder.check(move || {
         counted.fetch_add(1, Ordering::Relaxed);
         f();
     });
     eprintln!(
-        "{} executions (preemption bound {:?})",
+        "{} executions (preemption bound {:?}) in {:.1} s",
         executions.load(Ordering::Relaxed),
-        builder.preemption_bound
+        builder.preemption_bound,
+        started.elapsed().as_secs_f64()
     );
 }
 
@@ -221,7 +256,7 @@ fn one_in_service_one_blocked() -> (Scheduler<u32>, Ledger, Work<u32>, JoinHandl
 /// first job (still in service) is woken by the change itself and serves it.
 #[test]
 fn a_priority_change_wakes_the_worker_blocked_behind_another_job() {
-    check(|| {
+    check_every_interleaving(|| {
         let (sched, ledger, first, blocked) = one_in_service_one_blocked();
         let control = {
             let sched = sched.clone();
@@ -289,7 +324,7 @@ fn a_policy_switch_moves_queued_requests_and_completes_in_service_ones_once() {
 /// batch in service then completes against the retired instance, once.
 #[test]
 fn a_policy_switch_wakes_the_worker_blocked_in_the_old_policy() {
-    check(|| {
+    check_every_interleaving(|| {
         let (sched, ledger, first, blocked) = one_in_service_one_blocked();
         sched
             .switch_policy(Counted::build("noop", &[]).unwrap())
@@ -354,7 +389,7 @@ fn shutdown_with_blocked_work_releases_every_worker_once_the_queue_drains() {
 /// the passed-on wake-up.
 #[test]
 fn a_worker_that_takes_a_batch_with_more_queued_passes_the_wake_on() {
-    check(|| {
+    check_every_interleaving(|| {
         let (sched, ledger) = scheduler("iosets", &[]);
         sched.submit(request(1, Some(0.5)), 1).unwrap();
         sched.submit(request_at(2, 0, Some(0.5)), 2).unwrap();
@@ -379,7 +414,7 @@ fn a_worker_that_takes_a_batch_with_more_queued_passes_the_wake_on() {
 /// exactly once, and (IO-SETS) wakes the worker blocked behind it.
 #[test]
 fn a_token_dropped_on_another_thread_is_abandoned_once() {
-    check(|| {
+    check_every_interleaving(|| {
         let (sched, ledger, first, blocked) = one_in_service_one_blocked();
         let (payloads, token) = first.into_parts();
         assert_eq!(payloads, [1]);
@@ -404,7 +439,7 @@ fn a_token_dropped_on_another_thread_is_abandoned_once() {
 /// notification; the second request is served once, after the first.
 #[test]
 fn a_policy_timer_that_fires_at_any_point_is_not_lost() {
-    check(|| {
+    check_bounded(2, || {
         let (sched, ledger) = scheduler("iosets", &[("hold_idle_ms", "1")]);
         let timer = model::Timer::spawn(3, Duration::from_millis(10));
         sched.submit(request(1, Some(0.5)), 1).unwrap();
@@ -431,7 +466,7 @@ fn a_policy_timer_that_fires_at_any_point_is_not_lost() {
 /// the timer moves time once only).
 #[test]
 fn a_timed_out_sleeper_is_not_counted_as_woken() {
-    check(|| {
+    check_bounded(2, || {
         let (sched, ledger) = scheduler("noop", &[]);
         // The sweep is a minute away: the timer may move time that far, once.
         let timer = model::Timer::spawn(1, Duration::from_secs(60));
@@ -458,7 +493,7 @@ fn a_timed_out_sleeper_is_not_counted_as_woken() {
 /// book's sweep a minute away, so nothing else would wake the second worker.
 #[test]
 fn a_worker_leaving_on_its_deadline_hands_the_policy_timer_on() {
-    check(|| {
+    check_bounded(2, || {
         let (sched, ledger) = scheduler("iosets", &[("hold_idle_ms", "1")]);
         sched.submit(request(1, Some(0.5)), 1).unwrap();
         sched.submit(request(2, Some(0.5)), 2).unwrap();
