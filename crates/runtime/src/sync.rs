@@ -90,7 +90,7 @@ pub mod model {
     struct Time {
         now: AtomicU64,
         /// Timed sleepers with their deadlines; a sleeper woken otherwise stays until its deadline
-        /// passes and the claim fails (or a [`Timer`] drops it).
+        /// passes and the claim fails.
         timers: std::sync::Mutex<Vec<(u64, Arc<Sleeper>)>>,
         /// Rung at every timed wait, for a [`Timer`] to notice.
         bell: loom::sync::Mutex<Bell>,
