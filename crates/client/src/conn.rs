@@ -37,7 +37,7 @@ use iosets_proto::{
 };
 use iosets_types::{JobId, Priority};
 use tokio::io::{
-    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Interest,
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter, Interest,
 };
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
@@ -50,6 +50,9 @@ use crate::error::ClientError;
 /// to copy through the socket).
 /// The writer's buffer: small frames gather in it; larger data bypasses it.
 const WRITE_BUFFER: usize = 64 * 1024;
+
+/// The reader's buffer grows by this much when it runs out of room.
+const READ_BUFFER: usize = 64 * 1024;
 
 pub(crate) const LOCAL_MIN: usize = 64 * 1024;
 
@@ -269,7 +272,7 @@ impl Conn {
             shared.clone(),
         ));
         tokio::spawn(read_loop(
-            BufReader::with_capacity(64 * 1024, read),
+            read,
             shared.clone(),
             cfg.max_frame,
             closed,
@@ -615,23 +618,66 @@ async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Frame, 
     decode(buf.freeze()).map_err(|e| (format!("protocol error: {e}"), End::ByClient))
 }
 
+/// Frames at least this long are handed out as slices of the connection's read buffer (whose
+/// memory is reused once they are dropped); shorter ones are copied out, so that a small answer
+/// kept for long does not pin a large buffer.
+const SLICE_MIN: usize = 64 * 1024;
+
 /// Hands each response to its caller until the stream ends, breaks, or the connection is
-/// dropped.
+/// dropped. Reads into one buffer that frames are cut from: a large frame's bytes arrive straight
+/// in the buffer, and the buffer's memory comes back when the frames cut from it are dropped (no
+/// allocation per frame, which on a busy heap costs page faults).
 async fn read_loop<R: AsyncRead + Unpin>(
-    mut r: BufReader<R>,
+    mut r: R,
     shared: Arc<Shared>,
     max: u32,
     mut closed: oneshot::Receiver<()>,
 ) {
-    let (reason, end) = loop {
-        tokio::select! {
-            _ = &mut closed => return,
-            frame = read_frame(&mut r, max) => match frame {
+    let mut buf = BytesMut::with_capacity(READ_BUFFER);
+    let (reason, end) = 'read: loop {
+        // Every complete frame in the buffer.
+        while buf.len() >= 4 {
+            let prefix = [buf[0], buf[1], buf[2], buf[3]];
+            let len = match frame_len(prefix, max) {
+                Ok(len) => len,
+                Err(e) => break 'read (format!("protocol error: {e}"), End::ByClient),
+            };
+            if buf.len() < 4 + len {
+                buf.reserve(4 + len - buf.len());
+                break;
+            }
+            let _ = buf.split_to(4);
+            let body = if len >= SLICE_MIN {
+                buf.split_to(len).freeze()
+            } else {
+                Bytes::copy_from_slice(&buf.split_to(len))
+            };
+            match decode(body) {
                 Ok(Frame::Response(h, op, resp)) => shared.deliver(h.tag, op, resp),
                 Ok(Frame::Request(..)) => {
-                    break ("protocol error: the server sent a request".into(), End::ByClient)
+                    break 'read (
+                        "protocol error: the server sent a request".into(),
+                        End::ByClient,
+                    )
                 }
-                Err(e) => break e,
+                Err(e) => break 'read (format!("protocol error: {e}"), End::ByClient),
+            }
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(READ_BUFFER);
+        }
+        tokio::select! {
+            _ = &mut closed => return,
+            n = r.read_buf(&mut buf) => match n {
+                Ok(0) if buf.is_empty() => break ("closed by the server".into(), End::ByServer),
+                Ok(0) => {
+                    break (
+                        "closed by the server in the middle of a frame".into(),
+                        End::ByServer,
+                    )
+                }
+                Ok(_) => {}
+                Err(e) => break (format!("read failed: {e}"), End::ByServer),
             },
         }
     };
