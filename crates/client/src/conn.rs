@@ -36,9 +36,7 @@ use iosets_proto::{
     decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
 use iosets_types::{JobId, Priority};
-use tokio::io::{
-    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter, Interest,
-};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter, Interest};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
@@ -271,12 +269,7 @@ impl Conn {
             rx,
             shared.clone(),
         ));
-        tokio::spawn(read_loop(
-            read,
-            shared.clone(),
-            cfg.max_frame,
-            closed,
-        ));
+        tokio::spawn(read_loop(read, shared.clone(), cfg.max_frame, closed));
         Conn {
             server,
             tx,
@@ -343,9 +336,7 @@ impl Conn {
                             .filter(|&end| end <= l.slot.len())
                             .map(|end| l.slot.slice(l.at..end))
                     }
-                    None if len as usize >= LOCAL_MIN => {
-                        read_range(region, len as usize)
-                    }
+                    None if len as usize >= LOCAL_MIN => read_range(region, len as usize),
                     None => None,
                 };
                 match view.as_ref().and_then(|v| region.locate(v)) {
