@@ -4,6 +4,7 @@
 //!
 //! `cargo bench -p iosets-policy --bench policies`
 
+use iosets_types::{FileId, JobId, RequestId};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,11 @@ const QUEUED: u64 = 10_000;
 /// A request of job `i % jobs`; for `iosets`, jobs fall into sets 0.1 and 0.01 or a set of their own.
 fn request(i: u64, jobs: u64) -> Request {
     let job = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 17) % jobs;
-    let mut r = Request::new(i, job, job, i * 4096, 4096 + (i % 7) * 512, Op::Write);
+    let mut r = Request::builder(JobId(job), Op::Write)
+        .id(RequestId(i))
+        .file(FileId(job))
+        .range(i * 4096, 4096 + (i % 7) * 512)
+        .build();
     r.priority = match job % 3 {
         0 => Priority::new(0.1),
         1 => Priority::new(0.01),

@@ -237,8 +237,22 @@ mod tests {
     #[test]
     fn idles_for_the_active_jobs_next_request_then_moves_on() {
         let mut p = Cfq::new(Nanos::from_millis(100), Nanos::from_millis(8), 0);
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos::ZERO);
-        p.enqueue(Request::new(2, 2, 2, 0, 10, Op::Read), Nanos::ZERO);
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 10)
+                .build(),
+            Nanos::ZERO,
+        );
+        p.enqueue(
+            Request::builder(JobId(2), Op::Read)
+                .id(RequestId(2))
+                .file(FileId(2))
+                .range(0, 10)
+                .build(),
+            Nanos::ZERO,
+        );
         let a = take(&mut p, 0);
         assert_eq!(a.job.0, 1);
         // Job 1 has a request in service and none queued: nothing goes (not even job 2's).
@@ -251,7 +265,11 @@ mod tests {
         );
         // Job 1's next read arrives inside the window: it goes first.
         p.enqueue(
-            Request::new(3, 1, 1, 10, 10, Op::Read),
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(3))
+                .file(FileId(1))
+                .range(10, 10)
+                .build(),
             Nanos::from_millis(4),
         );
         let b = take(&mut p, 4);
@@ -268,8 +286,22 @@ mod tests {
     #[test]
     fn reads_before_writes_within_the_active_job() {
         let mut p = Cfq::new(Nanos::from_millis(100), Nanos::ZERO, 0);
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Write), Nanos::ZERO);
-        p.enqueue(Request::new(2, 1, 1, 50, 10, Op::Read), Nanos::ZERO);
+        p.enqueue(
+            Request::builder(JobId(1), Op::Write)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 10)
+                .build(),
+            Nanos::ZERO,
+        );
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(2))
+                .file(FileId(1))
+                .range(50, 10)
+                .build(),
+            Nanos::ZERO,
+        );
         assert_eq!(take(&mut p, 0).op, Op::Read);
         assert_eq!(take(&mut p, 0).op, Op::Write);
     }

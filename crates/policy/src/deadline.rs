@@ -254,6 +254,7 @@ impl Policy for Deadline {
 mod tests {
     use super::*;
     use crate::Op;
+    use iosets_types::{JobId, RequestId};
 
     fn next(p: &mut Deadline, now: u64) -> Request {
         match p.dispatch(Nanos::from_millis(now)) {
@@ -266,9 +267,20 @@ mod tests {
     fn reads_first_but_writes_get_a_batch_after_starving() {
         let mut p = Deadline::new(Nanos::from_millis(500), Nanos::from_millis(5000), 2, 2, 0);
         for i in 0..6 {
-            p.enqueue(Request::new(i, 1, 1, i * 100, 10, Op::Read), Nanos::ZERO);
             p.enqueue(
-                Request::new(100 + i, 2, 2, i * 100, 10, Op::Write),
+                Request::builder(JobId(1), Op::Read)
+                    .id(RequestId(i))
+                    .file(FileId(1))
+                    .range(i * 100, 10)
+                    .build(),
+                Nanos::ZERO,
+            );
+            p.enqueue(
+                Request::builder(JobId(2), Op::Write)
+                    .id(RequestId(100 + i))
+                    .file(FileId(2))
+                    .range(i * 100, 10)
+                    .build(),
                 Nanos::ZERO,
             );
         }
@@ -281,11 +293,29 @@ mod tests {
     #[test]
     fn an_expired_request_interrupts_the_sweep() {
         let mut p = Deadline::new(Nanos::from_millis(100), Nanos::from_millis(100), 1, 2, 0);
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos::ZERO); // old, low offset
-        assert_eq!(next(&mut p, 0).id.0, 1);
-        p.enqueue(Request::new(2, 1, 1, 5, 10, Op::Read), Nanos::ZERO); // behind the head
         p.enqueue(
-            Request::new(3, 1, 1, 500, 10, Op::Read),
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 10)
+                .build(),
+            Nanos::ZERO,
+        ); // old, low offset
+        assert_eq!(next(&mut p, 0).id.0, 1);
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(2))
+                .file(FileId(1))
+                .range(5, 10)
+                .build(),
+            Nanos::ZERO,
+        ); // behind the head
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(3))
+                .file(FileId(1))
+                .range(500, 10)
+                .build(),
             Nanos::from_millis(150),
         );
         // At t=150 request 2 (due at 100) has expired: it goes before the sweep's next (3).

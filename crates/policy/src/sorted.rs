@@ -146,9 +146,14 @@ impl SortedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iosets_types::{JobId, RequestId};
 
     fn r(id: u64, file: u64, off: u64, len: u64, op: Op) -> Request {
-        Request::new(id, 1, file, off, len, op)
+        Request::builder(JobId(1), op)
+            .id(RequestId(id))
+            .file(FileId(file))
+            .range(off, len)
+            .build()
     }
 
     #[test]

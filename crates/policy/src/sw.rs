@@ -84,6 +84,7 @@ impl Policy for StaticWindows {
 mod tests {
     use super::*;
     use crate::Op;
+    use iosets_types::{FileId, JobId, RequestId};
 
     #[test]
     fn one_application_per_window_together_windows_in_order() {
@@ -97,7 +98,11 @@ mod tests {
             (5, 0, 1200),
         ] {
             p.enqueue(
-                Request::new(id, job, 1, 0, 10, Op::Read),
+                Request::builder(JobId(job), Op::Read)
+                    .id(RequestId(id))
+                    .file(FileId(1))
+                    .range(0, 10)
+                    .build(),
                 Nanos::from_millis(ms),
             );
         }

@@ -195,9 +195,14 @@ impl Policy for TimeOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use iosets_types::{JobId, RequestId};
 
     fn w(id: u64, file: u64, off: u64, len: u64) -> Request {
-        Request::new(id, 1, file, off, len, Op::Write)
+        Request::builder(JobId(1), Op::Write)
+            .id(RequestId(id))
+            .file(FileId(file))
+            .range(off, len)
+            .build()
     }
 
     fn ids(b: &Batch) -> Vec<u64> {
@@ -230,7 +235,14 @@ mod tests {
         p.enqueue(w(2, 2, 110, 10), Nanos::ZERO); // other file: not merged
         p.enqueue(w(3, 1, 110, 10), Nanos::ZERO); // continues 1
         p.enqueue(w(4, 1, 90, 10), Nanos::ZERO); // precedes 1
-        p.enqueue(Request::new(5, 1, 1, 120, 10, Op::Read), Nanos::ZERO); // other op
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(5))
+                .file(FileId(1))
+                .range(120, 10)
+                .build(),
+            Nanos::ZERO,
+        ); // other op
         let b = next(&mut p);
         assert_eq!(ids(&b), vec![4, 1, 3]);
         assert_eq!(b.head().offset, 90);

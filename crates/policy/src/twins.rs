@@ -104,9 +104,14 @@ impl Policy for Twins {
 mod tests {
     use super::*;
     use crate::{ClassId, Op};
+    use iosets_types::{FileId, JobId, RequestId};
 
     fn r(id: u64, server: u64) -> Request {
-        let mut r = Request::new(id, 1, 1, 0, 10, Op::Read);
+        let mut r = Request::builder(JobId(1), Op::Read)
+            .id(RequestId(id))
+            .file(FileId(1))
+            .range(0, 10)
+            .build();
         r.class = Some(ClassId(server));
         r
     }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use iosets_types::{FileId, JobId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -14,7 +15,11 @@ use iosets_policy::{Counted, Dispatch, Nanos, Op, Outcome, Priority, Request, Re
 fn burst(first_id: u64, job: u64, n: u64, len: u64, at: Nanos, prio: f64) -> Vec<Request> {
     (0..n)
         .map(|i| {
-            let mut r = Request::new(first_id + i, job, job, i * len, len, Op::Write);
+            let mut r = Request::builder(JobId(job), Op::Write)
+                .id(RequestId(first_id + i))
+                .file(FileId(job))
+                .range(i * len, len)
+                .build();
             r.arrival = at;
             r.priority = Priority::new(prio);
             r
@@ -236,7 +241,11 @@ fn synchronous_against_backlog(p: &mut Counted, writes: u64, backlog: u64) -> Ve
     let (slots, service, think) = (4, Nanos::from_millis(1), Nanos::from_micros(100));
     let sync_req = |k: u64| {
         let op = if k < writes { Op::Write } else { Op::Other };
-        let mut r = Request::new(k, 1, 1, k * 4096, 4096, op);
+        let mut r = Request::builder(JobId(1), op)
+            .id(RequestId(k))
+            .file(FileId(1))
+            .range(k * 4096, 4096)
+            .build();
         r.priority = Priority::new(0.1);
         r
     };

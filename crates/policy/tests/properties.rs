@@ -6,6 +6,7 @@
 //! The policy list comes from the registry, so a newly registered policy is covered at once; each
 //! also runs with non-default tunables that change its behaviour (merging, weights, bounds).
 
+use iosets_types::{FileId, JobId};
 use std::collections::HashSet;
 
 use iosets_policy::registry::POLICIES;
@@ -153,7 +154,11 @@ impl Harness {
                 prio,
             } => {
                 let op = [Op::Read, Op::Write, Op::Other][op as usize];
-                let mut r = Request::new(self.next_id, job, file, block * 1000, blocks * 1000, op);
+                let mut r = Request::builder(JobId(job), op)
+                    .id(RequestId(self.next_id))
+                    .file(FileId(file))
+                    .range(block * 1000, blocks * 1000)
+                    .build();
                 r.class = Some(ClassId(class));
                 r.priority = priority(prio);
                 r.arrival = self.now;
@@ -261,7 +266,14 @@ proptest! {
 fn completing_twice_or_unknown_is_an_error_not_a_panic() {
     for (name, opts) in configurations() {
         let mut p = Counted::build(&name, &opts).unwrap();
-        p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos::ZERO);
+        p.enqueue(
+            Request::builder(JobId(1), Op::Read)
+                .id(RequestId(1))
+                .file(FileId(1))
+                .range(0, 10)
+                .build(),
+            Nanos::ZERO,
+        );
         let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) else {
             panic!("{name}: nothing dispatched")
         };

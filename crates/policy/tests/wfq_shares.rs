@@ -6,6 +6,7 @@ mod common;
 
 use common::{drain_backlog, policy};
 use iosets_policy::{Op, Request};
+use iosets_types::{FileId, JobId, RequestId};
 use rand::distributions::{Distribution, Uniform};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,7 +26,11 @@ fn random_requests(
             let len = size(&mut rng);
             let off = offsets[job as usize];
             offsets[job as usize] += len;
-            Request::new(i as u64, job, job, off, len, Op::Write)
+            Request::builder(JobId(job), Op::Write)
+                .id(RequestId(i as u64))
+                .file(FileId(job))
+                .range(off, len)
+                .build()
         })
         .collect()
 }

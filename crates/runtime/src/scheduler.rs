@@ -325,7 +325,11 @@ impl<T> Inner<T> {
             let mut st = self.state.lock();
             let now = st.tick(raw);
             for j in orphans {
-                st.set_source(j, PrioritySource::Auto, None, now);
+                // A job that came back with work (between the book's removal and now) keeps its
+                // priority; it is looked at again once idle.
+                if !st.jobs.contains_key(&j) {
+                    st.set_source(j, PrioritySource::Auto, None, now);
+                }
             }
         }
         if !removed.is_empty() {

@@ -4,6 +4,7 @@
 
 pub(crate) mod local;
 
+use iosets_types::FileId;
 use std::sync::Arc;
 
 use iosets_proto::{
@@ -376,7 +377,10 @@ fn handle(
         DataOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
     };
     // The hint travels with the request: the policy applies it, the runtime's job book records it.
-    let mut request = iosets_types::Request::new(0, header.job.0, file, offset, len, kind);
+    let mut request = iosets_types::Request::builder(JobId(header.job.0), kind)
+        .file(FileId(file))
+        .range(offset, len)
+        .build();
     request.priority = header.priority;
     let pending = Pending {
         header,

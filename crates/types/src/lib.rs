@@ -215,22 +215,6 @@ pub struct Request {
 }
 
 impl Request {
-    /// A read or write of `len` bytes at `offset` of `file` by `job`, with no class, no priority
-    /// hint and arrival zero.
-    pub fn new(id: u64, job: u64, file: u64, offset: u64, len: u64, op: Op) -> Request {
-        Request {
-            id: RequestId(id),
-            job: JobId(job),
-            class: None,
-            file: FileId(file),
-            offset,
-            len,
-            op,
-            priority: None,
-            arrival: Nanos::ZERO,
-        }
-    }
-
     /// A request of `job` doing `op`, to complete with the builder's setters: by default file 0,
     /// offset 0, length 0, no class, no priority hint, id 0 and arrival zero (the runtime numbers
     /// a submitted request and stamps its arrival itself; simulators and tests set both).
@@ -439,8 +423,15 @@ mod tests {
 
     #[test]
     fn batch_accounts_every_request() {
-        let mut b = Batch::single(Request::new(1, 1, 1, 0, 10, Op::Write));
-        b.push_merged(Request::new(2, 1, 1, 10, 5, Op::Write));
+        let req = |id, offset, len| {
+            Request::builder(JobId(1), Op::Write)
+                .id(RequestId(id))
+                .file(FileId(1))
+                .range(offset, len)
+                .build()
+        };
+        let mut b = Batch::single(req(1, 0, 10));
+        b.push_merged(req(2, 10, 5));
         assert_eq!(b.len(), 2);
         assert_eq!(b.bytes(), 15);
         assert_eq!(b.end(), 15);

@@ -3,9 +3,14 @@
 
 use super::*;
 use crate::Op;
+use iosets_types::{FileId, RequestId};
 
 fn req(id: u64, job: u64, prio: f64) -> Request {
-    let mut r = Request::new(id, job, job, id * 10, 10, Op::Write);
+    let mut r = Request::builder(JobId(job), Op::Write)
+        .id(RequestId(id))
+        .file(FileId(job))
+        .range(id * 10, 10)
+        .build();
     r.priority = Priority::new(prio);
     r
 }
@@ -37,8 +42,22 @@ fn one_job_per_set_until_its_burst_ends() {
 #[test]
 fn jobs_without_priority_do_not_exclude_each_other() {
     let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
-    p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
-    p.enqueue(Request::new(2, 2, 2, 0, 10, Op::Read), Nanos(0));
+    p.enqueue(
+        Request::builder(JobId(1), Op::Read)
+            .id(RequestId(1))
+            .file(FileId(1))
+            .range(0, 10)
+            .build(),
+        Nanos(0),
+    );
+    p.enqueue(
+        Request::builder(JobId(2), Op::Read)
+            .id(RequestId(2))
+            .file(FileId(2))
+            .range(0, 10)
+            .build(),
+        Nanos(0),
+    );
     let a = take(&mut p, 0);
     let b = take(&mut p, 0);
     assert_ne!(a.job, b.job);
@@ -88,7 +107,14 @@ fn configured_periods_place_jobs_by_set10() {
     let mut p = crate::build(NAME, &pairs.unwrap()).unwrap();
     // Jobs 1 and 2 (40 s and 200 s) share set 2; job 3 (640 s) is in set 3.
     for (id, job) in [(1, 1), (2, 2), (3, 3)] {
-        p.enqueue(Request::new(id, job, job, 0, 10, Op::Write), Nanos(id));
+        p.enqueue(
+            Request::builder(JobId(job), Op::Write)
+                .id(RequestId(id))
+                .file(FileId(job))
+                .range(0, 10)
+                .build(),
+            Nanos(id),
+        );
     }
     let mut served = Vec::new();
     while let Dispatch::Ready(b) = p.dispatch(Nanos(5)) {
@@ -217,7 +243,14 @@ fn hold_zero_and_solo_sets_never_linger() {
 
     // A job without priority is alone in its set: nobody could take it, so it does not linger.
     let mut p = holding(10);
-    p.enqueue(Request::new(1, 1, 1, 0, 10, Op::Read), Nanos(0));
+    p.enqueue(
+        Request::builder(JobId(1), Op::Read)
+            .id(RequestId(1))
+            .file(FileId(1))
+            .range(0, 10)
+            .build(),
+        Nanos(0),
+    );
     let a = take(&mut p, 0);
     done(&mut p, &a, 1);
     assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
@@ -349,7 +382,7 @@ proptest::proptest! {
             match op {
                 0..=4 => {
                     id += 1;
-                    let mut r = Request::new(id, job, job, 0, 10, Op::Write);
+                    let mut r = Request::builder(JobId(job), Op::Write).id(RequestId(id)).file(FileId(job)).range(0, 10).build();
                     r.priority = prio(c);
                     p.enqueue(r, Nanos(now));
                 }
