@@ -542,7 +542,7 @@ impl<T: Send + 'static> Scheduler<T> {
     /// Honours the policy's timers: on `NotBefore(t)` one waiting worker sleeps until `t` (or until
     /// a submit or completion wakes it) and asks again; on `Idle` it sleeps until woken.
     pub fn next(&self) -> Option<Work<T>> {
-        match self.take(None) {
+        match self.take(None, false) {
             Next::Work(w) => Some(w),
             Next::TimedOut | Next::Shutdown => None,
         }
@@ -552,18 +552,20 @@ impl<T: Send + 'static> Scheduler<T> {
     pub fn next_timeout(&self, timeout: Duration) -> Next<T> {
         let deadline = Instant::now().checked_add(timeout);
         match deadline {
-            Some(d) => self.take(Some(d)),
-            None => self.take(None),
+            Some(d) => self.take(Some(d), false),
+            None => self.take(None, false),
         }
     }
 
     /// A batch if one can be handed out right now, [`Next::TimedOut`] if not, [`Next::Shutdown`] if
     /// the scheduler is shut down and empty. Does not wait, beyond taking the lock.
     pub fn try_next(&self) -> Next<T> {
-        self.take(Some(Instant::now()))
+        // No clock read for a deadline: a batch that is ready goes at once, else nothing waits.
+        self.take(None, true)
     }
 
-    fn take(&self, deadline: Option<Instant>) -> Next<T> {
+    /// Hands out a batch, waiting until `deadline` (none: as long as it takes) unless `no_wait`.
+    fn take(&self, deadline: Option<Instant>, no_wait: bool) -> Next<T> {
         let inner = &*self.inner;
         // Most batches hold one request: allocate its payload slot before taking the lock.
         let mut payloads = Vec::with_capacity(1);
@@ -603,7 +605,7 @@ impl<T: Send + 'static> Scheduler<T> {
             // One waiting worker watches the earliest timer; the others sleep until woken.
             let watch = timer.filter(|&t| st.timer.is_none_or(|held| t < held));
             let real_now = Instant::now();
-            if deadline.is_some_and(|d| real_now >= d) {
+            if no_wait || deadline.is_some_and(|d| real_now >= d) {
                 if watch.is_some() {
                     // Nobody watches this timer: hand it to a waiting worker before leaving.
                     inner.wake_one(&mut st);
