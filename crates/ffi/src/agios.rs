@@ -492,19 +492,21 @@ impl Shim {
         loop {
             match self.sched.try_next() {
                 Next::Work(w) => self.deliver(w),
-                Next::TimedOut => {
-                    let held = self.undelivered.load(Ordering::Acquire) > 0;
-                    self.holding.store(held, Ordering::Relaxed);
-                    if held {
-                        self.alarm();
-                    }
-                    return;
-                }
+                Next::TimedOut => return self.nothing_to_go(),
                 Next::Shutdown => return,
             }
             if !ASK_AGAIN.with(|a| a.replace(false)) {
                 return;
             }
+        }
+    }
+
+    /// The policy let nothing go: if it holds requests back, a dispatch thread watches them.
+    fn nothing_to_go(&self) {
+        let held = self.undelivered.load(Ordering::Acquire) > 0;
+        self.holding.store(held, Ordering::Relaxed);
+        if held {
+            self.alarm();
         }
     }
 
@@ -528,11 +530,13 @@ impl Shim {
         if self.noop {
             let taken = {
                 let _gate = self.noop_gate.lock();
-                if self.sched.submit(req, identifier).is_err() {
-                    self.undelivered.fetch_sub(1, Ordering::AcqRel);
-                    return false;
+                match self.sched.submit_and_try_next(req, identifier) {
+                    Ok(next) => next,
+                    Err(_) => {
+                        self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                        return false;
+                    }
                 }
-                self.sched.try_next()
             };
             match taken {
                 Next::Work(w) => self.deliver(w),
@@ -542,11 +546,31 @@ impl Shim {
             }
             return true;
         }
-        if self.sched.submit(req, identifier).is_err() {
-            self.undelivered.fetch_sub(1, Ordering::AcqRel);
-            return false;
+        if IN_CALLBACK.with(Cell::get) {
+            // Inside a callback: queue only; the frame that called it asks again when it returns.
+            if self.sched.submit(req, identifier).is_err() {
+                self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                return false;
+            }
+            ASK_AGAIN.with(|a| a.set(true));
+            return true;
         }
-        self.pump();
+        // Queued and, when the policy lets something go at once, handed out: one lock, one
+        // clock read.
+        match self.sched.submit_and_try_next(req, identifier) {
+            Err(_) => {
+                self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                return false;
+            }
+            Ok(Next::Work(w)) => {
+                self.deliver(w);
+                if ASK_AGAIN.with(|a| a.replace(false)) {
+                    self.pump();
+                }
+            }
+            Ok(Next::TimedOut) => self.nothing_to_go(),
+            Ok(Next::Shutdown) => {}
+        }
         true
     }
 

@@ -152,6 +152,47 @@ mod tests {
     }
 
     #[test]
+    fn submit_and_try_next_hands_out_what_can_go() {
+        // Jobs 1 and 2 in one IO-SETS set (priority 0.1): one of them at a time.
+        let req = |job| {
+            Request::builder(JobId(job), Op::Write)
+                .file(FileId(job))
+                .range(0, 8)
+                .priority(iosets_types::Priority::new(0.1))
+                .build()
+        };
+        let sched: Scheduler<u64> = Scheduler::new(Counted::build("iosets", &[]).unwrap());
+        let first = sched
+            .submit_and_try_next(req(1), 1)
+            .unwrap()
+            .work()
+            .unwrap();
+        assert_eq!(
+            first.payloads(),
+            &[1],
+            "job 1 alone goes at once, to this caller"
+        );
+        assert!(
+            matches!(
+                sched.submit_and_try_next(req(2), 2).unwrap(),
+                Next::TimedOut
+            ),
+            "job 2 waits while job 1 holds the set"
+        );
+        first.complete(Outcome::Done { bytes: 8 });
+        let second = sched.try_next().work().expect("the set is free again");
+        assert_eq!(second.payloads(), &[2]);
+        second.complete(Outcome::Done { bytes: 8 });
+        sched.shutdown();
+        assert!(matches!(
+            sched.submit_and_try_next(req(3), 3),
+            Err(RuntimeError::ShutDown)
+        ));
+        sched.check_balance().unwrap();
+        assert_eq!(sched.stats().total_ops(), 2);
+    }
+
+    #[test]
     fn switching_in_a_busy_policy_is_refused() {
         let sched: Scheduler<()> = Scheduler::new(Counted::build("noop", &[]).unwrap());
         let mut busy = Counted::build("wfq", &[]).unwrap();

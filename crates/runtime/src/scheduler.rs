@@ -176,6 +176,29 @@ impl<T> State<T> {
         self.requests_in_service += batch.len() as u64;
     }
 
+    /// Numbers `req`, stamps its arrival (from the clock reading `raw`) and queues it with its
+    /// payload. Returns its id and the time used.
+    fn enqueue(
+        &mut self,
+        mut req: Request,
+        payload: T,
+        raw: Nanos,
+    ) -> Result<(RequestId, Nanos), RuntimeError> {
+        if self.shutdown {
+            return Err(RuntimeError::ShutDown);
+        }
+        let now = self.tick(raw);
+        let id = RequestId(self.next_id);
+        self.next_id += 1;
+        self.submitted += 1;
+        req.id = id;
+        req.arrival = now;
+        self.payloads.insert(id, payload);
+        self.jobs.entry(req.job).or_default().queued += 1;
+        self.active.policy.enqueue(req, now);
+        Ok((id, now))
+    }
+
     /// Sets `job`'s priority from `source` (control or auto) and applies the one in force to the
     /// active policy. Returns what the policy answered (false: it has no notion of priority).
     fn set_source(
@@ -517,23 +540,62 @@ impl<T: Send + 'static> Scheduler<T> {
     ///
     /// # Errors
     /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
-    pub fn submit(&self, mut req: Request, payload: T) -> Result<RequestId, RuntimeError> {
+    pub fn submit(&self, req: Request, payload: T) -> Result<RequestId, RuntimeError> {
         let raw = self.inner.clock.now();
         let mut st = self.inner.state.lock();
-        if st.shutdown {
-            return Err(RuntimeError::ShutDown);
-        }
-        let now = st.tick(raw);
-        let id = RequestId(st.next_id);
-        st.next_id += 1;
-        st.submitted += 1;
-        req.id = id;
-        req.arrival = now;
-        st.payloads.insert(id, payload);
-        st.jobs.entry(req.job).or_default().queued += 1;
-        st.active.policy.enqueue(req, now);
+        let (id, _) = st.enqueue(req, payload, raw)?;
         self.inner.wake_one(&mut st);
         Ok(id)
+    }
+
+    /// [`Scheduler::submit`] then [`Scheduler::try_next`] under one lock and one clock read: the
+    /// request is queued and, if the policy lets a batch go now (this request's or another's), the
+    /// caller gets it ([`Next::Work`]); otherwise [`Next::TimedOut`] and, as after a submit, a
+    /// waiting worker is woken. For callers that dispatch on the submitting thread (the AGIOS
+    /// shim's inline callbacks).
+    ///
+    /// # Errors
+    /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
+    pub fn submit_and_try_next(&self, req: Request, payload: T) -> Result<Next<T>, RuntimeError> {
+        let raw = self.inner.clock.now();
+        let payloads = Vec::with_capacity(1);
+        let mut st = self.inner.state.lock();
+        let (_, now) = st.enqueue(req, payload, raw)?;
+        match st.active.policy.dispatch(now) {
+            Dispatch::Ready(batch) => Ok(Next::Work(self.hand_out(st, batch, now, payloads))),
+            Dispatch::NotBefore(_) | Dispatch::Idle => {
+                self.inner.wake_one(&mut st);
+                Ok(Next::TimedOut)
+            }
+        }
+    }
+
+    /// Hands `batch`, just dispatched at `now`, to the caller: its payloads, the wake passed on
+    /// if more is queued, and its completion token. Releases the lock.
+    fn hand_out(
+        &self,
+        mut st: MutexGuard<'_, State<T>>,
+        batch: Batch,
+        now: Nanos,
+        mut payloads: Vec<T>,
+    ) -> Work<T> {
+        let inner = &*self.inner;
+        st.take_payloads(&batch, &mut payloads);
+        let generation = st.active.generation;
+        let policy = st.active.policy.name();
+        if st.queued() > 0 {
+            // More may be dispatchable and another worker may be idle: pass the wake on.
+            inner.wake_one(&mut st);
+        } else if st.shutdown {
+            // The last queued request is out: the others can return.
+            inner.wake_all(&mut st);
+        }
+        drop(st);
+        let sink: Arc<dyn Sink> = self.inner.clone();
+        Work::new(
+            payloads,
+            Completion::new(sink, batch, generation, policy, now),
+        )
     }
 
     /// The next batch to serve, blocking until one can be handed out. `None` once the scheduler is
@@ -568,28 +630,13 @@ impl<T: Send + 'static> Scheduler<T> {
     fn take(&self, deadline: Option<Instant>, no_wait: bool) -> Next<T> {
         let inner = &*self.inner;
         // Most batches hold one request: allocate its payload slot before taking the lock.
-        let mut payloads = Vec::with_capacity(1);
+        let payloads = Vec::with_capacity(1);
         let mut st = inner.state.lock();
         loop {
             let now = st.tick(inner.clock.now());
             let timer = match st.active.policy.dispatch(now) {
                 Dispatch::Ready(batch) => {
-                    st.take_payloads(&batch, &mut payloads);
-                    let generation = st.active.generation;
-                    let policy = st.active.policy.name();
-                    if st.queued() > 0 {
-                        // More may be dispatchable and another worker may be idle: pass the wake on.
-                        inner.wake_one(&mut st);
-                    } else if st.shutdown {
-                        // The last queued request is out: the others can return.
-                        inner.wake_all(&mut st);
-                    }
-                    drop(st);
-                    let sink: Arc<dyn Sink> = self.inner.clone();
-                    return Next::Work(Work::new(
-                        payloads,
-                        Completion::new(sink, batch, generation, policy, now),
-                    ));
+                    return Next::Work(self.hand_out(st, batch, now, payloads));
                 }
                 Dispatch::NotBefore(t) => Some(t),
                 Dispatch::Idle => None,
