@@ -352,7 +352,7 @@ impl JobBook {
             match shard
                 .latency
                 .iter_mut()
-                .find(|l| l.op == req.op && std::ptr::eq(l.policy, policy))
+                .find(|l| l.op == req.op && l.policy == policy)
             {
                 Some(l) => l.record(wait, service),
                 None => {
@@ -498,7 +498,7 @@ impl JobBook {
             for l in &s.latency {
                 match out
                     .iter_mut()
-                    .find(|o| o.op == l.op && std::ptr::eq(o.policy, l.policy))
+                    .find(|o| o.op == l.op && o.policy == l.policy)
                 {
                     Some(o) => o.merge(l),
                     None => out.push(l.clone()),
