@@ -7,7 +7,9 @@
 //! tunables). This binary parses arguments and prints; every decision and measurement comes from
 //! the library crates.
 
+mod app_cmd;
 mod detect_cmd;
+mod experiment;
 mod io_demo;
 mod mount_cmd;
 mod serve_cmd;
@@ -65,6 +67,10 @@ enum Command {
     Detect(detect_cmd::DetectArgs),
     /// The IO-SETS fluid simulator: run a scenario, or sweep one and plot the metrics.
     Sim(sim_cmd::SimArgs),
+    /// Applications that do real POSIX I/O (no iosets library), for experiments on a mount.
+    App(app_cmd::AppArgs),
+    /// Reproduce a seed's experiment end to end through a real mount.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -600,6 +606,8 @@ fn main() -> ExitCode {
         Command::Umount(args) => mount_cmd::umount(args),
         Command::Detect(args) => detect_cmd::run(args),
         Command::Sim(args) => sim_cmd::sim(args),
+        Command::App(args) => app_cmd::run(args),
+        Command::Experiment(args) => experiment::run(args),
         Command::Policies => {
             policies();
             Ok(())
