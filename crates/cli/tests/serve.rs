@@ -44,6 +44,7 @@ fn serve(dir: &std::path::Path, args: &[&str]) -> (Child, String) {
 
 fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
     let h = Header {
+        phase: None,
         tag,
         job: JobId(job),
         priority: None,

@@ -14,6 +14,8 @@ use iosets_proto::{
 };
 use iosets_types::{JobId, Priority};
 
+use crate::phase::{PhaseClock, Stamped};
+
 use crate::config::ClientConfig;
 use crate::conn::{read_range, Caller, Endpoint, Landing, Local, LOCAL_MIN};
 use crate::error::ClientError;
@@ -43,6 +45,8 @@ struct Inner {
     priority: AtomicU64,
     /// The shared region of the same-host transport, when it is on.
     local: Option<Local>,
+    /// Each job's I/O phase, when requests carry phase stamps.
+    phases: Option<PhaseClock>,
 }
 
 /// A buffer to fill and then write with [`Client::write_at`] (after
@@ -172,6 +176,9 @@ impl Client {
             endpoints.push(ep);
         }
         let priority = AtomicU64::new(cfg.priority.map_or(0, |p| p.get().to_bits()));
+        let phases = cfg
+            .phase_stamps
+            .then(|| PhaseClock::new(cfg.phase_gap, cfg.max_phase));
         Ok(Client {
             job: cfg.job,
             creds: None,
@@ -181,6 +188,7 @@ impl Client {
                 endpoints,
                 priority,
                 local,
+                phases,
             }),
         })
     }
@@ -274,10 +282,15 @@ impl Client {
         landing: Option<Landing>,
     ) -> Result<Reply, ClientError> {
         let ep = &self.inner.endpoints[server];
+        let stamped = self.inner.phases.as_ref().map(|clock| Stamped {
+            clock,
+            job: self.job,
+        });
         let who = Caller {
             job: self.job,
             priority: self.priority_hint(),
             creds: self.creds,
+            phase: stamped.as_ref().map(|s| s.clock.begin(s.job)),
         };
         match ep.call(&self.inner.cfg, who, req, landing.as_ref()).await? {
             Response::Ok(reply) => Ok(reply),

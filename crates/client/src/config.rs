@@ -66,6 +66,17 @@ pub struct ClientConfig {
     /// requests in flight at once through the same-host transport; more falls back to
     /// travelling in frames. Address space only: memory is used as pages are first touched.
     pub local_region: u64,
+    /// Stamp every request with the start of its job's current I/O phase (default on), so that
+    /// servers running `iosets` with `order=phase` agree on which job of a set goes first (see
+    /// the crate's `phase` module). A job's phase starts with a request after
+    /// [`phase_gap`](ClientConfig::phase_gap) without any.
+    pub phase_stamps: bool,
+    /// The shortest pause between two of a job's requests that ends its I/O phase (default
+    /// 100 ms): shorter pauses are gaps inside a phase.
+    pub phase_gap: Duration,
+    /// The longest a phase keeps its stamp (default 60 s): a job that does I/O without pause
+    /// gets a fresh stamp after that long, and so queues behind the phases begun meanwhile.
+    pub max_phase: Duration,
 }
 
 impl ClientConfig {
@@ -85,6 +96,9 @@ impl ClientConfig {
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
             local: true,
             local_region: DEFAULT_LOCAL_REGION,
+            phase_stamps: true,
+            phase_gap: Duration::from_millis(100),
+            max_phase: Duration::from_secs(60),
         }
     }
 
@@ -117,6 +131,12 @@ impl ClientConfig {
         }
         if self.connect_timeout.is_zero() || self.request_timeout.is_some_and(|t| t.is_zero()) {
             return Err(ClientError::Config("timeouts must be positive".into()));
+        }
+        if self.phase_stamps && (self.phase_gap.is_zero() || self.max_phase <= self.phase_gap) {
+            return Err(ClientError::Config(format!(
+                "phase gap {:?} and max phase {:?}: expected 0 < gap < max phase",
+                self.phase_gap, self.max_phase
+            )));
         }
         Ok(())
     }
@@ -166,5 +186,12 @@ mod tests {
         assert!(c.validate().is_err());
         c.local = false;
         assert!(c.validate().is_ok(), "no region without the transport");
+        let mut c = ClientConfig::new(JobId(1));
+        c.phase_gap = Duration::ZERO;
+        assert!(c.validate().is_err());
+        c.phase_gap = c.max_phase;
+        assert!(c.validate().is_err());
+        c.phase_stamps = false;
+        assert!(c.validate().is_ok(), "no gap without stamps");
     }
 }

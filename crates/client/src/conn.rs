@@ -179,6 +179,8 @@ pub(crate) struct Caller {
     pub priority: Option<Priority>,
     /// The local user it acts for, if any (the mount).
     pub creds: Option<Creds>,
+    /// The start of the job's current I/O phase, UNIX-epoch ns (see the `phase` module).
+    pub phase: Option<u64>,
 }
 
 /// Why one attempt at a request failed, as far as retrying is concerned.
@@ -378,6 +380,7 @@ impl Conn {
             st.pending.insert(tag, Waiting { tx, hold });
         }
         let header = Header {
+            phase: who.phase,
             tag,
             job: who.job,
             priority: who.priority,
@@ -492,6 +495,7 @@ async fn attach(
     max_frame: u32,
 ) -> Result<(), String> {
     let header = Header {
+        phase: None,
         tag: 0,
         job: who.job,
         priority: None,

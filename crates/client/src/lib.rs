@@ -83,6 +83,7 @@ mod config;
 mod conn;
 mod error;
 mod layout;
+mod phase;
 
 pub use blocking::BlockingClient;
 pub use client::Client;

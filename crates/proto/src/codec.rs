@@ -122,13 +122,15 @@ pub fn encode(frame: &Frame) -> Encoded {
     w.u16(
         u16::from(header.priority.is_some())
             | (u16::from(header.creds.is_some()) << 1)
-            | (u16::from(shared) << 2),
+            | (u16::from(shared) << 2)
+            | (u16::from(header.phase.is_some()) << 3),
     );
     w.u64(header.tag);
     w.u64(header.job.0);
     w.f64(header.priority.map_or(0.0, Priority::get));
     w.u32(header.creds.map_or(0, |c| c.uid));
     w.u32(header.creds.map_or(0, |c| c.gid));
+    w.u64(header.phase.unwrap_or(0));
     w.u8(op as u8);
     let mut data = Bytes::new();
     match frame {
@@ -479,10 +481,10 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     }
     let kind = r.u8("kind")?;
     let flags = r.u16("flags")?;
-    if flags & !7 != 0 {
+    if flags & !15 != 0 {
         return Err(ProtoError::Invalid {
             field: "flags",
-            reason: format!("unknown bits {:#x}", flags & !7),
+            reason: format!("unknown bits {:#x}", flags & !15),
         });
     }
     let shared = flags & 4 != 0;
@@ -497,6 +499,8 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     let uid = r.u32("uid")?;
     let gid = r.u32("gid")?;
     let creds = (flags & 2 != 0).then_some(Creds { uid, gid });
+    let phase = r.u64("phase stamp")?;
+    let phase = (flags & 8 != 0).then_some(phase);
     let code = r.u8("operation")?;
     let op = OpCode::from_u8(code).ok_or(ProtoError::Op(code))?;
     let header = Header {
@@ -504,6 +508,7 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
         job,
         priority,
         creds,
+        phase,
     };
     if shared && !(kind == Kind::Request as u8 && matches!(op, OpCode::Read | OpCode::Write)) {
         return Err(ProtoError::Invalid {
@@ -816,6 +821,7 @@ mod tests {
     #[test]
     fn write_and_read_reply_round_trip() {
         let h = Header {
+            phase: Some(1_764_000_000_123_456_789),
             tag: 9,
             job: JobId(42),
             priority: Priority::new(0.1),
@@ -863,6 +869,7 @@ mod tests {
     #[test]
     fn bad_version_and_op_are_errors() {
         let h = Header {
+            phase: None,
             tag: 1,
             job: JobId(1),
             priority: None,
@@ -885,6 +892,7 @@ mod tests {
     #[test]
     fn the_shared_region_bit_is_for_reads_and_writes_only() {
         let h = Header {
+            phase: None,
             tag: 1,
             job: JobId(1),
             priority: None,
@@ -927,6 +935,7 @@ mod tests {
     #[test]
     fn huge_entry_count_does_not_allocate() {
         let h = Header {
+            phase: None,
             tag: 1,
             job: JobId(1),
             priority: None,

@@ -8,11 +8,14 @@
 //! u8   protocol version (VERSION)
 //! u8   kind: 1 = request, 2 = response
 //! u16  flags: bit 0 = a priority hint is present, bit 1 = caller credentials are present,
-//!             bit 2 = a read's or write's data is in the shared region (same-host transport)
+//!             bit 2 = a read's or write's data is in the shared region (same-host transport),
+//!             bit 3 = a phase stamp is present
 //! u64  request tag (chosen by the client, echoed by the server)
 //! u64  job id
 //! f64  priority hint (meaningful only with flag bit 0)
 //! u32  caller uid, u32 caller gid (meaningful only with flag bit 1)
+//! u64  phase stamp: when the job's current I/O phase started, UNIX-epoch ns of the client's
+//!      clock (meaningful only with flag bit 3)
 //! u8   operation code
 //! ...  body (depends on the kind and the operation)
 //! ```
@@ -65,13 +68,13 @@ pub use message::{
 pub use report::{JobReport, JobsReport, ServerReport, WaitReport};
 
 /// The protocol version this crate speaks. A frame of another version is refused.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
 
 /// The default maximum frame size: 64 MiB of data plus room for the header.
 pub const DEFAULT_MAX_FRAME: u32 = 64 * 1024 * 1024 + 64 * 1024;
 
 /// The length of the fixed header that follows the length prefix.
-pub const HEADER_LEN: usize = 1 + 1 + 2 + 8 + 8 + 8 + 4 + 4 + 1;
+pub const HEADER_LEN: usize = 1 + 1 + 2 + 8 + 8 + 8 + 4 + 4 + 8 + 1;
 
 /// Why a frame could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,6 +17,10 @@ pub struct Header {
     /// server gives files and directories it creates this owner. Trusted as NFS trusts
     /// `AUTH_SYS`: the kernel of the client's node checked the caller's permissions.
     pub creds: Option<Creds>,
+    /// When the job's current I/O phase started, in UNIX-epoch nanoseconds of the client's clock
+    /// (the mount stamps every request of a phase with the same value). Servers order the jobs of
+    /// an IO-SETS set by it, so all of them pick the same job without talking to each other.
+    pub phase: Option<u64>,
 }
 
 /// A caller's user and group (the file system credentials the client's kernel gave it).

@@ -17,8 +17,10 @@ fn header() -> impl Strategy<Value = Header> {
         any::<u64>(),
         proptest::option::of(1e-6f64..1e6),
         proptest::option::of((any::<u32>(), any::<u32>())),
+        proptest::option::of(any::<u64>()),
     )
-        .prop_map(|(tag, job, p, c)| Header {
+        .prop_map(|(tag, job, p, c, phase)| Header {
+            phase,
             tag,
             job: JobId(job),
             priority: p.and_then(Priority::new),

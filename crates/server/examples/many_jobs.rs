@@ -14,6 +14,7 @@ use iosets_types::JobId;
 
 fn send(s: &mut TcpStream, tag: u64, job: u64, req: Request) -> std::io::Result<()> {
     let h = Header {
+        phase: None,
         tag,
         job: JobId(job),
         priority: None,

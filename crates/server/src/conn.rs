@@ -12,7 +12,7 @@ use iosets_proto::{
     Response,
 };
 use iosets_types::hash::fnv1a64;
-use iosets_types::{JobId, Op};
+use iosets_types::{JobId, Nanos, Op};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -231,6 +231,7 @@ async fn read_body<R: AsyncRead + Unpin>(
 
 fn no_header() -> Header {
     Header {
+        phase: None,
         tag: 0,
         job: JobId(0),
         priority: None,
@@ -377,9 +378,15 @@ fn handle(
         DataOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
     };
     // The hint travels with the request: the policy applies it, the runtime's job book records it.
+    // A phase stamp is the client's wall clock; the policy compares it in the scheduler's time
+    // base (a stamp from before the server started reads as its start).
+    let phase = header
+        .phase
+        .map(|unix| Nanos(unix.saturating_sub(shared.clock_zero_unix_ns)));
     let mut request = iosets_types::Request::builder(JobId(header.job.0), kind)
         .file(FileId(file))
         .range(offset, len)
+        .phase(phase)
         .build();
     request.priority = header.priority;
     let pending = Pending {

@@ -56,9 +56,9 @@ mod worker;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iosets_runtime::{BookConfig, Counted, MonotonicClock, Scheduler};
+use iosets_runtime::{BookConfig, Clock, Counted, MonotonicClock, Scheduler};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -118,6 +118,8 @@ impl Server {
             what: "reading the bound address".into(),
             source,
         })?;
+        let clock = MonotonicClock::new();
+        let clock_zero_unix_ns = unix_ns().saturating_sub(clock.now().0);
         let trace = match &config.trace {
             None => None,
             Some(p) => {
@@ -126,7 +128,9 @@ impl Server {
                     source,
                 };
                 let file = std::fs::File::create(p).map_err(io)?;
-                let mut w = iosets_period::trace::TraceWriter::new(file).map_err(io)?;
+                let mut w =
+                    iosets_period::trace::TraceWriter::with_clock_zero(file, clock_zero_unix_ns)
+                        .map_err(io)?;
                 w.flush().map_err(io)?;
                 Some(Mutex::new(w))
             }
@@ -146,11 +150,12 @@ impl Server {
             .max_jobs(config.max_jobs);
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
-            sched: Scheduler::with_book(policy, Arc::new(MonotonicClock::new()), book),
+            sched: Scheduler::with_book(policy, Arc::new(clock), book),
             root,
             counters: state::Counters::default(),
             start: Instant::now(),
             trace,
+            clock_zero_unix_ns,
             config,
         });
         let mut workers = Vec::with_capacity(shared.config.workers);
@@ -316,4 +321,11 @@ async fn main_loop(
         fsynced_files: fsynced,
         balanced,
     })
+}
+
+/// Now in UNIX-epoch nanoseconds (0 before 1970).
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -113,4 +113,7 @@ pub(crate) struct Shared {
     pub(crate) start: Instant,
     /// The request trace, when asked for (header written at creation).
     pub(crate) trace: Option<Mutex<iosets_period::trace::TraceWriter<File>>>,
+    /// The UNIX-epoch nanosecond at which the scheduler's clock read zero: converts the phase
+    /// stamps clients send (wall clock) into the scheduler's time base, and opens the trace.
+    pub(crate) clock_zero_unix_ns: u64,
 }

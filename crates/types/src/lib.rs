@@ -212,6 +212,11 @@ pub struct Request {
     pub priority: Option<Priority>,
     /// When it reached the scheduler; set by whoever enqueues it.
     pub arrival: Nanos,
+    /// When the job's current I/O phase started, as the client saw it, in the scheduler's time
+    /// base (the server converts the client's wall-clock stamp): every server that receives a
+    /// request of that phase sees the same stamp, so `iosets` with `order=phase` picks the same
+    /// job of a set on every server. `None`: no stamp (the policy uses the arrival time).
+    pub phase: Option<Nanos>,
 }
 
 impl Request {
@@ -239,6 +244,7 @@ impl Request {
             op,
             priority: None,
             arrival: Nanos::ZERO,
+            phase: None,
         })
     }
 
@@ -289,6 +295,13 @@ impl RequestBuilder {
     /// When the request arrived (for drivers that stamp it themselves).
     pub fn arrival(mut self, arrival: Nanos) -> RequestBuilder {
         self.0.arrival = arrival;
+        self
+    }
+
+    /// The start of the job's current I/O phase, in the scheduler's time base (see
+    /// [`Request::phase`]).
+    pub fn phase(mut self, phase: Option<Nanos>) -> RequestBuilder {
+        self.0.phase = phase;
         self
     }
 

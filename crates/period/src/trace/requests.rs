@@ -314,6 +314,14 @@ impl<W: Write> TraceWriter<W> {
         Ok(w)
     }
 
+    /// A writer that starts a trace whose clock's zero is `unix_ns` (UNIX-epoch nanoseconds): a
+    /// comment line [`CLOCK_ZERO`]`<unix_ns>` comes first, so traces of servers started at
+    /// different times can be put on one time line ([`clock_zero`]); then the header.
+    pub fn with_clock_zero(mut sink: W, unix_ns: u64) -> std::io::Result<TraceWriter<W>> {
+        writeln!(sink, "{CLOCK_ZERO}{unix_ns}")?;
+        TraceWriter::new(sink)
+    }
+
     /// A writer that continues a trace whose header is already written.
     pub fn append(sink: W) -> TraceWriter<W> {
         TraceWriter {
@@ -338,6 +346,20 @@ impl<W: Write> TraceWriter<W> {
     pub fn into_inner(self) -> std::io::Result<W> {
         self.csv.into_inner().map_err(|e| e.into_error())
     }
+}
+
+/// The comment that opens a trace written by [`TraceWriter::with_clock_zero`], followed by the
+/// UNIX-epoch nanosecond at which the trace's clock reads zero.
+pub const CLOCK_ZERO: &str = "# clock_zero_unix_ns=";
+
+/// The UNIX-epoch nanosecond at which `text`'s clock reads zero, from a [`CLOCK_ZERO`] comment
+/// before its header; `None` if there is none (or it does not parse).
+pub fn clock_zero(text: &str) -> Option<u64> {
+    text.lines()
+        .map(str::trim)
+        .take_while(|l| l.is_empty() || l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(CLOCK_ZERO))
+        .and_then(|n| n.trim().parse().ok())
 }
 
 /// True if `text`'s header (its first line that is neither blank nor a `#` comment) names the
@@ -587,6 +609,30 @@ mod tests {
             .map(|c| c.name)
             .collect();
         assert_eq!(required.join(","), REQUIRED);
+    }
+
+    #[test]
+    fn the_clock_zero_comment_round_trips_and_is_skipped_by_readers() {
+        let mut w = TraceWriter::with_clock_zero(Vec::new(), 1_764_000_000_000_000_123).unwrap();
+        w.write(&RequestRecord::new(
+            JobId(3),
+            TraceOp::Write,
+            0,
+            4096,
+            Nanos(5),
+        ))
+        .unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(clock_zero(&text), Some(1_764_000_000_000_000_123));
+        assert!(is_request_trace(&text));
+        let rows = parse_requests(&text).unwrap();
+        assert_eq!((rows.len(), rows[0].job, rows[0].len), (1, JobId(3), 4096));
+        assert_eq!(clock_zero("job,op,offset,len,arrival_ns\n"), None);
+        // Only comments before the header count.
+        assert_eq!(
+            clock_zero("job,op,offset,len,arrival_ns\n# clock_zero_unix_ns=5\n"),
+            None
+        );
     }
 
     #[test]

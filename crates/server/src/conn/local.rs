@@ -373,6 +373,7 @@ mod tests {
 
     fn frame(tag: u64, req: Request) -> Vec<u8> {
         let h = Header {
+            phase: None,
             tag,
             job: JobId(1),
             priority: None,

@@ -72,6 +72,7 @@ impl Conn {
         let tag = self.next_tag;
         self.next_tag += 1;
         let h = Header {
+            phase: None,
             tag,
             job: JobId(self.job),
             priority: self.priority.and_then(Priority::new),
