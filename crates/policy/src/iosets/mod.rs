@@ -7,8 +7,10 @@
 //!    queued *and* nothing in service; only then does the set pass on. While the holder has a request
 //!    in service and nothing queued, other jobs of the set wait (the set is blocked, not idle-able by
 //!    timer: it resumes on the holder's completion). The next holder is the waiting job whose current
-//!    burst arrived first (`order=arrival`, the paper's rule) or the next job id after the last
-//!    holder, wrapping around (`order=jobid`, seed 004's BeeGFS rule).
+//!    I/O phase began first by the stamp its client put on the requests (`order=phase`, the
+//!    default: the same choice on every server, see below), whose burst arrived first here
+//!    (`order=arrival`, the paper's rule), or the next job id after the last holder, wrapping
+//!    around (`order=jobid`, seed 004's BeeGFS rule).
 //! 2. **Across sets, weighted fair queuing by bytes** with the set priorities as weights
 //!    ([`crate::wf2q::Wf2q`]): sets with priorities 0.1 and 0.01, both backlogged, get 10:1 of the
 //!    bytes; a set with nothing dispatchable takes no share.
@@ -43,11 +45,30 @@
 //! - a job alone in a set of its own never lingers (nobody could take its set); a priority change
 //!   or a [`Policy::drain`] ends a linger and retires the job.
 //!
+//! **Exclusivity across servers (`order=phase`).** A job's file is striped over servers that never
+//! talk to each other. The client (`iosets_client`, hence the mount) stamps every request with
+//! the start of its job's current I/O phase, the same stamp on every server; the server turns it
+//! into its own time base ([`Request::phase`]). A job's burst is keyed by `(stamp, job id)`; a
+//! waiting job whose key is lower than the holder's takes the set as soon as the holder's
+//! requests in service finish (the holder waits with its own key, so it is next), and a
+//! lingering holder whose next request carries a *new* stamp queues like any other job. So every
+//! server serves the job whose phase began first, whichever request reached it first. Failure
+//! cases, bounded: a server that has not yet seen the earlier job serves the later one until the
+//! earlier one's first request arrives (one request of overlap); the tail of a phase on one
+//! server can overlap the next job's start on another for up to `hold_idle_ms` less than the
+//! tail (set `hold_idle_ms` to cover the spread of a job's last requests across servers); client
+//! clocks that disagree change who goes first, never whether servers agree; a stamp older than
+//! `max_phase_age_ms` when seen counts as that old (a lying or stuck client cannot hold a set
+//! forever; an honest client stamps an endless phase anew after its `max_phase`); equal stamps
+//! go by job id. Requests without a stamp are keyed by their arrival here.
+//!
 //! A job's priority, first match wins: set from the control plane ([`Policy::set_priority`]); from its
 //! period given as tunable `period.<job>=<seconds>`, mapped by Set-b with base `base`
-//! ([`crate::set10::SetMapping`]); the hint on its latest request; else none — then it is put in a
-//! set of its own (keyed by its job id) with `default_priority` (seed 004: 1/50), so jobs without an
-//! estimate never exclude each other.
+//! ([`crate::set10::SetMapping`]); the hint on its latest request; else none — then it joins the
+//! shared **new** set at `default_priority` (1/50, `unknown=shared`, DESIGN.md: newcomers take
+//! turns from their first phase instead of sharing the device and staying in step), or, with
+//! `unknown=own` (seed 004's prior), a set of its own. A job still without priority after
+//! `unknown_phases` distinct phase stamps is aperiodic: it leaves the new set for a set of its own.
 //!
 //! When a job's priority changes it moves, with its queue, to the new set. If it had a request in
 //! service, the old set is released at once and in the new set it holds only if the set was free:
@@ -81,8 +102,27 @@ pub const NAME: &str = "iosets";
 pub const TUNABLES: &[TunableSpec] = &[
     TunableSpec {
         name: "order",
-        default: "arrival",
-        help: "who holds a set next: arrival (first burst to arrive, the paper) or jobid (next id, seed 004)",
+        default: "phase",
+        help: "who holds a set next: arrival (first burst to arrive here, the paper), jobid (next id, \
+               seed 004) or phase (earliest phase stamp from the client, the same on every server)",
+    },
+    TunableSpec {
+        name: "max_phase_age_ms",
+        default: "120000",
+        help: "order=phase: a phase stamp older than this (in the server's time) counts as this old, \
+               so a client cannot hold a set forever with an old stamp, in ms (>= 1)",
+    },
+    TunableSpec {
+        name: "unknown",
+        default: "shared",
+        help: "where a job without priority goes: shared (one \"new\" set, exclusive among newcomers, \
+               DESIGN) or own (a set of its own, seed 004)",
+    },
+    TunableSpec {
+        name: "unknown_phases",
+        default: "16",
+        help: "unknown=shared: a job still without priority after this many distinct phase stamps \
+               (aperiodic) leaves the new set for a set of its own (0 = never)",
     },
     TunableSpec {
         name: "max_exclusive_ms",
@@ -99,7 +139,7 @@ pub const TUNABLES: &[TunableSpec] = &[
     TunableSpec {
         name: "default_priority",
         default: "0.02",
-        help: "priority of a job with no priority yet; it gets a set of its own (seed 004: 1/50)",
+        help: "priority of the set of jobs with no priority yet (seed 004: 1/50)",
     },
     TunableSpec {
         name: "base",
@@ -120,15 +160,36 @@ pub enum Order {
     Arrival,
     /// The next job id after the last holder, wrapping (seed 004's BeeGFS implementation).
     JobId,
+    /// The job whose current I/O phase began first, by the stamp its client put on every
+    /// request of the phase ([`Request::phase`]), ties by job id. All servers see the same stamps,
+    /// so all pick the same job: exclusivity holds across servers. A job with an earlier stamp
+    /// takes the set from a later holder as soon as one of its requests arrives (after the
+    /// holder's requests in service finish). Requests without a stamp use their arrival time.
+    Phase,
 }
+
+/// Where a job without priority goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// One shared "new" set at the default priority, exclusive among newcomers (DESIGN.md).
+    Shared,
+    /// A set of its own at the default priority (seed 004).
+    Own,
+}
+
+/// How many jobs' counts of phases without priority are kept before they are all dropped (the
+/// aperiodic guard then starts counting again).
+const MAX_UNKNOWN_TRACKED: usize = 65_536;
 
 /// How many emptied job queues are kept for reuse.
 const SPARE_QUEUES: usize = 256;
 
-/// A set: all jobs of one priority, or a job without priority alone.
+/// A set: all jobs of one priority, the jobs without priority yet, or one job alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum SetKey {
     Priority(u64),
+    /// The shared set of jobs without priority (`unknown=shared`).
+    New,
     Solo(JobId),
 }
 
@@ -170,7 +231,7 @@ enum Waiters {
 impl Waiters {
     fn new(order: Order) -> Waiters {
         match order {
-            Order::Arrival => Waiters::Arrival(BTreeSet::new()),
+            Order::Arrival | Order::Phase => Waiters::Arrival(BTreeSet::new()),
             Order::JobId => Waiters::JobId(BTreeSet::new()),
         }
     }
@@ -254,6 +315,9 @@ struct Set {
     holder: Option<Slot>,
     /// The holder exceeded `max_exclusive` and waits for its in-service requests to finish.
     yielding: bool,
+    /// The holder yields to a job with an earlier phase (`order=phase`): it queues again with
+    /// its own burst, not a new one.
+    keep_burst: bool,
     /// When the holder took the set.
     held_since: Nanos,
     /// Since when some other job has been waiting while the holder holds (None: nobody waits).
@@ -273,6 +337,14 @@ struct Set {
 #[derive(Debug)]
 pub struct IoSets {
     order: Order,
+    unknown: Unknown,
+    /// `order=phase`: the oldest a stamp may be, relative to the time it is seen.
+    max_phase_age: Nanos,
+    /// `unknown=shared`: phases after which a job still without priority gets a set of its own
+    /// (0: never).
+    unknown_phases: u32,
+    /// Jobs without priority: how many distinct phase stamps each has shown, and the last one.
+    unknown_seen: IdMap<JobId, (u32, Nanos)>,
     max_exclusive: Option<Nanos>,
     default_priority: Priority,
     jobs: Slab<Job>,
@@ -305,6 +377,10 @@ impl IoSets {
     pub fn new(order: Order, max_exclusive: Option<Nanos>, default_priority: Priority) -> IoSets {
         IoSets {
             order,
+            unknown: Unknown::Own,
+            max_phase_age: Nanos::from_millis(120_000),
+            unknown_phases: 0,
+            unknown_seen: IdMap::default(),
             max_exclusive,
             default_priority,
             jobs: Slab::new(),
@@ -324,6 +400,20 @@ impl IoSets {
         }
     }
 
+    /// Where jobs without priority go; with [`Unknown::Shared`], a job still without priority
+    /// after `aperiodic_after` distinct phase stamps (0: never) gets a set of its own.
+    pub fn with_unknown(mut self, unknown: Unknown, aperiodic_after: u32) -> IoSets {
+        self.unknown = unknown;
+        self.unknown_phases = aperiodic_after;
+        self
+    }
+
+    /// `order=phase`: a stamp older than `age` when seen counts as that old.
+    pub fn with_max_phase_age(mut self, age: Nanos) -> IoSets {
+        self.max_phase_age = age;
+        self
+    }
+
     /// Sets the anticipation window (`hold_idle_ms`, see the module docs); `None` or zero: none.
     pub fn with_hold_idle(mut self, hold: Option<Nanos>) -> IoSets {
         self.hold_idle = hold.filter(|h| *h > Nanos::ZERO);
@@ -331,10 +421,17 @@ impl IoSets {
     }
 
     pub(crate) fn from_tunables(t: &mut Tunables) -> Result<IoSets, PolicyError> {
-        let order = match t.choice("order", &["arrival", "jobid"])? {
+        let order = match t.choice("order", &["arrival", "jobid", "phase"])? {
             "jobid" => Order::JobId,
+            "phase" => Order::Phase,
             _ => Order::Arrival,
         };
+        let unknown = match t.choice("unknown", &["shared", "own"])? {
+            "own" => Unknown::Own,
+            _ => Unknown::Shared,
+        };
+        let unknown_phases = t.u64_in("unknown_phases", 0, 1_000_000)? as u32;
+        let age_ms = t.u64_in("max_phase_age_ms", 1, 86_400_000)?;
         let ms = t.u64_in("max_exclusive_ms", 0, 86_400_000)?;
         let max_exclusive = (ms > 0).then(|| Nanos::from_millis(ms));
         let hold_ms = t.u64_in("hold_idle_ms", 0, 60_000)?;
@@ -349,7 +446,9 @@ impl IoSets {
             expected: "a finite number > 1".into(),
         })?;
         let mut policy = IoSets::new(order, max_exclusive, default_priority)
-            .with_hold_idle(Some(Nanos::from_millis(hold_ms)));
+            .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
+            .with_unknown(unknown, unknown_phases)
+            .with_max_phase_age(Nanos::from_millis(age_ms));
         for (job, period) in t.family_positive_f64("period.")? {
             policy.configure_period(JobId(job), period, &mapping);
         }
@@ -373,8 +472,100 @@ impl IoSets {
             .or(hint)
         {
             Some(p) => (SetKey::Priority(p.key()), p),
+            None if self.unknown == Unknown::Shared && !self.aperiodic(job) => {
+                (SetKey::New, self.default_priority)
+            }
             None => (SetKey::Solo(job), self.default_priority),
         }
+    }
+
+    /// True if job `job`, without priority, has shown more phases than `unknown_phases` allows.
+    fn aperiodic(&self, job: JobId) -> bool {
+        self.unknown_phases > 0
+            && self
+                .unknown_seen
+                .get(&job)
+                .is_some_and(|&(n, _)| n > self.unknown_phases)
+    }
+
+    /// Counts a burst of job `job`, without priority, that carries phase stamp `phase`: a new
+    /// stamp is a new phase (bursts of one phase carry the same stamp).
+    fn count_unknown_phase(&mut self, job: JobId, phase: Nanos) {
+        if self.unknown_phases == 0 || self.unknown != Unknown::Shared {
+            return;
+        }
+        if self.unknown_seen.len() >= MAX_UNKNOWN_TRACKED && !self.unknown_seen.contains_key(&job) {
+            self.unknown_seen.clear();
+        }
+        let e = self.unknown_seen.entry(job).or_insert((0, Nanos::ZERO));
+        if e.0 == 0 || e.1 != phase {
+            *e = (e.0.saturating_add(1), phase);
+        }
+    }
+
+    /// The burst a request of job `job` that finds it with nothing queued or in service begins:
+    /// its phase stamp under `order=phase` (no older than `max_phase_age`, ties by job id), else
+    /// its arrival with a fresh sequence number.
+    fn burst_of(&mut self, job: JobId, phase: Option<Nanos>, now: Nanos) -> Burst {
+        match self.order {
+            Order::Phase => Burst {
+                at: self.phase_at(phase, now),
+                seq: job.0,
+            },
+            _ => Burst {
+                at: now,
+                seq: self.next_seq(),
+            },
+        }
+    }
+
+    /// `order=phase`: when a request stamped `phase` seen at `now` says its phase began.
+    fn phase_at(&self, phase: Option<Nanos>, now: Nanos) -> Nanos {
+        phase.map_or(now, |p| p.max(now.saturating_sub(self.max_phase_age)))
+    }
+
+    /// A burst for job `j` queueing again after yielding its set at `now`.
+    fn renewed_burst(&mut self, j: Slot, now: Nanos) -> Burst {
+        let seq = match self.order {
+            Order::Phase => self.jobs[j].id.0,
+            _ => self.next_seq(),
+        };
+        Burst { at: now, seq }
+    }
+
+    /// `order=phase`: if waiting job `j` began its phase before the holder of its set, the
+    /// holder gives the set up (at once if it has nothing in service, else once that finishes)
+    /// and queues again with its own burst; `j` is next.
+    fn challenge(&mut self, j: Slot, now: Nanos) {
+        if self.order != Order::Phase || !self.jobs[j].waiting {
+            return;
+        }
+        let s = self.jobs[j].set;
+        let set = &self.sets[s];
+        let Some(h) = set.holder else {
+            return;
+        };
+        if set.yielding || self.jobs[h].burst <= self.jobs[j].burst {
+            return;
+        }
+        let holder = &self.jobs[h];
+        if holder.in_service > 0 {
+            let set = &mut self.sets[s];
+            set.yielding = true;
+            set.keep_burst = true;
+        } else if holder.queue.is_empty() {
+            // A lingering holder: its linger ends and it retires.
+            self.retire(h);
+            return;
+        } else {
+            let id = holder.id;
+            let set = &mut self.sets[s];
+            set.holder = None;
+            set.linger = None;
+            set.last_holder = Some(id);
+            self.start_waiting(h, now);
+        }
+        self.refresh(s);
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -436,7 +627,7 @@ impl IoSets {
         if set.members == 0 {
             debug_assert!(head.is_none());
             let set = self.sets.remove(s);
-            if let SetKey::Priority(_) = set.key {
+            if !matches!(set.key, SetKey::Solo(_)) {
                 self.set_slots.remove(&set.key);
             }
             if self.spare_waiters.len() < SPARE_QUEUES {
@@ -456,7 +647,7 @@ impl IoSets {
     /// The slot of set `key`, which exists.
     fn set_slot(&self, key: SetKey) -> Slot {
         match key {
-            SetKey::Priority(_) => self.set_slots[&key],
+            SetKey::Priority(_) | SetKey::New => self.set_slots[&key],
             SetKey::Solo(job) => self.jobs[self.job_slots[&job]].set,
         }
     }
@@ -464,7 +655,7 @@ impl IoSets {
     /// Adds job `j` to the set `key` (creating it), as waiter or holder.
     fn join(&mut self, j: Slot, key: SetKey, priority: Priority, now: Nanos) -> Slot {
         let existing = match key {
-            SetKey::Priority(_) => self.set_slots.get(&key).copied(),
+            SetKey::Priority(_) | SetKey::New => self.set_slots.get(&key).copied(),
             // A job's own set exists only while the job is in it, and it is joining now.
             SetKey::Solo(_) => None,
         };
@@ -477,6 +668,7 @@ impl IoSets {
                     members: 0,
                     holder: None,
                     yielding: false,
+                    keep_burst: false,
                     held_since: now,
                     contended_since: None,
                     last_holder: None,
@@ -487,7 +679,7 @@ impl IoSets {
                     linger: None,
                     backlogged: false,
                 });
-                if let SetKey::Priority(_) = key {
+                if !matches!(key, SetKey::Solo(_)) {
                     self.set_slots.insert(key, s);
                 }
                 s
@@ -522,6 +714,7 @@ impl IoSets {
         if set.holder == Some(j) {
             set.holder = None;
             set.yielding = false;
+            set.keep_burst = false;
             set.linger = None;
             set.last_holder = Some(job.id);
         }
@@ -553,6 +746,7 @@ impl IoSets {
         let set = &mut self.sets[s];
         set.holder = Some(next);
         set.yielding = false;
+        set.keep_burst = false;
         set.held_since = now;
         set.contended_since = (!set.waiting.is_empty()).then_some(now);
         Some(next)
@@ -575,12 +769,12 @@ impl IoSets {
             self.sets[s].yielding = true;
             return;
         }
-        let seq = self.next_seq();
+        let burst = self.renewed_burst(h, now);
         let set = &mut self.sets[s];
         set.holder = None;
         set.last_holder = Some(self.jobs[h].id);
         let job = &mut self.jobs[h];
-        job.burst = Burst { at: now, seq };
+        job.burst = burst;
         if !job.queue.is_empty() {
             self.start_waiting(h, now);
         }
@@ -606,8 +800,34 @@ impl Policy for IoSets {
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
         self.len += 1;
-        let seq = self.next_seq();
+        if self.order == Order::Phase && req.phase.is_some() {
+            if let Some(&j) = self.job_slots.get(&req.job) {
+                let at = self.phase_at(req.phase, now);
+                let job = &self.jobs[j];
+                if job.queue.is_empty() && job.in_service == 0 && at != job.burst.at {
+                    // A lingering holder's request of a new phase: the linger ends, and the new
+                    // phase queues like any other.
+                    self.retire(j);
+                } else if job.waiting && at < job.burst.at {
+                    // The job's phase began earlier elsewhere (another node of the job stamped
+                    // it first): it takes the earlier place.
+                    self.stop_waiting(j);
+                    self.jobs[j].burst.at = at;
+                    self.start_waiting(j, now);
+                    self.challenge(j, now);
+                }
+            }
+        }
         let Some(&j) = self.job_slots.get(&req.job) else {
+            let burst = self.burst_of(req.job, req.phase, now);
+            if self.unknown == Unknown::Shared
+                && req.phase.is_some()
+                && !self.explicit.contains_key(&req.job)
+                && !self.configured.contains_key(&req.job)
+                && req.priority.is_none()
+            {
+                self.count_unknown_phase(req.job, burst.at);
+            }
             let (key, priority) = self.placement(req.job, req.priority);
             let mut queue = self.spare.pop().unwrap_or_default();
             queue.push_back(req);
@@ -617,12 +837,13 @@ impl Policy for IoSets {
                 in_service: 0,
                 set: 0,
                 waiting: false,
-                burst: Burst { at: now, seq },
+                burst,
                 hint: req.priority,
             });
             self.job_slots.insert(req.job, j);
             let s = self.join(j, key, priority, now);
             self.refresh(s);
+            self.challenge(j, now);
             return;
         };
         let job = &mut self.jobs[j];
@@ -637,6 +858,7 @@ impl Policy for IoSets {
             set.linger = None;
         } else if !job.waiting {
             self.start_waiting(j, now);
+            self.challenge(j, now);
         }
         if hint_changed {
             self.place(j, now);
@@ -713,13 +935,19 @@ impl Policy for IoSets {
         let s = job.set;
         if self.sets[s].holder == Some(j) && self.sets[s].yielding {
             // The holder yielded and its last request in service is done: the set passes on and
-            // the job queues again with a new burst.
-            let seq = self.next_seq();
+            // the job queues again, with a new burst (its tenure ran out) or its own (a job with
+            // an earlier phase took the set).
+            let burst = if self.sets[s].keep_burst {
+                self.jobs[j].burst
+            } else {
+                self.renewed_burst(j, now)
+            };
             let set = &mut self.sets[s];
             set.holder = None;
             set.yielding = false;
+            set.keep_burst = false;
             set.last_holder = Some(self.jobs[j].id);
-            self.jobs[j].burst = Burst { at: now, seq };
+            self.jobs[j].burst = burst;
             self.start_waiting(j, now);
         }
         self.refresh(s);
@@ -733,6 +961,7 @@ impl Policy for IoSets {
         let (key, priority) = self.placement(req.job, req.priority.or(known));
         let queue = match key {
             SetKey::Priority(bits) => QueueId::Set(bits),
+            SetKey::New => QueueId::Set(self.default_priority.key()),
             SetKey::Solo(job) => QueueId::Job(job),
         };
         Some(QueueWeight {
@@ -772,7 +1001,10 @@ impl Policy for IoSets {
 
     fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {
         match priority {
-            Some(p) => self.explicit.insert(job, p),
+            Some(p) => {
+                self.unknown_seen.remove(&job);
+                self.explicit.insert(job, p)
+            }
             None => self.explicit.remove(&job),
         };
         if let Some(&j) = self.job_slots.get(&job) {

@@ -437,3 +437,191 @@ fn hold_idle_ms_is_validated() {
     let pairs = crate::tunables::parse_pairs(&["hold_idle_ms=60000"]).unwrap();
     assert!(crate::build(NAME, &pairs).is_ok());
 }
+
+/// A request of `job` (priority 0.1) stamped with phase `phase`.
+fn phased(id: u64, job: u64, phase: u64) -> Request {
+    let mut r = req(id, job, 0.1);
+    r.phase = Some(Nanos(phase));
+    r
+}
+
+fn by_phase() -> IoSets {
+    IoSets::new(Order::Phase, None, Priority::new(0.02).unwrap())
+}
+
+/// Feeds `arrivals` (request, time) to `p`, serving one request at a time (one worker), and
+/// returns the jobs in the order they were served.
+fn serve_one_at_a_time(p: &mut IoSets, arrivals: &[(Request, u64)]) -> Vec<u64> {
+    let mut served = Vec::new();
+    let mut now = 0;
+    let mut next = 0;
+    let mut in_service: Option<Request> = None;
+    loop {
+        while next < arrivals.len() && arrivals[next].1 <= now {
+            p.enqueue(arrivals[next].0, Nanos(now));
+            next += 1;
+        }
+        if let Some(r) = in_service.take() {
+            p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
+        }
+        match p.dispatch(Nanos(now)) {
+            Dispatch::Ready(b) => {
+                served.push(b.head().job.0);
+                in_service = Some(*b.head());
+            }
+            _ if next == arrivals.len() => break,
+            _ => {}
+        }
+        now += 1;
+    }
+    served
+}
+
+#[test]
+fn phase_order_makes_two_servers_pick_the_same_job() {
+    // Job 5's phase began at 100, job 6's at 50 (its client stamped it first), both in one
+    // set. Server A sees job 5's requests first, server B job 6's; each request takes one
+    // tick to serve.
+    let five = |i: u64| phased(i, 5, 100);
+    let six = |i: u64| phased(10 + i, 6, 50);
+    let a: Vec<(Request, u64)> = vec![(five(1), 0), (five(2), 0), (six(1), 1), (six(2), 1)];
+    let b: Vec<(Request, u64)> = vec![(six(1), 0), (six(2), 0), (five(1), 1), (five(2), 1)];
+    // A started job 5 (the only job it knew), then hands the set to job 6 as soon as job 5's
+    // request in service is done; B serves job 6 first anyway.
+    assert_eq!(serve_one_at_a_time(&mut by_phase(), &a), [5, 6, 6, 5]);
+    assert_eq!(serve_one_at_a_time(&mut by_phase(), &b), [6, 6, 5, 5]);
+    // By arrival, A would have served all of job 5 first while B served job 6.
+    let mut arrival = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
+    assert_eq!(serve_one_at_a_time(&mut arrival, &a), [5, 5, 6, 6]);
+}
+
+#[test]
+fn equal_stamps_are_ordered_by_job_id_on_every_server() {
+    for first in [7, 3] {
+        let second = 10 - first;
+        let arrivals = vec![
+            (phased(1, first, 40), 0),
+            (phased(2, first, 40), 0),
+            (phased(3, second, 40), 0),
+        ];
+        // Whoever arrived first, all of job 3 goes first.
+        let order = serve_one_at_a_time(&mut by_phase(), &arrivals);
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(order, sorted);
+    }
+}
+
+#[test]
+fn a_new_phase_of_a_lingering_holder_queues_behind_earlier_phases() {
+    let mut p = by_phase().with_hold_idle(Some(Nanos(100)));
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    let r = take(&mut p, 0);
+    p.enqueue(phased(2, 6, 20), Nanos(1));
+    done(&mut p, &r, 2);
+    // Job 5 lingers (nothing of it queued); its next request is of the same phase: it goes on.
+    p.enqueue(phased(3, 5, 10), Nanos(3));
+    assert_eq!(take(&mut p, 3).job.0, 5);
+    let mut p = by_phase().with_hold_idle(Some(Nanos(100)));
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    let r = take(&mut p, 0);
+    p.enqueue(phased(2, 6, 20), Nanos(1));
+    done(&mut p, &r, 2);
+    // Now a request of a *new* phase (stamped 30): job 6's phase began earlier.
+    p.enqueue(phased(3, 5, 30), Nanos(3));
+    assert_eq!(take(&mut p, 3).job.0, 6);
+}
+
+#[test]
+fn an_old_stamp_counts_only_as_old_as_the_bound() {
+    for (age, next) in [(1_000, 6), (1_000_000, 5)] {
+        let mut p = by_phase().with_max_phase_age(Nanos(age));
+        // Job 6's phase began at 4,500; it holds the set.
+        p.enqueue(phased(1, 6, 4_500), Nanos(5_000));
+        p.enqueue(phased(2, 6, 4_500), Nanos(5_000));
+        let r = take(&mut p, 5_000);
+        // Job 5 claims a phase from time 0, seen at 10,000: with a bound of 1,000 it counts as
+        // 9,000 and waits; unbounded, it would take the set.
+        p.enqueue(phased(3, 5, 0), Nanos(10_000));
+        done(&mut p, &r, 10_001);
+        assert_eq!(take(&mut p, 10_001).job.0, next, "age {age}");
+    }
+}
+
+#[test]
+fn jobs_without_priority_share_one_new_set() {
+    let mut p = crate::build(NAME, &[("order".into(), "phase".into())]).unwrap();
+    let unknown = |id: u64, job: u64, phase: u64| {
+        let mut r = Request::builder(JobId(job), Op::Write)
+            .id(RequestId(id))
+            .file(FileId(job))
+            .range(0, 10)
+            .build();
+        r.phase = Some(Nanos(phase));
+        r
+    };
+    p.enqueue(unknown(1, 1, 0), Nanos(0));
+    p.enqueue(unknown(2, 2, 1), Nanos(0));
+    let a = match p.dispatch(Nanos(0)) {
+        Dispatch::Ready(b) => *b.head(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(a.job.0, 1);
+    // Exclusive among newcomers: job 2 waits while job 1 has a request in service.
+    assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
+    p.complete(a.id, Outcome::Done { bytes: 10 }, Nanos(2));
+    assert!(matches!(p.dispatch(Nanos(2)), Dispatch::Ready(_)));
+    // Seed 004's prior on request: a set each.
+    let mut own = crate::build(NAME, &[("unknown".into(), "own".into())]).unwrap();
+    own.enqueue(unknown(1, 1, 0), Nanos(0));
+    own.enqueue(unknown(2, 2, 0), Nanos(0));
+    assert!(matches!(own.dispatch(Nanos(0)), Dispatch::Ready(_)));
+    assert!(matches!(own.dispatch(Nanos(0)), Dispatch::Ready(_)));
+}
+
+#[test]
+fn an_aperiodic_job_leaves_the_new_set_after_its_phases() {
+    let mut p = by_phase().with_unknown(Unknown::Shared, 2);
+    let unknown = |id: u64, job: u64, phase: u64| {
+        let mut r = phased(id, job, phase);
+        r.priority = None;
+        r
+    };
+    // Job 9 holds the new set throughout (a request in service).
+    p.enqueue(unknown(100, 9, 0), Nanos(0));
+    let held = take(&mut p, 0);
+    let mut blocked = Vec::new();
+    // Job 4 shows phases 10, 20, 30 (one request each): after 2 it is aperiodic.
+    for (i, phase) in [10, 20, 30].into_iter().enumerate() {
+        let id = i as u64 + 1;
+        p.enqueue(unknown(id, 4, phase), Nanos(phase));
+        match p.dispatch(Nanos(phase)) {
+            Dispatch::Ready(b) => {
+                assert_eq!(b.head().job.0, 4);
+                done(&mut p, b.head(), phase + 1);
+            }
+            _ => {
+                blocked.push(phase);
+                // Take it back out so the next phase is a new burst.
+                let drained = p.drain();
+                assert_eq!(drained.len(), 1);
+                assert_eq!(drained[0].job.0, 4);
+            }
+        }
+    }
+    // Its first two phases waited behind job 9 (shared set); the third has a set of its own.
+    assert_eq!(blocked, [10, 20]);
+    assert_eq!(held.job.0, 9);
+}
+
+#[test]
+fn order_and_unknown_are_validated() {
+    for (k, v) in [
+        ("order", "fastest"),
+        ("unknown", "ignore"),
+        ("max_phase_age_ms", "0"),
+    ] {
+        let err = crate::build(NAME, &[(k.into(), v.into())]).unwrap_err();
+        assert!(err.to_string().contains(k), "{err}");
+    }
+}
