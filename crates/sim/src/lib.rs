@@ -23,6 +23,7 @@
 
 mod error;
 pub mod fluid;
+pub mod overlap;
 pub mod replay;
 pub mod report;
 pub mod shares;

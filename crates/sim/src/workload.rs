@@ -229,6 +229,7 @@ pub fn from_records(records: &[RequestRecord]) -> Vec<Request> {
         .iter()
         .enumerate()
         .map(|(i, r)| Request {
+            phase: None,
             id: RequestId(i as u64),
             job: r.job,
             class: None,
@@ -452,6 +453,7 @@ fn parse_row(
     let offset = offset.unwrap_or(*next);
     *next = offset.saturating_add(size);
     Ok(Request {
+        phase: None,
         id: RequestId(id),
         job: JobId(job),
         class,
