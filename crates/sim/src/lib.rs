@@ -24,6 +24,7 @@
 mod error;
 pub mod fluid;
 pub mod overlap;
+pub mod phaselog;
 pub mod replay;
 pub mod report;
 pub mod shares;
