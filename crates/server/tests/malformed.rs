@@ -36,6 +36,7 @@ fn bad_frames_are_answered_and_others_keep_being_served() {
     body.extend_from_slice(&8u64.to_le_bytes()); // job
     body.extend_from_slice(&0f64.to_le_bytes()); // priority hint (absent)
     body.extend_from_slice(&[0u8; 8]); // uid, gid (absent)
+    body.extend_from_slice(&[0u8; 8]); // phase stamp (absent)
     body.push(200); // unknown op
     bad.stream.write_all(&raw_frame(&body)).unwrap();
     let (tag, resp) = bad.recv().unwrap();
