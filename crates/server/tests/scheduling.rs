@@ -65,6 +65,11 @@ struct Served {
 fn read_trace(path: &std::path::Path) -> Vec<Served> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = text.lines();
+    // The trace opens with its clock's UNIX zero, then the header.
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with(iosets_period::trace::requests::CLOCK_ZERO));
     assert_eq!(
         lines.next().unwrap(),
         "job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno"
