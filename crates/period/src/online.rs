@@ -8,16 +8,52 @@
 //! not enough, the oldest quarter is dropped. Once an estimate is confident, history older than
 //! [`OnlineConfig::history_periods`] periods is dropped too, so old behaviour fades.
 //!
+//! **Two analyses.** [`OnlineDetector::estimate`] runs the offline analysis ([`crate::detect()`],
+//! spectral, robust to background I/O and jitter) on the whole history, *and* the phase analysis
+//! below on its most recent segments. [`OnlineDetector::estimate_phases`] runs the phase analysis
+//! alone: no spectrum, a few microseconds, cheap enough to run at every new burst.
+//!
+//! **The phase analysis** reads phases directly off the segments, so that a period is known from
+//! the third phase start on (two phase starts give one gap, the third confirms it), whatever the
+//! time scale:
+//! 1. The last 48 segments; a segment under 1/32 of the largest one is background and ignored
+//!    (the newest never is: it may be a phase that has just begun).
+//! 2. Candidate thresholds are the gaps between segments that are at least twice the next smaller
+//!    gap (valleys of the gap distribution). Under a threshold `θ`, segments joined across gaps
+//!    under `θ` form one phase: a phase may hold short gaps (processes reaching a barrier at
+//!    different times, a set holder lingering). The coarsest threshold that passes the checks
+//!    below wins, so the pieces of one phase are never taken for phases of a shorter period.
+//! 3. The intervals between phase starts, newest first, form a *run* while the longest is at most
+//!    1.25 times the shortest (at most 8). The period is the run's mean interval (`w_iter` by
+//!    its definition). It is accepted when every phase of the run is idle inside for at most 20%
+//!    of the period in total, its phases are separated by gaps of at least 20% of it, the newest
+//!    phase began within two periods, and one of:
+//!    - *start-up*: the run holds every interval of the job's history, or every one but the
+//!      first (a first phase stretched by other jobs' I/O), and at least two;
+//!    - *change*: at least three intervals, more than 20% away from the current estimate, and no
+//!      older interval in the window like them (a new behaviour, not a recurring pattern);
+//!    - *steady*: at least four intervals.
+//! 4. Confidence: `k/(k+1) · (1 - CV)` over the run's `k` intervals.
+//!
+//! A *change* replaces the current estimate at once and drops the history before the run, so the
+//! whole-history analysis sees the new behaviour only: a job whose period goes from 900 s to
+//! 90 s, or from 40 s to 400 s, is followed after three of its new periods. Otherwise the
+//! whole-history analysis wins when it is confident and agrees with the phase analysis within
+//! 20%, the phase analysis when it is the only confident one or disagrees.
+//!
+//! Limits: before a job's second phase, a phase cut into three or more evenly spaced pieces looks
+//! like a short period (nothing yet tells the pieces from phases); a new period under 1/100 of the
+//! current one is not seen, as its gaps fall under the join gap (1% of the current period).
+//!
+//! **Reads and writes** are separate streams: [`JobDetector`] keeps one detector per direction,
+//! so that a job that reads, computes, writes and computes has its iteration's period, not half
+//! of it, and a job that only reads is detected like one that only writes.
+//!
 //! **Cost**: [`OnlineDetector::observe`] is amortised O(1) (a comparison and an addition; a fold
 //! of `capacity` segments every `capacity / 4` new ones at worst). [`OnlineDetector::estimate`]
-//! runs the offline analysis ([`crate::detect()`]) twice — on the whole history and on its most
-//! recent quarter — each over at most `capacity` segments and
-//! [`Config::max_bins`](crate::Config::max_bins) bins: bounded, whatever the run length.
-//!
-//! **Change of behaviour**: the recent quarter wins when it is confident and disagrees with the
-//! whole history by more than 20% (or the whole history is not confident any more): a job that
-//! switches from a 10 s to a 100 s period is followed once a few of the new periods fit in that
-//! quarter.
+//! runs the offline analysis once over at most `capacity` segments and
+//! [`Config::max_bins`](crate::Config::max_bins) bins, and the phase analysis over at most 48
+//! segments: bounded, whatever the run length.
 //!
 //! Time is an argument: the detector reads no clock, so the server, the simulator and the tests
 //! drive it alike.
@@ -268,9 +304,9 @@ impl OnlineDetector {
         }
     }
 
-    /// The job's period as of `now`: the analysis of the whole history kept, unless its most
-    /// recent quarter confidently says otherwise (see the module docs). A confident answer
-    /// becomes [`OnlineDetector::current`]. Bounded cost.
+    /// The job's period as of `now`: the whole-history analysis and the phase analysis, chosen
+    /// between as the module docs say. A confident answer becomes [`OnlineDetector::current`].
+    /// Bounded cost.
     pub fn estimate(&mut self, now: Nanos) -> Detection {
         let mut analyzer = match self.analyzer.take() {
             Some(a) => a,
@@ -290,27 +326,408 @@ impl OnlineDetector {
                 best: None,
             };
         };
+        let recent = self.phases(now);
         let end = now.max(first + Nanos(1));
         let truncated = self.truncated;
         let segments = self.segments.make_contiguous();
         let whole = analyzer.analyze_window(segments, first, end, truncated);
-        let recent_start = end - Nanos((end - first).0 / 4);
-        let from = segments.partition_point(|s| s.end < recent_start);
-        let recent = analyzer.analyze_window(&segments[from..], recent_start, end, true);
-        let chosen = match (whole.periodic(), recent.periodic()) {
-            (None, Some(_)) => recent,
-            (Some(w), Some(r))
-                if (r.period.as_secs_f64() / w.period.as_secs_f64() - 1.0).abs() > 0.2 =>
-            {
-                recent
+        let chosen = match (whole.periodic(), recent.detection.periodic()) {
+            (_, Some(_)) if recent.kind == Kind::Change => {
+                self.cut(recent.run_from);
+                recent.detection
             }
+            (None, Some(_)) => recent.detection,
+            (Some(w), Some(r)) if differ(w.period, r.period) => recent.detection,
             _ => whole,
         };
         if let Some(e) = chosen.periodic() {
-            self.current = Some(*e);
-            self.gap = self.config.merge_gap;
-            self.forget_old();
+            self.adopt(*e);
         }
         chosen
+    }
+
+    /// The phase analysis alone (see the module docs): no spectrum, at most 48 segments, so cheap
+    /// enough to run whenever a new burst begins. Its answer becomes [`OnlineDetector::current`]
+    /// when there was none yet, or when it shows a change of behaviour.
+    pub fn estimate_phases(&mut self, now: Nanos) -> Detection {
+        let recent = self.phases(now);
+        if let Some(e) = recent.detection.periodic() {
+            if recent.kind == Kind::Change {
+                self.cut(recent.run_from);
+                self.adopt(*e);
+            } else if self.current.is_none() {
+                self.adopt(*e);
+            }
+        }
+        recent.detection
+    }
+
+    fn adopt(&mut self, e: Estimate) {
+        self.current = Some(e);
+        self.gap = self.config.merge_gap;
+        self.forget_old();
+    }
+
+    /// Drops the segments before `from`, which starts a phase (so the history still begins with
+    /// a whole phase).
+    fn cut(&mut self, from: usize) {
+        if from > 0 {
+            self.segments.drain(..from.min(self.segments.len()));
+            self.truncated = false;
+        }
+    }
+
+    fn phases(&mut self, now: Nanos) -> Finding {
+        let clean = !self.truncated;
+        let current = self.current.map(|e| e.period);
+        let min_phases = self.config.analysis.min_phases;
+        let min_confidence = self.config.analysis.min_confidence;
+        let segments = self.segments.make_contiguous();
+        recent_phases(segments, clean, now, current, min_phases, min_confidence)
+    }
+
+    /// Bytes in the history kept.
+    pub fn held_bytes(&self) -> u64 {
+        self.segments
+            .iter()
+            .fold(0u64, |a, s| a.saturating_add(s.bytes))
+    }
+}
+
+/// Whether two periods differ by more than 20%.
+fn differ(a: Nanos, b: Nanos) -> bool {
+    (b.as_secs_f64() / a.as_secs_f64().max(1e-12) - 1.0).abs() > 0.2
+}
+
+/// Segments the phase analysis reads, newest last.
+const PHASE_WINDOW: usize = 48;
+/// A segment under `1/BACKGROUND_SHARE` of the window's largest is background I/O.
+const BACKGROUND_SHARE: u64 = 32;
+/// Thresholds tried, coarsest first.
+const MAX_THRESHOLDS: usize = 6;
+/// Longest run of intervals averaged.
+const MAX_RUN: usize = 8;
+/// In a run, the longest interval is at most this times the shortest.
+const RUN_SPREAD: f64 = 1.25;
+/// Idle time inside one phase, at most, as a share of the period.
+const INNER_IDLE: f64 = 0.2;
+/// Idle time before a phase of the run, at least, as a share of the period.
+const PHASE_GAP: f64 = 0.2;
+/// A change differs from the current estimate by more than this share.
+const CHANGE: f64 = 0.2;
+
+/// How a phase-analysis answer was reached (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    StartUp,
+    Change,
+    Steady,
+    None,
+}
+
+/// A phase-analysis answer.
+#[derive(Clone, Copy, Debug)]
+struct Finding {
+    detection: Detection,
+    kind: Kind,
+    /// Index in the segments of the run's first phase start.
+    run_from: usize,
+}
+
+/// One segment the phase analysis keeps.
+#[derive(Clone, Copy, Debug)]
+struct Piece {
+    /// Index in the segments.
+    index: usize,
+    start: Nanos,
+    /// Idle time before it; `None` at the start of a clean history (a phase start whatever the
+    /// threshold).
+    gap: Option<Nanos>,
+}
+
+/// The phase analysis of the module docs over `segments` (sorted by start, the last possibly
+/// still growing). `clean`: the first segment is the job's first I/O.
+fn recent_phases(
+    segments: &[Event],
+    clean: bool,
+    now: Nanos,
+    current: Option<Nanos>,
+    min_phases: usize,
+    min_confidence: f64,
+) -> Finding {
+    let none = |reason, best| Finding {
+        detection: Detection::NotPeriodic { reason, best },
+        kind: Kind::None,
+        run_from: 0,
+    };
+    let n = segments.len();
+    if n == 0 {
+        return none(NotPeriodicReason::NoEvents, None);
+    }
+    let from = n - n.min(PHASE_WINDOW);
+    let largest = segments[from..].iter().map(|s| s.bytes).max().unwrap_or(0);
+    let mut pieces: Vec<Piece> = Vec::with_capacity(n - from);
+    let mut prev_end = match from {
+        0 if clean => None,
+        0 => Some(segments[0].start),
+        _ => Some(segments[from - 1].end),
+    };
+    for (i, s) in segments.iter().enumerate().skip(from) {
+        if i + 1 < n && s.bytes.saturating_mul(BACKGROUND_SHARE) < largest {
+            continue;
+        }
+        pieces.push(Piece {
+            index: i,
+            start: s.start,
+            gap: prev_end.map(|e| s.start.saturating_sub(e)),
+        });
+        prev_end = Some(prev_end.map_or(s.end, |e| e.max(s.end)));
+    }
+    let at_history_start = from == 0 && clean;
+
+    // Valleys of the gap distribution, coarsest first.
+    let mut gaps: Vec<u64> = pieces[1..]
+        .iter()
+        .filter_map(|p| p.gap.map(|g| g.0))
+        .filter(|&g| g > 0)
+        .collect();
+    gaps.sort_unstable();
+    gaps.dedup();
+    let mut thresholds: Vec<u64> = Vec::with_capacity(MAX_THRESHOLDS);
+    for k in (0..gaps.len()).rev() {
+        if k == 0 || gaps[k] >= 2 * gaps[k - 1] {
+            thresholds.push(gaps[k]);
+            if thresholds.len() == MAX_THRESHOLDS {
+                break;
+            }
+        }
+    }
+
+    let mut most_phases = pieces.iter().filter(|p| p.gap.is_none()).count();
+    let mut best: Option<Estimate> = None;
+    let mut starts: Vec<usize> = Vec::with_capacity(pieces.len());
+    for theta in thresholds {
+        let theta = Nanos(theta);
+        starts.clear();
+        starts.extend(
+            pieces
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.gap.is_none_or(|g| g >= theta))
+                .map(|(i, _)| i),
+        );
+        most_phases = most_phases.max(starts.len());
+        if starts.len() < min_phases {
+            continue;
+        }
+        let interval = |j: usize| (pieces[starts[j + 1]].start - pieces[starts[j]].start).0 as f64;
+        let intervals = starts.len() - 1;
+        // The run: newest intervals first, while they agree.
+        let (mut run, mut lo, mut hi, mut sum) = (0usize, f64::INFINITY, 0.0f64, 0.0f64);
+        for j in (0..intervals).rev() {
+            let v = interval(j);
+            let (l, h) = (lo.min(v), hi.max(v));
+            if run == MAX_RUN || h > RUN_SPREAD * l {
+                break;
+            }
+            (lo, hi, sum, run) = (l, h, sum + v, run + 1);
+        }
+        if run + 1 < min_phases || run == 0 {
+            continue;
+        }
+        let period = sum / run as f64;
+        let var = (intervals - run..intervals)
+            .map(|j| (interval(j) - period).powi(2))
+            .sum::<f64>()
+            / run as f64;
+        let regularity = (1.0 - var.sqrt() / period).clamp(0.0, 1.0);
+        let estimate = Estimate {
+            period: Nanos(period.round() as u64),
+            confidence: (run as f64 / (run as f64 + 1.0) * regularity).clamp(0.0, 1.0),
+            phases: run + 1,
+            regularity,
+            autocorrelation: 0.0,
+            spectral_period: None,
+        };
+        // The run's phases: real phases, separated by real gaps, the newest one recent.
+        let first = starts.len() - 1 - run;
+        let newest = pieces[starts[starts.len() - 1]].start;
+        let mut shaped = now.saturating_sub(newest).0 as f64 <= 2.0 * period;
+        for j in first..starts.len() {
+            let end = starts.get(j + 1).copied().unwrap_or(pieces.len());
+            let idle: u64 = pieces[starts[j] + 1..end]
+                .iter()
+                .map(|p| p.gap.map_or(0, |g| g.0))
+                .sum();
+            let before = pieces[starts[j]].gap.map_or(f64::INFINITY, |g| g.0 as f64);
+            if idle as f64 > INNER_IDLE * period || (j > first && before < PHASE_GAP * period) {
+                shaped = false;
+                break;
+            }
+        }
+        if !shaped {
+            continue;
+        }
+        let kind = if at_history_start && run + 1 >= intervals {
+            Kind::StartUp
+        } else if run >= 3
+            && current.is_some_and(|c| (period / c.0 as f64 - 1.0).abs() > CHANGE)
+            && (0..intervals - run).all(|j| {
+                let v = interval(j);
+                v * RUN_SPREAD < lo || v > hi * RUN_SPREAD
+            })
+        {
+            Kind::Change
+        } else if run >= 4 {
+            Kind::Steady
+        } else {
+            Kind::None
+        };
+        if kind == Kind::None || estimate.confidence < min_confidence {
+            if best.is_none_or(|b| b.confidence < estimate.confidence) {
+                best = Some(estimate);
+            }
+            continue;
+        }
+        return Finding {
+            detection: Detection::Periodic(estimate),
+            kind,
+            run_from: pieces[starts[first]].index,
+        };
+    }
+    if most_phases < min_phases {
+        none(
+            NotPeriodicReason::TooFewPhases {
+                phases: most_phases,
+            },
+            best,
+        )
+    } else {
+        none(NotPeriodicReason::LowConfidence, best)
+    }
+}
+
+/// Which way a request moved its bytes: each direction has its own phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// From storage to the job.
+    Read,
+    /// From the job to storage.
+    Write,
+}
+
+/// A job's detector with reads and writes apart: one [`OnlineDetector`] per direction, created
+/// at the direction's first request. The job's estimate is the confident one, or with both
+/// confident, the one of the direction holding more bytes in its history (see the module docs).
+#[derive(Debug)]
+pub struct JobDetector {
+    config: OnlineConfig,
+    read: Option<Box<OnlineDetector>>,
+    write: Option<Box<OnlineDetector>>,
+}
+
+impl JobDetector {
+    /// A detector whose directions each use `config`, validated.
+    pub fn new(config: OnlineConfig) -> Result<JobDetector> {
+        OnlineDetector::new(config)?;
+        Ok(JobDetector {
+            config,
+            read: None,
+            write: None,
+        })
+    }
+
+    /// The configuration of each direction.
+    pub fn config(&self) -> &OnlineConfig {
+        &self.config
+    }
+
+    /// The detector of `direction`, if that direction has seen a request.
+    pub fn direction(&self, direction: Direction) -> Option<&OnlineDetector> {
+        match direction {
+            Direction::Read => self.read.as_deref(),
+            Direction::Write => self.write.as_deref(),
+        }
+    }
+
+    /// Takes one completed request of `direction` into account. Amortised O(1).
+    pub fn observe(&mut self, direction: Direction, event: Event) {
+        let slot = match direction {
+            Direction::Read => &mut self.read,
+            Direction::Write => &mut self.write,
+        };
+        slot.get_or_insert_with(|| {
+            Box::new(OnlineDetector::new(self.config).expect("checked by JobDetector::new"))
+        })
+        .observe(event);
+    }
+
+    /// Segments ever opened, over both directions (see [`OnlineDetector::opened`]).
+    pub fn opened(&self) -> u64 {
+        self.both().map(OnlineDetector::opened).sum()
+    }
+
+    /// Heap bytes held by both directions.
+    pub fn heap_bytes(&self) -> usize {
+        self.both()
+            .map(|d| std::mem::size_of::<OnlineDetector>() + d.heap_bytes())
+            .sum()
+    }
+
+    /// The job's latest confident estimate and its direction: the only direction with one, or
+    /// the one holding more bytes in its history (writes on a tie).
+    pub fn current(&self) -> Option<(Direction, Estimate)> {
+        let read = self.read.as_deref().and_then(|d| d.current().copied());
+        let write = self.write.as_deref().and_then(|d| d.current().copied());
+        match (read, write) {
+            (Some(r), Some(w)) => {
+                let (rb, wb) = (
+                    self.read.as_deref().map_or(0, OnlineDetector::held_bytes),
+                    self.write.as_deref().map_or(0, OnlineDetector::held_bytes),
+                );
+                Some(if rb > wb {
+                    (Direction::Read, r)
+                } else {
+                    (Direction::Write, w)
+                })
+            }
+            (Some(r), None) => Some((Direction::Read, r)),
+            (None, Some(w)) => Some((Direction::Write, w)),
+            (None, None) => None,
+        }
+    }
+
+    /// [`OnlineDetector::estimate_with`] on each direction; returns [`JobDetector::current`].
+    pub fn estimate_with(
+        &mut self,
+        analyzer: &mut Analyzer,
+        now: Nanos,
+    ) -> Option<(Direction, Estimate)> {
+        for d in self.both_mut() {
+            d.estimate_with(analyzer, now);
+        }
+        self.current()
+    }
+
+    /// [`OnlineDetector::estimate_phases`] on each direction; returns [`JobDetector::current`].
+    pub fn estimate_phases(&mut self, now: Nanos) -> Option<(Direction, Estimate)> {
+        for d in self.both_mut() {
+            d.estimate_phases(now);
+        }
+        self.current()
+    }
+
+    fn both(&self) -> impl Iterator<Item = &OnlineDetector> + '_ {
+        self.read
+            .as_deref()
+            .into_iter()
+            .chain(self.write.as_deref())
+    }
+
+    fn both_mut(&mut self) -> impl Iterator<Item = &mut OnlineDetector> + '_ {
+        self.read
+            .as_deref_mut()
+            .into_iter()
+            .chain(self.write.as_deref_mut())
     }
 }

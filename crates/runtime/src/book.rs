@@ -6,6 +6,23 @@
 //! its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
 //! `/metrics` exports). Every time is the scheduler's clock.
 //!
+//! # Automatic priorities
+//! Each completed request is fed to the job's [`JobDetector`] as `[arrival, completion]` (reads
+//! and writes apart). Two analyses run on the completion path, both bounded:
+//! - the **phase check** ([`JobDetector::estimate_phases`], no spectrum, a few microseconds)
+//!   whenever a new burst has begun, at most every quarter period (an eighth of the job's age
+//!   until a period is known, at most [`MAX_ESTIMATE_INTERVAL`]): a periodic job gets its set
+//!   at its third phase start, and a change of behaviour is followed within three of its new
+//!   periods, at any time scale;
+//! - the **full estimate** (spectral, [`JobDetector::estimate_with`]) at most every
+//!   [`BookConfig::estimate_every`], backing off while nothing moves.
+//!
+//! The job moves when its set changes. With [`BookConfig::period_error`], every estimate's
+//! period is scaled by a pseudo-random factor before the set is chosen (seed 004's robustness
+//! test): the factor depends only on the seed, the job and the estimate's number, which counts
+//! the job's behaviours (it goes up when the detected period moves by more than 20%), so that the
+//! set does not flap with each re-estimate of one behaviour.
+//!
 //! # Memory
 //! A job's record is [`JOB_RECORD_BYTES`] bytes with detection off (the record, its map slot and
 //! its histogram), plus at most [`DETECTOR_BYTES`] with detection on (the detector's segments; the
@@ -24,8 +41,8 @@ use std::mem::size_of;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use iosets_period::online::{OnlineConfig, OnlineDetector};
-use iosets_period::{Analyzer, Config, Detection, Event};
+use iosets_period::online::{Direction, JobDetector, OnlineConfig};
+use iosets_period::{Analyzer, Config, Event};
 use iosets_policy::set10::SetMapping;
 use iosets_types::hash::IdMap;
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
@@ -40,12 +57,12 @@ pub const SHARDS: usize = 16;
 /// Longest latency the histograms resolve (one hour); longer ones are recorded as one hour.
 use crate::stats::HIGHEST_NS;
 
-/// Segments a job's detector keeps: its buffer then never grows past 256 segments.
-const DETECTOR_SEGMENTS: usize = 255;
+/// Segments each direction of a job's detector keeps: each buffer then never grows past 128
+/// segments, 256 for a job that both reads and writes.
+const DETECTOR_SEGMENTS: usize = 127;
 
-/// Longest time between two estimates of a job's period: a job that changes behaviour is moved
-/// at most this long (plus the history its new period needs) after the change.
-const MAX_ESTIMATE_INTERVAL: Nanos = Nanos(64_000_000_000);
+/// Longest time between two phase checks, or two full estimates, of a job's period.
+pub const MAX_ESTIMATE_INTERVAL: Nanos = Nanos(64_000_000_000);
 
 /// Most new bursts between two estimates of a settled job: a long-period job is re-estimated
 /// every 8 periods at most, not every period.
@@ -67,9 +84,13 @@ fn analysis() -> Config {
 /// 1 ns to one hour).
 pub const JOB_RECORD_BYTES: usize = size_of::<(JobId, JobRecord)>() + 1 + 624 * 4;
 
-/// Most heap bytes a job's detector holds: 256 segments of 24 bytes plus its own fields.
-pub const DETECTOR_BYTES: usize =
-    (DETECTOR_SEGMENTS + 1) * size_of::<Event>() + size_of::<Detect>() + 64;
+/// Most heap bytes a job's detector holds: two directions of 128 segments of 24 bytes, their
+/// detectors' fields, plus its own fields.
+pub const DETECTOR_BYTES: usize = 2
+    * ((DETECTOR_SEGMENTS + 1) * size_of::<Event>()
+        + size_of::<iosets_period::online::OnlineDetector>())
+    + size_of::<Detect>()
+    + 64;
 
 /// Settings of the book. Build from [`BookConfig::default`] with the setters.
 #[derive(Clone, Debug)]
@@ -79,6 +100,8 @@ pub struct BookConfig {
     pub(crate) max_jobs: usize,
     pub(crate) estimate_every: Duration,
     pub(crate) mapping: SetMapping,
+    pub(crate) period_error: f64,
+    pub(crate) period_error_seed: u64,
 }
 
 impl Default for BookConfig {
@@ -91,6 +114,8 @@ impl Default for BookConfig {
             max_jobs: 16_384,
             estimate_every: Duration::from_secs(1),
             mapping: SetMapping::default(),
+            period_error: 0.0,
+            period_error_seed: 0,
         }
     }
 }
@@ -115,7 +140,8 @@ impl BookConfig {
         self
     }
 
-    /// Re-estimate a job's period at most this often (and only once a new burst has begun).
+    /// Run the full (spectral) estimate of a job's period at most this often (and only once a new
+    /// burst has begun). The cheap phase check is not bound by it (see the module docs).
     pub fn estimate_every(mut self, every: Duration) -> BookConfig {
         self.estimate_every = every;
         self
@@ -125,6 +151,28 @@ impl BookConfig {
     pub fn mapping(mut self, mapping: SetMapping) -> BookConfig {
         self.mapping = mapping;
         self
+    }
+
+    /// Scale every automatic estimate's period by a factor drawn uniformly in
+    /// `[1 - fraction, 1 + fraction]`, deterministic from `(seed, job, estimate number)` (see the
+    /// module docs) — seed 004's robustness test used 0.5. `fraction` must be in `[0, 1)`; 0
+    /// (the default) applies every period as detected.
+    pub fn period_error(mut self, fraction: f64, seed: u64) -> Result<BookConfig, InvalidSetting> {
+        if !(0.0..1.0).contains(&fraction) {
+            return Err(InvalidSetting {
+                name: "period_error",
+                value: fraction.to_string(),
+                expected: "a fraction in [0, 1) (0.5: each period scaled by 0.5 to 1.5)",
+            });
+        }
+        self.period_error = fraction;
+        self.period_error_seed = seed;
+        Ok(self)
+    }
+
+    /// The error fraction applied to automatic periods, and its seed.
+    pub fn period_error_fraction(&self) -> (f64, u64) {
+        (self.period_error, self.period_error_seed)
     }
 
     /// Whether automatic priorities are on.
@@ -142,6 +190,31 @@ impl BookConfig {
     pub fn sweep_interval(&self) -> Duration {
         (self.forget_after / 8).clamp(Duration::from_millis(100), Duration::from_secs(60))
     }
+}
+
+/// A [`BookConfig`] setting out of its range.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{name} = {value}: expected {expected}")]
+pub struct InvalidSetting {
+    /// The setting.
+    pub name: &'static str,
+    /// The value refused.
+    pub value: String,
+    /// What it must be.
+    pub expected: &'static str,
+}
+
+/// The factor in `[1 - fraction, 1 + fraction]` of estimate `number` of `job`: a hash of
+/// `(seed, job, number)` (SplitMix64's finaliser) mapped to `[0, 1)`.
+fn error_factor(fraction: f64, seed: u64, job: JobId, number: u64) -> f64 {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let h = mix(mix(mix(seed ^ 0x9e37_79b9_7f4a_7c15) ^ job.0) ^ number);
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+    1.0 + fraction * (2.0 * u - 1.0)
 }
 
 /// Bandwidth over the last second (ten 100 ms slots) and the last ten seconds (ten 1 s slots).
@@ -200,7 +273,13 @@ impl Meter {
 /// A job's period detection.
 #[derive(Debug)]
 struct Detect {
-    detector: OnlineDetector,
+    detector: JobDetector,
+    /// When the job's first request completed.
+    since: Nanos,
+    /// No phase check before this.
+    next_check: Nanos,
+    /// Segments opened at the last phase check: no new burst, no check.
+    opened_at_check: u64,
     next_estimate: Nanos,
     /// Time to the next estimate: doubles after each estimate that moves nothing (up to
     /// [`MAX_ESTIMATE_INTERVAL`]), back to [`BookConfig::estimate_every`] after a move.
@@ -210,7 +289,14 @@ struct Detect {
     bursts: u64,
     /// Segments opened at the last estimate: no new burst, no new estimate.
     opened_at_estimate: u64,
+    /// The detected period.
     period: Option<Nanos>,
+    /// The period the set was chosen from (the detected one, scaled with a period error).
+    applied: Option<Nanos>,
+    /// The estimate's number (see the module docs) and the detected period its factor was drawn
+    /// for.
+    number: u64,
+    drawn_for: Option<Nanos>,
     set: Option<i32>,
 }
 
@@ -287,6 +373,9 @@ pub struct Move {
     pub priority: Priority,
     /// The period detected.
     pub period: Nanos,
+    /// The period the set was chosen from: [`Move::period`] scaled by the period error (equal
+    /// to it without one).
+    pub applied: Nanos,
 }
 
 /// See the module documentation. The [`crate::Scheduler`] holds one and feeds it every
@@ -392,7 +481,12 @@ impl JobBook {
             }
             rec.meter.add(now, moved);
             if self.config.auto_priority && moved > 0 {
-                let m = self.detect(rec, &mut shard.analyzer, req.job, req.arrival, now, moved);
+                let direction = match req.op {
+                    Op::Read => Direction::Read,
+                    Op::Write | Op::Other => Direction::Write,
+                };
+                let event = Event::new(req.arrival, now, moved);
+                let m = self.detect(rec, &mut shard.analyzer, req.job, direction, event, now);
                 moves.extend(m);
             }
         }
@@ -404,9 +498,9 @@ impl JobBook {
         rec: &mut JobRecord,
         analyzer: &mut Option<Analyzer>,
         job: JobId,
-        arrival: Nanos,
+        direction: Direction,
+        event: Event,
         now: Nanos,
-        bytes: u64,
     ) -> Option<Move> {
         let every = Nanos(u64::try_from(self.config.estimate_every.as_nanos()).unwrap_or(u64::MAX));
         let d = rec.detect.get_or_insert_with(|| {
@@ -416,46 +510,84 @@ impl JobBook {
                 ..OnlineConfig::default()
             };
             Box::new(Detect {
-                detector: OnlineDetector::new(config).expect("constant detector settings"),
+                detector: JobDetector::new(config).expect("constant detector settings"),
+                since: now,
+                next_check: now,
+                opened_at_check: 0,
                 next_estimate: now + every,
                 interval: every,
                 bursts: 1,
                 opened_at_estimate: 0,
                 period: None,
+                applied: None,
+                number: 0,
+                drawn_for: None,
                 set: None,
             })
         });
-        d.detector.observe(Event::new(arrival, now, bytes));
-        // Estimate at most once per `interval`, and only once enough new bursts have begun since
-        // the last estimate: a job streaming without pause, or between bursts, costs nothing.
-        if now < d.next_estimate || d.detector.opened() < d.opened_at_estimate + d.bursts {
-            return None;
-        }
-        // Back off until something moves: a job whose set is settled (or that is not periodic)
-        // is re-estimated less and less often.
-        d.next_estimate = now + d.interval;
-        d.interval = Nanos(d.interval.0.saturating_mul(2)).min(MAX_ESTIMATE_INTERVAL.max(every));
-        d.bursts = (d.bursts * 2).min(MAX_BURSTS_BETWEEN);
-        d.opened_at_estimate = d.detector.opened();
-        let analyzer = analyzer.get_or_insert_with(|| {
-            Analyzer::new(d.detector.config().analysis).expect("checked by the detector")
-        });
-        let Detection::Periodic(est) = d.detector.estimate_with(analyzer, now) else {
+        d.detector.observe(direction, event);
+        let opened = d.detector.opened();
+        let found = if now >= d.next_check && opened > d.opened_at_check {
+            // A new burst: the phase check (cheap), at most every quarter period.
+            let found = d.detector.estimate_phases(now);
+            let wait = match found {
+                Some((_, e)) => Nanos(e.period.0 / 4),
+                None => Nanos((now - d.since).0 / 8),
+            };
+            d.next_check = now + wait.min(MAX_ESTIMATE_INTERVAL);
+            d.opened_at_check = opened;
+            found
+        } else if now >= d.next_estimate && opened >= d.opened_at_estimate + d.bursts {
+            // The full estimate, at most once per `interval` and once enough new bursts have
+            // begun: a job streaming without pause, or between bursts, costs nothing. Backs off
+            // until something moves: a job whose set is settled (or that is not periodic) is
+            // re-estimated less and less often.
+            d.next_estimate = now + d.interval;
+            d.interval =
+                Nanos(d.interval.0.saturating_mul(2)).min(MAX_ESTIMATE_INTERVAL.max(every));
+            d.bursts = (d.bursts * 2).min(MAX_BURSTS_BETWEEN);
+            d.opened_at_estimate = opened;
+            let analyzer = analyzer.get_or_insert_with(|| {
+                Analyzer::new(d.detector.config().analysis).expect("checked by the detector")
+            });
+            d.detector.estimate_with(analyzer, now)
+        } else {
             return None;
         };
+        let (_, est) = found?;
         d.period = Some(est.period);
-        let set = self.config.mapping.set_of(est.period.as_secs_f64())?;
+        // A new behaviour (or the first): a new error factor.
+        if d.drawn_for.is_some_and(|p| changed(p, est.period)) {
+            d.number += 1;
+            d.drawn_for = Some(est.period);
+        }
+        d.drawn_for.get_or_insert(est.period);
+        let applied = if self.config.period_error > 0.0 {
+            let f = error_factor(
+                self.config.period_error,
+                self.config.period_error_seed,
+                job,
+                d.number,
+            );
+            Nanos::from_secs_f64(est.period.as_secs_f64() * f)
+        } else {
+            est.period
+        };
+        d.applied = Some(applied);
+        let set = self.config.mapping.set_of(applied.as_secs_f64())?;
         if d.set == Some(set) {
             return None;
         }
         d.set = Some(set);
         d.interval = every;
         d.bursts = 1;
+        d.next_estimate = d.next_estimate.min(now + every);
         Some(Move {
             job,
             set,
             priority: self.config.mapping.priority_of_set(set),
             period: est.period,
+            applied,
         })
     }
 
@@ -579,6 +711,11 @@ impl std::fmt::Debug for JobBook {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether a detected period moved by more than 20% (a new behaviour).
+fn changed(from: Nanos, to: Nanos) -> bool {
+    (to.as_secs_f64() / from.as_secs_f64().max(1e-12) - 1.0).abs() > 0.2
 }
 
 /// Drops the least recently active eighth of `jobs`; returns how many.
