@@ -277,13 +277,18 @@ mod tests {
         // The job without a priority is alone in a set of its own with the default priority.
         let w = weights("iosets", &[], ShareKey::Priority, &recs);
         assert_eq!(w, vec![0.02, 0.01, 0.1]);
-        // Two jobs without a priority are two sets: the "no priority" queue has no single weight.
-        let two_solo = [
+        // Two jobs without a priority: by default one shared "new" set, one weight...
+        let two_new = [
             rec(1, None, Some(0.1)),
             rec(3, None, None),
             rec(4, None, None),
         ];
-        assert!(weights("iosets", &[], ShareKey::Priority, &two_solo).is_empty());
+        assert_eq!(
+            weights("iosets", &[], ShareKey::Priority, &two_new),
+            vec![0.02, 0.1]
+        );
+        // ...with seed 004's prior, two sets: the "no priority" queue has no single weight.
+        assert!(weights("iosets", &["unknown=own"], ShareKey::Priority, &two_new).is_empty());
         // Two jobs in one set: no stationary per-job share.
         let shared = [rec(1, None, Some(0.1)), rec(2, None, Some(0.1))];
         assert!(weights("iosets", &[], ShareKey::Job, &shared).is_empty());
