@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iosets_policy::set10::SetMapping;
+use iosets_runtime::book::{JobBook, Move};
 use iosets_runtime::{BookConfig, Clock, Counted, PrioritySource, Scheduler, Work};
-use iosets_types::{FileId, JobId, Nanos, Op, Outcome, Request};
+use iosets_types::{Batch, FileId, JobId, Nanos, Op, Outcome, Request};
 
 /// A clock the simulation moves.
 #[derive(Default)]
@@ -306,51 +307,344 @@ fn auto() -> BookConfig {
     BookConfig::default().auto_priority(true)
 }
 
+const SCALES: [f64; 3] = [1.0 / 16.0, 1.0 / 32.0, 1.0 / 64.0];
+
 #[test]
-fn each_kind_alone_is_classified_by_its_third_phase_start() {
-    let mut report = Vec::new();
-    for scale in [1.0 / 16.0, 1.0 / 32.0, 1.0 / 64.0] {
-        for (script, period) in seed004(scale, 1, 8).into_iter().take(2) {
+fn each_kind_alone_gets_its_set_at_its_third_phase_start_and_never_a_wrong_one() {
+    for scale in SCALES {
+        for (script, period) in seed004(scale, 1, 8) {
             let want = set_of(period);
             let until = Nanos::from_secs_f64(period * 8.5);
             let (seen, sched) = run(&[script.clone()], 110.0, "iosets", auto(), until);
             let s = &seen[&script.job];
             let (at, wrong) = first_correct(s, want);
-            report.push(format!(
-                "scale 1/{:.0}, job {} (period {period:.3} s, set {want}): correct at phase {at:?}, wrong before {wrong:?}, sets {:?}",
-                1.0 / scale,
-                script.job,
+            let what = format!("scale 1/{:.0}, job {}", 1.0 / scale, script.job);
+            eprintln!("{what} (period {period:.3} s, set {want}): set at phase {at:?}");
+            assert!(wrong.is_empty(), "{what}: wrong sets {wrong:?}");
+            assert!(at.is_some_and(|k| k <= 3), "{what}: set at phase {at:?}");
+            // Already during the third phase's first requests, not at its end.
+            let when = s.sets[0].0;
+            assert!(
+                when < s.phase_ends[2],
+                "{what}: set at {when:?}, phase 3 ended first"
+            );
+            assert_eq!(
+                s.sets.len(),
+                1,
+                "{what}: the set never moved again: {:?}",
                 s.sets
-            ));
-            eprintln!("{}", report.last().unwrap());
+            );
+            let p = sched.priority(JobId(script.job)).unwrap();
+            assert_eq!(p.source, PrioritySource::Auto);
             sched.check_balance().unwrap();
         }
     }
 }
 
+/// All 16 jobs of seed 004 on one device: the low-frequency jobs' first phases are served one
+/// after another (or shared), so their first interval is up to twice their period. No job ever
+/// gets a wrong set; all but at most one get theirs by their fourth phase start (the first
+/// interval is not like the others, so the second and third confirm each other).
 #[test]
-fn seed004_all_jobs_together_measure() {
-    for scale in [1.0 / 16.0, 1.0 / 32.0, 1.0 / 64.0] {
+fn seed004_together_no_wrong_set_and_sets_by_the_fourth_phase() {
+    for scale in SCALES {
         let jobs = seed004(scale, 15, 8);
         let scripts: Vec<Script> = jobs.iter().map(|j| j.0.clone()).collect();
         let until = Nanos::from_secs_f64(3200.0 * scale);
-        let (seen, _) = run(&scripts, 110.0, "iosets", auto(), until);
+        let (seen, sched) = run(&scripts, 110.0, "iosets", auto(), until);
+        let mut by_phase = [0usize; 9];
+        let mut late = Vec::new();
         for (script, period) in &jobs {
             let s = &seen[&script.job];
             let want = set_of(*period);
-            let (at, wrong) = first_correct(s, want);
-            let starts: Vec<f64> = s
-                .phase_starts
-                .iter()
-                .take(5)
-                .map(|t| (t.as_secs_f64() * 100.0).round() / 100.0)
-                .collect();
-            eprintln!(
-                "scale 1/{:.0} job {:2}: want {want}, correct at phase {at:?}, wrong before {wrong:?}, phases {} starts {starts:?}",
-                1.0 / scale,
-                script.job,
-                s.phase_starts.len()
+            let what = format!("scale 1/{:.0}, job {}", 1.0 / scale, script.job);
+            assert!(
+                s.sets.iter().all(|&(_, set)| set == want),
+                "{what}: sets {:?}, want {want}",
+                s.sets
             );
+            match first_correct(s, want).0 {
+                Some(k) if k <= 4 => by_phase[k] += 1,
+                other => late.push((script.job, other)),
+            }
+        }
+        eprintln!(
+            "scale 1/{:.0}: jobs with their set at phase 3: {}, at phase 4: {}, later or never: {late:?}",
+            1.0 / scale,
+            by_phase[3],
+            by_phase[4]
+        );
+        assert!(late.len() <= 1, "scale 1/{:.0}: {late:?}", 1.0 / scale);
+        sched.check_balance().unwrap();
+    }
+}
+
+/// An iteration of read phase, compute, write phase, compute: the detected period is the
+/// iteration's (50 s, set 2), not half of it (25 s, set 1); a job that only reads is detected like
+/// one that only writes.
+#[test]
+fn read_and_write_phases_of_one_iteration_give_the_iteration_period() {
+    let compute = Nanos::from_secs_f64(24.0);
+    let mixed = Script {
+        job: 1,
+        start: Nanos::ZERO,
+        steps: (0..8)
+            .flat_map(|_| {
+                [
+                    Step::io(Op::Read, 8, 14),
+                    Step::Compute(compute),
+                    Step::io(Op::Write, 8, 14),
+                    Step::Compute(compute),
+                ]
+            })
+            .collect(),
+    };
+    let mut reads = Script::periodic(2, 49.0, 14, 8);
+    for step in &mut reads.steps {
+        if let Step::Io { op, .. } = step {
+            *op = Op::Read;
         }
     }
+    let writes = Script::periodic(3, 49.0, 14, 8);
+    // 112 MiB alone on 110 MiB/s: 1.02 s of I/O per phase.
+    let period = 48.0 + 2.0 * 112.0 / 110.0;
+    assert_eq!((set_of(period), set_of(period / 2.0)), (2, 1));
+    for script in [mixed, reads, writes] {
+        let (seen, sched) = run(
+            &[script.clone()],
+            110.0,
+            "iosets",
+            auto(),
+            Nanos::from_secs_f64(500.0),
+        );
+        let s = &seen[&script.job];
+        assert_eq!(
+            s.sets.iter().map(|x| x.1).collect::<Vec<_>>(),
+            vec![2],
+            "job {}",
+            script.job
+        );
+        let stats = sched.job_stats(JobId(script.job)).unwrap();
+        let got = stats.period.unwrap().as_secs_f64();
+        assert!(
+            (got / period - 1.0).abs() < 0.02,
+            "job {}: {got}",
+            script.job
+        );
+        // The reading job is classified as soon as the writing one: at its third phase.
+        let starts = if script.job == 1 { 6 } else { 3 };
+        let third = s.phase_starts[starts - 1];
+        assert!(
+            s.sets[0].0 < third + Nanos::from_secs_f64(2.0),
+            "job {}",
+            script.job
+        );
+    }
+}
+
+/// A phase whose processes start in three groups (the last up to 2.4 s — 10% of the period —
+/// after the first group is done), or which stops for 2 s in its middle: one phase, the period
+/// the iteration's (set 1), never the spacing of the pieces (set 0).
+#[test]
+fn short_gaps_inside_a_phase_leave_it_one_phase() {
+    let ms = Nanos::from_millis;
+    let staggered = Step::Io {
+        op: Op::Write,
+        mib: 4,
+        offsets: vec![
+            ms(0),
+            ms(0),
+            ms(0),
+            ms(0),
+            ms(0),
+            ms(1_500),
+            ms(1_500),
+            ms(2_400),
+        ],
+        pause: None,
+    };
+    let paused = Step::Io {
+        op: Op::Write,
+        mib: 4,
+        offsets: vec![ms(0); 8],
+        pause: Some((2, ms(2_000))),
+    };
+    for (name, io) in [("staggered", staggered), ("paused", paused)] {
+        let script = Script {
+            job: 7,
+            start: Nanos::ZERO,
+            steps: (0..8)
+                .flat_map(|_| [Step::Compute(Nanos::from_secs_f64(21.0)), io.clone()])
+                .collect(),
+        };
+        let (seen, sched) = run(
+            &[script.clone()],
+            110.0,
+            "iosets",
+            auto(),
+            Nanos::from_secs_f64(300.0),
+        );
+        let s = &seen[&7];
+        let truth = (s.phase_starts[7] - s.phase_starts[0]).as_secs_f64() / 7.0;
+        assert_eq!(set_of(truth), 1, "{name}: {truth}");
+        assert_eq!(
+            s.sets.iter().map(|x| x.1).collect::<Vec<_>>(),
+            vec![1],
+            "{name}: {:?}",
+            s.sets
+        );
+        assert!(s.phase_at(s.sets[0].0) <= 3, "{name}: {:?}", s.sets);
+        let got = sched
+            .job_stats(JobId(7))
+            .unwrap()
+            .period
+            .unwrap()
+            .as_secs_f64();
+        assert!((got / truth - 1.0).abs() < 0.05, "{name}: {got} vs {truth}");
+    }
+}
+
+/// `iterations` phases of 8 × 2 MiB after `compute_s` each, for every `(compute_s, iterations)`.
+fn changing(job: u64, behaviours: &[(f64, usize)]) -> Script {
+    let mut steps = Vec::new();
+    for &(compute_s, iterations) in behaviours {
+        for _ in 0..iterations {
+            steps.push(Step::Compute(Nanos::from_secs_f64(compute_s)));
+            steps.push(Step::io(Op::Write, 8, 2));
+        }
+    }
+    Script {
+        job,
+        start: Nanos::ZERO,
+        steps,
+    }
+}
+
+/// A job whose period goes from 40 s to 400 s, or from 900 s to 90 s, is in its new set within
+/// four of its new periods, counted from its last phase of the old behaviour, and stays there.
+#[test]
+fn a_change_of_behaviour_moves_the_job_within_four_new_periods() {
+    for (before, after, n_before) in [(40.0, 400.0, 30), (900.0, 90.0, 12)] {
+        let script = changing(3, &[(before, n_before), (after, 12)]);
+        let (seen, sched) = run(
+            &[script],
+            110.0,
+            "iosets",
+            auto(),
+            Nanos::from_secs_f64(before * (n_before + 1) as f64 + after * 13.0),
+        );
+        let s = &seen[&3];
+        let io = 16.0 / 110.0;
+        let (old, new) = (set_of(before + io), set_of(after + io));
+        assert_ne!(old, new);
+        // The last phase of the old behaviour starts the first new interval.
+        let last_old = s.phase_starts[n_before - 1];
+        let new_period = Nanos::from_secs_f64(after + io);
+        let sets: Vec<(f64, i32)> = s.sets.iter().map(|&(t, k)| (t.as_secs_f64(), k)).collect();
+        let what = format!("{before} -> {after}: sets {sets:?}, change at {last_old:?}");
+        assert_eq!(s.sets[0].1, old, "{what}");
+        assert!(s.sets[0].0 < last_old, "{what}");
+        let moved = s
+            .sets
+            .iter()
+            .find(|&&(t, _)| t > last_old)
+            .unwrap_or_else(|| panic!("{what}: never moved"));
+        assert_eq!(moved.1, new, "{what}");
+        let took = (moved.0 - last_old).as_secs_f64() / new_period.as_secs_f64();
+        eprintln!("{before} s -> {after} s: new set after {took:.2} new periods");
+        assert!(took <= 4.0, "{what}: {took} new periods");
+        assert_eq!(s.sets.last().unwrap().1, new, "{what}");
+        assert_eq!(s.sets.len(), 2, "{what}");
+        let p = sched.priority(JobId(3)).unwrap();
+        assert_eq!(p.source, PrioritySource::Auto);
+        assert_eq!(
+            p.value,
+            SetMapping::default().priority_of_set(new),
+            "{what}"
+        );
+        assert_eq!(sched.job_stats(JobId(3)).unwrap().set, Some(new));
+        sched.check_balance().unwrap();
+    }
+}
+
+/// Feeds a [`JobBook`] `phases` phases of `job` every `period` (8 overlapping 1 MiB writes each,
+/// as 8 processes do) and returns the moves it made.
+fn feed(book: &JobBook, job: u64, period: Nanos, phases: u64) -> Vec<Move> {
+    let mut moves = Vec::new();
+    for k in 0..phases {
+        let start = Nanos(period.0 * (k + 1));
+        for i in 0..8u64 {
+            let mut r = Request::builder(JobId(job), Op::Write)
+                .file(FileId(job * 64 + i))
+                .range(k * MIB, MIB)
+                .build();
+            r.arrival = start;
+            let done = start + Nanos::from_millis(10 * (i + 1));
+            moves.extend(book.record(
+                &Batch::single(r),
+                Outcome::Done { bytes: MIB },
+                start,
+                done,
+                "iosets",
+            ));
+        }
+    }
+    moves
+}
+
+#[test]
+fn period_error_scales_each_estimate_within_its_bounds() {
+    let period = Nanos::from_secs_f64(24.0);
+    let book = JobBook::new(auto().period_error(0.5, 7).unwrap());
+    let mut ratios = Vec::new();
+    for job in 1..=40u64 {
+        let moves = feed(&book, job, period, 10);
+        assert!(!moves.is_empty(), "job {job} never moved");
+        for m in &moves {
+            assert_eq!(m.job, JobId(job));
+            let detected = m.period.as_secs_f64();
+            assert!((detected / 24.0 - 1.0).abs() < 0.01, "{m:?}");
+            let r = m.applied.as_secs_f64() / detected;
+            assert!((0.5..=1.5).contains(&r), "{m:?}");
+            assert_eq!(m.set, set_of(m.applied.as_secs_f64()), "{m:?}");
+            // One behaviour, one factor: the job moved once.
+            ratios.push(r);
+        }
+        assert_eq!(moves.len(), 1, "job {job}: {moves:?}");
+    }
+    // Jobs with the same detected period get different factors, spread over the range.
+    ratios.sort_by(f64::total_cmp);
+    ratios.dedup();
+    assert_eq!(ratios.len(), 40);
+    assert!(ratios[0] < 0.7 && ratios[39] > 1.3, "{ratios:?}");
+    // The same seed gives the same factors; another seed others.
+    let again = JobBook::new(auto().period_error(0.5, 7).unwrap());
+    let other = JobBook::new(auto().period_error(0.5, 8).unwrap());
+    let a = feed(&again, 1, period, 10)[0].applied;
+    let b = feed(&other, 1, period, 10)[0].applied;
+    let first = feed(
+        &JobBook::new(auto().period_error(0.5, 7).unwrap()),
+        1,
+        period,
+        10,
+    )[0];
+    assert_eq!(a, first.applied);
+    assert_ne!(a, b);
+    // Without an error, the applied period is the detected one.
+    let plain = feed(&JobBook::new(auto()), 1, period, 10)[0];
+    assert_eq!(plain.applied, plain.period);
+}
+
+#[test]
+fn period_error_out_of_range_is_refused() {
+    for bad in [1.2, 1.0, -0.1, f64::NAN, f64::INFINITY] {
+        let err = BookConfig::default().period_error(bad, 1).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("period_error") && msg.contains("[0, 1)"),
+            "{bad}: {msg}"
+        );
+    }
+    let ok = BookConfig::default().period_error(0.0, 3).unwrap();
+    assert_eq!(ok.period_error_fraction(), (0.0, 3));
 }
