@@ -315,7 +315,13 @@ fn each_kind_alone_gets_its_set_at_its_third_phase_start_and_never_a_wrong_one()
         for (script, period) in seed004(scale, 1, 8) {
             let want = set_of(period);
             let until = Nanos::from_secs_f64(period * 8.5);
-            let (seen, sched) = run(&[script.clone()], 110.0, "iosets", auto(), until);
+            let (seen, sched) = run(
+                std::slice::from_ref(&script),
+                110.0,
+                "iosets",
+                auto(),
+                until,
+            );
             let s = &seen[&script.job];
             let (at, wrong) = first_correct(s, want);
             let what = format!("scale 1/{:.0}, job {}", 1.0 / scale, script.job);
@@ -411,7 +417,7 @@ fn read_and_write_phases_of_one_iteration_give_the_iteration_period() {
     assert_eq!((set_of(period), set_of(period / 2.0)), (2, 1));
     for script in [mixed, reads, writes] {
         let (seen, sched) = run(
-            &[script.clone()],
+            std::slice::from_ref(&script),
             110.0,
             "iosets",
             auto(),
@@ -478,7 +484,7 @@ fn short_gaps_inside_a_phase_leave_it_one_phase() {
                 .collect(),
         };
         let (seen, sched) = run(
-            &[script.clone()],
+            std::slice::from_ref(&script),
             110.0,
             "iosets",
             auto(),
