@@ -48,6 +48,13 @@ pub(crate) struct ServeArgs {
     /// a control-plane priority stays). Default 600.
     #[arg(long, value_name = "SECONDS")]
     forget_idle_s: Option<f64>,
+    /// With --auto-priority: scale every detected period by a factor drawn uniformly in
+    /// [1-F, 1+F] before choosing the job's set (seed 004's robustness test: 0.5); F in [0, 1).
+    #[arg(long, value_name = "F")]
+    period_error: Option<f64>,
+    /// The seed of --period-error's factors (default 0).
+    #[arg(long, value_name = "N", requires = "period_error")]
+    period_error_seed: Option<u64>,
     /// Jobs to keep statistics for at once; the least recently active go first (default 16384).
     #[arg(long, value_name = "N")]
     max_jobs: Option<usize>,
@@ -96,6 +103,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(n) = args.max_jobs {
         config.max_jobs = n;
+    }
+    if let Some(e) = args.period_error {
+        config.period_error = e;
+    }
+    if let Some(s) = args.period_error_seed {
+        config.period_error_seed = s;
     }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;

@@ -39,6 +39,13 @@ pub struct ServerConfig {
     /// a control-plane priority stays), in seconds. Default 600 (dmClock drops idle clients
     /// after 10 minutes).
     pub forget_idle_s: f64,
+    /// With `auto_priority`: every detected period is scaled by a factor drawn uniformly in
+    /// `[1 - period_error, 1 + period_error]` before the job's set is chosen (seed 004's
+    /// robustness test used 0.5), deterministic from `period_error_seed`, the job and the
+    /// estimate's number. In `[0, 1)`; default 0 (periods applied as detected).
+    pub period_error: f64,
+    /// The seed of `period_error`'s factors (default 0).
+    pub period_error_seed: u64,
     /// Jobs the server keeps statistics for at once (the least recently active go first).
     pub max_jobs: usize,
     /// Offer the same-host transport: a Unix-domain socket beside the TCP listener, on which a
@@ -72,6 +79,8 @@ impl ServerConfig {
             max_inflight_per_conn: 256,
             auto_priority: false,
             forget_idle_s: 600.0,
+            period_error: 0.0,
+            period_error_seed: 0,
             max_jobs: 16_384,
             local: true,
             local_socket: None,
@@ -82,7 +91,8 @@ impl ServerConfig {
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
-    /// `auto_priority`, `forget_idle_s`, `max_jobs`, `local`, `local_socket`,
+    /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`, `local`,
+    /// `local_socket`,
     /// `local_region_max_mib`, and a `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
@@ -163,6 +173,12 @@ impl ServerConfig {
         if let Some(s) = file.forget_idle_s {
             c.forget_idle_s = s;
         }
+        if let Some(e) = file.period_error {
+            c.period_error = e;
+        }
+        if let Some(s) = file.period_error_seed {
+            c.period_error_seed = s;
+        }
         if let Some(n) = file.max_jobs {
             c.max_jobs = n;
         }
@@ -205,6 +221,12 @@ impl ServerConfig {
             return bad(format!(
                 "forget_idle_s = {}: must be in [0.001, 1e7] seconds",
                 self.forget_idle_s
+            ));
+        }
+        if !(0.0..1.0).contains(&self.period_error) {
+            return bad(format!(
+                "period_error = {}: must be a fraction in [0, 1) (0.5: each detected period scaled by 0.5 to 1.5)",
+                self.period_error
             ));
         }
         if !(16..=100_000_000).contains(&self.max_jobs) {
@@ -279,6 +301,8 @@ struct FileConfig {
     max_inflight_per_conn: Option<usize>,
     auto_priority: Option<bool>,
     forget_idle_s: Option<f64>,
+    period_error: Option<f64>,
+    period_error_seed: Option<u64>,
     max_jobs: Option<usize>,
     local: Option<bool>,
     local_socket: Option<PathBuf>,
@@ -307,6 +331,29 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("workerz"));
         let e = ServerConfig::from_toml_str("listen = \"x\"\n", Path::new("."));
         assert!(e.unwrap_err().to_string().contains("root"));
+    }
+
+    #[test]
+    fn period_error_keys_and_their_range() {
+        let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
+        assert_eq!((c.period_error, c.period_error_seed), (0.0, 0));
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nauto_priority = true\nperiod_error = 0.5\nperiod_error_seed = 42\n",
+            Path::new("/srv"),
+        )
+        .unwrap();
+        assert_eq!((c.period_error, c.period_error_seed), (0.5, 42));
+        let mut c = ServerConfig::new(std::env::temp_dir());
+        c.period_error = 0.5;
+        c.validate().unwrap();
+        for bad in [1.2, 1.0, -0.5, f64::NAN] {
+            c.period_error = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(
+                e.contains("period_error") && e.contains("[0, 1)"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -147,7 +147,11 @@ impl Server {
         let book = BookConfig::default()
             .auto_priority(config.auto_priority)
             .forget_after(Duration::from_secs_f64(config.forget_idle_s))
-            .max_jobs(config.max_jobs);
+            .max_jobs(config.max_jobs)
+            .period_error(config.period_error, config.period_error_seed)
+            .map_err(|e| ServerError::Config {
+                reason: e.to_string(),
+            })?;
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
             sched: Scheduler::with_book(policy, Arc::new(clock), book),
