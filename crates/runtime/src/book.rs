@@ -783,6 +783,35 @@ mod tests {
     }
 
     #[test]
+    fn error_factors_are_uniform_in_their_range_and_deterministic() {
+        let mut buckets = [0u32; 10];
+        for job in 0..2_000u64 {
+            for number in 0..5u64 {
+                let f = error_factor(0.5, 11, JobId(job), number);
+                assert!((0.5..1.5).contains(&f), "{f}");
+                assert_eq!(f, error_factor(0.5, 11, JobId(job), number));
+                buckets[((f - 0.5) * 10.0) as usize] += 1;
+            }
+        }
+        // 10,000 draws, 1,000 expected per tenth of the range.
+        for (i, b) in buckets.iter().enumerate() {
+            assert!(
+                (850..1150).contains(b),
+                "bucket {i}: {b} of 10000 ({buckets:?})"
+            );
+        }
+        assert_ne!(
+            error_factor(0.5, 11, JobId(1), 0),
+            error_factor(0.5, 12, JobId(1), 0)
+        );
+        assert_ne!(
+            error_factor(0.5, 11, JobId(1), 0),
+            error_factor(0.5, 11, JobId(1), 1)
+        );
+        assert_eq!(error_factor(0.0, 11, JobId(1), 0), 1.0);
+    }
+
+    #[test]
     fn eviction_drops_the_oldest_eighth() {
         let mut jobs = IdMap::default();
         for j in 0..64u64 {
