@@ -1,0 +1,326 @@
+//! `iosets experiment seed004` as a user runs it, through the real binary and a real FUSE mount:
+//! a tiny run of two configurations writes finite metrics, the figures and the comparison with
+//! the simulator; bad flags are refused in one line before anything starts; an application
+//! killed mid-run is reported and the other jobs are still measured. Checked for what the run
+//! writes and prints, never for how long it took.
+//!
+//! Needs `/dev/fuse` and `fusermount3`; a test that mounts says so and passes without checking
+//! anything where they are missing. Every run is bounded (killed past its deadline), and after
+//! each one nothing of it may be left mounted.
+
+mod common;
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fails, scratch};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iosets");
+/// The longest one run of the binary may take here before the test fails.
+const RUN_LIMIT: Duration = Duration::from_secs(150);
+/// A tiny scale: windows of about 11 s, one process per job.
+const TINY: [&str; 6] = ["--scale", "1/256", "--procs", "1", "--servers", "2"];
+
+/// Whether this machine can mount FUSE file systems (else the reason is printed).
+fn fuse_available(test: &str) -> bool {
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_ok();
+    let fusermount = Command::new("fusermount3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !dev {
+        eprintln!("{test}: skipped, /dev/fuse cannot be opened");
+    } else if !fusermount {
+        eprintln!("{test}: skipped, fusermount3 is missing (Debian package fuse3)");
+    }
+    dev && fusermount
+}
+
+/// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and
+/// its process id.
+fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
+    let (out, err) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
+    let mut child = Command::new(BIN)
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(File::create(&out).unwrap())
+        .stderr(File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + RUN_LIMIT;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{args:?} still running after {RUN_LIMIT:?}; stdout so far:\n{}",
+                std::fs::read_to_string(&out).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    };
+    (output, pid)
+}
+
+/// The mounts the experiment process `pid` made that are still mounted (its mount points are
+/// named `iosets-seed004-<pid>-...`).
+fn leftover_mounts(pid: u32) -> Vec<String> {
+    let tag = format!("iosets-seed004-{pid}-");
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&tag))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The scratch directories of the experiment process `pid` still there: its data roots (on
+/// tmpfs or in the temporary directory) and mount points.
+fn leftover_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    let tag = format!("iosets-seed004-{pid}-");
+    [Path::new("/dev/shm").to_path_buf(), std::env::temp_dir()]
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&tag))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// A CSV file as rows of fields, after checking its header.
+fn csv(path: &Path, header: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some(header), "{path:?}");
+    lines
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect()
+}
+
+fn finite(s: &str) -> f64 {
+    let v: f64 = s
+        .parse()
+        .unwrap_or_else(|_| panic!("{s:?} is not a number"));
+    assert!(v.is_finite(), "{s}");
+    v
+}
+
+const METRICS_HEADER: &str = "config,rep,servers,max_stretch,geomean_stretch,io_slowdown,\
+                              utilization,set_overlap,B,B_source";
+const JOBS_HEADER: &str =
+    "config,rep,job,kind,io_phases,e_cpu_s,e_io_s,stretch,io_slowdown,excluded";
+
+#[test]
+fn a_tiny_run_measures_both_configurations_and_draws_them() {
+    if !fuse_available("a_tiny_run_measures_both_configurations_and_draws_them") {
+        return;
+    }
+    let dir = scratch("seed004-tiny");
+    let mut args = vec![
+        "experiment",
+        "seed004",
+        "--low-jobs",
+        "3",
+        "--configs",
+        "timeorder,clairvoyant",
+        "--out",
+        "out",
+    ];
+    args.extend(TINY);
+    let (o, pid) = run_bounded(&dir, &args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    let out = dir.join("out");
+
+    let metrics = csv(&out.join("metrics.csv"), METRICS_HEADER);
+    assert_eq!(metrics.len(), 2, "{metrics:?}");
+    for (row, config) in metrics.iter().zip(["timeorder", "clairvoyant"]) {
+        assert_eq!(row.len(), 10, "{row:?}");
+        assert_eq!(
+            (row[0].as_str(), row[1].as_str(), row[2].as_str()),
+            (config, "1", "2")
+        );
+        let [max, geo, slow, util] = [3, 4, 5, 6].map(|i| finite(&row[i]));
+        assert!(max >= geo && geo >= 1.0, "{row:?}");
+        assert!(slow > 0.0, "{row:?}");
+        assert!(util > 0.0 && util <= 1.0, "{row:?}");
+        let overlap = finite(&row[7]);
+        assert!((0.0..=1.0).contains(&overlap), "{row:?}");
+        assert!(finite(&row[8]) > 0.0, "{row:?}");
+    }
+
+    // 1 high- and 3 low-frequency jobs per configuration, each with I/O phases and a stretch.
+    let jobs = csv(&out.join("jobs.csv"), JOBS_HEADER);
+    assert_eq!(jobs.len(), 8, "{jobs:?}");
+    for (i, r) in jobs.iter().enumerate() {
+        assert_eq!(r[2], (i % 4 + 1).to_string(), "{r:?}");
+        assert_eq!(r[3], if i % 4 == 0 { "high" } else { "low" }, "{r:?}");
+        assert!(r[4].parse::<u32>().unwrap() > 0, "{r:?}");
+        assert!(finite(&r[7]) >= 1.0, "{r:?}");
+        assert_eq!(r[9], "", "{r:?}");
+    }
+
+    // The simulator's prediction beside each of the four metrics of each configuration.
+    let sim = csv(
+        &out.join("sim.csv"),
+        "config,heuristic,metric,predicted,measured_mean,diff_pct",
+    );
+    assert_eq!(sim.len(), 8, "{sim:?}");
+    assert_eq!(
+        (sim[0][0].as_str(), sim[0][1].as_str()),
+        ("timeorder", "fair-share")
+    );
+    assert_eq!(
+        (sim[4][0].as_str(), sim[4][1].as_str()),
+        ("clairvoyant", "set-10")
+    );
+    for r in &sim {
+        finite(&r[3]);
+        finite(&r[5]);
+    }
+
+    for svg in [
+        "box.svg",
+        "timeline-timeorder-1.svg",
+        "timeline-clairvoyant-1.svg",
+    ] {
+        let text = std::fs::read_to_string(out.join(svg)).unwrap_or_else(|e| panic!("{svg}: {e}"));
+        assert!(text.contains("<svg") && text.contains("</svg>"), "{svg}");
+    }
+    let timeline = std::fs::read_to_string(out.join("timeline-clairvoyant-1.svg")).unwrap();
+    assert!(timeline.contains("server 0") && timeline.contains("server 1"));
+    let boxes = std::fs::read_to_string(out.join("box.svg")).unwrap();
+    assert!(boxes.contains("clairvoyant") && boxes.contains("I/O slowdown"));
+
+    for needle in [
+        "timeorder (arrival order, the baseline)",
+        "clairvoyant (iosets, Set-10 priorities written before the start)",
+        "max stretch",
+        "geomean stretch",
+        "utilization",
+        "set overlap",
+        "verdict: clairvoyant vs timeorder",
+        "of 4 metrics",
+        "B = ",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    assert_eq!(leftover_mounts(pid), Vec::<String>::new());
+    assert_eq!(leftover_dirs(pid), Vec::<std::path::PathBuf>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_crashed_job_is_reported_and_the_others_are_measured() {
+    if !fuse_available("a_crashed_job_is_reported_and_the_others_are_measured") {
+        return;
+    }
+    let dir = scratch("seed004-crash");
+    let mut args = vec![
+        "experiment",
+        "seed004",
+        "--low-jobs",
+        "2",
+        "--configs",
+        "timeorder",
+        "--kill-job",
+        "2@4",
+        "--out",
+        "out",
+    ];
+    args.extend(TINY);
+    let (o, pid) = run_bounded(&dir, &args);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{stderr}\n{stdout}");
+    assert!(stdout.contains("job 2 failed: signal: 9"), "{stdout}");
+    assert!(stdout.contains("(--kill-job)"), "{stdout}");
+    assert!(
+        stdout.contains("timeorder #1: job 2 left out of the metrics"),
+        "{stdout}"
+    );
+    let out = dir.join("out");
+    let metrics = csv(&out.join("metrics.csv"), METRICS_HEADER);
+    assert_eq!(metrics.len(), 1, "{metrics:?}");
+    for v in &metrics[0][3..=6] {
+        finite(v);
+    }
+    let jobs = csv(&out.join("jobs.csv"), JOBS_HEADER);
+    assert_eq!(jobs.len(), 3, "{jobs:?}");
+    for r in &jobs {
+        if r[2] == "2" {
+            assert_ne!(r[9], "", "the killed job says why it is left out: {r:?}");
+            assert_eq!(r[7], "", "{r:?}");
+        } else {
+            assert_eq!(r[9], "", "{r:?}");
+            assert!(finite(&r[7]) >= 1.0, "{r:?}");
+        }
+    }
+    assert_eq!(leftover_mounts(pid), Vec::<String>::new());
+    assert_eq!(leftover_dirs(pid), Vec::<std::path::PathBuf>::new());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_flags_are_refused_in_one_line() {
+    let dir = scratch("seed004-bad");
+    fails(
+        &dir,
+        &["experiment", "seed004", "--configs", "timeorder,bogus"],
+        &["\"bogus\"", "timeorder, clairvoyant, auto, auto-error"],
+    );
+    for scale in ["0", "2", "-1"] {
+        fails(
+            &dir,
+            &["experiment", "seed004", "--scale", scale],
+            &["--scale", "(0, 1]"],
+        );
+    }
+    fails(
+        &dir,
+        &["experiment", "seed004", "--scale", "fast"],
+        &["--scale fast", "1/20"],
+    );
+    // 1/1000 leaves the high-frequency job less than a 1 MiB write per process.
+    fails(
+        &dir,
+        &["experiment", "seed004", "--scale", "1/1000"],
+        &["1 MiB block", "smallest scale"],
+    );
+    fails(
+        &dir,
+        &["experiment", "seed004", "--servers", "9"],
+        &["--servers 9", "1 to 8"],
+    );
+    fails(
+        &dir,
+        &["experiment", "seed004", "--kill-job", "99@1"],
+        &["--kill-job", "no such job"],
+    );
+    // Nothing ran: no output directory was made.
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
+    let _ = std::fs::remove_dir_all(&dir);
+}
