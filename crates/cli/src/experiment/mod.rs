@@ -327,9 +327,10 @@ fn seed004(a: &Seed004Args) -> Result<()> {
          applications stop computing {:.2} s after the launch",
         p.window.0, p.window.1, p.stop_after_s
     );
+    let total_s = (p.expected_run_s() + 3.0) * (settings.repeat * settings.configs.len()) as f64;
     println!(
-        "  configurations: {}; {} repetition{}; iosets: order={} hold_idle_ms={}; about {:.0} \
-         minutes in all",
+        "  configurations: {}; {} repetition{}; iosets: order={} hold_idle_ms={}; about {} in \
+         all",
         settings
             .configs
             .iter()
@@ -340,7 +341,11 @@ fn seed004(a: &Seed004Args) -> Result<()> {
         if settings.repeat == 1 { "" } else { "s" },
         order_inside_sets(),
         p.shape.hold_idle_ms,
-        (p.expected_run_s() + 3.0) * (settings.repeat * settings.configs.len()) as f64 / 60.0
+        if total_s < 120.0 {
+            format!("{total_s:.0} s")
+        } else {
+            format!("{:.0} minutes", total_s / 60.0)
+        }
     );
     println!("  output: {}", settings.out.display());
     let o = execute(&settings)?;

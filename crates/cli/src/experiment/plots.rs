@@ -228,11 +228,30 @@ pub(crate) fn save_timeline(
         .flat_map(|s| s.iter().map(|b| mib_s(b.iter().sum())))
         .fold(1.0f64, f64::max);
 
-    let height = 140 + 220 * servers as u32;
+    let height = 160 + 220 * servers as u32;
     let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let (top, body) = root.split_vertically(40);
-    top.titled(title, ("sans-serif", 18)).map_err(err)?;
+    let (top, body) = root.split_vertically(60);
+    let (title_area, legend) = top.split_vertically(32);
+    title_area.titled(title, ("sans-serif", 18)).map_err(err)?;
+    // The legend: a coloured square and the job's name, in a row under the title.
+    let step = (1200 / jobs.len().max(1) as i32).clamp(40, 72);
+    for (i, &job) in jobs.iter().enumerate() {
+        let x = 16 + i as i32 * step;
+        legend
+            .draw(&Rectangle::new(
+                [(x, 8), (x + 12, 20)],
+                job_colour(job).filled(),
+            ))
+            .map_err(err)?;
+        legend
+            .draw(&Text::new(
+                format!("job {job}"),
+                (x + 16, 8),
+                ("sans-serif", 12),
+            ))
+            .map_err(err)?;
+    }
     let panels = body.split_evenly((servers, 1));
     for (server, panel) in panels.iter().enumerate() {
         let mut chart = ChartBuilder::on(panel)
@@ -274,26 +293,6 @@ pub(crate) fn save_timeline(
                 y += h;
             }
             chart.draw_series(rects).map_err(err)?;
-        }
-        if server == 0 {
-            for &job in &jobs {
-                let c = job_colour(job);
-                chart
-                    .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-                    .map_err(err)?
-                    .label(format!("job {job}"))
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .label_font(("sans-serif", 11))
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(160, 160, 160))
-                .draw()
-                .map_err(err)?;
         }
     }
     root.present().map_err(err)?;
