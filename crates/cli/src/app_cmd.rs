@@ -49,7 +49,7 @@ enum App {
 /// `iosets app periodic` flags.
 #[derive(Debug, Args)]
 struct PeriodicArgs {
-    /// Directory for the data files, one per process: DIR/job<ID>.r<RANK>.p<I>.
+    /// Directory for the data files, one per process: `DIR/job<ID>.r<RANK>.p<I>`.
     #[arg(long, value_name = "DIR")]
     dir: PathBuf,
     /// Processes of this rank (threads), each writing its own file.
