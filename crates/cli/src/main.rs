@@ -1,11 +1,16 @@
 //! `iosets`: the command-line front end.
 //!
-//! Subcommands: `demo` (seed 004's experiment, scaled down, on two loopback servers), `serve` (the
-//! I/O server) and `ctl` (its control), `mount`/`umount` (the FUSE client), `replay` (replay a generated workload or a CSV trace through
-//! a policy on a modelled device and print who got what), `demo-wfq` (seed 000's weighted-fair-
-//! queuing check, scaled up), `sim`, `detect` and `policies` (every registered policy and its
-//! tunables). This binary parses arguments and prints; every decision and measurement comes from
-//! the library crates.
+//! Subcommands: `demo` (a short run of `iosets experiment seed004`: seed 004's workload, scaled
+//! down, written by unmodified programs through a FUSE mount over two loopback servers, under
+//! `timeorder` and `iosets`), `experiment` (seeds' experiments end to end through a mount:
+//! `seed004`), `app` (applications doing plain POSIX I/O for those experiments: `periodic`),
+//! `serve` (the I/O server) and `ctl` (its control), `mount`/`umount` (the FUSE client),
+//! `replay` (replay a generated workload or a CSV trace through a policy on a modelled device
+//! and print who got what), `demo-wfq` (seed 000's weighted-fair-queuing check, scaled up),
+//! `sim`, `detect` and `policies` (every registered policy and its tunables). This binary parses
+//! arguments and prints; every decision and measurement comes from the library crates (the
+//! experiment harness in `experiment` starts servers, a mount and processes, and reads their
+//! logs).
 
 mod app_cmd;
 mod detect_cmd;
@@ -49,8 +54,13 @@ enum Command {
     Replay(Box<ReplayArgs>),
     /// Seed 000's check of weighted fair queuing: 4 queues, weights 1:2:3:4, shares over time.
     DemoWfq(DemoArgs),
-    /// Seed 004's experiment, scaled down: 2 servers on loopback, 1 high-frequency and several
-    /// low-frequency jobs through the client library, under timeorder and under iosets.
+    /// Seed 004's experiment, scaled down, through a FUSE mount (a short `experiment seed004`).
+    ///
+    /// Two servers on loopback, one FUSE mount over them, and 1 high-frequency and 6
+    /// (`--low-jobs`) low-frequency jobs as plain POSIX programs (`iosets app periodic`) writing
+    /// through it, once under timeorder and once under iosets with Set-10 priorities (`--auto`:
+    /// also with priorities the servers detect); prints each job's stretch and seed 004's four
+    /// metrics for each.
     Demo(io_demo::IoDemoArgs),
     /// Serve a directory: schedule every job's file I/O with a policy (the I/O server).
     Serve(Box<serve_cmd::ServeArgs>),
