@@ -14,7 +14,7 @@ use iosets_proto::{
 };
 use iosets_types::{JobId, Priority};
 
-use crate::phase::{PhaseClock, Stamped};
+use crate::phase::{PhaseClock, Quiet, Stamped};
 
 use crate::config::ClientConfig;
 use crate::conn::{read_range, Caller, Endpoint, Landing, Local, LOCAL_MIN};
@@ -283,6 +283,7 @@ impl Client {
     ) -> Result<Reply, ClientError> {
         let ep = &self.inner.endpoints[server];
         let stamped = self.inner.phases.as_ref().map(|clock| Stamped {
+            client: self,
             clock,
             job: self.job,
         });
@@ -290,7 +291,7 @@ impl Client {
             job: self.job,
             priority: self.priority_hint(),
             creds: self.creds,
-            phase: stamped.as_ref().map(|s| s.clock.begin(s.job)),
+            phase: stamped.as_ref().map(|s| s.clock.begin(s.job, server)),
         };
         match ep.call(&self.inner.cfg, who, req, landing.as_ref()).await? {
             Response::Ok(reply) => Ok(reply),
@@ -300,6 +301,28 @@ impl Client {
                 server: ep.addr,
             }),
         }
+    }
+
+    /// Sends the end of this job's phase `quiet` to the servers it touched, if the job has
+    /// begun nothing since (see the `phase` module). Failures are ignored: a server that misses
+    /// it keeps the set for its `open_hold_ms` at most.
+    pub(crate) async fn phase_over(&self, quiet: Quiet) {
+        let Some(clock) = &self.inner.phases else {
+            return;
+        };
+        if !clock.still_quiet(self.job, quiet) {
+            return;
+        }
+        let sends = quiet.servers(self.inner.endpoints.len()).map(|s| {
+            let who = Caller {
+                job: self.job,
+                priority: None,
+                creds: None,
+                phase: Some(quiet.stamp),
+            };
+            self.inner.endpoints[s].call(&self.inner.cfg, who, Request::PhaseEnd, None)
+        });
+        let _ = join_all(sends.collect()).await;
     }
 
     fn addr(&self, server: usize) -> SocketAddr {

@@ -15,6 +15,14 @@
 //! whose last request finished more than [`ClientConfig::phase_gap`](crate::ClientConfig) ago
 //! (a compute phase in between); every request until then carries the same stamp.
 //!
+//! **The phase's end is sent.** A server keeps the set for the job whose phase is open even
+//! when it has none of its requests for a moment (they are all on other servers: the job's
+//! processes wait there), so that it does not hand the set to the next job meanwhile. When the
+//! job has nothing left in flight through this client for [`END_DELAY`] (a synchronous
+//! process's next request comes sooner), the client sends `PhaseEnd` with the stamp to every
+//! server the phase touched, and they pass the set on at once. A lost `PhaseEnd` costs the
+//! server's `open_hold_ms` of idle set, no more.
+//!
 //! # Failure cases
 //! - **Clock skew between clients.** Stamps of different jobs come from different clocks. All
 //!   servers see the same stamps, so they still *agree* on the order; skew only decides which
@@ -39,6 +47,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use iosets_types::JobId;
 
+/// How long a job must have nothing in flight before its phase's end is sent.
+pub(crate) const END_DELAY: Duration = Duration::from_millis(2);
+
 /// Entries kept before idle ones are dropped (an idle entry means the same as no entry: the
 /// job's next request starts a phase).
 const PRUNE_AT: usize = 4096;
@@ -54,6 +65,21 @@ struct JobPhase {
     stamp: u64,
     /// When the phase began (for [`PhaseClock::max_phase`]).
     began: Instant,
+    /// The servers the phase sent requests to (bit `i`: server `i`; bit 63 also stands for
+    /// every server from 63 on).
+    servers: u64,
+    /// Requests begun so far (tells a later check whether the job did anything since).
+    begun: u64,
+}
+
+/// A job with nothing in flight: the phase that may be over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Quiet {
+    /// The phase's stamp.
+    pub(crate) stamp: u64,
+    /// The servers it touched (see [`JobPhase::servers`]).
+    pub(crate) servers: u64,
+    begun: u64,
 }
 
 /// Tracks each job's I/O phase and hands out its stamp.
@@ -84,12 +110,12 @@ impl PhaseClock {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A request of `job` starts: its phase's stamp.
-    pub(crate) fn begin(&self, job: JobId) -> u64 {
-        self.begin_at(job, Instant::now(), unix_ns())
+    /// A request of `job` to server `server` starts: its phase's stamp.
+    pub(crate) fn begin(&self, job: JobId, server: usize) -> u64 {
+        self.begin_at(job, server, Instant::now(), unix_ns())
     }
 
-    fn begin_at(&self, job: JobId, now: Instant, unix: u64) -> u64 {
+    fn begin_at(&self, job: JobId, server: usize, now: Instant, unix: u64) -> u64 {
         let mut jobs = self.lock();
         if jobs.len() >= PRUNE_AT {
             let gap = self.gap;
@@ -100,6 +126,8 @@ impl PhaseClock {
             last_done: now,
             stamp: unix,
             began: now,
+            servers: 0,
+            begun: 0,
         };
         let p = jobs.entry(job).or_insert(fresh);
         let idle = p.in_flight == 0 && now.duration_since(p.last_done) > self.gap;
@@ -108,32 +136,65 @@ impl PhaseClock {
             *p = fresh;
         }
         p.in_flight += 1;
+        p.begun += 1;
+        p.servers |= 1u64 << server.min(63);
         p.stamp
     }
 
     /// A request of `job` that [`begin`](PhaseClock::begin) stamped has finished (answered or
-    /// failed).
-    pub(crate) fn end(&self, job: JobId) {
-        self.end_at(job, Instant::now());
+    /// failed). If the job has nothing left in flight, the phase that may be over.
+    pub(crate) fn end(&self, job: JobId) -> Option<Quiet> {
+        self.end_at(job, Instant::now())
     }
 
-    fn end_at(&self, job: JobId, now: Instant) {
-        if let Some(p) = self.lock().get_mut(&job) {
-            p.in_flight = p.in_flight.saturating_sub(1);
-            p.last_done = now;
-        }
+    fn end_at(&self, job: JobId, now: Instant) -> Option<Quiet> {
+        let mut jobs = self.lock();
+        let p = jobs.get_mut(&job)?;
+        p.in_flight = p.in_flight.saturating_sub(1);
+        p.last_done = now;
+        (p.in_flight == 0).then_some(Quiet {
+            stamp: p.stamp,
+            servers: p.servers,
+            begun: p.begun,
+        })
+    }
+
+    /// True if `job` has begun nothing since it went `quiet`: its phase is over.
+    pub(crate) fn still_quiet(&self, job: JobId, quiet: Quiet) -> bool {
+        self.lock()
+            .get(&job)
+            .is_some_and(|p| p.in_flight == 0 && p.stamp == quiet.stamp && p.begun == quiet.begun)
     }
 }
 
-/// Ends a stamped request when dropped, so a cancelled or failed request ends too.
+impl Quiet {
+    /// The servers, among `n`, the phase touched.
+    pub(crate) fn servers(self, n: usize) -> impl Iterator<Item = usize> {
+        (0..n).filter(move |&s| self.servers & (1u64 << s.min(63)) != 0)
+    }
+}
+
+/// Ends a stamped request when dropped, so a cancelled or failed request ends too; when it was
+/// the job's last in flight, sends the phase's end after [`END_DELAY`] if nothing followed.
 pub(crate) struct Stamped<'a> {
+    pub(crate) client: &'a crate::Client,
     pub(crate) clock: &'a PhaseClock,
     pub(crate) job: JobId,
 }
 
 impl Drop for Stamped<'_> {
     fn drop(&mut self) {
-        self.clock.end(self.job);
+        let Some(quiet) = self.clock.end(self.job) else {
+            return;
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let client = self.client.clone();
+        rt.spawn(async move {
+            tokio::time::sleep(END_DELAY).await;
+            client.phase_over(quiet).await;
+        });
     }
 }
 
@@ -148,21 +209,21 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         let j = JobId(7);
-        assert_eq!(c.begin_at(j, t, 1_000), 1_000);
+        assert_eq!(c.begin_at(j, 0, t, 1_000), 1_000);
         // Overlapping and back-to-back requests keep the stamp.
-        assert_eq!(c.begin_at(j, t + MS, 2_000), 1_000);
+        assert_eq!(c.begin_at(j, 0, t + MS, 2_000), 1_000);
         c.end_at(j, t + 2 * MS);
         c.end_at(j, t + 3 * MS);
         assert_eq!(
-            c.begin_at(j, t + 50 * MS, 3_000),
+            c.begin_at(j, 0, t + 50 * MS, 3_000),
             1_000,
             "a gap under 100 ms"
         );
         c.end_at(j, t + 60 * MS);
         // A compute phase: the next request starts a new phase.
-        assert_eq!(c.begin_at(j, t + 200 * MS, 4_000), 4_000);
+        assert_eq!(c.begin_at(j, 0, t + 200 * MS, 4_000), 4_000);
         // Other jobs have phases of their own.
-        assert_eq!(c.begin_at(JobId(8), t + 201 * MS, 5_000), 5_000);
+        assert_eq!(c.begin_at(JobId(8), 0, t + 201 * MS, 5_000), 5_000);
     }
 
     #[test]
@@ -170,9 +231,9 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         let j = JobId(1);
-        assert_eq!(c.begin_at(j, t, 10), 10);
+        assert_eq!(c.begin_at(j, 0, t, 10), 10);
         // 500 ms later, with the first request still in flight: the same phase.
-        assert_eq!(c.begin_at(j, t + 500 * MS, 20), 10);
+        assert_eq!(c.begin_at(j, 0, t + 500 * MS, 20), 10);
     }
 
     #[test]
@@ -180,10 +241,30 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 1_000 * MS);
         let t = Instant::now();
         let j = JobId(1);
-        assert_eq!(c.begin_at(j, t, 10), 10);
-        assert_eq!(c.begin_at(j, t + 900 * MS, 20), 10);
-        assert_eq!(c.begin_at(j, t + 1_100 * MS, 30), 30);
-        assert_eq!(c.begin_at(j, t + 1_200 * MS, 40), 30);
+        assert_eq!(c.begin_at(j, 0, t, 10), 10);
+        assert_eq!(c.begin_at(j, 0, t + 900 * MS, 20), 10);
+        assert_eq!(c.begin_at(j, 0, t + 1_100 * MS, 30), 30);
+        assert_eq!(c.begin_at(j, 0, t + 1_200 * MS, 40), 30);
+    }
+
+    #[test]
+    fn the_last_request_in_flight_makes_the_job_quiet() {
+        let c = PhaseClock::new(100 * MS, 60_000 * MS);
+        let t = Instant::now();
+        let j = JobId(4);
+        c.begin_at(j, 0, t, 10);
+        c.begin_at(j, 2, t, 10);
+        assert_eq!(c.end_at(j, t + MS), None, "one still in flight");
+        let quiet = c.end_at(j, t + 2 * MS).unwrap();
+        assert_eq!(quiet.stamp, 10);
+        assert_eq!(quiet.servers(3).collect::<Vec<_>>(), [0, 2]);
+        assert!(c.still_quiet(j, quiet));
+        // A synchronous process's next request: not quiet any more, even once it is done.
+        c.begin_at(j, 1, t + 3 * MS, 20);
+        assert!(!c.still_quiet(j, quiet));
+        let again = c.end_at(j, t + 4 * MS).unwrap();
+        assert!(!c.still_quiet(j, quiet) && c.still_quiet(j, again));
+        assert_eq!(again.servers(3).collect::<Vec<_>>(), [0, 1, 2]);
     }
 
     #[test]
@@ -191,10 +272,10 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         for i in 0..PRUNE_AT as u64 {
-            c.begin_at(JobId(i), t, i);
+            c.begin_at(JobId(i), 0, t, i);
             c.end_at(JobId(i), t);
         }
-        c.begin_at(JobId(u64::MAX), t + 200 * MS, 0);
+        c.begin_at(JobId(u64::MAX), 0, t + 200 * MS, 0);
         assert_eq!(c.lock().len(), 1);
     }
 }

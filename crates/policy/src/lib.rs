@@ -123,6 +123,13 @@ pub trait Policy: Send + fmt::Debug {
         let _ = (job, priority, now);
         false
     }
+
+    /// The client says job `job`'s I/O phase stamped `phase` (see [`Request::phase`]) is over:
+    /// it has nothing of the job in flight. Policies that keep a job's turn through gaps of its
+    /// phase (`iosets`) end it; others ignore it.
+    fn phase_end(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        let _ = (job, phase, now);
+    }
 }
 
 /// Conservation counters of one policy instance.
@@ -243,6 +250,11 @@ impl Counted {
     /// Forwards a control-plane priority change; false if the policy has no priorities.
     pub fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {
         self.policy.set_priority(job, priority, now)
+    }
+
+    /// Forwards a client's end of a job's phase; see [`Policy::phase_end`].
+    pub fn phase_end(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        self.policy.phase_end(job, phase, now);
     }
 
     /// The weighted queue `req` would join and its weight; see [`Policy::queue_weight`].

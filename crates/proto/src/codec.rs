@@ -219,7 +219,7 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
             w.u32(*len);
             w.u64(*at);
         }
-        Request::LocalTransport => {}
+        Request::LocalTransport | Request::PhaseEnd => {}
         Request::AttachRegion { len } => w.u64(*len),
         Request::Mkdir { path, mode } => {
             w.str(path);
@@ -643,6 +643,7 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         },
         OpCode::Statfs => Request::Statfs,
         OpCode::LocalTransport => Request::LocalTransport,
+        OpCode::PhaseEnd => Request::PhaseEnd,
         OpCode::AttachRegion => Request::AttachRegion {
             len: r.u64("region length")?,
         },

@@ -70,6 +70,8 @@ pub enum OpCode {
     LocalTransport = 20,
     /// Attach a shared region to a same-host connection ([`Request::AttachRegion`]).
     AttachRegion = 21,
+    /// The job's I/O phase stamped in the header is over ([`Request::PhaseEnd`]).
+    PhaseEnd = 22,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -103,6 +105,7 @@ impl OpCode {
             19 => Statfs,
             20 => LocalTransport,
             21 => AttachRegion,
+            22 => PhaseEnd,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -137,6 +140,7 @@ impl OpCode {
             Statfs => "statfs",
             LocalTransport => "local_transport",
             AttachRegion => "attach_region",
+            PhaseEnd => "phase_end",
             SetPriority => "set_priority",
             ClearPriority => "clear_priority",
             Policy => "policy",
@@ -325,6 +329,12 @@ pub enum Request {
     /// Which same-host transport the server offers ([`Reply::LocalTransport`]); `ENOTSUP` when
     /// none.
     LocalTransport,
+    /// The I/O phase whose stamp the header carries is over for the header's job: the client had
+    /// nothing of that job left in flight. Sent (to the servers the phase touched) the moment the
+    /// job's last request is answered, so a server that kept the job's set through gaps of the
+    /// phase (its requests momentarily all on other servers) passes the set on at once. Answered
+    /// [`Reply::Done`].
+    PhaseEnd,
     /// The first request on a same-host connection: the client's shared region, `len` bytes,
     /// whose descriptor travels with this frame (`SCM_RIGHTS`). Answered [`Reply::Attached`].
     AttachRegion {
@@ -366,6 +376,7 @@ impl Request {
             Request::ReadShared { .. } => OpCode::Read,
             Request::WriteShared { .. } => OpCode::Write,
             Request::LocalTransport => OpCode::LocalTransport,
+            Request::PhaseEnd => OpCode::PhaseEnd,
             Request::AttachRegion { .. } => OpCode::AttachRegion,
             Request::Control { op, .. } => op.op(),
         }
@@ -388,6 +399,7 @@ impl Request {
             | Request::ReadShared { .. }
             | Request::WriteShared { .. }
             | Request::LocalTransport
+            | Request::PhaseEnd
             | Request::AttachRegion { .. } => true,
             Request::Create { exclusive, .. } => !exclusive,
             Request::Open { flags, .. } => !flags.has(OpenFlags::TRUNCATE),

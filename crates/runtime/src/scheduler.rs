@@ -742,6 +742,18 @@ impl<T: Send + 'static> Scheduler<T> {
         known
     }
 
+    /// The client says job `job`'s I/O phase stamped `phase` (in this scheduler's time base) is
+    /// over; see [`iosets_policy::Policy::phase_end`]. A set it frees is served at once.
+    pub fn phase_end(&self, job: JobId, phase: Nanos) {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let now = st.tick(raw);
+        st.active.policy.phase_end(job, phase, now);
+        if st.queued() > 0 {
+            self.inner.wake_one(&mut st);
+        }
+    }
+
     /// The priority in force for `job` and its source: control, else automatic, else the last
     /// hint its requests carried. `None` if it has none.
     pub fn priority(&self, job: JobId) -> Option<JobPriority> {

@@ -342,6 +342,13 @@ fn handle(
             let r = local::attach(shared, link, len);
             return reply(tx, Some(permit), shared, header, op, r);
         }
+        Request::PhaseEnd => {
+            if let Some(unix) = header.phase {
+                let phase = Nanos(unix.saturating_sub(shared.clock_zero_unix_ns));
+                shared.sched.phase_end(JobId(header.job.0), phase);
+            }
+            return reply(tx, Some(permit), shared, header, op, Ok(Reply::Done));
+        }
         Request::Control { token, op: ctl } => {
             let shared = shared.clone();
             let tx = tx.clone();
@@ -460,6 +467,7 @@ fn metadata(shared: &Shared, creds: Option<Creds>, req: Request) -> Result<Reply
         | Request::Fsync { .. }
         | Request::LocalTransport
         | Request::AttachRegion { .. }
+        | Request::PhaseEnd
         | Request::Control { .. } => unreachable_op(),
     }
 }

@@ -68,7 +68,7 @@ impl IoSets {
     pub(super) fn linger_or_retire(&mut self, j: Slot, now: Nanos) {
         let s = self.jobs[j].set;
         let set = &self.sets[s];
-        let until = match self.hold_idle {
+        let until = match self.hold_for(j) {
             Some(hold)
                 if set.holder == Some(j)
                     && !set.yielding

@@ -113,6 +113,13 @@ pub const TUNABLES: &[TunableSpec] = &[
                so a client cannot hold a set forever with an old stamp, in ms (>= 1)",
     },
     TunableSpec {
+        name: "open_hold_ms",
+        default: "500",
+        help: "order=phase: how long a holder whose phase is still open (its client has not sent the \
+               phase's end) keeps its set with nothing here, in ms (its requests are on other \
+               servers for a moment); the phase's end passes the set on at once (0 = no such hold)",
+    },
+    TunableSpec {
         name: "unknown",
         default: "shared",
         help: "where a job without priority goes: shared (one \"new\" set, exclusive among newcomers, \
@@ -303,6 +310,10 @@ struct Job {
     waiting: bool,
     /// When its current burst arrived (the key of `order=arrival`).
     burst: Burst,
+    /// `order=phase`: the latest phase stamp its requests carried.
+    phase_seen: Option<Nanos>,
+    /// `order=phase`: its client has not said that phase is over.
+    open: bool,
     hint: Option<Priority>,
 }
 
@@ -340,6 +351,8 @@ pub struct IoSets {
     unknown: Unknown,
     /// `order=phase`: the oldest a stamp may be, relative to the time it is seen.
     max_phase_age: Nanos,
+    /// `order=phase`: how long a holder whose phase is open keeps its set without work here.
+    open_hold: Option<Nanos>,
     /// `unknown=shared`: phases after which a job still without priority gets a set of its own
     /// (0: never).
     unknown_phases: u32,
@@ -379,6 +392,7 @@ impl IoSets {
             order,
             unknown: Unknown::Own,
             max_phase_age: Nanos::from_millis(120_000),
+            open_hold: None,
             unknown_phases: 0,
             unknown_seen: IdMap::default(),
             max_exclusive,
@@ -408,6 +422,13 @@ impl IoSets {
         self
     }
 
+    /// `order=phase`: how long a holder whose phase is still open keeps its set with nothing
+    /// queued or in service here (`None` or zero: no such hold; `hold_idle` still applies).
+    pub fn with_open_hold(mut self, hold: Option<Nanos>) -> IoSets {
+        self.open_hold = hold.filter(|h| *h > Nanos::ZERO);
+        self
+    }
+
     /// `order=phase`: a stamp older than `age` when seen counts as that old.
     pub fn with_max_phase_age(mut self, age: Nanos) -> IoSets {
         self.max_phase_age = age;
@@ -432,6 +453,7 @@ impl IoSets {
         };
         let unknown_phases = t.u64_in("unknown_phases", 0, 1_000_000)? as u32;
         let age_ms = t.u64_in("max_phase_age_ms", 1, 86_400_000)?;
+        let open_ms = t.u64_in("open_hold_ms", 0, 60_000)?;
         let ms = t.u64_in("max_exclusive_ms", 0, 86_400_000)?;
         let max_exclusive = (ms > 0).then(|| Nanos::from_millis(ms));
         let hold_ms = t.u64_in("hold_idle_ms", 0, 60_000)?;
@@ -448,7 +470,8 @@ impl IoSets {
         let mut policy = IoSets::new(order, max_exclusive, default_priority)
             .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
             .with_unknown(unknown, unknown_phases)
-            .with_max_phase_age(Nanos::from_millis(age_ms));
+            .with_max_phase_age(Nanos::from_millis(age_ms))
+            .with_open_hold(Some(Nanos::from_millis(open_ms)));
         for (job, period) in t.family_positive_f64("period.")? {
             policy.configure_period(JobId(job), period, &mapping);
         }
@@ -516,6 +539,25 @@ impl IoSets {
                 at: now,
                 seq: self.next_seq(),
             },
+        }
+    }
+
+    /// `order=phase`: job `j` has a request stamped `phase`: that phase is open.
+    fn saw_phase(&mut self, j: Slot, phase: Option<Nanos>) {
+        if let (Order::Phase, Some(p)) = (self.order, phase) {
+            let job = &mut self.jobs[j];
+            job.phase_seen = job.phase_seen.max(Some(p));
+            job.open = true;
+        }
+    }
+
+    /// How long job `j`, holder without work, keeps its set: the open-phase hold while its
+    /// phase is open (if longer than anticipation), else `hold_idle_ms`.
+    fn hold_for(&self, j: Slot) -> Option<Nanos> {
+        match (self.jobs[j].open, self.open_hold, self.hold_idle) {
+            (true, Some(open), Some(idle)) => Some(open.max(idle)),
+            (true, Some(open), None) => Some(open),
+            (_, _, idle) => idle,
         }
     }
 
@@ -838,14 +880,18 @@ impl Policy for IoSets {
                 set: 0,
                 waiting: false,
                 burst,
+                phase_seen: None,
+                open: false,
                 hint: req.priority,
             });
+            self.saw_phase(j, req.phase);
             self.job_slots.insert(req.job, j);
             let s = self.join(j, key, priority, now);
             self.refresh(s);
             self.challenge(j, now);
             return;
         };
+        self.saw_phase(j, req.phase);
         let job = &mut self.jobs[j];
         job.queue.push_back(req);
         let hint_changed = req.priority.is_some() && req.priority != job.hint;
@@ -997,6 +1043,25 @@ impl Policy for IoSets {
         debug_assert!(self.sets.iter().all(|(_, set)| set.linger.is_none()));
         self.lingering.clear();
         out
+    }
+
+    fn phase_end(&mut self, job: JobId, phase: Nanos, _now: Nanos) {
+        if self.order != Order::Phase {
+            return;
+        }
+        let Some(&j) = self.job_slots.get(&job) else {
+            return;
+        };
+        let job = &mut self.jobs[j];
+        if job.phase_seen.is_some_and(|seen| seen > phase) {
+            // A later phase has begun since: that one is open.
+            return;
+        }
+        job.open = false;
+        if job.queue.is_empty() && job.in_service == 0 {
+            // The holder lingered for the rest of its phase: it is over, the set passes on.
+            self.retire(j);
+        }
     }
 
     fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {

@@ -570,7 +570,10 @@ fn jobs_without_priority_share_one_new_set() {
     // Exclusive among newcomers: job 2 waits while job 1 has a request in service.
     assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
     p.complete(a.id, Outcome::Done { bytes: 10 }, Nanos(2));
-    assert!(matches!(p.dispatch(Nanos(2)), Dispatch::Ready(_)));
+    // Job 1's phase is open (open_hold_ms): the set waits for it until its client ends it.
+    assert!(matches!(p.dispatch(Nanos(2)), Dispatch::NotBefore(_)));
+    p.phase_end(JobId(1), Nanos(0), Nanos(3));
+    assert!(matches!(p.dispatch(Nanos(3)), Dispatch::Ready(_)));
     // Seed 004's prior on request: a set each.
     let mut own = crate::build(NAME, &[("unknown".into(), "own".into())]).unwrap();
     own.enqueue(unknown(1, 1, 0), Nanos(0));
@@ -624,4 +627,45 @@ fn order_and_unknown_are_validated() {
         let err = crate::build(NAME, &[(k.into(), v.into())]).unwrap_err();
         assert!(err.to_string().contains(k), "{err}");
     }
+}
+
+#[test]
+fn an_open_phase_keeps_its_set_until_its_end_arrives() {
+    // No anticipation configured: only the open-phase hold keeps job 5's set.
+    let mut p = by_phase().with_open_hold(Some(Nanos(1_000)));
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    let r = take(&mut p, 0);
+    p.enqueue(phased(2, 6, 20), Nanos(1));
+    done(&mut p, &r, 2);
+    // Job 5's requests are elsewhere for a moment: its set waits for it...
+    assert_eq!(p.dispatch(Nanos(300)), Dispatch::NotBefore(Nanos(1_002)));
+    // ...and a request of its phase goes on at once.
+    p.enqueue(phased(3, 5, 10), Nanos(400));
+    let r = take(&mut p, 400);
+    assert_eq!(r.job.0, 5);
+    done(&mut p, &r, 401);
+    // The client says the phase is over: the set passes on now, not at the hold's end.
+    p.phase_end(JobId(5), Nanos(10), Nanos(402));
+    assert_eq!(take(&mut p, 402).job.0, 6);
+    assert!(p.lingering.is_empty() || p.next_linger_end().is_none());
+}
+
+#[test]
+fn the_end_of_an_older_phase_does_not_close_a_newer_one() {
+    let mut p = by_phase().with_open_hold(Some(Nanos(1_000)));
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    p.enqueue(phased(2, 6, 20), Nanos(0));
+    let r = take(&mut p, 0);
+    assert_eq!(r.job.0, 5);
+    done(&mut p, &r, 1);
+    // A late end of an earlier phase (stamp 5) leaves phase 10 open.
+    p.phase_end(JobId(5), Nanos(5), Nanos(2));
+    assert_eq!(p.dispatch(Nanos(3)), Dispatch::NotBefore(Nanos(1_001)));
+    // Without stamps (or with open_hold 0) nothing waits: the paper's rule.
+    let mut p = by_phase().with_open_hold(None);
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    p.enqueue(phased(2, 6, 20), Nanos(0));
+    let r = take(&mut p, 0);
+    done(&mut p, &r, 1);
+    assert_eq!(take(&mut p, 1).job.0, 6);
 }
