@@ -331,7 +331,8 @@ fn heuristics() {
         ("share+priority", "a set per job, SET-10 priorities"),
         ("clairvoyant", "SET-10 of the mean w_iter of the job's group (the distribution it was drawn from)"),
         (":error=<e>", "suffix for set-<b>, set-fairshare, share+priority: each w_iter estimate × (1 + U[-e, e]), drawn at every I/O phase"),
-        (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); default priority 1/50 before the second burst"),
+        (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); before the second burst, priority 1/50 in one shared \"new\" set, newcomers taking turns (the servers' unknown=shared)"),
+        (":online:own", "same, but before the second burst a set of its own per job, priority 1/50 (seed 004's prior, the servers' unknown=own)"),
     ];
     for (name, what) in rows {
         println!("{name:<16} {what}");

@@ -68,6 +68,7 @@ fn a_job_alone_gets_all_the_bandwidth_under_every_heuristic() {
         "set-2",
         "set-10:error=0.5",
         "set-10:online",
+        "set-10:online:own",
     ] {
         let r = run(&w, h);
         assert_times(&r, &[8.0]);
@@ -280,9 +281,9 @@ fn a_window_cutting_a_compute_phase_counts_its_inside_part() {
 #[test]
 fn online_estimates_start_with_the_default_priority() {
     // Alone: asks for I/O at 9, 19, 29 (period 10). First burst: no estimate, a set of its own at
-    // priority 1/50; then mean gaps of 10 s: set 1, priority 1/10.
+    // priority 1/50 (seed 004's prior); then mean gaps of 10 s: set 1, priority 1/10.
     let w = workload(1.0, None, vec![job(0.0, &[9.0; 3], &[1.0; 3], 10.0)]);
-    let r = run(&w, "set-10:online");
+    let r = run(&w, "set-10:online:own");
     let sets: Vec<(Option<SetKey>, f64)> = r.jobs[0]
         .phases
         .iter()
@@ -292,14 +293,98 @@ fn online_estimates_start_with_the_default_priority() {
     assert_eq!(sets[0], (Some(SetKey::Unknown(0)), 0.02));
     assert_eq!(sets[1].0, Some(SetKey::Index(1)));
     assert!(close(sets[2].1, 0.1));
+    // The shared prior: the same, but the first burst joins the one new set.
+    let r = run(&w, "set-10:online");
+    let sets: Vec<(Option<SetKey>, f64)> = r.jobs[0]
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Io)
+        .map(|p| (p.set, p.priority))
+        .collect();
+    assert_eq!(sets[0], (Some(SetKey::New), 0.02));
+    assert_eq!(sets[1].0, Some(SetKey::Index(1)));
+    assert!(close(sets[2].1, 0.1));
+}
+
+/// The I/O phases of `r` that ran in a set matching `in_set`: (job, asked, transfer start, end).
+fn io_phases(r: &RunResult, in_set: impl Fn(SetKey) -> bool) -> Vec<(usize, f64, f64, f64)> {
+    let mut out = Vec::new();
+    for (j, job) in r.jobs.iter().enumerate() {
+        for p in &job.phases {
+            if p.kind == PhaseKind::Io && p.set.is_some_and(&in_set) {
+                out.push((j, p.start, p.transfer_start, p.end));
+            }
+        }
+    }
+    out
+}
+
+/// Pairs of phases of different jobs whose transfers overlap for a positive time.
+fn overlapping_transfers(phases: &[(usize, f64, f64, f64)]) -> usize {
+    let mut n = 0;
+    for (i, a) in phases.iter().enumerate() {
+        for b in &phases[i + 1..] {
+            if a.0 != b.0 && a.2.max(b.2) < a.3.min(b.3) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn newcomers_take_turns_in_the_shared_set_and_share_with_own_sets() {
+    // B = 1, three jobs, each computing then writing 4 units, three times; they ask for their
+    // first I/O at 1, 1.5 and 2. None has an estimate before its second burst.
+    let w = workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[1.0, 30.0, 30.0], &[4.0; 3], 35.0),
+            job(0.0, &[1.5, 30.0, 30.0], &[4.0; 3], 35.0),
+            job(0.0, &[2.0, 30.0, 30.0], &[4.0; 3], 35.0),
+        ],
+    );
+    // Shared: one new set, first come first served: 1→5, 5→9, 9→13 (each waited for the one
+    // before), never two newcomers transferring at once.
+    let r = run(&w, "set-10:online");
+    let new = io_phases(&r, |k| k == SetKey::New);
+    assert_eq!(new.len(), 3, "{new:?}");
+    let firsts: Vec<(f64, f64)> = new.iter().map(|p| (p.2, p.3)).collect();
+    for (got, want) in firsts.iter().zip([(1.0, 5.0), (5.0, 9.0), (9.0, 13.0)]) {
+        assert!(close(got.0, want.0) && close(got.1, want.1), "{firsts:?}");
+    }
+    assert_eq!(new.iter().filter(|p| p.2 > p.1).count(), 2, "{new:?}");
+    assert_eq!(overlapping_transfers(&new), 0, "{new:?}");
+    // Every later phase has an estimate: out of the new set.
+    for j in &r.jobs {
+        for p in j
+            .phases
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Io && p.iteration > 0)
+        {
+            assert!(matches!(p.set, Some(SetKey::Index(_))), "{p:?}");
+        }
+    }
+    // Own (seed 004): a set each, so the three share B and overlap pairwise: 1→1.5 alone,
+    // 1.5→2 at 1/2 each, 2→11.75 at 1/3 each, 11.75→12.75 at 1/2, 12.75→13 alone.
+    let r = run(&w, "set-10:online:own");
+    let own = io_phases(&r, |k| matches!(k, SetKey::Unknown(_)));
+    assert_eq!(own.len(), 3, "{own:?}");
+    assert!(own.iter().all(|p| p.2 == p.1), "none waits: {own:?}");
+    assert_eq!(overlapping_transfers(&own), 3, "{own:?}");
+    let ends: Vec<f64> = own.iter().map(|p| p.3).collect();
+    for (got, want) in ends.iter().zip([11.75, 12.75, 13.0]) {
+        assert!(close(*got, want), "{ends:?}");
+    }
 }
 
 #[test]
 fn online_estimates_see_the_slowed_down_period() {
     // Job 0 (isolated w_iter 2 s: set 0) computes 1 s then writes 1 unit, three times; job 1 asks
-    // at 0.5 for 30 units. Both start without an estimate, in sets of their own at priority 1/50,
-    // so they share: job 0's first unit takes 2 s and its second burst starts later than in
-    // isolation. Its first estimate is that observed gap, and its set follows it.
+    // at 0.5 for 30 units. Both start without an estimate, in sets of their own at priority 1/50
+    // (seed 004's prior), so they share: job 0's first unit takes 2 s and its second burst starts
+    // later than in isolation. Its first estimate is that observed gap, and its set follows it.
     let w = workload(
         1.0,
         None,
@@ -308,7 +393,7 @@ fn online_estimates_see_the_slowed_down_period() {
             job(0.0, &[0.5], &[30.0], 30.5),
         ],
     );
-    let r = run(&w, "set-10:online");
+    let r = run(&w, "set-10:online:own");
     let second = r.jobs[0]
         .phases
         .iter()

@@ -7,7 +7,7 @@
 use iosets_sim::fluid::generator::{GroupSpec, PaperGenerator};
 use iosets_sim::fluid::{simulate, Heuristic, SimOptions, Window};
 
-const HEURISTICS: [&str; 10] = [
+const HEURISTICS: [&str; 12] = [
     "exclusive-fcfs",
     "fair-share",
     "set-10",
@@ -17,7 +17,9 @@ const HEURISTICS: [&str; 10] = [
     "set-2",
     "set-10:error=0.5",
     "set-10:online",
+    "set-10:online:own",
     "share+priority:online",
+    "share+priority:online:own",
 ];
 
 fn generator(noise: f64, omega: f64) -> PaperGenerator {
@@ -98,7 +100,15 @@ fn bandwidth_is_conserved_and_every_volume_delivered() {
 #[test]
 fn set_based_heuristics_transfer_at_most_one_job_per_set() {
     let w = generator(0.1, 0.8).generate(11).unwrap();
-    for name in ["set-10", "set-fairshare", "clairvoyant"] {
+    for name in [
+        "set-10",
+        "set-fairshare",
+        "clairvoyant",
+        "set-10:online",
+        "set-10:online:own",
+        "set-fairshare:online",
+        "share+priority:online",
+    ] {
         let options = SimOptions {
             record: true,
             ..SimOptions::default()

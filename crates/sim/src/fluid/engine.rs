@@ -553,7 +553,7 @@ impl<'w> Sim<'w> {
                 };
                 Some(self.w_true[j as usize] * f)
             }
-            Some(Estimate::Online) => {
+            Some(Estimate::Online { .. }) => {
                 s.estimator.observe_burst_start(now);
                 s.estimator.estimate()
             }

@@ -24,7 +24,7 @@ pub enum FluidError {
         context: String,
     },
     /// A heuristic name could not be parsed.
-    #[error("unknown heuristic {name:?}: {problem}; known: exclusive-fcfs, fair-share, set-<base> (e.g. set-10), set-fairshare, share+priority, clairvoyant, optionally followed by :error=<e> or :online")]
+    #[error("unknown heuristic {name:?}: {problem}; known: exclusive-fcfs, fair-share, set-<base> (e.g. set-10), set-fairshare, share+priority, clairvoyant, optionally followed by :error=<e>, :online (jobs without an estimate share one new set) or :online:own (a set of their own, seed 004)")]
     UnknownHeuristic {
         /// The name given.
         name: String,

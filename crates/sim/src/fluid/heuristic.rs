@@ -20,8 +20,17 @@
 //! `1 + U[-e, e]`, drawn afresh at every I/O phase), or estimated online from the job's own
 //! simulated I/O history by a [`PeriodEstimator`] — today [`MeanGap`], the mean gap between the
 //! starts of its bursts so far; the `period` crate's online detector can take its place behind
-//! the same trait. A job without an estimate yet gets a set of its own and the mapping's default
-//! priority (1/50, seed 004).
+//! the same trait.
+//!
+//! A job without an estimate yet (online only: before its second burst) gets the mapping's default
+//! priority (1/50) and, by the heuristic's [`UnknownPrior`], either joins the one shared "new" set
+//! ([`SetKey::New`], `:online`, DESIGN.md's Set-10 mapping and the servers' `unknown=shared`):
+//! exclusive among newcomers, first come first served by the time each asked for I/O like any
+//! set, so newcomers take turns from their first phase; or gets a set of its own
+//! ([`SetKey::Unknown`], `:online:own`, seed 004's prior and the servers' `unknown=own`), so
+//! newcomers share the bandwidth and stay in step. Both are kept so that the comparison stays
+//! reproducible. (The servers' guard that moves a job still unclassified after many phases out of
+//! the new set has no counterpart here: [`MeanGap`] has an estimate from the second burst on.)
 
 use std::fmt;
 use std::str::FromStr;
@@ -41,7 +50,21 @@ pub enum Estimate {
         error: f64,
     },
     /// Estimated online from the job's simulated burst starts (see [`PeriodEstimator`]).
-    Online,
+    Online {
+        /// Where a job goes before it has an estimate.
+        prior: UnknownPrior,
+    },
+}
+
+/// Where an online heuristic puts a job that has no estimate yet (see the [module docs](self)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum UnknownPrior {
+    /// One shared "new" set for all such jobs, exclusive among them (DESIGN.md's default;
+    /// `:online`).
+    #[default]
+    Shared,
+    /// A set of its own per such job (seed 004; `:online:own`).
+    Own,
 }
 
 /// A heuristic of the IO-SETS paper (see the [module docs](self)).
@@ -123,6 +146,15 @@ impl Heuristic {
         }
     }
 
+    /// Where a job without an estimate goes: the prior of an online heuristic, else `None` (the
+    /// others always have an estimate).
+    pub fn unknown_prior(&self) -> Option<UnknownPrior> {
+        match self.estimate() {
+            Some(Estimate::Online { prior }) => Some(prior),
+            _ => None,
+        }
+    }
+
     /// Checks the parameters: a base `> 1`, finite; an error in `[0, 1)`.
     pub fn validate(&self) -> Result<(), FluidError> {
         if let Some(b) = self.base() {
@@ -172,7 +204,12 @@ impl fmt::Display for Heuristic {
         }
         match self.estimate() {
             Some(Estimate::Noisy { error }) => write!(f, ":error={error}"),
-            Some(Estimate::Online) => write!(f, ":online"),
+            Some(Estimate::Online {
+                prior: UnknownPrior::Shared,
+            }) => write!(f, ":online"),
+            Some(Estimate::Online {
+                prior: UnknownPrior::Own,
+            }) => write!(f, ":online:own"),
             _ => Ok(()),
         }
     }
@@ -183,21 +220,43 @@ impl FromStr for Heuristic {
 
     /// Parses the names of the [module docs](self): `exclusive-fcfs`, `fair-share`, `set-<b>`,
     /// `set-fairshare[-<b>]`, `share+priority[-<b>]`, `clairvoyant[-<b>]`, the three `w_iter`
-    /// readers optionally followed by `:error=<e>` or `:online`. Case-insensitive; `_` may stand
-    /// for `-`.
+    /// readers optionally followed by `:error=<e>` or `:online`, and `:online` optionally by the
+    /// prior for jobs without an estimate, `:own` or `:shared` (the default).
+    /// Case-insensitive; `_` may stand for `-`.
     fn from_str(s: &str) -> Result<Heuristic, FluidError> {
         let bad = |problem: String| FluidError::UnknownHeuristic {
             name: s.to_string(),
             problem,
         };
         let lower = s.trim().to_ascii_lowercase().replace('_', "-");
-        let (name, variant) = match lower.split_once(':') {
-            Some((n, v)) => (n, Some(v)),
-            None => (lower.as_str(), None),
-        };
+        let mut parts = lower.split(':');
+        let name = parts.next().unwrap_or_default();
+        let variant = parts.next();
+        let prior = parts.next();
+        if let Some(extra) = parts.next() {
+            return Err(bad(format!(
+                "unexpected suffix {extra:?}: at most :online:<prior>"
+            )));
+        }
         let estimate = match variant {
             None => Estimate::Known,
-            Some("online") => Estimate::Online,
+            Some("online") => Estimate::Online {
+                prior: match prior {
+                    None | Some("shared") => UnknownPrior::Shared,
+                    Some("own") => UnknownPrior::Own,
+                    Some(p) => {
+                        return Err(bad(format!(
+                            "unknown prior {p:?} after :online: expected own or shared"
+                        )))
+                    }
+                },
+            },
+            Some(v @ ("own" | "shared")) => {
+                return Err(bad(format!(
+                    ":{v} is a prior for jobs without an estimate, so it follows :online \
+                     (e.g. set-10:online:{v})"
+                )))
+            }
             Some(v) => match v.strip_prefix("error=") {
                 Some(e) => Estimate::Noisy {
                     error: e
@@ -207,6 +266,11 @@ impl FromStr for Heuristic {
                 None => return Err(bad(format!("unknown variant {v:?}"))),
             },
         };
+        if let (Estimate::Noisy { .. }, Some(p)) = (estimate, prior) {
+            return Err(bad(format!(
+                "unexpected suffix {p:?} after :error: only :online takes a prior"
+            )));
+        }
         let parse_base = |rest: &str| -> Result<f64, FluidError> {
             if rest.is_empty() {
                 return Ok(10.0);
@@ -268,8 +332,11 @@ pub enum SetKey {
     Job(u32),
     /// Set `i` of the Set-b mapping.
     Index(i32),
-    /// A job with no estimate yet: a set of its own.
+    /// A job with no estimate yet, under the [`UnknownPrior::Own`] prior: a set of its own.
     Unknown(u32),
+    /// The one shared set of the jobs with no estimate yet, under the [`UnknownPrior::Shared`]
+    /// prior.
+    New,
 }
 
 impl fmt::Display for SetKey {
@@ -279,6 +346,7 @@ impl fmt::Display for SetKey {
             SetKey::Job(j) => write!(f, "job{j}"),
             SetKey::Index(i) => write!(f, "S{i}"),
             SetKey::Unknown(j) => write!(f, "new{j}"),
+            SetKey::New => write!(f, "new"),
         }
     }
 }
@@ -303,6 +371,8 @@ pub struct Placement {
 pub(crate) struct Placer {
     heuristic: Heuristic,
     mapping: SetMapping,
+    /// Where a job without an estimate goes (only online heuristics meet one).
+    prior: UnknownPrior,
 }
 
 impl Placer {
@@ -313,19 +383,27 @@ impl Placer {
                 .expect("validated base"),
             None => SetMapping::default(),
         };
-        Ok(Placer { heuristic, mapping })
+        Ok(Placer {
+            heuristic,
+            mapping,
+            prior: heuristic.unknown_prior().unwrap_or_default(),
+        })
     }
 
     /// Places job `job` given its `w_iter` estimate (`None`: no estimate yet) and the mean
     /// `w_iter` of its group (for CLAIRVOYANT).
     pub(crate) fn place(&self, job: u32, w_iter: Option<f64>, class_w_iter: f64) -> Placement {
+        let unknown = match self.prior {
+            UnknownPrior::Shared => SetKey::New,
+            UnknownPrior::Own => SetKey::Unknown(job),
+        };
         let set_of = |a: Assignment, equal: bool| match a {
             Assignment::Set { set, priority } => Placement {
                 set: SetKey::Index(set),
                 priority: if equal { 1.0 } else { priority.get() },
             },
             Assignment::Unknown { priority } => Placement {
-                set: SetKey::Unknown(job),
+                set: unknown,
                 priority: if equal { 1.0 } else { priority.get() },
             },
         };
@@ -340,9 +418,17 @@ impl Placer {
             },
             Heuristic::SetB { .. } => set_of(self.mapping.assign(w_iter), false),
             Heuristic::SetFairShare { .. } => set_of(self.mapping.assign(w_iter), true),
-            Heuristic::SharePriority { .. } => Placement {
-                set: SetKey::Job(job),
-                priority: self.mapping.assign(w_iter).priority().get(),
+            Heuristic::SharePriority { .. } => match self.mapping.assign(w_iter) {
+                Assignment::Unknown { priority } if self.prior == UnknownPrior::Shared => {
+                    Placement {
+                        set: SetKey::New,
+                        priority: priority.get(),
+                    }
+                }
+                a => Placement {
+                    set: SetKey::Job(job),
+                    priority: a.priority().get(),
+                },
             },
             Heuristic::Clairvoyant { .. } => set_of(self.mapping.assign(Some(class_w_iter)), false),
         }
@@ -405,7 +491,9 @@ mod tests {
             "clairvoyant",
             "set-10:error=0.5",
             "set-10:online",
+            "set-10:online:own",
             "set-fairshare:online",
+            "share+priority-2:online:own",
             "share+priority-2:error=0.1",
             "clairvoyant-3",
             "set-2.5",
@@ -437,6 +525,38 @@ mod tests {
     }
 
     #[test]
+    fn the_online_prior_is_a_suffix_shared_by_default() {
+        let prior = |s: &str| s.parse::<Heuristic>().unwrap().unknown_prior();
+        assert_eq!(prior("set-10:online"), Some(UnknownPrior::Shared));
+        assert_eq!(prior("set-10:online:shared"), Some(UnknownPrior::Shared));
+        assert_eq!(prior("SET_10:Online:OWN"), Some(UnknownPrior::Own));
+        assert_eq!(prior("set-fairshare:online:own"), Some(UnknownPrior::Own));
+        assert_eq!(prior("share+priority:online"), Some(UnknownPrior::Shared));
+        assert_eq!(prior("set-10"), None);
+        assert_eq!(prior("set-10:error=0.5"), None);
+        // The explicit default prints as the plain name.
+        assert_eq!(
+            "set-10:online:shared"
+                .parse::<Heuristic>()
+                .unwrap()
+                .to_string(),
+            "set-10:online"
+        );
+        let msg = |s: &str| s.parse::<Heuristic>().unwrap_err().to_string();
+        let m = msg("set-10:online:mine");
+        assert!(
+            m.contains("\"set-10:online:mine\"") && m.contains("unknown prior \"mine\""),
+            "{m}"
+        );
+        assert!(msg("set-10:own").contains("follows :online"));
+        assert!(msg("set-10:shared").contains("set-10:online:shared"));
+        assert!(msg("set-10:error=0.5:own").contains("only :online takes a prior"));
+        assert!(msg("set-10:online:own:x").contains("unexpected suffix \"x\""));
+        assert!(msg("fair-share:online:own").contains("takes no :error or :online"));
+        assert!(msg("clairvoyant:online:own").contains("takes no :error or :online"));
+    }
+
+    #[test]
     fn placements_follow_the_paper_table() {
         let place = |h: Heuristic, w: Option<f64>| Placer::new(h).unwrap().place(3, w, 1000.0);
         assert_eq!(place(Heuristic::ExclusiveFcfs, Some(10.0)).set, SetKey::All);
@@ -458,13 +578,58 @@ mod tests {
         // Clairvoyant ignores the job's own w_iter and uses its group's.
         let p = place(Heuristic::PAPER[5], Some(64.0));
         assert_eq!((p.set, p.priority), (SetKey::Index(3), 0.001));
-        // No estimate: a set of its own, priority 1/50.
+    }
+
+    #[test]
+    fn jobs_without_an_estimate_go_where_the_prior_says() {
+        let place = |h: &str, job: u32, w: Option<f64>| {
+            Placer::new(h.parse().unwrap())
+                .unwrap()
+                .place(job, w, 1000.0)
+        };
+        // Shared: every newcomer in the one new set, priority 1/50.
+        for job in [3, 4] {
+            assert_eq!(
+                place("set-10:online", job, None),
+                Placement {
+                    set: SetKey::New,
+                    priority: 0.02
+                }
+            );
+        }
+        // Own (seed 004): a set of its own each, priority 1/50.
         assert_eq!(
-            place(Heuristic::SET10, None),
+            place("set-10:online:own", 3, None),
             Placement {
                 set: SetKey::Unknown(3),
                 priority: 0.02
             }
+        );
+        assert_eq!(place("set-10:online:own", 4, None).set, SetKey::Unknown(4));
+        // Equal priorities stay equal for newcomers too.
+        assert_eq!(
+            place("set-fairshare:online", 3, None),
+            Placement {
+                set: SetKey::New,
+                priority: 1.0
+            }
+        );
+        // SHARE+PRIORITY: the new set under the shared prior; its own set as before under :own.
+        assert_eq!(place("share+priority:online", 3, None).set, SetKey::New);
+        assert_eq!(
+            place("share+priority:online:own", 3, None),
+            Placement {
+                set: SetKey::Job(3),
+                priority: 0.02
+            }
+        );
+        // With an estimate the prior plays no part.
+        for h in ["set-10:online", "set-10:online:own"] {
+            assert_eq!(place(h, 3, Some(64.0)).set, SetKey::Index(2));
+        }
+        assert_eq!(
+            place("share+priority:online", 3, Some(64.0)).set,
+            SetKey::Job(3)
         );
     }
 

@@ -37,6 +37,8 @@ pub use engine::{
     simulate, JobOutcome, PhaseKind, PhaseRecord, RateSegment, RunResult, SimOptions,
 };
 pub use error::FluidError;
-pub use heuristic::{Estimate, Heuristic, MeanGap, PeriodEstimator, Placement, SetKey};
+pub use heuristic::{
+    Estimate, Heuristic, MeanGap, PeriodEstimator, Placement, SetKey, UnknownPrior,
+};
 pub use metrics::{JobWork, Metrics, METRIC_NAMES};
 pub use model::{Job, Window, Workload};
