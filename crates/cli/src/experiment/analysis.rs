@@ -20,17 +20,12 @@
 //!   [`iosets_policy::set10::SetMapping`] `round(log10 w_iter)`; the servers, the simulator and
 //!   this harness all use `SetMapping`, so all three agree on `round`.
 //! - `auto` ≈ `set-10:online`: each job's period estimated from its own I/O phases as they
-//!   happen. **The prior differs.** Until a job has an estimate, the servers put it in one
-//!   shared "new" set (the `iosets` policy's default `unknown=shared`, DESIGN.md's Set-10
-//!   mapping), but the fluid simulator has only seed 004's prior: a set of its own per such job
-//!   (`unknown=own`; `iosets_sim::fluid` places it in `SetKey::Unknown(job)`) and no option for
-//!   a shared one. So the prediction for `auto` is that of seed 004's prior, which on seed 004's
-//!   workload is well above `set-10`'s: `iosets sim run scenarios/seed004.toml -H set-10
-//!   -H set-10:online` gives max stretch 1.325 against 1.135, geometric-mean stretch 1.209
-//!   against 1.057, I/O slowdown 4.00 against 1.75, utilization 0.774 against 0.885 (the
-//!   newcomers share the device and stay in step). DESIGN.md reports the shared prior within
-//!   0.3% of `set-10` there; until the simulator has that prior, compare the measured `auto`
-//!   with the `clairvoyant` prediction too, and read its own prediction as seed 004's prior.
+//!   happen, and until a job has an estimate it is in one shared "new" set at priority 1/50,
+//!   as on the servers (the `iosets` policy's default `unknown=shared`, DESIGN.md's Set-10
+//!   mapping). Seed 004's prior (a set of its own per such job) is `set-10:online:own`; on seed
+//!   004's workload it is well above `set-10` (max stretch 1.325 against 1.135), the shared
+//!   prior within 0.3% of it (`iosets sim run scenarios/seed004.toml -H set-10 -H
+//!   set-10:online -H set-10:online:own`).
 //! - `auto-error` ≈ `set-10:error=0.5`: the closest the simulator has, since it cannot combine
 //!   `:online` with `:error`. It multiplies the *true* period by `1 + U[-0.5, 0.5]` drawn afresh
 //!   at each I/O phase, from the first phase on (no prior at all); the servers multiply each
