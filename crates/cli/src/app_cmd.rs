@@ -309,12 +309,18 @@ fn errno_name(code: i32) -> Option<&'static str> {
     })
 }
 
+/// The alignment of the block the application writes from.
+const PAGE: usize = 4096;
+
 /// One process's file and the block it writes.
 #[derive(Debug)]
 struct DataFile {
     path: PathBuf,
     file: File,
-    block: Vec<u8>,
+    /// The block, and one page more: the block is written from its first page boundary
+    /// ([`DataFile::block`]).
+    buf: Vec<u8>,
+    len: usize,
 }
 
 impl DataFile {
@@ -332,8 +338,18 @@ impl DataFile {
         Ok(DataFile {
             path,
             file,
-            block: vec![fill; plan.block],
+            buf: vec![fill; plan.block + PAGE],
+            len: plan.block,
         })
+    }
+
+    /// The block, starting on a page boundary, as IOR's `aligned_buffer_alloc` gives it: with
+    /// direct I/O (a FUSE mount) the kernel cuts a write into requests of at most 256 pages, so
+    /// a 1 MiB block that starts 16 bytes into a page (where `malloc` puts a large buffer)
+    /// would reach the file system as 1,048,560 + 16 bytes.
+    fn block(&self) -> &[u8] {
+        let skip = self.buf.as_ptr().align_offset(PAGE).min(PAGE);
+        &self.buf[skip..skip + self.len]
     }
 
     /// Rewrites `bytes` from offset 0 (fsync at the end with `fsync`), stopping early when `abort`
@@ -344,8 +360,8 @@ impl DataFile {
             if abort.load(Ordering::Relaxed) {
                 return (offset, None);
             }
-            let n = (bytes - offset).min(self.block.len() as u64) as usize;
-            if let Err(e) = self.file.write_all_at(&self.block[..n], offset) {
+            let n = (bytes - offset).min(self.len as u64) as usize;
+            if let Err(e) = self.file.write_all_at(&self.block()[..n], offset) {
                 abort.store(true, Ordering::Relaxed);
                 let what = format!(
                     "writing {n} bytes at offset {offset} to {}: {}",
@@ -693,6 +709,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!((p.block, p.bytes_per_proc), (2 << 20, 2 << 20));
+    }
+
+    #[test]
+    fn the_block_starts_on_a_page() {
+        let p = plan(&args(1, 0.0, 1), &env_of(&[]), 1).unwrap();
+        let dir = std::env::temp_dir().join(format!("iosets-app-align-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = DataFile::create(&dir, &p, 0).unwrap();
+        assert_eq!(f.block().as_ptr() as usize % PAGE, 0);
+        assert_eq!(f.block().len(), p.block);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
