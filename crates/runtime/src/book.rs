@@ -298,6 +298,73 @@ struct Detect {
     number: u64,
     drawn_for: Option<Nanos>,
     set: Option<i32>,
+    /// The phase starts its client stamped, when its requests carry stamps.
+    stamps: Stamps,
+}
+
+/// Stamps of one job's I/O phases closer than this are one phase (the nodes of one job stamp the
+/// same phase within a few ms of each other).
+const SAME_PHASE: Nanos = Nanos(20_000_000);
+
+/// A job's period from the phase starts its client stamped on its requests
+/// ([`iosets_types::Request::phase`]): the time between consecutive stamps, which no queueing at
+/// the servers cuts into pieces or merges (a phase whose service is interrupted, or waits behind
+/// another job, still has one stamp). Used instead of the completion-based detector for a job
+/// whose requests carry stamps: two intervals that agree within 10%, or the median of the last
+/// three, is the period; a change of behaviour shows after two intervals of the new one.
+#[derive(Clone, Copy, Debug, Default)]
+struct Stamps {
+    last: Option<Nanos>,
+    /// The last intervals, newest at `(next + 3) % 4`.
+    intervals: [Nanos; 4],
+    next: usize,
+    count: u64,
+}
+
+impl Stamps {
+    /// A stamp of the job's latest request: a period when it starts a new phase and the
+    /// intervals so far say one.
+    fn observe(&mut self, stamp: Nanos) -> Option<Nanos> {
+        let last = self.last.get_or_insert(stamp);
+        if stamp <= *last + SAME_PHASE {
+            // The same phase, or an older one's request finishing late.
+            return None;
+        }
+        let interval = stamp - *last;
+        *last = stamp;
+        self.intervals[self.next] = interval;
+        self.next = (self.next + 1) % 4;
+        self.count += 1;
+        self.estimate()
+    }
+
+    /// The last `k` intervals, newest first.
+    fn recent(&self, k: usize) -> impl Iterator<Item = Nanos> + '_ {
+        (1..=k).map(move |i| self.intervals[(self.next + 4 - i) % 4])
+    }
+
+    fn estimate(&self) -> Option<Nanos> {
+        match self.count {
+            0 | 1 => None,
+            _ => {
+                let mut last2: Vec<u64> = self.recent(2).map(|n| n.0).collect();
+                last2.sort_unstable();
+                if last2[1] as f64 <= last2[0] as f64 * 1.1 {
+                    return Some(Nanos((last2[0] + last2[1]) / 2));
+                }
+                if self.count < 3 {
+                    return None;
+                }
+                let mut last3: Vec<u64> = self.recent(3).map(|n| n.0).collect();
+                last3.sort_unstable();
+                Some(Nanos(last3[1]))
+            }
+        }
+    }
+
+    fn stamped(&self) -> bool {
+        self.last.is_some()
+    }
 }
 
 /// One job's record.
@@ -486,7 +553,13 @@ impl JobBook {
                     Op::Write | Op::Other => Direction::Write,
                 };
                 let event = Event::new(req.arrival, now, moved);
-                let m = self.detect(rec, &mut shard.analyzer, req.job, direction, event, now);
+                let m = self.detect(
+                    rec,
+                    &mut shard.analyzer,
+                    req.job,
+                    (direction, event, req.phase),
+                    now,
+                );
                 moves.extend(m);
             }
         }
@@ -498,8 +571,7 @@ impl JobBook {
         rec: &mut JobRecord,
         analyzer: &mut Option<Analyzer>,
         job: JobId,
-        direction: Direction,
-        event: Event,
+        (direction, event, stamp): (Direction, Event, Option<Nanos>),
         now: Nanos,
     ) -> Option<Move> {
         let every = Nanos(u64::try_from(self.config.estimate_every.as_nanos()).unwrap_or(u64::MAX));
@@ -523,8 +595,18 @@ impl JobBook {
                 number: 0,
                 drawn_for: None,
                 set: None,
+                stamps: Stamps::default(),
             })
         });
+        if let Some(stamp) = stamp {
+            // The client stamps its phases: their starts say the period, the completions
+            // need no analysis.
+            let period = d.stamps.observe(stamp)?;
+            return self.place(d, job, period, now, every);
+        }
+        if d.stamps.stamped() {
+            return None;
+        }
         d.detector.observe(direction, event);
         let opened = d.detector.opened();
         let found = if now >= d.next_check && opened > d.opened_at_check {
@@ -555,13 +637,25 @@ impl JobBook {
             return None;
         };
         let (_, est) = found?;
-        d.period = Some(est.period);
+        self.place(d, job, est.period, now, every)
+    }
+
+    /// The job's period is `period` now: its set, and a move if that changed.
+    fn place(
+        &self,
+        d: &mut Detect,
+        job: JobId,
+        period: Nanos,
+        now: Nanos,
+        every: Nanos,
+    ) -> Option<Move> {
+        d.period = Some(period);
         // A new behaviour (or the first): a new error factor.
-        if d.drawn_for.is_some_and(|p| changed(p, est.period)) {
+        if d.drawn_for.is_some_and(|p| changed(p, period)) {
             d.number += 1;
-            d.drawn_for = Some(est.period);
+            d.drawn_for = Some(period);
         }
-        d.drawn_for.get_or_insert(est.period);
+        d.drawn_for.get_or_insert(period);
         let applied = if self.config.period_error > 0.0 {
             let f = error_factor(
                 self.config.period_error,
@@ -569,9 +663,9 @@ impl JobBook {
                 job,
                 d.number,
             );
-            Nanos::from_secs_f64(est.period.as_secs_f64() * f)
+            Nanos::from_secs_f64(period.as_secs_f64() * f)
         } else {
-            est.period
+            period
         };
         d.applied = Some(applied);
         let set = self.config.mapping.set_of(applied.as_secs_f64())?;
@@ -586,7 +680,7 @@ impl JobBook {
             job,
             set,
             priority: self.config.mapping.priority_of_set(set),
-            period: est.period,
+            period,
             applied,
         })
     }

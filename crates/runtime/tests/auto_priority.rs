@@ -654,3 +654,64 @@ fn period_error_out_of_range_is_refused() {
     let ok = BookConfig::default().period_error(0.0, 3).unwrap();
     assert_eq!(ok.period_error_fraction(), (0.0, 3));
 }
+
+/// Feeds `job`'s phases as a mount would send them: each phase's requests carry the phase's
+/// stamp, and their service is chopped into `pieces` bursts spread over the phase's I/O time
+/// `io` (the job waits behind other jobs of its set between them) — what the completion-based
+/// detector can take for several short phases.
+fn feed_stamped(book: &JobBook, job: u64, starts: &[Nanos], io: Nanos, pieces: u64) -> Vec<Move> {
+    let mut moves = Vec::new();
+    for (k, &start) in starts.iter().enumerate() {
+        for p in 0..pieces {
+            let at = start + Nanos(io.0 / pieces * p);
+            for i in 0..8u64 {
+                let mut r = Request::builder(JobId(job), Op::Write)
+                    .file(FileId(job * 64 + i))
+                    .range(k as u64 * MIB, MIB)
+                    .phase(Some(start))
+                    .build();
+                r.arrival = start;
+                moves.extend(book.record(
+                    &Batch::single(r),
+                    Outcome::Done { bytes: MIB },
+                    at,
+                    at + Nanos::from_millis(i + 1),
+                    "iosets",
+                ));
+            }
+        }
+    }
+    moves
+}
+
+#[test]
+fn stamped_phases_give_the_period_at_the_third_phase_however_their_service_is_chopped() {
+    let book = JobBook::new(auto());
+    // Seed 004's low-frequency job at 1/32: a phase every 12 s, each served in 4 pieces over
+    // 3 s (waiting behind the other jobs of its set), the first phase late (it waited longest).
+    let s = |secs: f64| Nanos::from_secs_f64(secs);
+    let starts = [s(11.3), s(24.5), s(36.5), s(48.5), s(60.5)];
+    let moves = feed_stamped(&book, 9, &starts[..2], s(3.0), 4);
+    assert!(moves.is_empty(), "one interval says nothing: {moves:?}");
+    let moves = feed_stamped(&book, 9, &starts[2..3], s(3.0), 4);
+    // Intervals 13.2 s and 12 s differ by 10 %: not yet; the third (12 s) settles it.
+    let moves = [moves, feed_stamped(&book, 9, &starts[3..], s(3.0), 4)].concat();
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert_eq!(moves[0].set, set_of(12.0));
+    assert!(
+        (moves[0].period.as_secs_f64() - 12.0).abs() < 0.7,
+        "{moves:?}"
+    );
+    // A change of behaviour (12 s -> 0.6 s) is followed after two intervals of the new one.
+    let fast: Vec<Nanos> = (1..=3).map(|k| s(60.5 + 0.6 * k as f64)).collect();
+    let moves = feed_stamped(&book, 9, &fast, s(0.05), 1);
+    assert_eq!(moves.last().map(|m| m.set), Some(set_of(0.6)), "{moves:?}");
+    // The nodes of one job stamp a phase a few ms apart: still one phase.
+    let book = JobBook::new(auto());
+    let starts: Vec<Nanos> = (0..4)
+        .flat_map(|k| [s(12.0 * k as f64), s(12.0 * k as f64 + 0.004)])
+        .collect();
+    let moves = feed_stamped(&book, 3, &starts, s(1.0), 1);
+    assert_eq!(moves.len(), 1, "{moves:?}");
+    assert_eq!(moves[0].set, set_of(12.0));
+}
