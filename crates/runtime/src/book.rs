@@ -298,8 +298,10 @@ struct Detect {
     number: u64,
     drawn_for: Option<Nanos>,
     set: Option<i32>,
-    /// The phase starts its client stamped, when its requests carry stamps.
-    stamps: Stamps,
+    /// The phase starts its client stamped, when its requests carry stamps: reads' and writes'
+    /// apart (an iteration "read, compute, write, compute" has two stamped phases; each
+    /// direction's stamps come once per iteration).
+    stamps: [Stamps; 2],
 }
 
 /// Stamps of one job's I/O phases closer than this are one phase (the nodes of one job stamp the
@@ -595,16 +597,16 @@ impl JobBook {
                 number: 0,
                 drawn_for: None,
                 set: None,
-                stamps: Stamps::default(),
+                stamps: [Stamps::default(); 2],
             })
         });
         if let Some(stamp) = stamp {
             // The client stamps its phases: their starts say the period, the completions
             // need no analysis.
-            let period = d.stamps.observe(stamp)?;
+            let period = d.stamps[direction as usize].observe(stamp)?;
             return self.place(d, job, period, now, every);
         }
-        if d.stamps.stamped() {
+        if d.stamps.iter().any(Stamps::stamped) {
             return None;
         }
         d.detector.observe(direction, event);

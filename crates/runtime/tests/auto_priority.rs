@@ -715,3 +715,31 @@ fn stamped_phases_give_the_period_at_the_third_phase_however_their_service_is_ch
     assert_eq!(moves.len(), 1, "{moves:?}");
     assert_eq!(moves[0].set, set_of(12.0));
 }
+
+#[test]
+fn stamped_read_and_write_phases_give_the_iteration_period() {
+    // Each 50 s iteration: a read phase at 0, a write phase at 20 s, each stamped.
+    let book = JobBook::new(auto());
+    let s = |secs: f64| Nanos::from_secs_f64(secs);
+    let mut moves = Vec::new();
+    for k in 0..4 {
+        for (offset, op) in [(0.0, Op::Read), (20.0, Op::Write)] {
+            let start = s(50.0 * k as f64 + offset);
+            let mut r = Request::builder(JobId(5), op)
+                .file(FileId(5))
+                .range(0, MIB)
+                .phase(Some(start))
+                .build();
+            r.arrival = start;
+            moves.extend(book.record(
+                &Batch::single(r),
+                Outcome::Done { bytes: MIB },
+                start,
+                start + s(0.01),
+                "iosets",
+            ));
+        }
+    }
+    assert!(!moves.is_empty());
+    assert!(moves.iter().all(|m| m.set == set_of(50.0)), "{moves:?}");
+}
