@@ -743,3 +743,31 @@ fn stamped_read_and_write_phases_give_the_iteration_period() {
     assert!(!moves.is_empty());
     assert!(moves.iter().all(|m| m.set == set_of(50.0)), "{moves:?}");
 }
+
+/// The two changes of behaviour, through the stamped path the mount uses: a job whose
+/// period goes from 40 s to 400 s, or from 900 s to 90 s, is moved to its new set at its second
+/// new interval, and only once.
+#[test]
+fn stamped_changes_of_behaviour_move_the_job_at_the_second_new_interval() {
+    let s = |secs: f64| Nanos::from_secs_f64(secs);
+    for (before, after) in [(40.0, 400.0), (900.0, 90.0)] {
+        let book = JobBook::new(auto());
+        let old: Vec<Nanos> = (0..6).map(|k| s(before * k as f64)).collect();
+        let moves = feed_stamped(&book, 4, &old, s(2.0), 3);
+        assert_eq!(moves.len(), 1, "{before} s: {moves:?}");
+        assert_eq!(moves[0].set, set_of(before), "{before} s: {moves:?}");
+        let last_old = before * 5.0;
+        let new: Vec<Nanos> = (1..=4).map(|k| s(last_old + after * k as f64)).collect();
+        // One new interval: the median of the last three is still the old period.
+        let first = feed_stamped(&book, 4, &new[..1], s(2.0), 3);
+        assert!(first.is_empty(), "{before} -> {after}: {first:?}");
+        // The second agrees with the first: the new period.
+        let second = feed_stamped(&book, 4, &new[1..2], s(2.0), 3);
+        assert_eq!(second.len(), 1, "{before} -> {after}: {second:?}");
+        assert_eq!(second[0].set, set_of(after), "{before} -> {after}");
+        assert!((second[0].period.as_secs_f64() / after - 1.0).abs() < 0.01);
+        // And it stays there.
+        let rest = feed_stamped(&book, 4, &new[2..], s(2.0), 3);
+        assert!(rest.is_empty(), "{before} -> {after}: {rest:?}");
+    }
+}

@@ -54,9 +54,13 @@
 //! lingering holder whose next request carries a *new* stamp queues like any other job. So every
 //! server serves the job whose phase began first, whichever request reached it first. Failure
 //! cases, bounded: a server that has not yet seen the earlier job serves the later one until the
-//! earlier one's first request arrives (one request of overlap); the tail of a phase on one
-//! server can overlap the next job's start on another for up to `hold_idle_ms` less than the
-//! tail (set `hold_idle_ms` to cover the spread of a job's last requests across servers); client
+//! earlier one's first request arrives (one request of overlap). **Open phases**: a holder
+//! whose phase is open (its requests carry the stamp and the client has not yet sent the
+//! phase's end, [`Policy::phase_end`]) keeps its set with nothing queued here for up to
+//! `open_hold_ms` (its processes are waiting on other servers for a moment), so no server hands
+//! the set to the next job in the middle of the phase; the client's `PhaseEnd` passes it on at
+//! once everywhere, and a lost `PhaseEnd` costs at most `open_hold_ms` of idle set, and only to
+//! the set's other jobs (other sets keep their shares). Client
 //! clocks that disagree change who goes first, never whether servers agree; a stamp older than
 //! `max_phase_age_ms` when seen counts as that old (a lying or stuck client cannot hold a set
 //! forever; an honest client stamps an endless phase anew after its `max_phase`); equal stamps
