@@ -15,7 +15,8 @@
 # below. Progress and errors go to stderr. Nothing is exported.
 #
 # What it installs (needs root, as on the project's machines):
-#   Debian: fuse3 (fusermount3), fio, bindfs, libacl1-dev (to build pjdfstest)
+#   Debian: fuse3 (fusermount3), fio, bindfs, libacl1-dev (to build pjdfstest),
+#     openmpi-bin (mpirun: `iosets app periodic` one rank per process, its test)
 #     `apt-get update` runs only when one of them is missing.
 #   crates.io: pjdfstest $PJDFSTEST_VERSION and fsx $FSX_VERSION, built with
 #     `cargo install --locked --root $IOSETS_TOOLS_ROOT` (default
@@ -49,7 +50,7 @@ missing=()
 
 # --- Debian packages ---------------------------------------------------------
 deb_missing=()
-for pkg in fuse3 fio bindfs libacl1-dev; do
+for pkg in fuse3 fio bindfs libacl1-dev openmpi-bin; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
     deb_missing+=("$pkg")
   fi
