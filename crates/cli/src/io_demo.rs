@@ -313,6 +313,7 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
         out: dir.path.clone(),
         keep: false,
         kill: None,
+        analyze: false,
     };
     let o = execute(&settings)?;
     let p = &settings.plan;

@@ -176,7 +176,9 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
         assert_eq!(r[2], (i % 4 + 1).to_string(), "{r:?}");
         assert_eq!(r[3], if i % 4 == 0 { "high" } else { "low" }, "{r:?}");
         assert!(r[4].parse::<u32>().unwrap() > 0, "{r:?}");
-        assert!(finite(&r[7]) >= 1.0, "{r:?}");
+        // B is the *median* unshared bandwidth, so a job whose phases all ran faster than
+        // the median has a stretch a little under 1 (seen at this tiny scale on a busy host).
+        assert!(finite(&r[7]) > 0.9, "{r:?}");
         assert_eq!(r[9], "", "{r:?}");
     }
 
@@ -230,6 +232,48 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
     }
     assert_eq!(leftover_mounts(pid), Vec::<String>::new());
     assert_eq!(leftover_dirs(pid), Vec::<std::path::PathBuf>::new());
+
+    // --analyze reads the runs back and computes the same numbers, running nothing.
+    let before: Vec<String> = ["metrics.csv", "jobs.csv", "sim.csv"]
+        .iter()
+        .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
+        .collect();
+    for f in ["metrics.csv", "jobs.csv", "sim.csv"] {
+        std::fs::remove_file(out.join(f)).unwrap();
+    }
+    let mut again = vec![
+        "experiment",
+        "seed004",
+        "--low-jobs",
+        "3",
+        "--configs",
+        "timeorder,clairvoyant",
+        "--analyze",
+        "out",
+    ];
+    again.extend(TINY);
+    let (o, _) = run_bounded(&dir, &again);
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{stdout}");
+    assert!(!stdout.contains("running"), "{stdout}");
+    assert!(stdout.contains("nothing to run (--analyze)"), "{stdout}");
+    let after: Vec<String> = ["metrics.csv", "jobs.csv", "sim.csv"]
+        .iter()
+        .map(|f| std::fs::read_to_string(out.join(f)).unwrap())
+        .collect();
+    assert_eq!(before, after);
+    // Flags that do not match the runs on disk are refused, naming what is missing.
+    let servers = |k: &'static str| -> Vec<&str> {
+        let at = again.iter().position(|a| *a == "--servers").unwrap() + 1;
+        let mut w = again.clone();
+        w[at] = k;
+        w
+    };
+    fails(&dir, &servers("3"), &["server2.trace.csv", "--servers 3"]);
+    fails(&dir, &servers("1"), &["server1.trace.csv", "more servers"]);
+    let mut wrong = again.clone();
+    wrong.extend(["--repeat", "2"]);
+    fails(&dir, &wrong, &["timeorder-2", "no such run directory"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -276,7 +320,10 @@ fn a_crashed_job_is_reported_and_the_others_are_measured() {
             assert_eq!(r[7], "", "{r:?}");
         } else {
             assert_eq!(r[9], "", "{r:?}");
-            assert!(finite(&r[7]) >= 1.0, "{r:?}");
+            assert!(
+                finite(&r[7]) > 0.9,
+                "stretch near or over 1 (B is a median): {r:?}"
+            );
         }
     }
     assert_eq!(leftover_mounts(pid), Vec::<String>::new());
@@ -319,6 +366,22 @@ fn bad_flags_are_refused_in_one_line() {
         &dir,
         &["experiment", "seed004", "--kill-job", "99@1"],
         &["--kill-job", "no such job"],
+    );
+    fails(
+        &dir,
+        &["experiment", "seed004", "--analyze", "nowhere"],
+        &["--analyze nowhere", "no runs/ directory"],
+    );
+    // clap's own refusal: exit 2, naming both flags.
+    let o = common::iosets(
+        &dir,
+        &["experiment", "seed004", "--analyze", ".", "--out", "x"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--analyze") && err.contains("--out") && err.contains("cannot be used"),
+        "{err}"
     );
     // Nothing ran: no output directory was made.
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none());

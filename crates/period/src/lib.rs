@@ -26,6 +26,7 @@ pub mod detect;
 pub mod error;
 pub mod event;
 pub mod online;
+pub mod starts;
 pub mod synth;
 pub mod trace;
 

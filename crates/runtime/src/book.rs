@@ -42,6 +42,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use iosets_period::online::{Direction, JobDetector, OnlineConfig};
+use iosets_period::starts::PhaseStarts;
 use iosets_period::{Analyzer, Config, Event};
 use iosets_policy::set10::SetMapping;
 use iosets_types::hash::IdMap;
@@ -298,75 +299,12 @@ struct Detect {
     number: u64,
     drawn_for: Option<Nanos>,
     set: Option<i32>,
-    /// The phase starts its client stamped, when its requests carry stamps: reads' and writes'
-    /// apart (an iteration "read, compute, write, compute" has two stamped phases; each
-    /// direction's stamps come once per iteration).
-    stamps: [Stamps; 2],
-}
-
-/// Stamps of one job's I/O phases closer than this are one phase (the nodes of one job stamp the
-/// same phase within a few ms of each other).
-const SAME_PHASE: Nanos = Nanos(20_000_000);
-
-/// A job's period from the phase starts its client stamped on its requests
-/// ([`iosets_types::Request::phase`]): the time between consecutive stamps, which no queueing at
-/// the servers cuts into pieces or merges (a phase whose service is interrupted, or waits behind
-/// another job, still has one stamp). Used instead of the completion-based detector for a job
-/// whose requests carry stamps: two intervals that agree within 10%, or the median of the last
-/// three, is the period; a change of behaviour shows after two intervals of the new one.
-#[derive(Clone, Copy, Debug, Default)]
-struct Stamps {
-    last: Option<Nanos>,
-    /// The last intervals, newest at `(next + 3) % 4`.
-    intervals: [Nanos; 4],
-    next: usize,
-    count: u64,
-}
-
-impl Stamps {
-    /// A stamp of the job's latest request: a period when it starts a new phase and the
-    /// intervals so far say one.
-    fn observe(&mut self, stamp: Nanos) -> Option<Nanos> {
-        let last = self.last.get_or_insert(stamp);
-        if stamp <= *last + SAME_PHASE {
-            // The same phase, or an older one's request finishing late.
-            return None;
-        }
-        let interval = stamp - *last;
-        *last = stamp;
-        self.intervals[self.next] = interval;
-        self.next = (self.next + 1) % 4;
-        self.count += 1;
-        self.estimate()
-    }
-
-    /// The last `k` intervals, newest first.
-    fn recent(&self, k: usize) -> impl Iterator<Item = Nanos> + '_ {
-        (1..=k).map(move |i| self.intervals[(self.next + 4 - i) % 4])
-    }
-
-    fn estimate(&self) -> Option<Nanos> {
-        match self.count {
-            0 | 1 => None,
-            _ => {
-                let mut last2: Vec<u64> = self.recent(2).map(|n| n.0).collect();
-                last2.sort_unstable();
-                if last2[1] as f64 <= last2[0] as f64 * 1.1 {
-                    return Some(Nanos((last2[0] + last2[1]) / 2));
-                }
-                if self.count < 3 {
-                    return None;
-                }
-                let mut last3: Vec<u64> = self.recent(3).map(|n| n.0).collect();
-                last3.sort_unstable();
-                Some(Nanos(last3[1]))
-            }
-        }
-    }
-
-    fn stamped(&self) -> bool {
-        self.last.is_some()
-    }
+    /// The phase starts its client stamped, when its requests carry stamps
+    /// ([`iosets_types::Request::phase`]; the period from them, [`PhaseStarts`], replaces the
+    /// completion-based detector for such a job): reads' and writes' apart (an iteration
+    /// "read, compute, write, compute" has two stamped phases; each direction's stamps come
+    /// once per iteration).
+    stamps: [PhaseStarts; 2],
 }
 
 /// One job's record.
@@ -597,7 +535,7 @@ impl JobBook {
                 number: 0,
                 drawn_for: None,
                 set: None,
-                stamps: [Stamps::default(); 2],
+                stamps: [PhaseStarts::default(); 2],
             })
         });
         if let Some(stamp) = stamp {
@@ -606,7 +544,7 @@ impl JobBook {
             let period = d.stamps[direction as usize].observe(stamp)?;
             return self.place(d, job, period, now, every);
         }
-        if d.stamps.iter().any(Stamps::stamped) {
+        if d.stamps.iter().any(PhaseStarts::seen) {
             return None;
         }
         d.detector.observe(direction, event);

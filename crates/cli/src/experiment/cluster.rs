@@ -476,6 +476,52 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
     })
 }
 
+/// A run made earlier, read back from `dir` (a previous `--out DIR`'s `runs/<config>-<rep>/`)
+/// for `--analyze`: its phase logs and its servers' traces; nothing is run. How the
+/// applications exited is not kept on disk, so `failures` is empty: a job that crashed shows
+/// in its phase log as a phase that never ended and is left out of the metrics with that reason.
+pub(crate) fn recorded(plan: &Plan, config: Config, rep: usize, dir: PathBuf) -> Result<RunRecord> {
+    if !dir.is_dir() {
+        bail!(
+            "{}: no such run directory (expected one per configuration and repetition, as              --out wrote them)",
+            dir.display()
+        );
+    }
+    let traces: Vec<PathBuf> = (0..plan.shape.servers)
+        .map(|i| dir.join(format!("server{i}.trace.csv")))
+        .collect();
+    if let Some(missing) = traces.iter().find(|t| !t.is_file()) {
+        bail!(
+            "{}: missing; the run was made with fewer servers than --servers {} says",
+            missing.display(),
+            plan.shape.servers
+        );
+    }
+    let extra = dir.join(format!("server{}.trace.csv", plan.shape.servers));
+    if extra.is_file() {
+        bail!(
+            "{}: the run was made with more servers than --servers {} says",
+            extra.display(),
+            plan.shape.servers
+        );
+    }
+    let logs = plan
+        .jobs()
+        .iter()
+        .map(|&(job, _)| (job, dir.join(format!("job{job}.csv"))))
+        .collect();
+    Ok(RunRecord {
+        config,
+        rep,
+        dir,
+        logs,
+        traces,
+        failures: Vec::new(),
+        kept: None,
+        elapsed_s: 0.0,
+    })
+}
+
 /// Installs the Ctrl-C / SIGTERM handler once: the first signal sets `flag` (the run in
 /// progress stops and cleans up), a second one exits at once.
 pub(crate) fn install_interrupt(flag: &'static AtomicBool) -> Result<()> {

@@ -84,6 +84,10 @@ struct Seed004Args {
     /// Keep the data files the applications wrote (on tmpfs when there is one).
     #[arg(long)]
     keep: bool,
+    /// Run nothing: analyse again the runs an earlier `--out DIR` left in `DIR/runs/` (give
+    /// the same workload flags), and write the outputs into DIR anew.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "keep", "kill_job"])]
+    analyze: Option<PathBuf>,
     /// The iosets policy's anticipation: how long a set waits for its holder's next request
     /// (the processes' next writes and fsyncs), ms.
     #[arg(long, default_value_t = 20)]
@@ -108,6 +112,8 @@ pub(crate) struct Settings {
     pub(crate) keep: bool,
     /// Kill one application in every run.
     pub(crate) kill: Option<KillJob>,
+    /// Read the runs already in `out` instead of running them.
+    pub(crate) analyze: bool,
 }
 
 /// What the runs gave.
@@ -156,12 +162,17 @@ pub(crate) fn execute(s: &Settings) -> Result<Outcome> {
     for rep in 1..=s.repeat {
         for &config in &s.configs {
             let label = format!("[{}/{total}] {} #{rep}", runs.len() + 1, config.name());
+            let dir = s.out.join("runs").join(format!("{}-{rep}", config.name()));
+            if s.analyze {
+                runs.push(cluster::recorded(&s.plan, config, rep, dir)?);
+                continue;
+            }
             println!("{label}: running (about {:.0} s)", s.plan.expected_run_s());
             let spec = RunSpec {
                 plan: &s.plan,
                 config,
                 rep,
-                dir: s.out.join("runs").join(format!("{}-{rep}", config.name())),
+                dir,
                 keep: s.keep,
                 kill: s.kill,
                 order,
@@ -204,7 +215,8 @@ pub(crate) fn execute(s: &Settings) -> Result<Outcome> {
         .map(|&c| {
             (
                 c,
-                analysis::predict(&s.plan, c, bandwidth.bytes_s).map_err(|e| format!("{e:#}")),
+                analysis::predict(&s.plan, c, bandwidth.bytes_s, s.plan.device_bytes_s())
+                    .map_err(|e| format!("{e:#}")),
             )
         })
         .collect();
@@ -291,10 +303,20 @@ fn seed004(a: &Seed004Args) -> Result<()> {
             );
         }
     }
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("seed004-{}", timestamp())));
+    let out = match (&a.analyze, &a.out) {
+        (Some(dir), _) => {
+            if !dir.join("runs").is_dir() {
+                anyhow::bail!(
+                    "--analyze {}: no runs/ directory in it (give a directory an earlier \
+                     `iosets experiment seed004 --out DIR` wrote)",
+                    dir.display()
+                );
+            }
+            dir.clone()
+        }
+        (None, Some(dir)) => dir.clone(),
+        (None, None) => PathBuf::from(format!("seed004-{}", timestamp())),
+    };
     let settings = Settings {
         plan,
         configs,
@@ -302,6 +324,7 @@ fn seed004(a: &Seed004Args) -> Result<()> {
         out,
         keep: a.keep,
         kill: a.kill_job,
+        analyze: a.analyze.is_some(),
     };
     let p = &settings.plan;
     println!(
@@ -329,8 +352,7 @@ fn seed004(a: &Seed004Args) -> Result<()> {
     );
     let total_s = (p.expected_run_s() + 3.0) * (settings.repeat * settings.configs.len()) as f64;
     println!(
-        "  configurations: {}; {} repetition{}; iosets: order={} hold_idle_ms={}; about {} in \
-         all",
+        "  configurations: {}; {} repetition{}; iosets: order={} hold_idle_ms={}; {}",
         settings
             .configs
             .iter()
@@ -341,13 +363,22 @@ fn seed004(a: &Seed004Args) -> Result<()> {
         if settings.repeat == 1 { "" } else { "s" },
         order_inside_sets(),
         p.shape.hold_idle_ms,
-        if total_s < 120.0 {
-            format!("{total_s:.0} s")
+        if settings.analyze {
+            "nothing to run (--analyze)".to_string()
+        } else if total_s < 120.0 {
+            format!("about {total_s:.0} s in all")
         } else {
-            format!("{:.0} minutes", total_s / 60.0)
+            format!("about {:.0} minutes in all", total_s / 60.0)
         }
     );
-    println!("  output: {}", settings.out.display());
+    if settings.analyze {
+        println!(
+            "  analysing the runs in {} again; outputs written there",
+            settings.out.join("runs").display()
+        );
+    } else {
+        println!("  output: {}", settings.out.display());
+    }
     let o = execute(&settings)?;
     let written = report::write_all(&settings.plan, &o, &settings.out)?;
     println!();

@@ -83,9 +83,10 @@ impl Config {
 
     /// The fluid simulator's heuristic that models it (see the module docs of `analysis`):
     /// `timeorder` → `fair-share`; `clairvoyant` → `set-10` (known periods); `auto` →
-    /// `set-10:online`, periods estimated from each job's own phases, and until then the one
-    /// shared "new" set at priority 1/50, as the servers do (`unknown=shared`; seed 004's set of
-    /// its own per job is `set-10:online:own`); `auto-error` → `set-10:error=0.5`, the closest
+    /// `set-10:online:stamps`, periods from each job's own phase starts by the servers' rule
+    /// (`iosets_period::starts`, the same code), and until then the one shared "new" set at
+    /// priority 1/50, as the servers do (`unknown=shared`; seed 004's set of its own per job is
+    /// `:own`); `auto-error` → `set-10:error=0.5`, the closest
     /// the simulator has since it cannot combine `:online` with `:error`: the *true* period
     /// times `1 + U[-0.5, 0.5]`, drawn afresh at every I/O phase from the first on (no prior),
     /// where the servers draw one factor per job and behaviour on the *detected* period and use
@@ -94,7 +95,7 @@ impl Config {
         match self {
             Config::Timeorder => "fair-share",
             Config::Clairvoyant => "set-10",
-            Config::Auto => "set-10:online",
+            Config::Auto => "set-10:online:stamps",
             Config::AutoError => "set-10:error=0.5",
         }
     }

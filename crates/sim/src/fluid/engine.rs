@@ -16,7 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::heuristic::{
-    online_estimator, Estimate, Heuristic, MeanGap, PeriodEstimator, Placer, SetKey,
+    online_estimator, Estimate, EstimatorKind, Heuristic, OnlineEstimator, PeriodEstimator, Placer,
+    SetKey,
 };
 use super::metrics::{JobWork, Metrics};
 use super::model::{Window, Workload};
@@ -179,7 +180,7 @@ struct JobState {
     volume_in: f64,
     delivered: f64,
     completion: Option<f64>,
-    estimator: MeanGap,
+    estimator: OnlineEstimator,
     phases: Vec<PhaseRecord>,
 }
 
@@ -265,6 +266,10 @@ impl<'w> Sim<'w> {
     ) -> Result<Sim<'w>, FluidError> {
         workload.validate()?;
         let placer = Placer::new(heuristic)?;
+        let estimator = match heuristic.estimate() {
+            Some(Estimate::Online { estimator, .. }) => estimator,
+            _ => EstimatorKind::default(),
+        };
         let b = workload.bandwidth;
         let (begin, end) = workload
             .window
@@ -289,7 +294,7 @@ impl<'w> Sim<'w> {
                 volume_in: 0.0,
                 delivered: 0.0,
                 completion: None,
-                estimator: online_estimator(),
+                estimator: online_estimator(estimator),
                 phases: Vec::new(),
             })
             .collect();

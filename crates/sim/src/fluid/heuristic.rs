@@ -33,6 +33,9 @@
 //! the new set has no counterpart here: [`MeanGap`] has an estimate from the second burst on.)
 
 use std::fmt;
+
+use iosets_period::starts::PhaseStarts;
+use iosets_types::Nanos;
 use std::str::FromStr;
 
 use iosets_policy::set10::{Assignment, SetMapping};
@@ -53,7 +56,22 @@ pub enum Estimate {
     Online {
         /// Where a job goes before it has an estimate.
         prior: UnknownPrior,
+        /// How the burst starts become an estimate.
+        estimator: EstimatorKind,
     },
+}
+
+/// Which [`PeriodEstimator`] an online heuristic uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EstimatorKind {
+    /// [`MeanGap`], the mean gap between burst starts so far (`:online`, the default).
+    #[default]
+    MeanGap,
+    /// The servers' rule for jobs whose client stamps its phases
+    /// ([`iosets_period::starts::PhaseStarts`], the same code: two agreeing intervals, else the
+    /// median of three; `:online:stamps`), so the prediction of `iosets experiment seed004`'s
+    /// `auto` models what the servers do.
+    PhaseStarts,
 }
 
 /// Where an online heuristic puts a job that has no estimate yet (see the [module docs](self)).
@@ -150,7 +168,7 @@ impl Heuristic {
     /// others always have an estimate).
     pub fn unknown_prior(&self) -> Option<UnknownPrior> {
         match self.estimate() {
-            Some(Estimate::Online { prior }) => Some(prior),
+            Some(Estimate::Online { prior, .. }) => Some(prior),
             _ => None,
         }
     }
@@ -204,12 +222,16 @@ impl fmt::Display for Heuristic {
         }
         match self.estimate() {
             Some(Estimate::Noisy { error }) => write!(f, ":error={error}"),
-            Some(Estimate::Online {
-                prior: UnknownPrior::Shared,
-            }) => write!(f, ":online"),
-            Some(Estimate::Online {
-                prior: UnknownPrior::Own,
-            }) => write!(f, ":online:own"),
+            Some(Estimate::Online { prior, estimator }) => {
+                write!(f, ":online")?;
+                if prior == UnknownPrior::Own {
+                    write!(f, ":own")?;
+                }
+                if estimator == EstimatorKind::PhaseStarts {
+                    write!(f, ":stamps")?;
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -232,28 +254,39 @@ impl FromStr for Heuristic {
         let mut parts = lower.split(':');
         let name = parts.next().unwrap_or_default();
         let variant = parts.next();
-        let prior = parts.next();
-        if let Some(extra) = parts.next() {
-            return Err(bad(format!(
-                "unexpected suffix {extra:?}: at most :online:<prior>"
-            )));
-        }
+        let options: Vec<&str> = parts.collect();
         let estimate = match variant {
             None => Estimate::Known,
-            Some("online") => Estimate::Online {
-                prior: match prior {
-                    None | Some("shared") => UnknownPrior::Shared,
-                    Some("own") => UnknownPrior::Own,
-                    Some(p) => {
-                        return Err(bad(format!(
-                            "unknown prior {p:?} after :online: expected own or shared"
-                        )))
+            Some("online") => {
+                let (mut prior, mut estimator) = (None, None);
+                for o in &options {
+                    match *o {
+                        "shared" | "own" if prior.is_some() => {
+                            return Err(bad(format!("a second prior {o:?} after :online")))
+                        }
+                        "shared" => prior = Some(UnknownPrior::Shared),
+                        "own" => prior = Some(UnknownPrior::Own),
+                        "stamps" | "mean-gap" if estimator.is_some() => {
+                            return Err(bad(format!("a second estimator {o:?} after :online")))
+                        }
+                        "stamps" => estimator = Some(EstimatorKind::PhaseStarts),
+                        "mean-gap" => estimator = Some(EstimatorKind::MeanGap),
+                        _ => {
+                            return Err(bad(format!(
+                                "unknown option {o:?} after :online: expected a prior (own or \
+                                 shared) and/or an estimator (mean-gap or stamps)"
+                            )))
+                        }
                     }
-                },
-            },
-            Some(v @ ("own" | "shared")) => {
+                }
+                Estimate::Online {
+                    prior: prior.unwrap_or_default(),
+                    estimator: estimator.unwrap_or_default(),
+                }
+            }
+            Some(v @ ("own" | "shared" | "stamps" | "mean-gap")) => {
                 return Err(bad(format!(
-                    ":{v} is a prior for jobs without an estimate, so it follows :online \
+                    ":{v} is an option of online estimates, so it follows :online \
                      (e.g. set-10:online:{v})"
                 )))
             }
@@ -266,9 +299,9 @@ impl FromStr for Heuristic {
                 None => return Err(bad(format!("unknown variant {v:?}"))),
             },
         };
-        if let (Estimate::Noisy { .. }, Some(p)) = (estimate, prior) {
+        if let (Estimate::Noisy { .. }, Some(p)) = (estimate, options.first()) {
             return Err(bad(format!(
-                "unexpected suffix {p:?} after :error: only :online takes a prior"
+                "unexpected suffix {p:?} after :error: only :online takes options"
             )));
         }
         let parse_base = |rest: &str| -> Result<f64, FluidError> {
@@ -469,10 +502,40 @@ impl PeriodEstimator for MeanGap {
     }
 }
 
-/// The estimator the `:online` heuristics use for each job. Swap this for the `period` crate's
-/// online detector once it exists.
-pub fn online_estimator() -> MeanGap {
-    MeanGap::default()
+/// The estimator of `kind` that an `:online` heuristic gives each job.
+pub fn online_estimator(kind: EstimatorKind) -> OnlineEstimator {
+    match kind {
+        EstimatorKind::MeanGap => OnlineEstimator::MeanGap(MeanGap::default()),
+        EstimatorKind::PhaseStarts => OnlineEstimator::PhaseStarts(PhaseStarts::default()),
+    }
+}
+
+/// One job's online estimator, of either kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OnlineEstimator {
+    /// See [`MeanGap`].
+    MeanGap(MeanGap),
+    /// See [`EstimatorKind::PhaseStarts`]; burst starts are seconds, the estimator's clock is
+    /// nanoseconds.
+    PhaseStarts(PhaseStarts),
+}
+
+impl PeriodEstimator for OnlineEstimator {
+    fn observe_burst_start(&mut self, t: f64) {
+        match self {
+            OnlineEstimator::MeanGap(m) => m.observe_burst_start(t),
+            OnlineEstimator::PhaseStarts(p) => {
+                p.observe(Nanos::from_secs_f64(t.max(0.0)));
+            }
+        }
+    }
+
+    fn estimate(&self) -> Option<f64> {
+        match self {
+            OnlineEstimator::MeanGap(m) => m.estimate(),
+            OnlineEstimator::PhaseStarts(p) => p.estimate().map(Nanos::as_secs_f64),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -545,15 +608,64 @@ mod tests {
         let msg = |s: &str| s.parse::<Heuristic>().unwrap_err().to_string();
         let m = msg("set-10:online:mine");
         assert!(
-            m.contains("\"set-10:online:mine\"") && m.contains("unknown prior \"mine\""),
+            m.contains("\"set-10:online:mine\"") && m.contains("unknown option \"mine\""),
             "{m}"
         );
         assert!(msg("set-10:own").contains("follows :online"));
         assert!(msg("set-10:shared").contains("set-10:online:shared"));
-        assert!(msg("set-10:error=0.5:own").contains("only :online takes a prior"));
-        assert!(msg("set-10:online:own:x").contains("unexpected suffix \"x\""));
+        assert!(msg("set-10:error=0.5:own").contains("only :online takes options"));
+        assert!(msg("set-10:online:own:x").contains("unknown option \"x\""));
+        assert!(msg("set-10:online:own:shared").contains("a second prior"));
+        assert!(msg("set-10:online:stamps:mean-gap").contains("a second estimator"));
+        assert!(msg("set-10:stamps").contains("follows :online"));
         assert!(msg("fair-share:online:own").contains("takes no :error or :online"));
         assert!(msg("clairvoyant:online:own").contains("takes no :error or :online"));
+    }
+
+    #[test]
+    fn the_estimator_is_an_option_of_online_mean_gap_by_default() {
+        let kind = |s: &str| match s.parse::<Heuristic>().unwrap().estimate() {
+            Some(Estimate::Online { estimator, .. }) => Some(estimator),
+            _ => None,
+        };
+        assert_eq!(kind("set-10:online"), Some(EstimatorKind::MeanGap));
+        assert_eq!(
+            kind("set-10:online:stamps"),
+            Some(EstimatorKind::PhaseStarts)
+        );
+        assert_eq!(
+            kind("set-10:online:stamps:own"),
+            Some(EstimatorKind::PhaseStarts)
+        );
+        assert_eq!(kind("set-10"), None);
+        for (name, printed) in [
+            ("set-10:online:stamps", "set-10:online:stamps"),
+            ("set-10:stamps", ""),
+            ("set-10:online:stamps:own", "set-10:online:own:stamps"),
+            ("set-10:online:mean-gap", "set-10:online"),
+        ] {
+            match name.parse::<Heuristic>() {
+                Ok(h) => assert_eq!(h.to_string(), printed, "{name}"),
+                Err(_) => assert_eq!(printed, "", "{name}"),
+            }
+        }
+        // Seed 004's last newcomer: its first interval (37.5 s, it waited behind fourteen
+        // others) puts mean-gap in set 2 at its second burst; the phase starts wait for a
+        // second interval.
+        let mut gap = online_estimator(EstimatorKind::MeanGap);
+        let mut starts = online_estimator(EstimatorKind::PhaseStarts);
+        for t in [18.0, 55.5] {
+            gap.observe_burst_start(t);
+            starts.observe_burst_start(t);
+        }
+        assert_eq!(gap.estimate(), Some(37.5));
+        assert_eq!(starts.estimate(), None);
+        for t in [74.7, 93.9] {
+            gap.observe_burst_start(t);
+            starts.observe_burst_start(t);
+        }
+        assert!((starts.estimate().unwrap() - 19.2).abs() < 1e-6);
+        assert!((gap.estimate().unwrap() - 25.3).abs() < 1e-6);
     }
 
     #[test]
@@ -635,7 +747,7 @@ mod tests {
 
     #[test]
     fn mean_gap_needs_two_bursts() {
-        let mut m = online_estimator();
+        let mut m = online_estimator(EstimatorKind::MeanGap);
         assert_eq!(m.estimate(), None);
         m.observe_burst_start(5.0);
         assert_eq!(m.estimate(), None);

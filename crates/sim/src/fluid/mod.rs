@@ -38,7 +38,8 @@ pub use engine::{
 };
 pub use error::FluidError;
 pub use heuristic::{
-    Estimate, Heuristic, MeanGap, PeriodEstimator, Placement, SetKey, UnknownPrior,
+    online_estimator, Estimate, EstimatorKind, Heuristic, MeanGap, OnlineEstimator,
+    PeriodEstimator, Placement, SetKey, UnknownPrior,
 };
 pub use metrics::{JobWork, Metrics, METRIC_NAMES};
 pub use model::{Job, Window, Workload};
