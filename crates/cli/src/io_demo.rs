@@ -314,6 +314,7 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
         keep: false,
         kill: None,
         analyze: false,
+        order: order_inside_sets(),
     };
     let o = execute(&settings)?;
     let p = &settings.plan;

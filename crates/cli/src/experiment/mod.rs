@@ -92,6 +92,12 @@ struct Seed004Args {
     /// (the processes' next writes and fsyncs), ms.
     #[arg(long, default_value_t = 20)]
     hold_idle_ms: u64,
+    /// The iosets policy's rule for who holds a set next: phase (the earliest phase stamp,
+    /// the same job on every server), arrival (the first burst to arrive at each server, the
+    /// paper's rule) or jobid (the next job id, seed 004's BeeGFS rule); the last two keep
+    /// exclusivity per server only, to measure what the first adds.
+    #[arg(long, default_value = "phase", value_parser = ["phase", "arrival", "jobid"])]
+    order: String,
     /// Test only: SIGKILL job ID's application SECONDS after the launch.
     #[arg(long, value_name = "ID@SECONDS", hide = true)]
     kill_job: Option<KillJob>,
@@ -114,6 +120,8 @@ pub(crate) struct Settings {
     pub(crate) kill: Option<KillJob>,
     /// Read the runs already in `out` instead of running them.
     pub(crate) analyze: bool,
+    /// The `iosets` policy's `order` inside a set.
+    pub(crate) order: &'static str,
 }
 
 /// What the runs gave.
@@ -156,7 +164,7 @@ pub(crate) fn execute(s: &Settings) -> Result<Outcome> {
         .clone()
         .map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&s.out).with_context(|| format!("creating {}", s.out.display()))?;
-    let order = order_inside_sets();
+    let order = s.order;
     let total = s.repeat * s.configs.len();
     let mut runs = Vec::new();
     for rep in 1..=s.repeat {
@@ -325,6 +333,11 @@ fn seed004(a: &Seed004Args) -> Result<()> {
         keep: a.keep,
         kill: a.kill_job,
         analyze: a.analyze.is_some(),
+        order: match a.order.as_str() {
+            "arrival" => "arrival",
+            "jobid" => "jobid",
+            _ => order_inside_sets(),
+        },
     };
     let p = &settings.plan;
     println!(
@@ -361,7 +374,7 @@ fn seed004(a: &Seed004Args) -> Result<()> {
             .join(", "),
         settings.repeat,
         if settings.repeat == 1 { "" } else { "s" },
-        order_inside_sets(),
+        settings.order,
         p.shape.hold_idle_ms,
         if settings.analyze {
             "nothing to run (--analyze)".to_string()
