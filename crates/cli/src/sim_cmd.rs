@@ -333,6 +333,7 @@ fn heuristics() {
         (":error=<e>", "suffix for set-<b>, set-fairshare, share+priority: each w_iter estimate × (1 + U[-e, e]), drawn at every I/O phase"),
         (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); before the second burst, priority 1/50 in one shared \"new\" set, newcomers taking turns (the servers' unknown=shared)"),
         (":online:own", "same, but before the second burst a set of its own per job, priority 1/50 (seed 004's prior, the servers' unknown=own)"),
+        (":online:stamps", "same, w_iter by the servers' rule for phase starts: two intervals within 10%, else the median of three (combines with :own)"),
     ];
     for (name, what) in rows {
         println!("{name:<16} {what}");
