@@ -135,18 +135,13 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
         return;
     }
     let dir = scratch("seed004-tiny");
-    let mut args = vec![
-        "experiment",
-        "seed004",
-        "--low-jobs",
-        "3",
-        "--configs",
-        "timeorder,clairvoyant",
-        "--out",
-        "out",
-    ];
-    args.extend(TINY);
-    let (o, pid) = run_bounded(&dir, &args);
+    // The tiny workload, with `out` as the output (`--out`) or the runs to read (`--analyze`).
+    let tiny = |flag: &'static str| -> Vec<&'static str> {
+        let workload = ["experiment", "seed004", "--low-jobs", "3"];
+        let configs = ["--configs", "timeorder,clairvoyant", flag, "out"];
+        workload.into_iter().chain(configs).chain(TINY).collect()
+    };
+    let (o, pid) = run_bounded(&dir, &tiny("--out"));
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}\n{stdout}");
@@ -241,17 +236,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
     for f in ["metrics.csv", "jobs.csv", "sim.csv"] {
         std::fs::remove_file(out.join(f)).unwrap();
     }
-    let mut again = vec![
-        "experiment",
-        "seed004",
-        "--low-jobs",
-        "3",
-        "--configs",
-        "timeorder,clairvoyant",
-        "--analyze",
-        "out",
-    ];
-    again.extend(TINY);
+    let again = tiny("--analyze");
     let (o, _) = run_bounded(&dir, &again);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{stdout}");
