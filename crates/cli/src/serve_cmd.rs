@@ -61,6 +61,19 @@ pub(crate) struct ServeArgs {
     /// Record every served request into this CSV file.
     #[arg(long, value_name = "FILE.csv")]
     trace: Option<PathBuf>,
+    /// What one metadata request weighs in the policy's byte accounting, in bytes (default
+    /// 4096; 1 to 1 MiB): metadata is scheduled like a small request, but moves no data.
+    #[arg(long, value_name = "BYTES")]
+    meta_cost_bytes: Option<u64>,
+    /// Emulate a slow metadata back end: hold the worker MS milliseconds per back-end call after
+    /// a metadata operation (create, unlink, link, rename, symlink, mknod: one call per stripe;
+    /// others: one). Default 0 (off); at most 60000.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    meta_latency_ms: Option<f64>,
+    /// The stripe count of a directory without a user.iosets.stripe_count attribute, for
+    /// --meta-latency-ms (default 1; 1 to 4096).
+    #[arg(long, value_name = "N")]
+    meta_fanout: Option<u32>,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
@@ -109,6 +122,15 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(s) = args.period_error_seed {
         config.period_error_seed = s;
+    }
+    if let Some(b) = args.meta_cost_bytes {
+        config.meta_cost_bytes = b;
+    }
+    if let Some(ms) = args.meta_latency_ms {
+        config.meta_latency_ms = ms;
+    }
+    if let Some(n) = args.meta_fanout {
+        config.meta_fanout = n;
     }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;

@@ -60,6 +60,21 @@ pub struct ServerConfig {
     pub local_region_max_mib: u64,
     /// Stop gracefully on SIGTERM and SIGINT (the `iosets serve` command sets it).
     pub handle_signals: bool,
+    /// What one metadata request (lookup, create, unlink, …) costs in the policy's byte
+    /// accounting, in bytes (default 4096, one page; in `1..=1 MiB`). Metadata moves no data,
+    /// but at zero cost a create storm would be free under byte-weighted policies (wfq, and
+    /// iosets across sets): a page makes it weigh like the smallest data request. Job statistics
+    /// still count it as 0 bytes moved.
+    pub meta_cost_bytes: u64,
+    /// Emulated latency of the metadata back end, in milliseconds per call (default 0: off; at
+    /// most 60000). A worker that served a metadata operation is then held for
+    /// `calls × meta_latency_ms` before completing it, as a metadata server's threads wait for
+    /// congested storage servers (seed 003); `calls` is 1, or the stripe count for operations
+    /// that touch every stripe object (create, mknod, symlink, link, rename, unlink).
+    pub meta_latency_ms: f64,
+    /// The stripe count of a directory without a `user.iosets.stripe_count` extended attribute
+    /// (like `lfs setstripe -c N dir`), for `meta_latency_ms` (default 1; in `1..=4096`).
+    pub meta_fanout: u32,
 }
 
 impl ServerConfig {
@@ -86,6 +101,9 @@ impl ServerConfig {
             local_socket: None,
             local_region_max_mib: 1024,
             handle_signals: false,
+            meta_cost_bytes: 4096,
+            meta_latency_ms: 0.0,
+            meta_fanout: 1,
         }
     }
 
@@ -93,7 +111,8 @@ impl ServerConfig {
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
     /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`, `local`,
     /// `local_socket`,
-    /// `local_region_max_mib`, and a `[policy_options]` table).
+    /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, and a
+    /// `[policy_options]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -192,6 +211,15 @@ impl ServerConfig {
         if let Some(n) = file.max_inflight_per_conn {
             c.max_inflight_per_conn = n;
         }
+        if let Some(b) = file.meta_cost_bytes {
+            c.meta_cost_bytes = b;
+        }
+        if let Some(ms) = file.meta_latency_ms {
+            c.meta_latency_ms = ms;
+        }
+        if let Some(n) = file.meta_fanout {
+            c.meta_fanout = n;
+        }
         Ok(c)
     }
 
@@ -249,6 +277,29 @@ impl ServerConfig {
                 ));
             }
         }
+        if !(1..=MAX_META_COST_BYTES).contains(&self.meta_cost_bytes) {
+            return bad(format!(
+                "meta_cost_bytes = {}: must be in 1..={MAX_META_COST_BYTES} (what one metadata \
+                 request weighs in the policy's byte accounting)",
+                self.meta_cost_bytes
+            ));
+        }
+        if !(self.meta_latency_ms.is_finite()
+            && (0.0..=MAX_META_LATENCY_MS).contains(&self.meta_latency_ms))
+        {
+            return bad(format!(
+                "meta_latency_ms = {}: must be a number of milliseconds in [0, {MAX_META_LATENCY_MS}] \
+                 (0: no emulated metadata back end)",
+                self.meta_latency_ms
+            ));
+        }
+        if !(1..=crate::worker::meta::MAX_FANOUT).contains(&self.meta_fanout) {
+            return bad(format!(
+                "meta_fanout = {}: must be a stripe count in 1..={}",
+                self.meta_fanout,
+                crate::worker::meta::MAX_FANOUT
+            ));
+        }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
                 "max frame of {} bytes is too small",
@@ -266,6 +317,14 @@ impl ServerConfig {
         Ok(())
     }
 }
+
+/// The largest `meta_cost_bytes` accepted (1 MiB): above it one metadata request would weigh
+/// more than a large data request.
+pub const MAX_META_COST_BYTES: u64 = 1024 * 1024;
+
+/// The largest `meta_latency_ms` accepted (one minute per call): beyond it a client's request
+/// would time out long before the emulation ends.
+pub const MAX_META_LATENCY_MS: f64 = 60_000.0;
 
 /// The largest `max_frame` accepted: 512 MiB of data plus the header room (below the length
 /// `GET ` would announce, 0x20544547).
@@ -307,6 +366,9 @@ struct FileConfig {
     local: Option<bool>,
     local_socket: Option<PathBuf>,
     local_region_max_mib: Option<u64>,
+    meta_cost_bytes: Option<u64>,
+    meta_latency_ms: Option<f64>,
+    meta_fanout: Option<u32>,
 }
 
 #[cfg(test)]
@@ -353,6 +415,48 @@ mod tests {
                 e.contains("period_error") && e.contains("[0, 1)"),
                 "{bad}: {e}"
             );
+        }
+    }
+
+    #[test]
+    fn metadata_keys_and_their_range() {
+        let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
+        assert_eq!(
+            (c.meta_cost_bytes, c.meta_latency_ms, c.meta_fanout),
+            (4096, 0.0, 1)
+        );
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nmeta_cost_bytes = 512\nmeta_latency_ms = 2.5\nmeta_fanout = 12\n",
+            Path::new("/srv"),
+        )
+        .unwrap();
+        assert_eq!(
+            (c.meta_cost_bytes, c.meta_latency_ms, c.meta_fanout),
+            (512, 2.5, 12)
+        );
+        let e = ServerConfig::from_toml_str("root = \"x\"\nmeta_fanout = -1\n", Path::new("."));
+        assert!(e.is_err());
+        let mut c = ServerConfig::new(std::env::temp_dir());
+        c.meta_latency_ms = 60_000.0;
+        c.meta_fanout = 4096;
+        c.meta_cost_bytes = 1024 * 1024;
+        c.validate().unwrap();
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 60_000.5] {
+            c.meta_latency_ms = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("meta_latency_ms"), "{bad}: {e}");
+        }
+        c.meta_latency_ms = 0.0;
+        for bad in [0, 4097] {
+            c.meta_fanout = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("meta_fanout"), "{bad}: {e}");
+        }
+        c.meta_fanout = 1;
+        for bad in [0, 1024 * 1024 + 1] {
+            c.meta_cost_bytes = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains("meta_cost_bytes"), "{bad}: {e}");
         }
     }
 

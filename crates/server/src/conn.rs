@@ -1,6 +1,8 @@
-//! One client connection: frames in, requests to the scheduler (data) or to a blocking task
-//! (metadata, control), responses out in completion order. A connection is TCP, or the
-//! same-host Unix socket of a client on this node ([`local`]); the frames are the same.
+//! One client connection: frames in, requests out to the scheduler (every file operation, data
+//! and metadata alike) or answered beside it (the control plane: control requests on a blocking
+//! task, phase ends and the same-host transport's set-up at once), responses out in completion
+//! order. A connection is TCP, or the same-host Unix socket of a client on this node ([`local`]);
+//! the frames are the same.
 
 pub(crate) mod local;
 
@@ -8,8 +10,7 @@ use iosets_types::FileId;
 use std::sync::Arc;
 
 use iosets_proto::{
-    decode, encode, frame_len, Bytes, Creds, Encoded, Frame, Header, OpCode, Reply, Request,
-    Response,
+    decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
 use iosets_types::hash::fnv1a64;
 use iosets_types::{JobId, Nanos, Op};
@@ -19,7 +20,8 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
 use crate::control;
 use crate::root::{check_path, FsError};
-use crate::state::{DataOp, Outgoing, Pending, Shared};
+use crate::state::{Outgoing, Pending, ScheduledOp, Shared};
+use crate::worker::meta::MetaOp;
 use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
@@ -269,6 +271,9 @@ pub(crate) fn reply(
     let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
 }
 
+/// Routes one request: the control plane is answered beside the scheduler; every file operation
+/// (data or metadata) is checked, then submitted to the scheduler (refused with `ESHUTDOWN` once
+/// the server is stopping).
 fn handle(
     shared: &Arc<Shared>,
     header: Header,
@@ -285,19 +290,19 @@ fn handle(
             message: format!("{} of {len} bytes exceeds the frame limit", op.as_str()),
         })
     };
-    let data = match req {
+    let scheduled = match req {
         Request::Read { path, offset, len } => {
             if let Some(e) = too_large(len) {
                 return reply(tx, Some(permit), shared, header, op, Err(e));
             }
-            check_path(&path).map(|path| DataOp::Read {
+            check_path(&path).map(|path| ScheduledOp::Read {
                 path,
                 offset,
                 len,
                 into: None,
             })
         }
-        Request::Write { path, offset, data } => check_path(&path).map(|path| DataOp::Write {
+        Request::Write { path, offset, data } => check_path(&path).map(|path| ScheduledOp::Write {
             path,
             offset,
             data: Payload::Inline(data),
@@ -311,7 +316,7 @@ fn handle(
             .map_or(Ok(()), Err)
             .and_then(|()| local::place(link, at, len))
             .and_then(|place| {
-                check_path(&path).map(|path| DataOp::Read {
+                check_path(&path).map(|path| ScheduledOp::Read {
                     path,
                     offset,
                     len,
@@ -327,13 +332,13 @@ fn handle(
             .map_or(Ok(()), Err)
             .and_then(|()| local::place(link, at, len))
             .and_then(|place| {
-                check_path(&path).map(|path| DataOp::Write {
+                check_path(&path).map(|path| ScheduledOp::Write {
                     path,
                     offset,
                     data: Payload::Shared { place, len },
                 })
             }),
-        Request::Fsync { path } => check_path(&path).map(|path| DataOp::Fsync { path }),
+        Request::Fsync { path } => check_path(&path).map(|path| ScheduledOp::Fsync { path }),
         Request::LocalTransport => {
             let r = local::offer(shared, link);
             return reply(tx, Some(permit), shared, header, op, r);
@@ -358,31 +363,33 @@ fn handle(
             });
             return;
         }
-        meta => {
-            let shared = shared.clone();
-            let tx = tx.clone();
-            tokio::task::spawn_blocking(move || {
-                let r = metadata(&shared, header.creds, meta);
-                reply(&tx, Some(permit), &shared, header, op, r);
-            });
-            return;
-        }
+        // Every other request is a metadata operation: scheduled like data (DESIGN: never a
+        // side path), so that a create storm is ordered and shared by the policy.
+        meta => MetaOp::checked(meta).map(ScheduledOp::Meta),
     };
-    let data = match data {
-        Ok(d) => d,
+    // A bad path or size is answered at once, never scheduled.
+    let scheduled = match scheduled {
+        Ok(s) => s,
         Err(e) => return reply(tx, Some(permit), shared, header, op, Err(e)),
     };
-    let (file, offset, len, kind) = match &data {
-        DataOp::Read {
+    let (file, offset, len, kind) = match &scheduled {
+        ScheduledOp::Read {
             path, offset, len, ..
         } => (fnv1a64(path.as_bytes()), *offset, u64::from(*len), Op::Read),
-        DataOp::Write { path, offset, data } => (
+        ScheduledOp::Write { path, offset, data } => (
             fnv1a64(path.as_bytes()),
             *offset,
             data.len() as u64,
             Op::Write,
         ),
-        DataOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
+        ScheduledOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
+        // Never merged (Op::Other); costs the policy `meta_cost_bytes`, like a small request.
+        ScheduledOp::Meta(m) => (
+            fnv1a64(m.target().as_bytes()),
+            0,
+            shared.config.meta_cost_bytes,
+            Op::Other,
+        ),
     };
     // The hint travels with the request: the policy applies it, the runtime's job book records it.
     // A phase stamp is the client's wall clock; the policy compares it in the scheduler's time
@@ -398,7 +405,7 @@ fn handle(
     request.priority = header.priority;
     let pending = Pending {
         header,
-        op: data,
+        op: scheduled,
         reply: tx.clone(),
         permit,
     };
@@ -417,64 +424,4 @@ fn handle(
             }),
         );
     }
-}
-
-fn metadata(shared: &Shared, creds: Option<Creds>, req: Request) -> Result<Reply, FsError> {
-    let root = &shared.root;
-    match req {
-        Request::Lookup { path } => root.lookup(&check_path(&path)?).map(Reply::Attr),
-        Request::Lstat { path } => root.lstat(&check_path(&path)?).map(Reply::Attr),
-        Request::Create {
-            path,
-            mode,
-            exclusive,
-        } => root
-            .create(&check_path(&path)?, mode, exclusive, creds)
-            .map(Reply::Attr),
-        Request::Mknod { path, mode, rdev } => root
-            .mknod(&check_path(&path)?, mode, rdev, creds)
-            .map(Reply::Attr),
-        Request::Symlink { path, target } => root
-            .symlink(&check_path(&path)?, &target, creds)
-            .map(Reply::Attr),
-        Request::Readlink { path } => root
-            .readlink(&check_path(&path)?)
-            .map(|t| Reply::Data(t.into())),
-        Request::Link { from, to } => root
-            .link(&check_path(&from)?, &check_path(&to)?)
-            .map(Reply::Attr),
-        Request::Setattr { path, set } => root.setattr(&check_path(&path)?, &set).map(Reply::Attr),
-        Request::Statfs => root.statfs().map(Reply::Statfs),
-        Request::Open { path, flags } => {
-            root.open_with(&check_path(&path)?, flags).map(Reply::Attr)
-        }
-        Request::Truncate { path, size } => root
-            .truncate(&check_path(&path)?, size)
-            .map(|()| Reply::Done),
-        Request::Unlink { path } => root.unlink(&check_path(&path)?).map(|()| Reply::Done),
-        Request::Mkdir { path, mode } => root
-            .mkdir(&check_path(&path)?, mode, creds)
-            .map(Reply::Attr),
-        Request::Rmdir { path } => root.rmdir(&check_path(&path)?).map(|()| Reply::Done),
-        Request::Readdir { path } => root.readdir(&check_path(&path)?).map(Reply::Entries),
-        Request::Rename { from, to } => root
-            .rename(&check_path(&from)?, &check_path(&to)?)
-            .map(|()| Reply::Done),
-        Request::Read { .. }
-        | Request::Write { .. }
-        | Request::ReadShared { .. }
-        | Request::WriteShared { .. }
-        | Request::Fsync { .. }
-        | Request::LocalTransport
-        | Request::AttachRegion { .. }
-        | Request::PhaseEnd
-        | Request::Control { .. } => unreachable_op(),
-    }
-}
-
-fn unreachable_op() -> Result<Reply, FsError> {
-    Err(FsError {
-        errno: EPROTO,
-        message: "internal: data or control request routed to the metadata path".into(),
-    })
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use iosets_runtime::{JobStats, Latency};
-use iosets_types::Nanos;
+use iosets_types::{Nanos, Op};
 
 use crate::state::Shared;
 
@@ -12,18 +12,154 @@ const BOUNDS_S: [f64; 13] = [
     1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0,
 ];
 
+/// A bucket bound in nanoseconds, as recorded and as rendered.
+fn bound_ns(b: f64) -> u64 {
+    (b * 1e9) as u64
+}
+
+/// What a histogram gives the exposition.
+trait Histogram {
+    /// Values at or below `ns`.
+    fn count_at_most(&self, ns: u64) -> u64;
+    /// Values recorded.
+    fn count(&self) -> u64;
+    /// Their sum, in nanoseconds.
+    fn sum_ns(&self) -> u128;
+}
+
+impl Histogram for Latency {
+    fn count_at_most(&self, ns: u64) -> u64 {
+        Latency::count_at_most(self, ns)
+    }
+    fn count(&self) -> u64 {
+        Latency::count(self)
+    }
+    fn sum_ns(&self) -> u128 {
+        Latency::sum_ns(self)
+    }
+}
+
 /// Renders `h` as a Prometheus histogram (cumulative buckets at [`BOUNDS_S`]).
-fn render_histogram(out: &mut String, name: &str, labels: &str, h: &Latency) {
+fn render_histogram(out: &mut String, name: &str, labels: &str, h: &dyn Histogram) {
     for b in BOUNDS_S {
         let _ = writeln!(
             out,
             "{name}_bucket{{{labels},le=\"{b}\"}} {}",
-            h.count_at_most((b * 1e9) as u64)
+            h.count_at_most(bound_ns(b))
         );
     }
     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count());
     let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_ns() as f64 / 1e9);
     let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count());
+}
+
+/// A histogram with exactly the exported buckets: exact at every bound it is asked about, which
+/// are [`BOUNDS_S`].
+#[derive(Clone, Debug, Default)]
+struct Buckets {
+    /// Values in each bucket (not cumulative): `le` the bound of the same index, the last one
+    /// above every bound.
+    counts: [u64; BOUNDS_S.len() + 1],
+    sum_ns: u128,
+}
+
+impl Buckets {
+    fn record(&mut self, t: Nanos) {
+        let i = BOUNDS_S
+            .iter()
+            .position(|&b| t.0 <= bound_ns(b))
+            .unwrap_or(BOUNDS_S.len());
+        self.counts[i] += 1;
+        self.sum_ns += u128::from(t.0);
+    }
+}
+
+impl Histogram for Buckets {
+    fn count_at_most(&self, ns: u64) -> u64 {
+        BOUNDS_S
+            .iter()
+            .zip(&self.counts)
+            .take_while(|(&b, _)| bound_ns(b) <= ns)
+            .map(|(_, n)| n)
+            .sum()
+    }
+    fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+    fn sum_ns(&self) -> u128 {
+        self.sum_ns
+    }
+}
+
+/// The request classes of the latency series (`op` label): the runtime knows reads, writes and
+/// "other"; the server splits "other" into fsync and metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpClass {
+    /// `pread` (label `data-read`).
+    DataRead,
+    /// `pwrite` (label `data-write`).
+    DataWrite,
+    /// `fsync` (label `data-fsync`).
+    DataFsync,
+    /// Any metadata operation (label `meta`).
+    Meta,
+}
+
+impl OpClass {
+    /// The `op` label.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            OpClass::DataRead => "data-read",
+            OpClass::DataWrite => "data-write",
+            OpClass::DataFsync => "data-fsync",
+            OpClass::Meta => "meta",
+        }
+    }
+}
+
+/// One series of [`ClassLatency`].
+#[derive(Clone, Debug)]
+struct ClassSeries {
+    policy: &'static str,
+    class: OpClass,
+    wait: Buckets,
+    service: Buckets,
+}
+
+/// Queue wait and service time of the classes the runtime counts together as `Op::Other`
+/// (fsync and metadata), per policy, recorded by the workers: the runtime's own histograms
+/// cannot tell them apart, and metadata latency is what a create storm degrades.
+#[derive(Debug, Default)]
+pub(crate) struct ClassLatency {
+    series: parking_lot::Mutex<Vec<ClassSeries>>,
+}
+
+impl ClassLatency {
+    /// Records one request of `class` completed under `policy`.
+    pub(crate) fn record(&self, policy: &'static str, class: OpClass, wait: Nanos, service: Nanos) {
+        let mut series = self.series.lock();
+        let i = match series
+            .iter()
+            .position(|s| s.policy == policy && s.class == class)
+        {
+            Some(i) => i,
+            None => {
+                series.push(ClassSeries {
+                    policy,
+                    class,
+                    wait: Buckets::default(),
+                    service: Buckets::default(),
+                });
+                series.len() - 1
+            }
+        };
+        series[i].wait.record(wait);
+        series[i].service.record(service);
+    }
+
+    fn snapshot(&self) -> Vec<ClassSeries> {
+        self.series.lock().clone()
+    }
 }
 
 /// Per-job series are exported for at most this many jobs (the most recently active); the
@@ -155,27 +291,76 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     let _ = writeln!(out, "iosets_error_replies_total {}", n.errors());
 
-    let latency = shared.sched.latency();
+    // Reads and writes from the runtime's histograms; fsync and metadata, which the runtime
+    // counts together as `other`, from the workers' own.
+    let runtime = shared.sched.latency();
+    let other = n.other_latency.snapshot();
+    let mut series: Vec<(&str, &str, &dyn Histogram, &dyn Histogram)> = Vec::new();
+    for l in &runtime {
+        let class = match l.op {
+            Op::Read => OpClass::DataRead,
+            Op::Write => OpClass::DataWrite,
+            Op::Other => continue,
+        };
+        series.push((l.policy, class.as_str(), &l.wait, &l.service));
+    }
+    for s in &other {
+        series.push((s.policy, s.class.as_str(), &s.wait, &s.service));
+    }
     header(
         &mut out,
         "iosets_queue_wait_seconds",
         "histogram",
-        "Time from arrival to dispatch, per policy and operation (scheduler clock).",
+        "Time from arrival to dispatch, per policy and operation class (data-read, data-write, \
+         data-fsync, meta; scheduler clock).",
     );
-    for l in &latency {
-        let labels = format!("policy=\"{}\",op=\"{}\"", l.policy, l.op);
-        render_histogram(&mut out, "iosets_queue_wait_seconds", &labels, &l.wait);
+    for (policy, op, wait, _) in &series {
+        let labels = format!("policy=\"{policy}\",op=\"{op}\"");
+        render_histogram(&mut out, "iosets_queue_wait_seconds", &labels, *wait);
     }
     header(
         &mut out,
         "iosets_service_seconds",
         "histogram",
-        "Time from dispatch to completion (I/O and emulated device), per policy and operation.",
+        "Time from dispatch to completion (I/O, emulated device and emulated metadata back end), \
+         per policy and operation class.",
     );
-    for l in &latency {
-        let labels = format!("policy=\"{}\",op=\"{}\"", l.policy, l.op);
-        render_histogram(&mut out, "iosets_service_seconds", &labels, &l.service);
+    for (policy, op, _, service) in &series {
+        let labels = format!("policy=\"{policy}\",op=\"{op}\"");
+        render_histogram(&mut out, "iosets_service_seconds", &labels, *service);
     }
+    header(
+        &mut out,
+        "iosets_meta_requests_total",
+        "counter",
+        "Metadata requests served through the scheduler (successfully or not), per operation.",
+    );
+    for (op, count) in n.meta_served_by_op() {
+        let _ = writeln!(
+            out,
+            "iosets_meta_requests_total{{op=\"{}\"}} {count}",
+            op.as_str()
+        );
+    }
+    header(
+        &mut out,
+        "iosets_meta_backend_calls_total",
+        "counter",
+        "Calls to the emulated slow metadata back end (meta_latency_ms): 1 per operation, the \
+         stripe count for those touching every stripe object.",
+    );
+    let _ = writeln!(out, "iosets_meta_backend_calls_total {}", n.backend_calls());
+    header(
+        &mut out,
+        "iosets_meta_backend_blocked_seconds_total",
+        "counter",
+        "Time workers were held by the emulated metadata back end: calls times meta_latency_ms.",
+    );
+    let _ = writeln!(
+        out,
+        "iosets_meta_backend_blocked_seconds_total {}",
+        n.backend_blocked_ns() as f64 / 1e9
+    );
 
     let now = shared.sched.now();
     let listed = listed_jobs(&stats.jobs, now);

@@ -834,6 +834,33 @@ impl Root {
         Ok(out)
     }
 
+    /// The extended attribute `name` of the directory holding `path` (the root for the root's
+    /// entries), that directory resolved beneath the root like every other path. `Ok(None)` if
+    /// the directory has no such attribute or its file system keeps none (`ENODATA`,
+    /// `ENOTSUP`). A value longer than `max` bytes is an error (`ERANGE`), never truncated.
+    pub fn parent_xattr(
+        &self,
+        path: &str,
+        name: &str,
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, FsError> {
+        // O_RDONLY, not O_PATH: fgetxattr refuses an O_PATH descriptor (EBADF).
+        let dir = self
+            .open_beneath(parent_of(path), OFlags::RDONLY | OFlags::DIRECTORY, 0)
+            .map_err(|e| FsError::io(e, "getxattr", path))?;
+        let mut value = Vec::with_capacity(max);
+        match rustix::fs::fgetxattr(&dir, name, rustix::buffer::spare_capacity(&mut value)) {
+            // The allocator may have given more room than `max`: the bound is ours.
+            Ok(_) if value.len() > max => Err(FsError::new(
+                Errno::RANGE,
+                format!("getxattr {path:?}: {name} is longer than {max} bytes"),
+            )),
+            Ok(_) => Ok(Some(value)),
+            Err(Errno::NODATA) | Err(Errno::NOTSUP) => Ok(None),
+            Err(e) => Err(FsError::io(e, "getxattr", path)),
+        }
+    }
+
     /// Drops every cached descriptor after a namespace change (files being served stay open
     /// through their `Arc`), and stops files being opened meanwhile from entering the cache.
     fn forget_all(&self) {

@@ -10,8 +10,10 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::metrics::ClassLatency;
 use crate::root::Root;
 use crate::throttle::Throttle;
+use crate::worker::meta::{MetaOp, META_OPS};
 use crate::ServerConfig;
 
 /// An answer on its way to a connection's writer, with the connection's in-flight allowance,
@@ -19,19 +21,24 @@ use crate::ServerConfig;
 /// waiting to be sent too).
 pub(crate) type Outgoing = (Encoded, Option<OwnedSemaphorePermit>);
 
-/// A data request waiting in the scheduler: what to do and where to answer.
+/// A request waiting in the scheduler (data or metadata): what to do and where to answer.
 #[derive(Debug)]
 pub(crate) struct Pending {
+    /// The request's header (job, tag, credentials), echoed in the answer.
     pub(crate) header: Header,
-    pub(crate) op: DataOp,
+    /// What to do.
+    pub(crate) op: ScheduledOp,
+    /// The connection's writer.
     pub(crate) reply: UnboundedSender<Outgoing>,
     /// The connection's in-flight allowance, travelling with the answer.
     pub(crate) permit: OwnedSemaphorePermit,
 }
 
-/// The operations that go through the scheduler.
+/// The operations that go through the scheduler: every file operation. Only the control plane
+/// (control, phase ends, the same-host transport's set-up) is answered beside it.
 #[derive(Debug)]
-pub(crate) enum DataOp {
+pub(crate) enum ScheduledOp {
+    /// `pread`.
     Read {
         path: String,
         offset: u64,
@@ -40,23 +47,27 @@ pub(crate) enum DataOp {
         /// (the same-host transport).
         into: Option<crate::conn::local::Place>,
     },
+    /// `pwrite`.
     Write {
         path: String,
         offset: u64,
         data: crate::conn::local::Payload,
     },
-    Fsync {
-        path: String,
-    },
+    /// `fsync`.
+    Fsync { path: String },
+    /// A metadata operation (lookup, create, unlink, readdir, …): scheduled like data, as
+    /// `Op::Other` costing `meta_cost_bytes`, completed with no bytes moved.
+    Meta(MetaOp),
 }
 
-impl DataOp {
+impl ScheduledOp {
     /// The protocol operation.
     pub(crate) fn opcode(&self) -> iosets_proto::OpCode {
         match self {
-            DataOp::Read { .. } => iosets_proto::OpCode::Read,
-            DataOp::Write { .. } => iosets_proto::OpCode::Write,
-            DataOp::Fsync { .. } => iosets_proto::OpCode::Fsync,
+            ScheduledOp::Read { .. } => iosets_proto::OpCode::Read,
+            ScheduledOp::Write { .. } => iosets_proto::OpCode::Write,
+            ScheduledOp::Fsync { .. } => iosets_proto::OpCode::Fsync,
+            ScheduledOp::Meta(m) => m.opcode(),
         }
     }
 }
@@ -70,6 +81,16 @@ pub(crate) struct Counters {
     errors: AtomicU64,
     pub(crate) bytes_read: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
+    /// Metadata operations served (successfully or not), per operation of [`META_OPS`].
+    meta_served: [AtomicU64; META_OPS.len()],
+    /// Calls made to the emulated slow back end (`meta_latency_ms`).
+    backend_calls: AtomicU64,
+    /// Time the workers were held by the emulated back end, in nanoseconds: the sum of
+    /// `calls × meta_latency_ms`, computed, not measured (a sleep may overrun).
+    backend_blocked_ns: AtomicU64,
+    /// Latency of the two classes the runtime's histograms lump together as `other`: fsync and
+    /// metadata.
+    pub(crate) other_latency: ClassLatency,
 }
 
 impl Counters {
@@ -99,6 +120,33 @@ impl Counters {
     }
     pub(crate) fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)
+    }
+    /// Counts a metadata operation served.
+    pub(crate) fn meta_served(&self, op: &MetaOp) {
+        self.meta_served[op.index()].fetch_add(1, Ordering::Relaxed);
+    }
+    /// Metadata operations served, per operation, in the order of [`META_OPS`].
+    pub(crate) fn meta_served_by_op(
+        &self,
+    ) -> impl Iterator<Item = (iosets_proto::OpCode, u64)> + '_ {
+        META_OPS
+            .iter()
+            .zip(&self.meta_served)
+            .map(|(&op, n)| (op, n.load(Ordering::Relaxed)))
+    }
+    /// Counts `calls` to the emulated back end that held a worker `blocked_ns`.
+    pub(crate) fn backend_held(&self, calls: u64, blocked_ns: u64) {
+        self.backend_calls.fetch_add(calls, Ordering::Relaxed);
+        self.backend_blocked_ns
+            .fetch_add(blocked_ns, Ordering::Relaxed);
+    }
+    /// Calls made to the emulated back end.
+    pub(crate) fn backend_calls(&self) -> u64 {
+        self.backend_calls.load(Ordering::Relaxed)
+    }
+    /// Nanoseconds the workers were held by the emulated back end (computed from the calls).
+    pub(crate) fn backend_blocked_ns(&self) -> u64 {
+        self.backend_blocked_ns.load(Ordering::Relaxed)
     }
 }
 
