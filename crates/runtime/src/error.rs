@@ -21,6 +21,15 @@ pub enum RuntimeError {
     /// A policy instance's own conservation check failed.
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// A quota rule set was refused (see [`crate::quota::QuotaConfig::validate`]); nothing was
+    /// changed.
+    #[error("quota rule `{rule}`: {reason}")]
+    Quota {
+        /// The rule at fault (`*` for a setting of the whole set).
+        rule: String,
+        /// Why.
+        reason: String,
+    },
     /// The runtime's own bookkeeping disagrees with the policies' (see
     /// [`crate::Scheduler::check_balance`]).
     #[error("runtime bookkeeping does not balance: {what}: expected {expected}, found {found}")]

@@ -78,6 +78,8 @@
 pub mod book;
 mod clock;
 mod error;
+mod gate;
+pub mod quota;
 mod scheduler;
 mod stats;
 mod sync;
@@ -86,7 +88,9 @@ mod work;
 pub use book::BookConfig;
 pub use clock::{Clock, MonotonicClock};
 pub use error::RuntimeError;
+pub use gate::{RuleJob, RuleStats};
 pub use iosets_policy::{Counted, Counters};
+pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
 pub use scheduler::Scheduler;
 pub use stats::{
     JobPriority, JobStats, Latency, OpLatency, PrioritySource, SchedulerStats, WaitSummary,

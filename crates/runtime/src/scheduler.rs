@@ -11,6 +11,8 @@ use iosets_types::{Batch, JobId, Nanos, Outcome, Priority, Request, RequestId};
 
 use crate::book::{BookConfig, BookEntry, JobBook, Move};
 use crate::clock::{Clock, MonotonicClock};
+use crate::gate::Gate;
+use crate::quota::{Origin, QuotaConfig, RuleSpec};
 use crate::stats::{add_counters, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats};
 use crate::sync::{AtomicU64, Condvar, Instant, Mutex, MutexGuard, Ordering};
 use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
@@ -101,6 +103,10 @@ struct State<T> {
     idle_waiters: usize,
     /// Whether a waiting worker sleeps with the book's next sweep as its deadline.
     sweep_watched: bool,
+    /// The quota layer in front of the policy, when rules are set.
+    gate: Option<Gate>,
+    /// The service threads the caller runs (what thread quotas are percentages of); 0: not told.
+    service_threads: usize,
 }
 
 /// A job's priorities by source; the one in force is the control plane's, else the automatic one
@@ -143,6 +149,25 @@ impl<T> State<T> {
         self.active.policy.queued()
     }
 
+    /// Requests held by the quota gate.
+    fn held(&self) -> usize {
+        self.gate.as_ref().map_or(0, Gate::held)
+    }
+
+    /// Lets the quota gate admit into the policy what its rules allow at `now`.
+    fn pump(&mut self, now: Nanos) {
+        let busy = self.queued() + self.in_flight();
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        if gate.held() == 0 {
+            return;
+        }
+        let idle = gate.threads().saturating_sub(busy);
+        let policy = &mut self.active.policy;
+        gate.pump(now, idle, &mut |req| policy.enqueue(req, now));
+    }
+
     fn in_flight(&self) -> usize {
         self.active.policy.in_flight()
             + self
@@ -168,6 +193,9 @@ impl<T> State<T> {
                 "a policy dispatched a request the runtime never gave it (policy contract broken)",
             );
             out.push(payload);
+            if let Some(gate) = self.gate.as_mut() {
+                gate.dispatched(r.id);
+            }
             if let Some(job) = self.jobs.get_mut(&r.job) {
                 job.queued = job.queued.saturating_sub(1);
                 job.in_service += 1;
@@ -181,6 +209,7 @@ impl<T> State<T> {
     fn enqueue(
         &mut self,
         mut req: Request,
+        origin: Option<&Origin>,
         payload: T,
         raw: Nanos,
     ) -> Result<(RequestId, Nanos), RuntimeError> {
@@ -195,6 +224,14 @@ impl<T> State<T> {
         req.arrival = now;
         self.payloads.insert(id, payload);
         self.jobs.entry(req.job).or_default().queued += 1;
+        if let Some(gate) = self.gate.as_mut() {
+            let origin = origin.copied().unwrap_or_default();
+            if let Some(rule) = gate.classify(&req, &origin) {
+                gate.hold(rule, req, origin, now);
+                self.pump(now);
+                return Ok((id, now));
+            }
+        }
         self.active.policy.enqueue(req, now);
         Ok((id, now))
     }
@@ -315,6 +352,10 @@ impl<T> Inner<T> {
         let forget_after = Nanos(
             u64::try_from(self.book.config().forget_interval().as_nanos()).unwrap_or(u64::MAX),
         );
+        if let Some(gate) = self.state.lock().gate.as_mut() {
+            // Rate buckets of jobs with nothing held or in service, once full again.
+            gate.forget_idle(now);
+        }
         let Some(cutoff) = now.0.checked_sub(forget_after.0).map(Nanos) else {
             return 0;
         };
@@ -401,6 +442,16 @@ impl<T: Send + 'static> Sink for Inner<T> {
             }
             st.requests_in_service -= batch.len() as u64;
             st.completed += batch.len() as u64;
+            if let Some(gate) = st.gate.as_mut() {
+                let mut governed = false;
+                for req in batch.requests() {
+                    governed |= gate.completed(req.id, now);
+                }
+                if governed || gate.held() > 0 {
+                    // A thread came back: a held request may have its turn.
+                    st.pump(now);
+                }
+            }
         } else {
             st.rejected_completions += 1;
         }
@@ -408,7 +459,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
         if st.queued() > 0 {
             self.wake_one(&mut st);
         }
-        if st.idle_waiters > 0 && st.queued() == 0 && st.in_flight() == 0 {
+        if st.idle_waiters > 0 && st.queued() == 0 && st.in_flight() == 0 && st.held() == 0 {
             self.idle_cv.notify_all();
         }
         let listener = if result.is_ok() {
@@ -515,6 +566,8 @@ impl<T: Send + 'static> Scheduler<T> {
             timer: None,
             idle_waiters: 0,
             sweep_watched: false,
+            gate: None,
+            service_threads: 0,
         };
         let first_sweep =
             Nanos(u64::try_from(book.sweep_interval().as_nanos()).unwrap_or(u64::MAX));
@@ -543,7 +596,26 @@ impl<T: Send + 'static> Scheduler<T> {
     pub fn submit(&self, req: Request, payload: T) -> Result<RequestId, RuntimeError> {
         let raw = self.inner.clock.now();
         let mut st = self.inner.state.lock();
-        let (id, _) = st.enqueue(req, payload, raw)?;
+        let (id, _) = st.enqueue(req, None, payload, raw)?;
+        self.inner.wake_one(&mut st);
+        Ok(id)
+    }
+
+    /// [`Scheduler::submit`] for a request whose sender is known: quota rules may match on its
+    /// user, group and address ([`crate::quota`]). A request a rule governs is held until the
+    /// rule admits it; nothing is dropped.
+    ///
+    /// # Errors
+    /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
+    pub fn submit_from(
+        &self,
+        req: Request,
+        origin: &Origin,
+        payload: T,
+    ) -> Result<RequestId, RuntimeError> {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let (id, _) = st.enqueue(req, Some(origin), payload, raw)?;
         self.inner.wake_one(&mut st);
         Ok(id)
     }
@@ -560,7 +632,7 @@ impl<T: Send + 'static> Scheduler<T> {
         let raw = self.inner.clock.now();
         let payloads = Vec::with_capacity(1);
         let mut st = self.inner.state.lock();
-        let (_, now) = st.enqueue(req, payload, raw)?;
+        let (_, now) = st.enqueue(req, None, payload, raw)?;
         match st.active.policy.dispatch(now) {
             Dispatch::Ready(batch) => Ok(Next::Work(self.hand_out(st, batch, now, payloads))),
             Dispatch::NotBefore(_) | Dispatch::Idle => {
@@ -634,6 +706,7 @@ impl<T: Send + 'static> Scheduler<T> {
         let mut st = inner.state.lock();
         loop {
             let now = st.tick(inner.clock.now());
+            st.pump(now);
             let timer = match st.active.policy.dispatch(now) {
                 Dispatch::Ready(batch) => {
                     return Next::Work(self.hand_out(st, batch, now, payloads));
@@ -641,7 +714,12 @@ impl<T: Send + 'static> Scheduler<T> {
                 Dispatch::NotBefore(t) => Some(t),
                 Dispatch::Idle => None,
             };
-            if st.shutdown && st.queued() == 0 {
+            // A request held back by a rate goes when its bucket refills.
+            let timer = match (timer, st.gate.as_ref().and_then(Gate::timer)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if st.shutdown && st.queued() == 0 && st.held() == 0 {
                 return Next::Shutdown;
             }
             if inner.claim_sweep(now) {
@@ -852,6 +930,144 @@ impl<T: Send + 'static> Scheduler<T> {
         Ok(())
     }
 
+    /// Tells the scheduler how many service threads (workers) the caller runs: thread quotas
+    /// are percentages of this. Rules in force are recomputed for the new count.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] if `threads` is 0.
+    pub fn set_service_threads(&self, threads: usize) -> Result<(), RuntimeError> {
+        if threads == 0 {
+            return Err(RuntimeError::Quota {
+                rule: "*".into(),
+                reason: "the number of service threads must be at least 1".into(),
+            });
+        }
+        self.inner.state.lock().service_threads = threads;
+        self.update_quota(|current| Ok(current.cloned()))
+    }
+
+    /// Puts the quota rules `quota` in force (`None`: no quota layer), at run time, losing
+    /// nothing: a rule that keeps its name keeps its counts; requests held under a rule that
+    /// goes are classified again (and go to the policy if no rule governs them any more);
+    /// requests already admitted complete normally. See [`crate::quota`].
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] naming the rule at fault if the set is invalid, or if a rule
+    /// gives a thread quota and [`Scheduler::set_service_threads`] was never called; nothing
+    /// is changed then.
+    pub fn set_quota(&self, quota: Option<QuotaConfig>) -> Result<(), RuntimeError> {
+        self.update_quota(|_| Ok(quota))
+    }
+
+    /// Computes the new rule set from the one in force and puts it in force, under one lock (so
+    /// that two concurrent changes never lose one another).
+    fn update_quota(
+        &self,
+        change: impl FnOnce(Option<&QuotaConfig>) -> Result<Option<QuotaConfig>, RuntimeError>,
+    ) -> Result<(), RuntimeError> {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let quota = change(st.gate.as_ref().map(Gate::config))?;
+        if let Some(cfg) = &quota {
+            cfg.validate()?;
+        }
+        let now = st.tick(raw);
+        let threads = st.service_threads;
+        if let Some(cfg) = &quota {
+            if threads == 0 {
+                if let Some(r) = cfg.rules.iter().find(|r| r.threads_pct.is_some()) {
+                    return Err(RuntimeError::Quota {
+                        rule: r.name.clone(),
+                        reason: "a thread quota needs the number of service threads \
+                                 (set_service_threads)"
+                            .into(),
+                    });
+                }
+            }
+        }
+        let threads = threads.max(1);
+        let free = match (quota, st.gate.take()) {
+            (None, None) => Vec::new(),
+            (None, Some(mut old)) => old.reconfigure(QuotaConfig::default(), now),
+            (Some(cfg), None) => {
+                st.gate = Some(Gate::new(cfg, threads));
+                Vec::new()
+            }
+            (Some(cfg), Some(old)) => {
+                // A new thread count changes the caps; counts carry over by rule name.
+                let mut gate = old.with_threads(threads);
+                let free = gate.reconfigure(cfg, now);
+                st.gate = Some(gate);
+                free
+            }
+        };
+        for req in free {
+            st.active.policy.enqueue(req, now);
+        }
+        st.pump(now);
+        self.inner.wake_all(&mut st);
+        Ok(())
+    }
+
+    /// The quota rules in force and the service-thread count they apply to, if any.
+    pub fn quota(&self) -> Option<QuotaConfig> {
+        self.inner
+            .state
+            .lock()
+            .gate
+            .as_ref()
+            .map(|g| g.config().clone())
+    }
+
+    /// Adds `rule` to the rules in force, at position `at` (`None`: last; rules are tried in
+    /// order), without a restart; see [`Scheduler::set_quota`].
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] if a rule of that name exists or the new set is invalid.
+    pub fn add_rule(&self, rule: RuleSpec, at: Option<usize>) -> Result<(), RuntimeError> {
+        self.update_quota(|current| {
+            let mut cfg = current.cloned().unwrap_or_default();
+            if cfg.rules.iter().any(|r| r.name == rule.name) {
+                return Err(RuntimeError::Quota {
+                    rule: rule.name,
+                    reason: "a rule of this name exists (delete it first)".into(),
+                });
+            }
+            let at = at.unwrap_or(cfg.rules.len()).min(cfg.rules.len());
+            cfg.rules.insert(at, rule);
+            Ok(Some(cfg))
+        })
+    }
+
+    /// Removes the rule named `name`; its held requests are classified again.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] if no rule has that name.
+    pub fn remove_rule(&self, name: &str) -> Result<(), RuntimeError> {
+        self.update_quota(|current| {
+            let mut cfg = current.cloned().unwrap_or_default();
+            let Some(i) = cfg.rules.iter().position(|r| r.name == name) else {
+                return Err(RuntimeError::Quota {
+                    rule: name.into(),
+                    reason: "no rule has this name".into(),
+                });
+            };
+            cfg.rules.remove(i);
+            Ok(Some(cfg))
+        })
+    }
+
+    /// The quota rules in force with their counters (empty without quotas).
+    pub fn rules(&self) -> Vec<crate::RuleStats> {
+        self.inner
+            .state
+            .lock()
+            .gate
+            .as_ref()
+            .map(crate::gate::Gate::stats)
+            .unwrap_or_default()
+    }
+
     /// The active policy's name.
     pub fn policy_name(&self) -> &'static str {
         self.inner.state.lock().active.policy.name()
@@ -873,7 +1089,7 @@ impl<T: Send + 'static> Scheduler<T> {
     /// Blocks until nothing is queued and nothing is in service. Needs workers to make progress.
     pub fn wait_idle(&self) {
         let mut st = self.inner.state.lock();
-        while st.queued() > 0 || st.in_flight() > 0 {
+        while st.queued() > 0 || st.in_flight() > 0 || st.held() > 0 {
             st.idle_waiters += 1;
             self.inner.idle_cv.wait(&mut st);
             st.idle_waiters -= 1;
@@ -884,7 +1100,7 @@ impl<T: Send + 'static> Scheduler<T> {
     pub fn wait_idle_timeout(&self, timeout: Duration) -> bool {
         let deadline = Instant::now().checked_add(timeout);
         let mut st = self.inner.state.lock();
-        while st.queued() > 0 || st.in_flight() > 0 {
+        while st.queued() > 0 || st.in_flight() > 0 || st.held() > 0 {
             let Some(deadline) = deadline else {
                 st.idle_waiters += 1;
                 self.inner.idle_cv.wait(&mut st);
@@ -895,7 +1111,7 @@ impl<T: Send + 'static> Scheduler<T> {
             let timed_out = self.inner.idle_cv.wait_until(&mut st, deadline).timed_out();
             st.idle_waiters -= 1;
             if timed_out {
-                return st.queued() == 0 && st.in_flight() == 0;
+                return st.queued() == 0 && st.in_flight() == 0 && st.held() == 0;
             }
         }
         true
@@ -916,6 +1132,8 @@ impl<T: Send + 'static> Scheduler<T> {
             counters: st.counters(),
             submitted: st.submitted,
             queued: st.queued(),
+            held: st.held(),
+            rules: st.gate.as_ref().map(Gate::stats).unwrap_or_default(),
             in_flight: st.in_flight(),
             requests_in_service: st.requests_in_service,
             retired_policies: st.retired.len(),
@@ -1007,7 +1225,17 @@ impl<T: Send + 'static> Scheduler<T> {
         }
         let c = st.counters();
         let queued = st.queued() as u64;
+        let held = st.held() as u64;
         let ops = st.completed;
+        if let Some(gate) = &st.gate {
+            if let Err((what, expected, found)) = gate.check() {
+                return Err(RuntimeError::Unbalanced {
+                    what,
+                    expected,
+                    found,
+                });
+            }
+        }
         let checks: [(&'static str, u64, u64); 6] = [
             (
                 "queued requests (inserted − merged − dispatched − withdrawn)",
@@ -1020,13 +1248,13 @@ impl<T: Send + 'static> Scheduler<T> {
                 st.in_flight() as u64,
             ),
             (
-                "payloads held for queued requests",
-                queued,
+                "payloads held for queued and quota-held requests",
+                queued + held,
                 st.payloads.len() as u64,
             ),
             (
-                "per-job queued requests",
-                queued,
+                "per-job queued requests (in the policy or held by the quota gate)",
+                queued + held,
                 st.jobs.values().map(|j| j.queued).sum(),
             ),
             (
@@ -1035,9 +1263,9 @@ impl<T: Send + 'static> Scheduler<T> {
                 st.jobs.values().map(|j| j.in_service).sum(),
             ),
             (
-                "requests submitted (queued + in service + completed)",
+                "requests submitted (queued + held + in service + completed)",
                 st.submitted,
-                queued + st.requests_in_service + ops,
+                queued + held + st.requests_in_service + ops,
             ),
         ];
         for (what, expected, found) in checks {
@@ -1050,11 +1278,11 @@ impl<T: Send + 'static> Scheduler<T> {
             }
         }
         let net_inserted = c.inserted.saturating_sub(c.withdrawn);
-        if net_inserted != st.submitted {
+        if net_inserted + held != st.submitted {
             return Err(RuntimeError::Unbalanced {
-                what: "requests inserted − withdrawn (submitted)",
+                what: "requests inserted − withdrawn + held by the quota gate (submitted)",
                 expected: st.submitted,
-                found: net_inserted,
+                found: net_inserted + held,
             });
         }
         Ok(())

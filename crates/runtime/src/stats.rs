@@ -132,6 +132,11 @@ pub struct SchedulerStats {
     pub submitted: u64,
     /// Requests queued in the active policy.
     pub queued: usize,
+    /// Requests held by the quota gate, waiting for their rule to admit them (not yet in the
+    /// policy; see [`crate::quota`]).
+    pub held: usize,
+    /// The quota rules in force, in order, with their counters (empty without quotas).
+    pub rules: Vec<crate::RuleStats>,
     /// Batches in service, in every policy instance.
     pub in_flight: usize,
     /// Original requests in service (a merged batch counts each of its requests).

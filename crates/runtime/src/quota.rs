@@ -1,0 +1,806 @@
+//! Quota rules: which requests a rule governs, and the limits it puts on them (seed 003's thread
+//! quotas, Lustre NRS TBF's rates, Ceph mClock's reservations and weights).
+//!
+//! # What it is
+//! A [`QuotaConfig`] is an ordered list of [`RuleSpec`]s plus two settings. A request falls under
+//! the **first** rule whose [`Match`] it satisfies (TBF's order among rules); a request no rule
+//! matches is not governed at all. A rule may give:
+//! - **`threads_pct = R`**: the rule's requests hold at most `n_R = ⌊N·R/100⌋` (at least 1) of the
+//!   scheduler's `N` service threads at once (seed 003: `n_A = n_S · R_A / 100`). Inside the rule
+//!   the jobs share those threads fairly (the job holding the fewest goes next), and one job holds
+//!   at most `⌊n_R · job_share_pct/100⌋` (at least 1) even when the others are idle (seed 003's
+//!   "50 %:50 %, up to 90 % each if available").
+//! - **`rate_ops` / `rate_bytes`**: a token bucket **per job** under the rule (TBF gives each
+//!   class of a rule its own bucket), in operations or bytes per second. By default a rate
+//!   **lends idle capacity**: a job over its rate still goes when nothing else is waiting and a
+//!   thread is free. `strict = true` makes it a hard cap.
+//! - **`reserve_ops`**: each job under the rule is served first, ahead of every weight, while it
+//!   has had fewer than this many operations per second (mClock's reservation phase).
+//! - **`weight`**: among rules competing for free threads, a rule's jobs get threads in
+//!   proportion to its weight (default 1; mClock's proportional phase).
+//!
+//! The settings: `job_share_pct` (default 90) and `lend` (default false): with `lend`, threads
+//! a rule leaves idle are lent to the requests waiting over their rule's quota (and over soft
+//! rates), so no thread idles while a request waits; a lent thread comes back when its request
+//! completes (nothing is preempted).
+//!
+//! # Text forms
+//! A match is `*` (everything) or `key=value` terms joined by spaces or `&`, all of which must
+//! hold; a value is one item or a set, `{a b}` or `a,b`, any of which may hold (Lustre's
+//! `jobid={a b}&opcode={ost_write}`). Keys: `job`, `uid`, `gid`, `client` (an address or a
+//! CIDR, IPv4 or IPv6), `class` (`data-read`, `data-write`, `meta`).
+//!
+//! # What it is not
+//! Not the mechanism: the scheduler's gate ([`crate::Scheduler::set_quota`]) applies the rules.
+//! Rates and reservations are per server (the client does not yet tell a server how much the
+//! job was served elsewhere, as dmClock's `delta` does).
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::IpAddr;
+
+use iosets_types::{JobId, Op};
+
+use crate::RuntimeError;
+
+/// The class of an operation, as rules see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpClass {
+    /// Reads of file data.
+    DataRead,
+    /// Writes of file data.
+    DataWrite,
+    /// Everything else: create, stat, unlink, mkdir, readdir, rename, setattr, open, fsync.
+    Meta,
+}
+
+impl OpClass {
+    /// The class of `op`.
+    pub fn of(op: Op) -> OpClass {
+        match op {
+            Op::Read => OpClass::DataRead,
+            Op::Write => OpClass::DataWrite,
+            Op::Other => OpClass::Meta,
+        }
+    }
+
+    /// The name used in rules, jobstats and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpClass::DataRead => "data-read",
+            OpClass::DataWrite => "data-write",
+            OpClass::Meta => "meta",
+        }
+    }
+}
+
+impl fmt::Display for OpClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who sent a request, beyond what the request carries (its job and operation): what rules may
+/// match on. A field the caller does not know is `None`, and a rule that asks for it does not
+/// match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The caller's user id.
+    pub uid: Option<u32>,
+    /// The caller's group id.
+    pub gid: Option<u32>,
+    /// The client's network address.
+    pub addr: Option<IpAddr>,
+}
+
+/// An address block: `addr/prefix`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cidr {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl Cidr {
+    /// Parses `10.1.0.0/16`, `fd00::/8` or a single address (a full-length prefix).
+    pub fn parse(text: &str) -> Result<Cidr, String> {
+        let (a, p) = match text.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text, None),
+        };
+        let addr: IpAddr = a
+            .parse()
+            .map_err(|_| format!("`{text}` is not an address or CIDR block"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match p {
+            None => max,
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|&n| n <= max)
+                .ok_or_else(|| format!("`{text}`: the prefix length must be 0 to {max}"))?,
+        };
+        let cidr = Cidr { addr, prefix };
+        if cidr.network() != addr {
+            return Err(format!(
+                "`{text}` has host bits set (the block is {}/{prefix})",
+                cidr.network()
+            ));
+        }
+        Ok(cidr)
+    }
+
+    fn bits(addr: IpAddr) -> (u128, u32) {
+        match addr {
+            IpAddr::V4(a) => (u128::from(u32::from(a)), 32),
+            IpAddr::V6(a) => (u128::from(a), 128),
+        }
+    }
+
+    fn mask(prefix: u8, width: u32) -> u128 {
+        if prefix == 0 {
+            0
+        } else {
+            let all = if width == 32 {
+                u128::from(u32::MAX)
+            } else {
+                u128::MAX
+            };
+            all & !((1u128 << (width - u32::from(prefix))) - 1)
+        }
+    }
+
+    fn network(self) -> IpAddr {
+        let (bits, width) = Cidr::bits(self.addr);
+        let net = bits & Cidr::mask(self.prefix, width);
+        match self.addr {
+            IpAddr::V4(_) => IpAddr::V4((net as u32).into()),
+            IpAddr::V6(_) => IpAddr::V6(net.into()),
+        }
+    }
+
+    /// Whether `addr` is in the block (an IPv4-mapped IPv6 address counts as its IPv4 address).
+    pub fn contains(self, addr: IpAddr) -> bool {
+        let addr = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+            v4 => v4,
+        };
+        if addr.is_ipv4() != self.addr.is_ipv4() {
+            return false;
+        }
+        let (a, width) = Cidr::bits(addr);
+        let (n, _) = Cidr::bits(self.addr);
+        let m = Cidr::mask(self.prefix, width);
+        a & m == n & m
+    }
+
+    /// Whether every address of `other` is in this block.
+    pub fn covers(self, other: Cidr) -> bool {
+        other.prefix >= self.prefix && self.contains(other.addr)
+    }
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+/// Which requests a rule governs: every key given must hold (a key not given holds for all).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Match {
+    jobs: Option<BTreeSet<u64>>,
+    uids: Option<BTreeSet<u32>>,
+    gids: Option<BTreeSet<u32>>,
+    clients: Option<Vec<Cidr>>,
+    classes: Option<BTreeSet<OpClass>>,
+}
+
+/// The keys a match may use, for error messages.
+pub const MATCH_KEYS: &str = "job, uid, gid, client, class";
+
+impl Match {
+    /// Everything.
+    pub fn all() -> Match {
+        Match::default()
+    }
+
+    /// Parses a match (see the [module documentation](self)).
+    pub fn parse(text: &str) -> Result<Match, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("the match is empty (use `*` to match every request)".into());
+        }
+        if text == "*" {
+            return Ok(Match::all());
+        }
+        let mut m = Match::default();
+        for term in terms(text)? {
+            let (key, values) = term;
+            let dup =
+                || format!("`{key}` is given twice (put the values in one set: {key}={{a b}})");
+            match key.as_str() {
+                "job" | "jobid" => {
+                    let set = parse_set(&key, &values, |v| v.parse::<u64>().ok())?;
+                    if m.jobs.replace(set).is_some() {
+                        return Err(dup());
+                    }
+                }
+                "uid" => {
+                    let set = parse_set(&key, &values, |v| v.parse::<u32>().ok())?;
+                    if m.uids.replace(set).is_some() {
+                        return Err(dup());
+                    }
+                }
+                "gid" => {
+                    let set = parse_set(&key, &values, |v| v.parse::<u32>().ok())?;
+                    if m.gids.replace(set).is_some() {
+                        return Err(dup());
+                    }
+                }
+                "client" | "nid" => {
+                    let mut nets = Vec::new();
+                    for v in &values {
+                        nets.push(Cidr::parse(v)?);
+                    }
+                    nets.sort_unstable();
+                    nets.dedup();
+                    if m.clients.replace(nets).is_some() {
+                        return Err(dup());
+                    }
+                }
+                "class" | "opcode" => {
+                    let set = parse_set(&key, &values, |v| match v {
+                        "data-read" | "read" => Some(OpClass::DataRead),
+                        "data-write" | "write" => Some(OpClass::DataWrite),
+                        "meta" | "metadata" => Some(OpClass::Meta),
+                        _ => None,
+                    })
+                    .map_err(|e| format!("{e} (classes: data-read, data-write, meta)"))?;
+                    if m.classes.replace(set).is_some() {
+                        return Err(dup());
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown match key `{other}` (keys: {MATCH_KEYS}, or `*`)"
+                    ))
+                }
+            }
+        }
+        Ok(m)
+    }
+
+    /// Whether a request of `job`, class `class`, from `origin` satisfies the match.
+    pub fn matches(&self, job: JobId, class: OpClass, origin: &Origin) -> bool {
+        self.jobs.as_ref().is_none_or(|s| s.contains(&job.0))
+            && self.classes.as_ref().is_none_or(|s| s.contains(&class))
+            && self
+                .uids
+                .as_ref()
+                .is_none_or(|s| origin.uid.is_some_and(|u| s.contains(&u)))
+            && self
+                .gids
+                .as_ref()
+                .is_none_or(|s| origin.gid.is_some_and(|g| s.contains(&g)))
+            && self.clients.as_ref().is_none_or(|nets| {
+                origin
+                    .addr
+                    .is_some_and(|a| nets.iter().any(|n| n.contains(a)))
+            })
+    }
+
+    /// Whether every request `other` matches is matched by `self` too (then a rule with `other`
+    /// after a rule with `self` never applies).
+    pub fn covers(&self, other: &Match) -> bool {
+        fn set<T: Ord>(mine: &Option<BTreeSet<T>>, theirs: &Option<BTreeSet<T>>) -> bool {
+            match (mine, theirs) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(a), Some(b)) => b.is_subset(a),
+            }
+        }
+        let clients = match (&self.clients, &other.clients) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => b.iter().all(|n| a.iter().any(|m| m.covers(*n))),
+        };
+        set(&self.jobs, &other.jobs)
+            && set(&self.uids, &other.uids)
+            && set(&self.gids, &other.gids)
+            && set(&self.classes, &other.classes)
+            && clients
+    }
+}
+
+impl fmt::Display for Match {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn one<T: fmt::Display>(
+            f: &mut fmt::Formatter<'_>,
+            first: &mut bool,
+            key: &str,
+            items: impl Iterator<Item = T>,
+        ) -> fmt::Result {
+            if !*first {
+                f.write_str(" ")?;
+            }
+            *first = false;
+            let items: Vec<String> = items.map(|i| i.to_string()).collect();
+            if items.len() == 1 {
+                write!(f, "{key}={}", items[0])
+            } else {
+                write!(f, "{key}={{{}}}", items.join(" "))
+            }
+        }
+        let mut first = true;
+        if let Some(s) = &self.jobs {
+            one(f, &mut first, "job", s.iter())?;
+        }
+        if let Some(s) = &self.uids {
+            one(f, &mut first, "uid", s.iter())?;
+        }
+        if let Some(s) = &self.gids {
+            one(f, &mut first, "gid", s.iter())?;
+        }
+        if let Some(s) = &self.clients {
+            one(f, &mut first, "client", s.iter())?;
+        }
+        if let Some(s) = &self.classes {
+            one(f, &mut first, "class", s.iter())?;
+        }
+        if first {
+            f.write_str("*")?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits `key=value` terms (separated by spaces or `&`; a value may be a `{…}` set with spaces
+/// inside) into keys and their items.
+fn terms(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some(eq) = rest.find('=') else {
+            return Err(format!("`{rest}` is not a key=value term"));
+        };
+        let key = rest[..eq].trim().to_ascii_lowercase();
+        if key.is_empty() || key.contains(char::is_whitespace) || key.contains('&') {
+            return Err(format!("`{}` is not a key=value term", &rest[..eq]));
+        }
+        let after = rest[eq + 1..].trim_start();
+        let (value, tail) = if let Some(inner) = after.strip_prefix('{') {
+            let Some(close) = inner.find('}') else {
+                return Err(format!("`{key}={after}`: the set has no closing `}}`"));
+            };
+            (&inner[..close], &inner[close + 1..])
+        } else {
+            let end = after
+                .find(|c: char| c.is_whitespace() || c == '&')
+                .unwrap_or(after.len());
+            (&after[..end], &after[end..])
+        };
+        let items: Vec<String> = value
+            .split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if items.is_empty() {
+            return Err(format!("`{key}=` has no value"));
+        }
+        out.push((key, items));
+        rest = tail.trim_start().trim_start_matches('&').trim_start();
+    }
+    Ok(out)
+}
+
+fn parse_set<T: Ord>(
+    key: &str,
+    values: &[String],
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<BTreeSet<T>, String> {
+    values
+        .iter()
+        .map(|v| parse(v).ok_or_else(|| format!("`{key}={v}`: `{v}` is not a valid {key}")))
+        .collect()
+}
+
+/// One rule: a name, what it matches, and its limits. At least one limit must be given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleSpec {
+    /// The rule's name (letters, digits, `-`, `_`, `.`; unique).
+    pub name: String,
+    /// Which requests it governs.
+    pub matcher: Match,
+    /// Percentage of the service threads the rule's requests may hold at once, in (0, 100].
+    pub threads_pct: Option<f64>,
+    /// Operations per second per job.
+    pub rate_ops: Option<f64>,
+    /// Bytes per second per job.
+    pub rate_bytes: Option<f64>,
+    /// Rates are hard caps (no lending of idle capacity).
+    pub strict: bool,
+    /// Operations per second per job served ahead of every weight.
+    pub reserve_ops: Option<f64>,
+    /// Share of contended threads relative to other rules (default 1).
+    pub weight: Option<f64>,
+}
+
+impl RuleSpec {
+    /// A rule named `name` matching `matcher`, with no limit yet.
+    pub fn new(name: impl Into<String>, matcher: Match) -> RuleSpec {
+        RuleSpec {
+            name: name.into(),
+            matcher,
+            threads_pct: None,
+            rate_ops: None,
+            rate_bytes: None,
+            strict: false,
+            reserve_ops: None,
+            weight: None,
+        }
+    }
+
+    /// The rule's limits in the text form of `iosets ctl rule list`.
+    pub fn limits(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = self.threads_pct {
+            parts.push(format!("threads={p}%"));
+        }
+        if let Some(r) = self.rate_ops {
+            parts.push(format!("rate={r}ops/s"));
+        }
+        if let Some(r) = self.rate_bytes {
+            parts.push(format!("rate={r}B/s"));
+        }
+        if self.strict {
+            parts.push("strict".into());
+        }
+        if let Some(r) = self.reserve_ops {
+            parts.push(format!("reserve={r}ops/s"));
+        }
+        if let Some(w) = self.weight {
+            parts.push(format!("weight={w}"));
+        }
+        parts.join(" ")
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let positive = |what: &str, v: Option<f64>| match v {
+            Some(x) if !(x.is_finite() && x > 0.0) => {
+                Err(format!("{what} must be a positive number, not {x}"))
+            }
+            _ => Ok(()),
+        };
+        if let Some(p) = self.threads_pct {
+            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                return Err(format!("threads must be a percentage in (0, 100], not {p}"));
+            }
+        }
+        positive("rate (ops/s)", self.rate_ops)?;
+        positive("rate (bytes/s)", self.rate_bytes)?;
+        positive("reserve (ops/s)", self.reserve_ops)?;
+        positive("weight", self.weight)?;
+        if self.threads_pct.is_none()
+            && self.rate_ops.is_none()
+            && self.rate_bytes.is_none()
+            && self.reserve_ops.is_none()
+            && self.weight.is_none()
+        {
+            return Err("the rule sets no limit (give threads, rate, reserve or weight)".into());
+        }
+        if self.strict && self.rate_ops.is_none() && self.rate_bytes.is_none() {
+            return Err("`strict` applies to a rate, and the rule has none".into());
+        }
+        if let (Some(res), Some(rate)) = (self.reserve_ops, self.rate_ops) {
+            if res > rate {
+                return Err(format!(
+                    "the reservation ({res} ops/s) is above the rule's own rate ({rate} ops/s)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The quota layer's configuration: the ordered rules and the two settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuotaConfig {
+    /// The rules, in the order they are tried.
+    pub rules: Vec<RuleSpec>,
+    /// A job's ceiling inside its rule, in percent of the rule's threads (default 90).
+    pub job_share_pct: f64,
+    /// Lend idle threads (and capacity beyond soft rates) to requests waiting over quota.
+    pub lend: bool,
+}
+
+impl Default for QuotaConfig {
+    fn default() -> QuotaConfig {
+        QuotaConfig {
+            rules: Vec::new(),
+            job_share_pct: 90.0,
+            lend: false,
+        }
+    }
+}
+
+/// A bad rule set: the rule at fault (or `*` for a setting) and why.
+fn bad(rule: &str, reason: impl Into<String>) -> RuntimeError {
+    RuntimeError::Quota {
+        rule: rule.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+impl QuotaConfig {
+    /// Checks the whole set: names, limits, percentages in total, and that no rule is shadowed
+    /// by an earlier one (it would never apply) or repeats an earlier one's name.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] naming the first rule at fault.
+    pub fn validate(&self) -> Result<(), RuntimeError> {
+        if !(self.job_share_pct.is_finite()
+            && self.job_share_pct > 0.0
+            && self.job_share_pct <= 100.0)
+        {
+            return Err(bad(
+                "*",
+                format!(
+                    "job_share_pct must be a percentage in (0, 100], not {}",
+                    self.job_share_pct
+                ),
+            ));
+        }
+        let mut total = 0.0;
+        for (i, r) in self.rules.iter().enumerate() {
+            if r.name.is_empty()
+                || r.name.len() > 64
+                || !r
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            {
+                return Err(bad(
+                    &r.name,
+                    "a rule name is 1 to 64 letters, digits, `-`, `_` or `.`",
+                ));
+            }
+            r.check().map_err(|e| bad(&r.name, e))?;
+            for earlier in &self.rules[..i] {
+                if earlier.name == r.name {
+                    return Err(bad(&r.name, "another rule has this name"));
+                }
+                if earlier.matcher.covers(&r.matcher) {
+                    return Err(bad(
+                        &r.name,
+                        format!(
+                            "never applies: rule `{}` before it matches everything it matches \
+                             (`{}` covers `{}`); delete one or narrow the earlier rule",
+                            earlier.name, earlier.matcher, r.matcher
+                        ),
+                    ));
+                }
+            }
+            total += r.threads_pct.unwrap_or(0.0);
+            if total > 100.0 + 1e-9 {
+                return Err(bad(
+                    &r.name,
+                    format!("the thread percentages add up to {total} %, over 100 %"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the TOML form:
+    /// ```toml
+    /// job_share_pct = 90
+    /// lend = false
+    /// [[rule]]
+    /// name = "compute"
+    /// match = "job={1 2}"
+    /// threads_pct = 71
+    /// ```
+    /// Rule keys: `name`, `match`, `threads_pct`, `rate_ops`, `rate_bytes`, `strict`,
+    /// `reserve_ops`, `weight`. Unknown keys are errors.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] naming the rule at fault (`*` when it is not one rule's).
+    pub fn from_toml_value(value: &TomlQuota) -> Result<QuotaConfig, RuntimeError> {
+        let mut cfg = QuotaConfig::default();
+        if let Some(p) = value.job_share_pct {
+            cfg.job_share_pct = p;
+        }
+        cfg.lend = value.lend.unwrap_or(false);
+        for (i, r) in value.rule.iter().enumerate() {
+            let name = r.name.clone().unwrap_or_default();
+            let label = if name.is_empty() {
+                format!("#{}", i + 1)
+            } else {
+                name.clone()
+            };
+            let Some(text) = &r.matcher else {
+                return Err(bad(
+                    &label,
+                    "has no `match` (use \"*\" to match everything)",
+                ));
+            };
+            let matcher = Match::parse(text).map_err(|e| bad(&label, e))?;
+            let mut spec = RuleSpec::new(name, matcher);
+            spec.threads_pct = r.threads_pct;
+            spec.rate_ops = r.rate_ops;
+            spec.rate_bytes = r.rate_bytes;
+            spec.strict = r.strict.unwrap_or(false);
+            spec.reserve_ops = r.reserve_ops;
+            spec.weight = r.weight;
+            cfg.rules.push(spec);
+        }
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// The quota settings as a TOML table (or any serde format) holds them, before validation: the
+/// caller deserializes with its own reader and [`QuotaConfig::from_toml_value`] checks it. Field
+/// names are the keys; unknown keys are refused.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TomlQuota {
+    /// `job_share_pct`.
+    pub job_share_pct: Option<f64>,
+    /// `lend`.
+    pub lend: Option<bool>,
+    /// `[[rule]]` tables.
+    #[serde(default)]
+    pub rule: Vec<TomlRule>,
+}
+
+/// One `[[rule]]` table.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TomlRule {
+    /// `name`.
+    pub name: Option<String>,
+    /// `match`.
+    #[serde(rename = "match")]
+    pub matcher: Option<String>,
+    /// `threads_pct`.
+    pub threads_pct: Option<f64>,
+    /// `rate_ops`.
+    pub rate_ops: Option<f64>,
+    /// `rate_bytes`.
+    pub rate_bytes: Option<f64>,
+    /// `strict`.
+    pub strict: Option<bool>,
+    /// `reserve_ops`.
+    pub reserve_ops: Option<f64>,
+    /// `weight`.
+    pub weight: Option<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(uid: u32, addr: &str) -> Origin {
+        Origin {
+            uid: Some(uid),
+            gid: Some(100),
+            addr: Some(addr.parse().unwrap()),
+        }
+    }
+
+    #[test]
+    fn matches_lustre_style_expressions() {
+        let m = Match::parse("job={1 2}&class=meta").unwrap();
+        let o = origin(1000, "10.0.0.1");
+        assert!(m.matches(JobId(1), OpClass::Meta, &o));
+        assert!(m.matches(JobId(2), OpClass::Meta, &o));
+        assert!(!m.matches(JobId(3), OpClass::Meta, &o));
+        assert!(!m.matches(JobId(1), OpClass::DataWrite, &o));
+        assert_eq!(m.to_string(), "job={1 2} class=meta");
+        assert_eq!(Match::parse("job=1,2 class=metadata").unwrap(), m);
+        let c = Match::parse("client=10.0.0.0/8 uid=1000").unwrap();
+        assert!(c.matches(JobId(9), OpClass::DataRead, &o));
+        assert!(!c.matches(JobId(9), OpClass::DataRead, &origin(1000, "192.168.0.1")));
+        assert!(!c.matches(JobId(9), OpClass::DataRead, &origin(1001, "10.2.3.4")));
+        // A key the caller cannot tell does not match.
+        assert!(!c.matches(JobId(9), OpClass::DataRead, &Origin::default()));
+        assert!(Match::parse("*")
+            .unwrap()
+            .matches(JobId(5), OpClass::Meta, &Origin::default()));
+        let mapped = Match::parse("client=127.0.0.0/8").unwrap();
+        assert!(mapped.matches(
+            JobId(1),
+            OpClass::Meta,
+            &Origin {
+                addr: Some("::ffff:127.0.0.1".parse().unwrap()),
+                ..Origin::default()
+            }
+        ));
+    }
+
+    #[test]
+    fn bad_matches_say_what_is_wrong() {
+        for (text, needle) in [
+            ("", "empty"),
+            ("color=red", "unknown match key `color`"),
+            ("client=10.0.0.0/33", "prefix length"),
+            ("client=10.0.0.1/8", "host bits"),
+            ("client=ten", "not an address"),
+            ("class=bulk", "classes: data-read"),
+            ("job=abc", "not a valid job"),
+            ("job={1 2", "closing"),
+            ("job=1 job=2", "given twice"),
+            ("job=", "no value"),
+            ("job", "not a key=value"),
+        ] {
+            let e = Match::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn covers_is_set_inclusion() {
+        let p = |s| Match::parse(s).unwrap();
+        assert!(p("*").covers(&p("job=1")));
+        assert!(p("job={1 2}").covers(&p("job=1 class=meta")));
+        assert!(!p("job=1 class=meta").covers(&p("job=1")));
+        assert!(p("client=10.0.0.0/8").covers(&p("client=10.1.0.0/16")));
+        assert!(!p("client=10.1.0.0/16").covers(&p("client=10.0.0.0/8")));
+        assert!(!p("job=1").covers(&p("job=2")));
+    }
+
+    fn rule(name: &str, m: &str, pct: f64) -> RuleSpec {
+        let mut r = RuleSpec::new(name, Match::parse(m).unwrap());
+        r.threads_pct = Some(pct);
+        r
+    }
+
+    #[test]
+    fn validation_names_the_rule_at_fault() {
+        let cfg = |rules: Vec<RuleSpec>| QuotaConfig {
+            rules,
+            ..QuotaConfig::default()
+        };
+        let err = |c: QuotaConfig| match c.validate().unwrap_err() {
+            RuntimeError::Quota { rule, reason } => (rule, reason),
+            e => panic!("{e}"),
+        };
+        let (r, why) = err(cfg(vec![
+            rule("a", "job=1", 71.0),
+            rule("b", "job=2", 30.0),
+        ]));
+        assert_eq!(r, "b");
+        assert!(why.contains("101 %"), "{why}");
+        let (r, why) = err(cfg(vec![
+            rule("a", "job={1 2}", 10.0),
+            rule("b", "job=1", 10.0),
+        ]));
+        assert_eq!(r, "b");
+        assert!(why.contains("never applies"), "{why}");
+        let (r, _) = err(cfg(vec![
+            rule("a", "job=1", 10.0),
+            rule("a", "job=2", 10.0),
+        ]));
+        assert_eq!(r, "a");
+        let (r, _) = err(cfg(vec![rule("bad name", "job=1", 10.0)]));
+        assert_eq!(r, "bad name");
+        let (_, why) = err(cfg(vec![RuleSpec::new("x", Match::all())]));
+        assert!(why.contains("no limit"), "{why}");
+        let mut c = RuleSpec::new("c", Match::all());
+        c.rate_ops = Some(10.0);
+        c.reserve_ops = Some(20.0);
+        let (_, why) = err(cfg(vec![c]));
+        assert!(why.contains("above the rule's own rate"), "{why}");
+        let (_, why) = err(cfg(vec![rule("z", "job=1", 0.0)]));
+        assert!(why.contains("(0, 100]"), "{why}");
+        let (r, _) = err(QuotaConfig {
+            job_share_pct: 120.0,
+            ..QuotaConfig::default()
+        });
+        assert_eq!(r, "*");
+        cfg(vec![rule("a", "job=1", 71.0), rule("b", "job=2", 29.0)])
+            .validate()
+            .unwrap();
+    }
+}
