@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
-use iosets_proto::{Control, JobsReport, Reply, ServerReport};
+use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport};
 use iosets_server::{read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
@@ -74,6 +74,12 @@ pub(crate) struct ServeArgs {
     /// --meta-latency-ms (default 1; 1 to 4096).
     #[arg(long, value_name = "N")]
     meta_fanout: Option<u32>,
+    /// Thread quotas, rates and reservations: a TOML file of `[[rule]]` tables (name, match,
+    /// threads_pct, rate_ops, rate_bytes, strict, reserve_ops, weight) and the settings
+    /// job_share_pct and lend; replaces the configuration's `[quota]`. Change at run time with
+    /// `iosets ctl rule`.
+    #[arg(long, value_name = "FILE")]
+    quota: Option<PathBuf>,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
@@ -131,6 +137,9 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(n) = args.meta_fanout {
         config.meta_fanout = n;
+    }
+    if let Some(q) = &args.quota {
+        config.set_quota_file(q)?;
     }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;
@@ -214,6 +223,120 @@ pub(crate) enum CtlCommand {
     },
     /// Server statistics and the conservation counters.
     Stats,
+    /// Quota rules (thread quotas, rates, reservations): add, list, delete, at run time.
+    #[command(subcommand)]
+    Rule(RuleCommand),
+}
+
+/// `iosets ctl rule`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RuleCommand {
+    /// Add a rule: requests matching MATCH fall under it (the first matching rule governs).
+    Add {
+        /// The rule's name (letters, digits, -, _, .).
+        name: String,
+        /// What it matches: `*`, or key=value terms that must all hold, e.g.
+        /// "job={1 2} class=meta", "uid=1000", "client=10.0.0.0/8". Keys: job, uid, gid,
+        /// client, class (data-read, data-write, meta).
+        #[arg(value_name = "MATCH")]
+        matcher: String,
+        /// Percentage of the service threads its requests may hold (seed 003), e.g. 71 or 71%.
+        #[arg(long, value_name = "P%")]
+        threads: Option<String>,
+        /// Operations per second per job (Lustre NRS TBF's rate).
+        #[arg(long, value_name = "OPS")]
+        rate: Option<f64>,
+        /// Bytes per second per job, with an optional K, M, G suffix (powers of 1024).
+        #[arg(long, value_name = "BYTES")]
+        rate_bytes: Option<String>,
+        /// Make the rates hard caps (by default a rate lends idle capacity).
+        #[arg(long)]
+        strict: bool,
+        /// Operations per second per job served ahead of every weight (mClock reservation).
+        #[arg(long, value_name = "OPS")]
+        reserve: Option<f64>,
+        /// Share of contended threads relative to other rules (mClock weight; default 1).
+        #[arg(long, value_name = "W")]
+        weight: Option<f64>,
+        /// Its position among the rules, 0 first (default: last).
+        #[arg(long, value_name = "N")]
+        rank: Option<u32>,
+    },
+    /// List the rules in order with their counters.
+    List,
+    /// Delete a rule; the requests it holds fall under the remaining rules.
+    Del {
+        /// The rule's name.
+        name: String,
+    },
+}
+
+/// `71`, `71%` or `71.5 %` as a percentage.
+fn percent(text: &str) -> Result<f64> {
+    let t = text.trim().trim_end_matches('%').trim();
+    t.parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite())
+        .with_context(|| format!("--threads {text}: not a percentage (e.g. 71 or 71%)"))
+}
+
+/// `1048576`, `512K`, `100M`, `1.5G` (powers of 1024; a trailing `B`, `iB` or `/s` allowed).
+fn bytes_per_sec(text: &str) -> Result<f64> {
+    let t = text.trim().trim_end_matches("/s");
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.eq_ignore_ascii_case(&'k') => (&t[..i], 1024.0),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'m') => (&t[..i], 1024.0 * 1024.0),
+        Some((i, c)) if c.eq_ignore_ascii_case(&'g') => (&t[..i], 1024.0 * 1024.0 * 1024.0),
+        _ => (t, 1.0),
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
+        .map(|v| v * mult)
+        .with_context(|| format!("--rate-bytes {text}: not a byte rate (e.g. 100M, 512K)"))
+}
+
+/// The JSON `[[rule]]` table of `iosets ctl rule add`.
+fn rule_json(cmd: &RuleCommand) -> Result<Option<(String, Option<u32>)>> {
+    let RuleCommand::Add {
+        name,
+        matcher,
+        threads,
+        rate,
+        rate_bytes,
+        strict,
+        reserve,
+        weight,
+        rank,
+    } = cmd
+    else {
+        return Ok(None);
+    };
+    let mut rule = serde_json::Map::new();
+    rule.insert("name".into(), name.clone().into());
+    rule.insert("match".into(), matcher.clone().into());
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v {
+            rule.insert(k.into(), v.into());
+        }
+    };
+    put("threads_pct", threads.as_deref().map(percent).transpose()?);
+    put("rate_ops", *rate);
+    put(
+        "rate_bytes",
+        rate_bytes.as_deref().map(bytes_per_sec).transpose()?,
+    );
+    put("reserve_ops", *reserve);
+    put("weight", *weight);
+    if *strict {
+        rule.insert("strict".into(), true.into());
+    }
+    Ok(Some((serde_json::Value::Object(rule).to_string(), *rank)))
 }
 
 fn token(args: &CtlArgs) -> Result<String> {
@@ -240,6 +363,12 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
             name: name.clone(),
             options: parse_pairs(options)?,
         },
+        CtlCommand::Rule(RuleCommand::List) => Control::Rules,
+        CtlCommand::Rule(RuleCommand::Del { name }) => Control::RuleDel { name: name.clone() },
+        CtlCommand::Rule(add) => {
+            let (rule, rank) = rule_json(add)?.expect("an add command");
+            Control::RuleAdd { rule, rank }
+        }
     };
     let token = token(args)?;
     // The client library's connection, no retries: a control request is answered or reported.
@@ -252,6 +381,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
         (_, Reply::Json(text)) if args.json => println!("{text}"),
         (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),
         (CtlCommand::Stats, Reply::Json(text)) => print_stats(&serde_json::from_str(&text)?),
+        (CtlCommand::Rule(_), Reply::Json(text)) => print_rules(&serde_json::from_str(&text)?),
         (_, Reply::Done) => println!("ok"),
         (_, other) => bail!("unexpected reply {other:?}"),
     }
@@ -304,6 +434,44 @@ fn print_jobs(r: &JobsReport) {
             j.in_service,
             us(j.queue_wait.p50_us),
             us(j.queue_wait.p99_us),
+        );
+    }
+}
+
+fn print_rules(r: &RulesReport) {
+    println!(
+        "{} service threads; a job holds at most {}% of its rule's; idle threads {}",
+        r.threads,
+        r.job_share_pct,
+        if r.lend { "lent" } else { "not lent" }
+    );
+    if r.rules.is_empty() {
+        println!("no rules: no request is held back");
+        return;
+    }
+    println!(
+        "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10}  jobs",
+        "rank", "name", "match", "limits", "threads", "in svc", "peak", "held", "admitted", "lent"
+    );
+    for x in &r.rules {
+        let jobs: Vec<String> = x.jobs.iter().map(u64::to_string).collect();
+        println!(
+            "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10}  {}",
+            x.rank,
+            x.name,
+            x.matcher,
+            x.limits,
+            x.threads.map_or("-".into(), |t| t.to_string()),
+            x.in_service,
+            x.peak_in_service,
+            x.held,
+            x.admitted_total,
+            x.lent_total,
+            if jobs.is_empty() {
+                "-".into()
+            } else {
+                jobs.join(",")
+            }
         );
     }
 }

@@ -245,7 +245,12 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
                         w.str(v);
                     }
                 }
-                Control::Jobs | Control::Stats => {}
+                Control::RuleAdd { rule, rank } => {
+                    w.str(rule);
+                    w.u32(rank.unwrap_or(u32::MAX));
+                }
+                Control::RuleDel { name } => w.str(name),
+                Control::Jobs | Control::Stats | Control::Rules => {}
             }
         }
     }
@@ -651,7 +656,10 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         | OpCode::ClearPriority
         | OpCode::Policy
         | OpCode::Jobs
-        | OpCode::Stats => {
+        | OpCode::Stats
+        | OpCode::RuleAdd
+        | OpCode::RuleDel
+        | OpCode::Rules => {
             let token = r.str("token")?;
             let op = match op {
                 OpCode::SetPriority => Control::SetPriority {
@@ -671,6 +679,18 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
                     Control::Policy { name, options }
                 }
                 OpCode::Jobs => Control::Jobs,
+                OpCode::RuleAdd => {
+                    let rule = r.str("rule")?;
+                    let rank = r.u32("rule rank")?;
+                    Control::RuleAdd {
+                        rule,
+                        rank: (rank != u32::MAX).then_some(rank),
+                    }
+                }
+                OpCode::RuleDel => Control::RuleDel {
+                    name: r.str("rule name")?,
+                },
+                OpCode::Rules => Control::Rules,
                 _ => Control::Stats,
             };
             Request::Control { token, op }

@@ -65,7 +65,9 @@ pub use message::{
     Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
     Response, SetAttr, SetTime, Statfs,
 };
-pub use report::{JobReport, JobsReport, ServerReport, WaitReport};
+pub use report::{
+    JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport, WaitReport,
+};
 
 /// The protocol version this crate speaks. A frame of another version is refused.
 pub const VERSION: u8 = 3;

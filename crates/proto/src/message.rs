@@ -77,6 +77,12 @@ pub enum OpCode {
     Policy = 66,
     Jobs = 67,
     Stats = 68,
+    /// Add a quota rule ([`Control::RuleAdd`]).
+    RuleAdd = 69,
+    /// Delete a quota rule ([`Control::RuleDel`]).
+    RuleDel = 70,
+    /// List the quota rules ([`Control::Rules`]).
+    Rules = 71,
 }
 
 impl OpCode {
@@ -111,6 +117,9 @@ impl OpCode {
             66 => Policy,
             67 => Jobs,
             68 => Stats,
+            69 => RuleAdd,
+            70 => RuleDel,
+            71 => Rules,
             _ => return None,
         })
     }
@@ -146,6 +155,9 @@ impl OpCode {
             Policy => "policy",
             Jobs => "jobs",
             Stats => "stats",
+            RuleAdd => "rule-add",
+            RuleDel => "rule-del",
+            Rules => "rules",
         }
     }
 }
@@ -467,6 +479,23 @@ pub enum Control {
     Jobs,
     /// Server statistics ([`ServerReport`](crate::ServerReport) as JSON).
     Stats,
+    /// Add a quota rule at run time: `rule` is a JSON object with the keys of a `[[rule]]`
+    /// table of the server's quota file (`name`, `match`, `threads_pct`, `rate_ops`,
+    /// `rate_bytes`, `strict`, `reserve_ops`, `weight`); `rank`: its position among the rules
+    /// (rules are tried in order), `None` for last.
+    RuleAdd {
+        /// The rule, as JSON.
+        rule: String,
+        /// Its position, 0 first.
+        rank: Option<u32>,
+    },
+    /// Delete the quota rule of this name.
+    RuleDel {
+        /// The rule's name.
+        name: String,
+    },
+    /// The quota rules and their counters ([`RulesReport`](crate::RulesReport) as JSON).
+    Rules,
 }
 
 impl Control {
@@ -478,6 +507,9 @@ impl Control {
             Control::Policy { .. } => OpCode::Policy,
             Control::Jobs => OpCode::Jobs,
             Control::Stats => OpCode::Stats,
+            Control::RuleAdd { .. } => OpCode::RuleAdd,
+            Control::RuleDel { .. } => OpCode::RuleDel,
+            Control::Rules => OpCode::Rules,
         }
     }
 }

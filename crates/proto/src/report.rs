@@ -50,6 +50,72 @@ pub struct JobReport {
     pub in_service: u64,
     /// Queue waits.
     pub queue_wait: WaitReport,
+    /// The quota rules the job's requests fell under, with how many of its requests each holds
+    /// (admitted) and keeps waiting (held); empty without quotas.
+    #[serde(default)]
+    pub rules: Vec<JobRuleReport>,
+}
+
+/// A job under one quota rule (`iosets ctl jobs`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobRuleReport {
+    /// The rule's name.
+    pub rule: String,
+    /// The job's requests admitted under it and not yet completed.
+    pub admitted: u64,
+    /// The job's requests held back by it.
+    pub held: u64,
+}
+
+/// One quota rule's line of `iosets ctl rule list`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RuleReport {
+    /// Its position (rules are tried in order; the first that matches governs a request).
+    pub rank: u32,
+    /// Its name.
+    pub name: String,
+    /// What it matches.
+    #[serde(rename = "match")]
+    pub matcher: String,
+    /// Its limits (`threads=71% rate=100ops/s …`).
+    pub limits: String,
+    /// Service threads it may hold, if it has a thread quota.
+    pub threads: Option<u64>,
+    /// Threads one of its jobs may hold, if it has a thread quota.
+    pub job_ceiling: Option<u64>,
+    /// Requests admitted and not completed.
+    pub admitted: u64,
+    /// Requests in service now.
+    pub in_service: u64,
+    /// Requests held back.
+    pub held: u64,
+    /// The most requests it had in service at once (lent threads apart).
+    pub peak_in_service: u64,
+    /// Requests that fell under it.
+    pub matched_total: u64,
+    /// Requests admitted.
+    pub admitted_total: u64,
+    /// Admitted on lent capacity.
+    pub lent_total: u64,
+    /// Admitted by a reservation.
+    pub reserved_total: u64,
+    /// Completed.
+    pub completed_total: u64,
+    /// Jobs with requests admitted or held.
+    pub jobs: Vec<u64>,
+}
+
+/// The answer to `iosets ctl rule list`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RulesReport {
+    /// The service threads the percentages apply to.
+    pub threads: u64,
+    /// A job's ceiling inside its rule, percent.
+    pub job_share_pct: f64,
+    /// Whether idle threads are lent.
+    pub lend: bool,
+    /// The rules, in order.
+    pub rules: Vec<RuleReport>,
 }
 
 /// The answer to `iosets ctl jobs`.

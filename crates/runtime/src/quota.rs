@@ -612,27 +612,7 @@ impl QuotaConfig {
         }
         cfg.lend = value.lend.unwrap_or(false);
         for (i, r) in value.rule.iter().enumerate() {
-            let name = r.name.clone().unwrap_or_default();
-            let label = if name.is_empty() {
-                format!("#{}", i + 1)
-            } else {
-                name.clone()
-            };
-            let Some(text) = &r.matcher else {
-                return Err(bad(
-                    &label,
-                    "has no `match` (use \"*\" to match everything)",
-                ));
-            };
-            let matcher = Match::parse(text).map_err(|e| bad(&label, e))?;
-            let mut spec = RuleSpec::new(name, matcher);
-            spec.threads_pct = r.threads_pct;
-            spec.rate_ops = r.rate_ops;
-            spec.rate_bytes = r.rate_bytes;
-            spec.strict = r.strict.unwrap_or(false);
-            spec.reserve_ops = r.reserve_ops;
-            spec.weight = r.weight;
-            cfg.rules.push(spec);
+            cfg.rules.push(r.to_spec(i)?);
         }
         cfg.validate()?;
         Ok(cfg)
@@ -652,6 +632,38 @@ pub struct TomlQuota {
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
+}
+
+impl TomlRule {
+    /// The rule this table describes (`index`: its place in its file, for the error message
+    /// of a rule without a name). Only this rule is checked; [`QuotaConfig::validate`] checks
+    /// it among the others.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Quota`] naming the rule.
+    pub fn to_spec(&self, index: usize) -> Result<RuleSpec, RuntimeError> {
+        let name = self.name.clone().unwrap_or_default();
+        let label = if name.is_empty() {
+            format!("#{}", index + 1)
+        } else {
+            name.clone()
+        };
+        let Some(text) = &self.matcher else {
+            return Err(bad(
+                &label,
+                "has no `match` (use \"*\" to match everything)",
+            ));
+        };
+        let matcher = Match::parse(text).map_err(|e| bad(&label, e))?;
+        let mut spec = RuleSpec::new(name, matcher);
+        spec.threads_pct = self.threads_pct;
+        spec.rate_ops = self.rate_ops;
+        spec.rate_bytes = self.rate_bytes;
+        spec.strict = self.strict.unwrap_or(false);
+        spec.reserve_ops = self.reserve_ops;
+        spec.weight = self.weight;
+        Ok(spec)
+    }
 }
 
 /// One `[[rule]]` table.

@@ -75,6 +75,11 @@ pub struct ServerConfig {
     /// The stripe count of a directory without a `user.iosets.stripe_count` extended attribute
     /// (like `lfs setstripe -c N dir`), for `meta_latency_ms` (default 1; in `1..=4096`).
     pub meta_fanout: u32,
+    /// Thread quotas, rates and reservations (seed 003, Lustre NRS TBF, Ceph mClock) in front
+    /// of the policy: the `[quota]` table of the configuration, `--quota FILE`, or
+    /// [`ServerConfig::set_quota_toml`]; changed at run time with `iosets ctl rule`. Thread
+    /// percentages are of `workers`. See [`iosets_runtime::quota`].
+    pub quota: Option<iosets_runtime::QuotaConfig>,
 }
 
 impl ServerConfig {
@@ -104,6 +109,7 @@ impl ServerConfig {
             meta_cost_bytes: 4096,
             meta_latency_ms: 0.0,
             meta_fanout: 1,
+            quota: None,
         }
     }
 
@@ -220,7 +226,56 @@ impl ServerConfig {
         if let Some(n) = file.meta_fanout {
             c.meta_fanout = n;
         }
+        if let Some(q) = file.quota {
+            c.quota = Some(quota_from(&q, "[quota]")?);
+        }
         Ok(c)
+    }
+
+    /// Sets the quota rules from the text of a quota file (what `--quota FILE` reads): the
+    /// keys of the configuration's `[quota]` table at the top level,
+    /// ```toml
+    /// job_share_pct = 90
+    /// lend = false
+    /// [[rule]]
+    /// name = "compute"
+    /// match = "job={1 2}"
+    /// threads_pct = 71
+    /// ```
+    ///
+    /// # Errors
+    /// [`ServerError::Config`] naming the line or the rule at fault; the configuration is
+    /// unchanged then.
+    pub fn set_quota_toml(&mut self, text: &str) -> Result<(), ServerError> {
+        let q: iosets_runtime::quota::TomlQuota = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|sp| text[..sp.start.min(text.len())].lines().count().max(1));
+            ServerError::Config {
+                reason: match line {
+                    Some(l) => format!("quota, line {l}: {}", e.message().trim()),
+                    None => format!("quota: {}", e.message().trim()),
+                },
+            }
+        })?;
+        self.quota = Some(quota_from(&q, "quota")?);
+        Ok(())
+    }
+
+    /// [`ServerConfig::set_quota_toml`] on the contents of `path`.
+    ///
+    /// # Errors
+    /// As `set_quota_toml`, the message naming the file.
+    pub fn set_quota_file(&mut self, path: &Path) -> Result<(), ServerError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
+            reason: format!("cannot read quota file {}: {e}", path.display()),
+        })?;
+        self.set_quota_toml(&text).map_err(|e| match e {
+            ServerError::Config { reason } => ServerError::Config {
+                reason: format!("{}: {reason}", path.display()),
+            },
+            e => e,
+        })
     }
 
     /// Checks every value; the server refuses to start on any error.
@@ -300,6 +355,11 @@ impl ServerConfig {
                 crate::worker::meta::MAX_FANOUT
             ));
         }
+        if let Some(q) = &self.quota {
+            q.validate().map_err(|e| ServerError::Config {
+                reason: format!("quota: {e}"),
+            })?;
+        }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
                 "max frame of {} bytes is too small",
@@ -316,6 +376,16 @@ impl ServerConfig {
         }
         Ok(())
     }
+}
+
+/// Checks a quota table and turns it into the runtime's rules.
+fn quota_from(
+    q: &iosets_runtime::quota::TomlQuota,
+    what: &str,
+) -> Result<iosets_runtime::QuotaConfig, ServerError> {
+    iosets_runtime::QuotaConfig::from_toml_value(q).map_err(|e| ServerError::Config {
+        reason: format!("{what}: {e}"),
+    })
 }
 
 /// The largest `meta_cost_bytes` accepted (1 MiB): above it one metadata request would weigh
@@ -369,6 +439,7 @@ struct FileConfig {
     meta_cost_bytes: Option<u64>,
     meta_latency_ms: Option<f64>,
     meta_fanout: Option<u32>,
+    quota: Option<iosets_runtime::quota::TomlQuota>,
 }
 
 #[cfg(test)]

@@ -41,6 +41,9 @@ pub(crate) struct Link {
     pub(crate) port: u16,
     /// On the same-host socket: its descriptor and shared region.
     pub(crate) local: Option<LocalLink>,
+    /// The client's address, for quota rules matching `client=` (a same-host client reads as
+    /// loopback).
+    pub(crate) peer: Option<std::net::IpAddr>,
 }
 
 /// Serves one TCP connection until the peer closes it, it sends an unreadable frame, or the
@@ -65,8 +68,13 @@ pub(crate) async fn serve(
         crate::http::serve(&shared, stream).await;
         return;
     }
+    let peer = stream.peer_addr().ok().map(|a| a.ip());
     let (rd, wr) = stream.into_split();
-    let link = Link { port, local: None };
+    let link = Link {
+        port,
+        local: None,
+        peer,
+    };
     serve_frames(shared, rd, wr, Some(prefix), link, stop).await;
 }
 
@@ -409,7 +417,13 @@ fn handle(
         reply: tx.clone(),
         permit,
     };
-    if let Err(refused) = shared.sched.submit(request, pending) {
+    // Quota rules may match on who sent it.
+    let origin = iosets_runtime::Origin {
+        uid: header.creds.map(|c| c.uid),
+        gid: header.creds.map(|c| c.gid),
+        addr: link.peer,
+    };
+    if let Err(refused) = shared.sched.submit_from(request, &origin, pending) {
         let msg = "the server is shutting down".to_string();
         drop(refused);
         reply(

@@ -4,7 +4,10 @@
 //! all (`EACCES`), and a wrong token is refused the same way.
 
 use iosets_policy::set10::SetMapping;
-use iosets_proto::{Control, JobReport, JobsReport, Reply, ServerReport, WaitReport};
+use iosets_proto::{
+    Control, JobReport, JobRuleReport, JobsReport, Reply, RuleReport, RulesReport, ServerReport,
+    WaitReport,
+};
 use iosets_runtime::Counted;
 use iosets_types::Priority;
 
@@ -74,6 +77,66 @@ pub(crate) fn handle(shared: &Shared, token: &str, ctl: Control) -> Result<Reply
         Control::Stats => Ok(Reply::Json(
             serde_json::to_string(&stats(shared)).expect("report serialises"),
         )),
+        Control::RuleAdd { rule, rank } => {
+            let table: iosets_runtime::quota::TomlRule =
+                serde_json::from_str(&rule).map_err(|e| refuse(EINVAL, format!("rule: {e}")))?;
+            let spec = table
+                .to_spec(0)
+                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            let (name, limits, matcher) =
+                (spec.name.clone(), spec.limits(), spec.matcher.to_string());
+            shared
+                .sched
+                .add_rule(spec, rank.map(|r| r as usize))
+                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            tracing::info!(rule = %name, %matcher, %limits, "quota rule added");
+            Ok(Reply::Done)
+        }
+        Control::RuleDel { name } => {
+            shared
+                .sched
+                .remove_rule(&name)
+                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            tracing::info!(rule = %name, "quota rule deleted");
+            Ok(Reply::Done)
+        }
+        Control::Rules => Ok(Reply::Json(
+            serde_json::to_string(&rules(shared)).expect("report serialises"),
+        )),
+    }
+}
+
+/// The quota rules in force with their counters (`iosets ctl rule list`).
+pub(crate) fn rules(shared: &Shared) -> RulesReport {
+    let cfg = shared.sched.quota().unwrap_or_default();
+    RulesReport {
+        threads: shared.config.workers as u64,
+        job_share_pct: cfg.job_share_pct,
+        lend: cfg.lend,
+        rules: shared
+            .sched
+            .rules()
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| RuleReport {
+                rank: i as u32,
+                name: r.name,
+                matcher: r.matcher,
+                limits: r.limits,
+                threads: r.threads.map(|t| t as u64),
+                job_ceiling: r.job_ceiling.map(|t| t as u64),
+                admitted: r.admitted,
+                in_service: r.in_service,
+                held: r.held,
+                peak_in_service: r.peak_in_service,
+                matched_total: r.matched_total,
+                admitted_total: r.admitted_total,
+                lent_total: r.lent_total,
+                reserved_total: r.reserved_total,
+                completed_total: r.completed_total,
+                jobs: r.jobs.iter().map(|j| j.job.0).collect(),
+            })
+            .collect(),
     }
 }
 
@@ -91,6 +154,17 @@ fn set_of(priority: f64) -> Option<i32> {
 
 pub(crate) fn jobs(shared: &Shared) -> JobsReport {
     let stats = shared.sched.stats();
+    // Which rules each job's requests fall under now.
+    let mut by_job: std::collections::BTreeMap<u64, Vec<JobRuleReport>> = Default::default();
+    for r in &stats.rules {
+        for j in &r.jobs {
+            by_job.entry(j.job.0).or_default().push(JobRuleReport {
+                rule: r.name.clone(),
+                admitted: j.admitted,
+                held: j.held,
+            });
+        }
+    }
     let us = |ns: u64| ns as f64 / 1e3;
     let mib = |b: f64| b / (1024.0 * 1024.0);
     let jobs = stats
@@ -119,6 +193,7 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
                     p99_us: us(j.queue_wait.p99_ns),
                     max_us: us(j.queue_wait.max_ns),
                 },
+                rules: by_job.remove(&j.job.0).unwrap_or_default(),
             }
         })
         .collect();

@@ -152,9 +152,18 @@ impl Server {
             .map_err(|e| ServerError::Config {
                 reason: e.to_string(),
             })?;
+        let sched = Scheduler::with_book(policy, Arc::new(clock), book);
+        // Thread quotas are percentages of the workers this server runs.
+        let quota_err = |e: iosets_runtime::RuntimeError| ServerError::Config {
+            reason: format!("quota: {e}"),
+        };
+        sched
+            .set_service_threads(config.workers)
+            .map_err(quota_err)?;
+        sched.set_quota(config.quota.clone()).map_err(quota_err)?;
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
-            sched: Scheduler::with_book(policy, Arc::new(clock), book),
+            sched,
             root,
             counters: state::Counters::default(),
             start: Instant::now(),

@@ -327,6 +327,8 @@ async fn serve(
     let link = Link {
         port,
         local: Some(LocalLink { fd, region: None }),
+        // A same-host client is on this node.
+        peer: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
     };
     super::serve_frames(shared, rd, wr, None, link, stop).await;
 }
