@@ -44,6 +44,8 @@ pub struct Conn {
     pub stream: TcpStream,
     pub job: u64,
     pub priority: Option<f64>,
+    /// The caller's user and group the requests carry (what quota rules match `uid=`/`gid=` on).
+    pub creds: Option<iosets_proto::Creds>,
     next_tag: u64,
 }
 
@@ -63,6 +65,7 @@ impl Conn {
             stream,
             job,
             priority: None,
+            creds: None,
             next_tag: 1,
         }
     }
@@ -76,7 +79,7 @@ impl Conn {
             tag,
             job: JobId(self.job),
             priority: self.priority.and_then(Priority::new),
-            creds: None,
+            creds: self.creds,
         };
         let enc = encode(&Frame::Request(h, req));
         self.stream.write_all(&enc.head).unwrap();
