@@ -347,3 +347,125 @@ fn ctl_drives_a_running_server() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctl_rule_adds_lists_and_deletes_quota_rules() {
+    let dir = scratch("serve-rule");
+    std::fs::create_dir_all(dir.join("r")).unwrap();
+    std::fs::write(dir.join("tok"), "secret\n").unwrap();
+    std::fs::write(
+        dir.join("quota.toml"),
+        "job_share_pct = 50\n[[rule]]\nname = \"compute\"\nmatch = \"job={1 2}\"\nthreads_pct = 71\n",
+    )
+    .unwrap();
+    let (mut child, addr) = serve(
+        &dir,
+        &[
+            "--root",
+            "r",
+            "--listen",
+            "127.0.0.1:0",
+            "--workers",
+            "24",
+            "--token-file",
+            "tok",
+            "--quota",
+            "quota.toml",
+        ],
+    );
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "--server", addr.as_str(), "--token-file", "tok"];
+        all.extend_from_slice(args);
+        iosets(&dir, &all)
+    };
+    let o = ctl(&["rule", "list"]);
+    let text = stdout(&o);
+    assert!(text.contains("24 service threads"), "{text}");
+    let line = text.lines().find(|l| l.contains("compute")).unwrap();
+    // 71 % of 24 threads: 17.
+    assert!(
+        line.contains("job={1 2}") && line.contains(" 17 "),
+        "{line}"
+    );
+    for args in [
+        &[
+            "rule",
+            "add",
+            "gio",
+            "client=10.0.0.0/8",
+            "--threads",
+            "29%",
+        ][..],
+        &[
+            "rule",
+            "add",
+            "tbf",
+            "uid=1000 class=data-write",
+            "--rate-bytes",
+            "100M",
+            "--strict",
+            "--rank",
+            "0",
+        ],
+    ] {
+        let o = ctl(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let o = ctl(&["--json", "rule", "list"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let names: Vec<&str> = v["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tbf", "compute", "gio"]);
+    assert_eq!(v["rules"][0]["limits"], "rate=104857600B/s strict");
+    assert_eq!(v["rules"][2]["threads"], 6);
+    // Refused: over 100 % in total, a bad flag value, an unknown rule; nothing changes.
+    for (args, needle) in [
+        (
+            &["rule", "add", "x", "job=3", "--threads", "1"][..],
+            "over 100",
+        ),
+        (
+            &["rule", "add", "y", "job=3", "--threads", "lots"][..],
+            "not a percentage",
+        ),
+        (
+            &["rule", "add", "z", "job=3", "--rate-bytes", "fast"][..],
+            "not a byte rate",
+        ),
+        (&["rule", "del", "nosuch"][..], "`nosuch`"),
+        (
+            &["rule", "add", "w", "cidr=1.2.3.4"][..],
+            "unknown match key",
+        ),
+    ] {
+        let o = ctl(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(common::stderr(&o).contains(needle), "{args:?}: {o:?}");
+    }
+    assert!(ctl(&["rule", "del", "tbf"]).status.success());
+    let text = stdout(&ctl(&["rule", "list"]));
+    assert!(!text.contains("tbf") && text.contains("gio"), "{text}");
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // A quota file with a bad rule stops the server at start, naming the file and the rule.
+    std::fs::write(
+        dir.join("bad.toml"),
+        "[[rule]]\nname = \"b\"\nmatch = \"client=10.0.0.1/8\"\nthreads_pct = 5\n",
+    )
+    .unwrap();
+    let o = iosets(&dir, &["serve", "--root", "r", "--quota", "bad.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = common::stderr(&o);
+    assert!(err.contains("bad.toml") && err.contains("`b`"), "{err}");
+    let o = iosets(&dir, &["serve", "--root", "r", "--quota", "missing.toml"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(common::stderr(&o).contains("missing.toml"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
