@@ -49,6 +49,7 @@ fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
         job: JobId(job),
         priority: None,
         creds: None,
+        elsewhere: None,
     };
     encode(&Frame::Request(h, req)).to_vec()
 }

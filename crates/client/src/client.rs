@@ -47,6 +47,8 @@ struct Inner {
     local: Option<Local>,
     /// Each job's I/O phase, when requests carry phase stamps.
     phases: Option<PhaseClock>,
+    /// What each job's other servers served it, told to each server (with several servers).
+    served: Option<crate::served::Served>,
 }
 
 /// A buffer to fill and then write with [`Client::write_at`] (after
@@ -189,6 +191,7 @@ impl Client {
                 priority,
                 local,
                 phases,
+                served: crate::served::Served::new(servers.len()),
             }),
         })
     }
@@ -287,13 +290,29 @@ impl Client {
             clock,
             job: self.job,
         });
+        // Control requests are not scheduled: they neither carry nor count service.
+        let served = self
+            .inner
+            .served
+            .as_ref()
+            .filter(|_| !matches!(req, Request::Control { .. }));
         let who = Caller {
             job: self.job,
             priority: self.priority_hint(),
             creds: self.creds,
             phase: stamped.as_ref().map(|s| s.clock.begin(s.job, server)),
+            elsewhere: served.and_then(|s| s.take(self.job, server)),
         };
-        match ep.call(&self.inner.cfg, who, req, landing.as_ref()).await? {
+        let resp = ep.call(&self.inner.cfg, who, req, landing.as_ref()).await?;
+        if let Some(s) = served {
+            let bytes = match &resp {
+                Response::Ok(Reply::Data(d)) => d.len() as u64,
+                Response::Ok(Reply::Written(n)) => u64::from(*n),
+                _ => 0,
+            };
+            s.record(self.job, server, bytes);
+        }
+        match resp {
             Response::Ok(reply) => Ok(reply),
             Response::Err { errno, message } => Err(ClientError::Errno {
                 errno,
@@ -319,6 +338,7 @@ impl Client {
                 priority: None,
                 creds: None,
                 phase: Some(quiet.stamp),
+                elsewhere: None,
             };
             self.inner.endpoints[s].call(&self.inner.cfg, who, Request::PhaseEnd, None)
         });

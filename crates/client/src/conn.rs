@@ -181,6 +181,9 @@ pub(crate) struct Caller {
     pub creds: Option<Creds>,
     /// The start of the job's current I/O phase, UNIX-epoch ns (see the `phase` module).
     pub phase: Option<u64>,
+    /// What other servers served the job since its last request to this one (see the
+    /// `served` module).
+    pub elsewhere: Option<iosets_proto::Elsewhere>,
 }
 
 /// Why one attempt at a request failed, as far as retrying is concerned.
@@ -385,6 +388,7 @@ impl Conn {
             job: who.job,
             priority: who.priority,
             creds: who.creds,
+            elsewhere: who.elsewhere,
         };
         let frame = encode(&Frame::Request(header, wire));
         if self.tx.send(frame).is_err() {
@@ -500,6 +504,7 @@ async fn attach(
         job: who.job,
         priority: None,
         creds: None,
+        elsewhere: None,
     };
     let len = region.len() as u64;
     let frame = encode(&Frame::Request(header, Request::AttachRegion { len })).to_vec();

@@ -84,6 +84,7 @@ mod conn;
 mod error;
 mod layout;
 mod phase;
+mod served;
 
 pub use blocking::BlockingClient;
 pub use client::Client;

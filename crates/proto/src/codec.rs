@@ -7,7 +7,7 @@ use crate::message::{
     Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
     Response, SetAttr, SetTime, Statfs,
 };
-use crate::{ProtoError, HEADER_LEN, VERSION};
+use crate::{Elsewhere, ProtoError, HEADER_LEN, VERSION};
 
 /// One decoded frame.
 #[derive(Clone, Debug, PartialEq)]
@@ -123,7 +123,8 @@ pub fn encode(frame: &Frame) -> Encoded {
         u16::from(header.priority.is_some())
             | (u16::from(header.creds.is_some()) << 1)
             | (u16::from(shared) << 2)
-            | (u16::from(header.phase.is_some()) << 3),
+            | (u16::from(header.phase.is_some()) << 3)
+            | (u16::from(header.elsewhere.is_some()) << 4),
     );
     w.u64(header.tag);
     w.u64(header.job.0);
@@ -131,6 +132,11 @@ pub fn encode(frame: &Frame) -> Encoded {
     w.u32(header.creds.map_or(0, |c| c.uid));
     w.u32(header.creds.map_or(0, |c| c.gid));
     w.u64(header.phase.unwrap_or(0));
+    // Optional, after the fixed part: only a request that carries it pays its 12 bytes.
+    if let Some(e) = header.elsewhere {
+        w.u32(e.ops);
+        w.u64(e.bytes);
+    }
     w.u8(op as u8);
     let mut data = Bytes::new();
     match frame {
@@ -486,10 +492,10 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     }
     let kind = r.u8("kind")?;
     let flags = r.u16("flags")?;
-    if flags & !15 != 0 {
+    if flags & !31 != 0 {
         return Err(ProtoError::Invalid {
             field: "flags",
-            reason: format!("unknown bits {:#x}", flags & !15),
+            reason: format!("unknown bits {:#x}", flags & !31),
         });
     }
     let shared = flags & 4 != 0;
@@ -506,6 +512,14 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     let creds = (flags & 2 != 0).then_some(Creds { uid, gid });
     let phase = r.u64("phase stamp")?;
     let phase = (flags & 8 != 0).then_some(phase);
+    let elsewhere = if flags & 16 != 0 {
+        Some(Elsewhere {
+            ops: r.u32("ops served elsewhere")?,
+            bytes: r.u64("bytes served elsewhere")?,
+        })
+    } else {
+        None
+    };
     let code = r.u8("operation")?;
     let op = OpCode::from_u8(code).ok_or(ProtoError::Op(code))?;
     let header = Header {
@@ -514,6 +528,7 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
         priority,
         creds,
         phase,
+        elsewhere,
     };
     if shared && !(kind == Kind::Request as u8 && matches!(op, OpCode::Read | OpCode::Write)) {
         return Err(ProtoError::Invalid {
@@ -850,6 +865,10 @@ mod tests {
                 uid: 1000,
                 gid: 100,
             }),
+            elsewhere: Some(Elsewhere {
+                ops: 17,
+                bytes: 1 << 40,
+            }),
         };
         roundtrip(Frame::Request(
             h,
@@ -895,6 +914,7 @@ mod tests {
             job: JobId(1),
             priority: None,
             creds: None,
+            elsewhere: None,
         };
         let mut enc = encode(&Frame::Request(h, Request::Fsync { path: "f".into() })).to_vec();
         enc[4] = 1;
@@ -918,6 +938,7 @@ mod tests {
             job: JobId(1),
             priority: None,
             creds: None,
+            elsewhere: None,
         };
         let shared = encode(&Frame::Request(
             h,
@@ -961,6 +982,7 @@ mod tests {
             job: JobId(1),
             priority: None,
             creds: None,
+            elsewhere: None,
         };
         let mut enc = encode(&Frame::Response(
             h,

@@ -62,8 +62,8 @@ mod report;
 pub use bytes::Bytes;
 pub use codec::{decode, encode, frame_len, Encoded, Frame};
 pub use message::{
-    Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
-    Response, SetAttr, SetTime, Statfs,
+    Attr, Control, Creds, DirEntry, Elsewhere, FileKind, Header, Kind, OpCode, OpenFlags, Reply,
+    Request, Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{
     JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport, WaitReport,

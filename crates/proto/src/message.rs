@@ -21,6 +21,19 @@ pub struct Header {
     /// (the mount stamps every request of a phase with the same value). Servers order the jobs of
     /// an IO-SETS set by it, so all of them pick the same job without talking to each other.
     pub phase: Option<u64>,
+    /// How much of the job this client had served by the job's *other* servers since its last
+    /// request to this one (Ceph dmClock's `delta`): a server charges it to the job's rates and
+    /// reservations, so that they hold job-wide across servers with no central controller.
+    pub elsewhere: Option<Elsewhere>,
+}
+
+/// Service a job received from other servers (see [`Header::elsewhere`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Elsewhere {
+    /// Requests completed.
+    pub ops: u32,
+    /// Bytes they moved.
+    pub bytes: u64,
 }
 
 /// A caller's user and group (the file system credentials the client's kernel gave it).

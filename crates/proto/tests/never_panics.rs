@@ -1,8 +1,9 @@
 //! Decoding arbitrary bytes never panics, and every message survives a round trip.
 
 use iosets_proto::{
-    decode, encode, frame_len, Attr, Bytes, Control, Creds, DirEntry, FileKind, Frame, Header,
-    OpCode, OpenFlags, Reply, Request, Response, SetAttr, SetTime, Statfs, DEFAULT_MAX_FRAME,
+    decode, encode, frame_len, Attr, Bytes, Control, Creds, DirEntry, Elsewhere, FileKind, Frame,
+    Header, OpCode, OpenFlags, Reply, Request, Response, SetAttr, SetTime, Statfs,
+    DEFAULT_MAX_FRAME,
 };
 use iosets_types::{JobId, Priority};
 use proptest::prelude::*;
@@ -18,13 +19,15 @@ fn header() -> impl Strategy<Value = Header> {
         proptest::option::of(1e-6f64..1e6),
         proptest::option::of((any::<u32>(), any::<u32>())),
         proptest::option::of(any::<u64>()),
+        proptest::option::of((any::<u32>(), any::<u64>())),
     )
-        .prop_map(|(tag, job, p, c, phase)| Header {
+        .prop_map(|(tag, job, p, c, phase, e)| Header {
             phase,
             tag,
             job: JobId(job),
             priority: p.and_then(Priority::new),
             creds: c.map(|(uid, gid)| Creds { uid, gid }),
+            elsewhere: e.map(|(ops, bytes)| Elsewhere { ops, bytes }),
         })
 }
 

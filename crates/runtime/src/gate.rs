@@ -366,6 +366,7 @@ impl Gate {
         let r = &mut self.rules[rule];
         r.stats.matched_total += 1;
         let job = req.job;
+        let reserve = r.spec.reserve_ops;
         let q = r.job_q(job, now);
         let first = q.held.is_empty();
         if first {
@@ -375,6 +376,28 @@ impl Gate {
                 q.r_tag = now;
             }
         }
+        // Service the job had from other servers counts against its rates and reservation here
+        // (dmClock's delta): job-wide limits with no central controller.
+        if origin.elsewhere_ops > 0 || origin.elsewhere_bytes > 0 {
+            if let Some(b) = q.ops.as_mut() {
+                b.refill(now);
+                b.tokens -= origin.elsewhere_ops as f64;
+            }
+            if let Some(b) = q.bytes.as_mut() {
+                b.refill(now);
+                b.tokens -= origin.elsewhere_bytes as f64;
+            }
+            if let Some(res) = reserve {
+                let step = Nanos::from_secs_f64(origin.elsewhere_ops as f64 / res);
+                q.r_tag = q.r_tag + step;
+            }
+        }
+        // Charged once: a request classified again after a rule change keeps no delta.
+        let origin = Origin {
+            elsewhere_ops: 0,
+            elsewhere_bytes: 0,
+            ..origin
+        };
         q.held.push_back(Held { req, origin });
         let key = (q.admitted, q.since, job);
         if first {

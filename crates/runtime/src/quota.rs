@@ -32,8 +32,12 @@
 //!
 //! # What it is not
 //! Not the mechanism: the scheduler's gate ([`crate::Scheduler::set_quota`]) applies the rules.
-//! Rates and reservations are per server (the client does not yet tell a server how much the
-//! job was served elsewhere, as dmClock's `delta` does).
+//!
+//! # Across servers
+//! Rates and reservations are **job-wide**: a client tells each server how much of the job other
+//! servers served since its last request there ([`Origin::elsewhere_ops`], dmClock's `delta`),
+//! and the server charges it to the job's buckets and reservation tag, with no central
+//! controller. Thread quotas and weights are per server: threads are a server's own.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -91,6 +95,12 @@ pub struct Origin {
     pub gid: Option<u32>,
     /// The client's network address.
     pub addr: Option<IpAddr>,
+    /// Requests of the job other servers completed for this client since its last request
+    /// here (dmClock's `delta`): charged to the job's rates and reservation before this one,
+    /// so that they hold job-wide across servers.
+    pub elsewhere_ops: u64,
+    /// Bytes those requests moved, charged to the job's byte rate.
+    pub elsewhere_bytes: u64,
 }
 
 /// An address block: `addr/prefix`.
@@ -698,6 +708,7 @@ mod tests {
             uid: Some(uid),
             gid: Some(100),
             addr: Some(addr.parse().unwrap()),
+            ..Origin::default()
         }
     }
 

@@ -559,3 +559,62 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn service_from_other_servers_counts_against_a_job_wide_rate() {
+    let sim = Sim::new(common::policy("timeorder"), 4, MS);
+    let mut ops = rule("ops", "job=1");
+    ops.rate_ops = Some(100.0);
+    ops.strict = true;
+    let mut bytes = rule("bytes", "job=2");
+    bytes.rate_bytes = Some(1024.0 * 1024.0);
+    bytes.strict = true;
+    sim.sched
+        .set_quota(Some(quota(vec![ops, bytes], false)))
+        .unwrap();
+    let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
+    let req = |job: u64| {
+        Request::builder(JobId(job), Op::Write)
+            .file(FileId(job))
+            .range(0, 4096)
+            .build()
+    };
+    let take = || match sim.sched.try_next() {
+        Next::Work(w) => {
+            let bytes = w.batch().bytes();
+            w.complete(Outcome::Done { bytes });
+            true
+        }
+        _ => false,
+    };
+    // No delta: the first request goes at once (the bucket starts with 10 tokens).
+    sim.sched
+        .submit_from(req(1), &Origin::default(), 1)
+        .unwrap();
+    assert!(take());
+    // The client says other servers served the job 100 requests since its last one here: the
+    // bucket owes them (9 − 100 tokens), so this request waits until 0.92 s at 100 ops/s.
+    let told = Origin {
+        elsewhere_ops: 100,
+        ..Origin::default()
+    };
+    sim.sched.submit_from(req(1), &told, 1).unwrap();
+    assert!(!take());
+    at(900);
+    assert!(!take(), "went before the job-wide rate allowed");
+    at(930);
+    assert!(take(), "held past the job-wide rate");
+    // Bytes: 1 MiB/s; 2 MiB served elsewhere hold the next request about 1.9 s.
+    let told = Origin {
+        elsewhere_bytes: 2 * 1024 * 1024,
+        ..Origin::default()
+    };
+    sim.sched.submit_from(req(2), &told, 2).unwrap();
+    assert!(!take());
+    at(930 + 1_850);
+    assert!(!take());
+    at(930 + 2_000);
+    assert!(take());
+    assert_eq!(sim.sched.stats().held, 0);
+    sim.sched.check_balance().unwrap();
+}

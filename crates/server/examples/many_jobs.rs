@@ -19,6 +19,7 @@ fn send(s: &mut TcpStream, tag: u64, job: u64, req: Request) -> std::io::Result<
         job: JobId(job),
         priority: None,
         creds: None,
+        elsewhere: None,
     };
     let enc = encode(&Frame::Request(h, req));
     s.write_all(&enc.head)?;

@@ -246,6 +246,7 @@ fn no_header() -> Header {
         job: JobId(0),
         priority: None,
         creds: None,
+        elsewhere: None,
     }
 }
 
@@ -422,6 +423,8 @@ fn handle(
         uid: header.creds.map(|c| c.uid),
         gid: header.creds.map(|c| c.gid),
         addr: link.peer,
+        elsewhere_ops: header.elsewhere.map_or(0, |e| u64::from(e.ops)),
+        elsewhere_bytes: header.elsewhere.map_or(0, |e| e.bytes),
     };
     if let Err(refused) = shared.sched.submit_from(request, &origin, pending) {
         let msg = "the server is shutting down".to_string();

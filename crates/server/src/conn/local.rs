@@ -380,6 +380,7 @@ mod tests {
             job: JobId(1),
             priority: None,
             creds: None,
+            elsewhere: None,
         };
         encode(&Frame::Request(h, req)).to_vec()
     }

@@ -80,6 +80,7 @@ impl Conn {
             job: JobId(self.job),
             priority: self.priority.and_then(Priority::new),
             creds: self.creds,
+            elsewhere: None,
         };
         let enc = encode(&Frame::Request(h, req));
         self.stream.write_all(&enc.head).unwrap();

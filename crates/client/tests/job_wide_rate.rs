@@ -1,0 +1,103 @@
+//! A rate limit holds job-wide across servers: two servers each limiting job 1 to R operations
+//! per second together give it R, not 2R, because the client tells each server what the other
+//! served since its last request there (dmClock's `delta`). Measured from the servers' own
+//! traces (their dispatch times on one time line), on both bounds.
+
+mod common;
+
+use std::sync::Arc;
+use std::thread;
+
+use bytes::Bytes;
+use common::{addrs, Scratch};
+use iosets_client::{BlockingClient, ClientConfig, JobId};
+use iosets_server::{Server, ServerConfig};
+
+const RATE: f64 = 200.0;
+const CHUNK: u64 = 4096;
+
+/// UNIX-epoch dispatch times (ns) of job 1's writes in a server trace.
+fn dispatches(text: &str) -> Vec<u64> {
+    let zero =
+        iosets_period::trace::requests::clock_zero(text).expect("the trace names its clock's zero");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0] == "1" && f[2] == "write").then(|| zero + f[7].parse::<u64>().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
+    let scratch = Scratch::new("job-wide-rate");
+    let quota = format!(
+        "[[rule]]\nname = \"tbf\"\nmatch = \"job=1 class=data-write\"\nrate_ops = {RATE}\nstrict = true\n"
+    );
+    let mut handles = Vec::new();
+    let mut traces = Vec::new();
+    for i in 0..2 {
+        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}")));
+        cfg.workers = 4;
+        cfg.policy = "timeorder".into();
+        let trace = scratch.path().join(format!("trace{i}.csv"));
+        cfg.trace = Some(trace.clone());
+        cfg.set_quota_toml(&quota).unwrap();
+        traces.push(trace);
+        handles.push(Server::start(cfg).unwrap());
+    }
+    let mut cfg = ClientConfig::new(JobId(1));
+    cfg.chunk_size = CHUNK;
+    let client = Arc::new(BlockingClient::connect(&addrs(&handles), cfg).unwrap());
+    client.create("f", 0o644, false).unwrap();
+    // 8 writers of one chunk each, on alternate servers: demand far above the rate.
+    let per_thread = 150u64;
+    let writers: Vec<_> = (0..8u64)
+        .map(|t| {
+            let c = client.clone();
+            thread::spawn(move || {
+                for i in 0..per_thread {
+                    let chunk = t * per_thread + i;
+                    let data = Bytes::from(vec![t as u8; CHUNK as usize]);
+                    assert_eq!(c.write_at("f", chunk * CHUNK, data).unwrap(), CHUNK);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    drop(client);
+    drop(handles);
+    let mut all: Vec<u64> = traces
+        .iter()
+        .flat_map(|t| dispatches(&std::fs::read_to_string(t).unwrap()))
+        .collect();
+    all.sort_unstable();
+    assert_eq!(all.len(), 8 * per_thread as usize);
+    // Both servers served the job (the stripes alternate).
+    for t in &traces {
+        assert!(dispatches(&std::fs::read_to_string(t).unwrap()).len() > 400);
+    }
+    // Every 2 s window (sliding by 50 ms) within the run: at most 110 % of the rate, plus the
+    // two buckets' initial bursts (10 % of a second of rate each).
+    let w = 2_000_000_000u64;
+    let (first, last) = (all[0], *all.last().unwrap());
+    let mut t = first;
+    while t + w <= last {
+        let n = all.iter().filter(|&&x| x >= t && x < t + w).count() as f64;
+        assert!(
+            n <= 1.1 * RATE * 2.0 + 2.0 * 0.1 * RATE,
+            "{n} writes in a 2 s window for a job-wide rate of {RATE}/s"
+        );
+        t += 50_000_000;
+    }
+    // And the rate is met: the job is held to it, not below.
+    let rate = (all.len() - 1) as f64 / ((last - first) as f64 / 1e9);
+    assert!(
+        (0.9 * RATE..=1.1 * RATE).contains(&rate),
+        "job-wide {rate:.1} writes/s for a rate of {RATE}/s"
+    );
+}
