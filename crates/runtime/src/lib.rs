@@ -26,6 +26,13 @@
 //!   hint: [`Scheduler::priority`]); a job idle for the forget interval is forgotten, on a
 //!   completion or on a waiting worker's timer (no thread of its own); the book holds at most
 //!   `max_jobs` jobs ([`BookConfig`]). The server and the C library get all of it alike.
+//! - **Quotas** ([`quota`]): with rules set ([`Scheduler::set_quota`], [`Scheduler::add_rule`]),
+//!   a request a rule governs ([`Scheduler::submit_from`] says who sent it) is held in the quota
+//!   gate until its rule lets it have a service thread, within its job's rates, then goes to the
+//!   policy: seed 003's thread quotas with a fair share among a rule's jobs, Lustre NRS TBF's
+//!   rates, Ceph mClock's reservations and weights. Whatever the policy, it sees only admitted
+//!   requests, so the layer composes with every one. Held requests count in
+//!   [`SchedulerStats::held`] and are never dropped.
 //! - **Control**: [`Scheduler::set_priority`], [`Scheduler::switch_policy`] (queued requests move to
 //!   the new policy with their payloads; in-service batches complete against the old one),
 //!   [`Scheduler::shutdown`], [`Scheduler::stats`], [`Scheduler::forget_idle`],
@@ -41,8 +48,8 @@
 //! caller gives, which must advance with real time); the simulator drives policies directly.
 //!
 //! # Invariants
-//! - **Nothing is lost.** Every submitted request is, at any moment, exactly one of: queued in the
-//!   active policy (with its payload held by the runtime), in service inside exactly one batch (its
+//! - **Nothing is lost.** Every submitted request is, at any moment, exactly one of: held by the
+//!   quota gate, queued in the active policy (with its payload held by the runtime), in service inside exactly one batch (its
 //!   payload handed to a worker), or completed. A batch's token completes it exactly once; a token
 //!   dropped unanswered completes it as [`Outcome::Abandoned`](iosets_types::Outcome::Abandoned), logs a warning and counts it failed.
 //! - **Counters balance.** Each policy instance's [`Counters`] balance with its queue;
