@@ -506,7 +506,78 @@ pub(crate) fn render(shared: &Shared) -> String {
             );
         }
     }
+    render_rules(&mut out, &stats.rules);
     out
+}
+
+/// The quota rules' series: per rule (a bounded set, named by the administrator), its thread
+/// cap, requests in service, held and admitted, and its conservation counters.
+fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
+    type Gauge = fn(&iosets_runtime::RuleStats) -> Option<u64>;
+    let series: [(&str, &str, &str, Gauge); 9] = [
+        (
+            "iosets_rule_threads",
+            "gauge",
+            "Service threads a quota rule may hold (rules with a thread quota).",
+            |r| r.threads.map(|t| t as u64),
+        ),
+        (
+            "iosets_rule_in_service_requests",
+            "gauge",
+            "Requests of a quota rule in service.",
+            |r| Some(r.in_service),
+        ),
+        (
+            "iosets_rule_peak_in_service_requests",
+            "gauge",
+            "The most requests a quota rule had in service at once (lent threads apart).",
+            |r| Some(r.peak_in_service),
+        ),
+        (
+            "iosets_rule_held_requests",
+            "gauge",
+            "Requests a quota rule holds back.",
+            |r| Some(r.held),
+        ),
+        (
+            "iosets_rule_matched_total",
+            "counter",
+            "Requests that fell under a quota rule.",
+            |r| Some(r.matched_total),
+        ),
+        (
+            "iosets_rule_admitted_total",
+            "counter",
+            "Requests a quota rule admitted to the policy.",
+            |r| Some(r.admitted_total),
+        ),
+        (
+            "iosets_rule_lent_total",
+            "counter",
+            "Requests admitted on lent threads or beyond a soft rate.",
+            |r| Some(r.lent_total),
+        ),
+        (
+            "iosets_rule_reserved_total",
+            "counter",
+            "Requests admitted by a reservation.",
+            |r| Some(r.reserved_total),
+        ),
+        (
+            "iosets_rule_admitted_bytes_total",
+            "counter",
+            "Bytes of the requests a quota rule admitted.",
+            |r| Some(r.admitted_bytes_total),
+        ),
+    ];
+    for (name, kind, help, value) in series {
+        header(out, name, kind, help);
+        for r in rules {
+            if let Some(v) = value(r) {
+                let _ = writeln!(out, "{name}{{rule=\"{}\"}} {v}", r.name);
+            }
+        }
+    }
 }
 
 /// The jobs given per-job series: those with work, a control priority, or activity in the last

@@ -35,6 +35,17 @@ fn add(c: &mut Conn, rule: &str, rank: Option<u32>) -> Response {
     )
 }
 
+fn metrics(addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut http = std::net::TcpStream::connect(addr).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
+
 fn config(root: &Path) -> ServerConfig {
     let mut c = ServerConfig::new(root);
     c.token = Some(TOKEN.into());
@@ -98,6 +109,20 @@ fn heavy_then_light(quota: Option<&str>) -> (usize, RulesReport, JobsReport) {
     }
     let report = rules(&mut ctl);
     let jobs: JobsReport = json(ctl.control(TOKEN, Control::Jobs));
+    if quota.is_some() {
+        let text = metrics(server.addr());
+        for line in [
+            "iosets_rule_threads{rule=\"heavy\"} 2",
+            "iosets_rule_peak_in_service_requests{rule=\"heavy\"} 2",
+            "iosets_rule_admitted_total{rule=\"heavy\"} 8",
+            "iosets_rule_held_requests{rule=\"heavy\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
+    }
     drop(server);
     let rows = dispatches(&trace);
     let last_light = rows.iter().filter(|r| r.0 == 2).map(|r| r.1).max().unwrap();
