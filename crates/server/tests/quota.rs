@@ -367,3 +367,87 @@ fn rules_match_on_the_callers_uid_and_address() {
     // Alice's create is hers; Bob's falls through to the loopback rule; nothing is remote.
     assert_eq!(matched, [("remote", 0), ("alice", 1), ("local", 1)]);
 }
+
+#[test]
+fn rules_changed_under_load_lose_no_acknowledged_request() {
+    let dir = TempDir::new("quota-load");
+    let mut cfg = config(&dir.0);
+    cfg.workers = 4;
+    cfg.policy = "iosets".into();
+    cfg.set_quota_toml(
+        "[[rule]]\nname = \"perm\"\nmatch = \"job={1 2 3 4} class=meta\"\nthreads_pct = 20\n",
+    )
+    .unwrap();
+    let server = Server::start(cfg).unwrap();
+    let addr = server.addr();
+    let clients: Vec<_> = (1..=4u64)
+        .map(|job| {
+            std::thread::spawn(move || {
+                let mut c = Conn::connect(addr, job);
+                c.ok(create(&format!("f{job}")));
+                for round in 0..50u64 {
+                    // 8 pipelined writes, then a stat-like lookup: data and metadata.
+                    let reqs = (0..8u64)
+                        .map(|i| {
+                            let at = (round * 8 + i) * 8;
+                            common::write(&format!("f{job}"), at, at.to_le_bytes().to_vec())
+                        })
+                        .collect();
+                    for r in c.pipeline(reqs).into_values() {
+                        assert!(matches!(r, Response::Ok(Reply::Written(8))), "{r:?}");
+                    }
+                    c.ok(iosets_proto::Request::Lookup {
+                        path: format!("f{job}"),
+                    });
+                }
+            })
+        })
+        .collect();
+    let mut ctl = Conn::connect(addr, 0);
+    // Rules come and go for as long as the clients run (and at least 60 times).
+    let mut i = 0u32;
+    while i < 60 || clients.iter().any(|c| !c.is_finished()) {
+        let rule = format!(
+            r#"{{"name":"r{}","match":"job={}","threads_pct":20,"rate_ops":2000}}"#,
+            i % 3,
+            i % 5
+        );
+        let _ = add(&mut ctl, &rule, Some(0));
+        if i % 2 == 1 {
+            let _ = ctl.control(
+                TOKEN,
+                Control::RuleDel {
+                    name: format!("r{}", (i + 1) % 3),
+                },
+            );
+        }
+        i += 1;
+    }
+    let matched: u64 = rules(&mut ctl).rules.iter().map(|r| r.matched_total).sum();
+    assert!(
+        i >= 60 && matched > 0,
+        "{i} changes, {matched} requests under rules"
+    );
+    for c in clients {
+        c.join().unwrap();
+    }
+    // Every write is in its file, where it was written.
+    for job in 1..=4u64 {
+        let bytes = std::fs::read(dir.0.join(format!("f{job}"))).unwrap();
+        assert_eq!(bytes.len(), 50 * 8 * 8);
+        for (k, word) in bytes.chunks(8).enumerate() {
+            assert_eq!(u64::from_le_bytes(word.try_into().unwrap()), k as u64 * 8);
+        }
+    }
+    let s: ServerReport = json(ctl.control(TOKEN, Control::Stats));
+    assert!(s.balanced);
+    assert_eq!((s.queued, s.in_service), (0, 0));
+    let report = rules(&mut ctl);
+    for r in &report.rules {
+        assert_eq!((r.held, r.admitted), (0, 0), "{r:?}");
+    }
+    // The permanent rule governed metadata all along, rules coming and going before it.
+    let perm = report.rules.iter().find(|r| r.name == "perm").unwrap();
+    assert!(perm.matched_total > 0);
+    assert_eq!(perm.admitted_total, perm.completed_total);
+}
