@@ -396,6 +396,25 @@ iosets_status iosets_submit(const iosets_scheduler *s,
                             uint64_t *id_out);
 
 /**
+ * Puts thread quotas, rates and reservations in front of the policy (seed 003, Lustre NRS TBF,
+ * Ceph mClock; see crates/ffi/README.md). `quota` is the TOML text of a quota file, as
+ * `iosets serve --quota` reads it: `job_share_pct`, `lend`, and `[[rule]]` tables with `name`,
+ * `match` (keys `job` and `class` apply to C callers; `uid`, `gid` and `client` never match
+ * here, the native API does not carry them), `threads_pct`, `rate_ops`, `rate_bytes`,
+ * `strict`, `reserve_ops`, `weight`. `threads` is the number of worker threads the caller
+ * runs: thread percentages are of it. NULL `quota` removes every rule. Rules change at run
+ * time: requests held under a rule that goes fall under the others; nothing is dropped.
+ *
+ * Returns `IOSETS_OK`, `IOSETS_ERR_NULL` (no handle), `IOSETS_ERR_BAD_OPTION` (`threads` is 0)
+ * or `IOSETS_ERR_CONFIG` (not TOML, an unknown key, a bad rule: `iosets_last_error` names the
+ * line or the rule; nothing is changed).
+ *
+ * # Safety
+ * `s` must be NULL or live; `quota` NULL or a NUL-terminated string.
+ */
+iosets_status iosets_set_quota(const iosets_scheduler *s, const char *quota, uint32_t threads);
+
+/**
  * Takes the next batch to serve, for a worker thread, and describes it in `*out`.
  *
  * `timeout_ms` < 0 waits as long as it takes; 0 does not wait; > 0 waits at most that many

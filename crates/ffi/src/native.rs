@@ -440,6 +440,73 @@ pub unsafe extern "C" fn iosets_submit(
     })
 }
 
+/// Puts thread quotas, rates and reservations in front of the policy (seed 003, Lustre NRS TBF,
+/// Ceph mClock; see crates/ffi/README.md). `quota` is the TOML text of a quota file, as
+/// `iosets serve --quota` reads it: `job_share_pct`, `lend`, and `[[rule]]` tables with `name`,
+/// `match` (keys `job` and `class` apply to C callers; `uid`, `gid` and `client` never match
+/// here, the native API does not carry them), `threads_pct`, `rate_ops`, `rate_bytes`,
+/// `strict`, `reserve_ops`, `weight`. `threads` is the number of worker threads the caller
+/// runs: thread percentages are of it. NULL `quota` removes every rule. Rules change at run
+/// time: requests held under a rule that goes fall under the others; nothing is dropped.
+///
+/// Returns `IOSETS_OK`, `IOSETS_ERR_NULL` (no handle), `IOSETS_ERR_BAD_OPTION` (`threads` is 0)
+/// or `IOSETS_ERR_CONFIG` (not TOML, an unknown key, a bad rule: `iosets_last_error` names the
+/// line or the rule; nothing is changed).
+///
+/// # Safety
+/// `s` must be NULL or live; `quota` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn iosets_set_quota(
+    s: *const iosets_scheduler,
+    quota: *const c_char,
+    threads: u32,
+) -> iosets_status {
+    guard_status(|| {
+        // SAFETY: the caller's contract on `s`.
+        let s = tri!(unsafe { handle(s) });
+        if threads == 0 {
+            return fail(
+                IOSETS_ERR_BAD_OPTION,
+                "threads must be the number of worker threads, at least 1",
+            );
+        }
+        let cfg = if quota.is_null() {
+            None
+        } else {
+            // SAFETY: non-NULL and NUL-terminated (caller's contract).
+            let text = tri!(unsafe { c_str(quota, "quota") });
+            let table: iosets_runtime::quota::TomlQuota = match toml::from_str(text) {
+                Ok(t) => t,
+                Err(e) => {
+                    let line = e.span().map_or(1, |sp| {
+                        text[..sp.start.min(text.len())].lines().count().max(1)
+                    });
+                    return fail(
+                        IOSETS_ERR_CONFIG,
+                        format!("quota, line {line}: {}", e.message().trim()),
+                    );
+                }
+            };
+            match iosets_runtime::QuotaConfig::from_toml_value(&table) {
+                Ok(c) => Some(c),
+                Err(e) => return fail(IOSETS_ERR_CONFIG, e.to_string()),
+            }
+        };
+        let old = s.sched.quota();
+        if let Err(e) = s.sched.set_service_threads(threads as usize) {
+            return fail(IOSETS_ERR_BAD_OPTION, e.to_string());
+        }
+        match s.sched.set_quota(cfg) {
+            Ok(()) => IOSETS_OK,
+            Err(e) => {
+                // Validated above; should the runtime still refuse, the old rules stay.
+                let _ = s.sched.set_quota(old);
+                fail(IOSETS_ERR_CONFIG, e.to_string())
+            }
+        }
+    })
+}
+
 /// Takes the next batch to serve, for a worker thread, and describes it in `*out`.
 ///
 /// `timeout_ms` < 0 waits as long as it takes; 0 does not wait; > 0 waits at most that many

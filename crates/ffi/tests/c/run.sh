@@ -22,7 +22,7 @@ fi
 cc=${CC:-cc}
 cflags=(-std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -pthread -I "$root/include")
 src="$root/crates/ffi/tests/c"
-for t in test_api test_threads test_wfq test_agios test_agios_compat; do
+for t in test_api test_threads test_wfq test_agios test_agios_compat test_quota; do
   "$cc" "${cflags[@]}" "$src/$t.c" -o "$out/$t" -L "$lib" -liosets -Wl,-rpath,"$lib" -lm
 done
 # The static library links too (its system libraries come from rustc --print native-static-libs).
@@ -45,7 +45,7 @@ fi
 
 passed=0
 failed=0
-for t in test_api test_api_static test_threads test_wfq test_agios test_agios_compat; do
+for t in test_api test_api_static test_threads test_wfq test_agios test_agios_compat test_quota; do
   echo "-- $t${runner:+ (under valgrind)}"
   if "${runner[@]}" "$out/$t"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $t"; fi
 done
