@@ -31,6 +31,11 @@ use clap::{Args, Subcommand};
 
 use iosets_sim::phaselog::{PhaseKind, PhaseRow, HEADER};
 
+/// `iosets app mdtest` (a child of this module, so that it shares the job id, the clock, the
+/// log and the errno names of `iosets app periodic`).
+#[path = "app_mdtest.rs"]
+pub(crate) mod mdtest;
+
 /// `iosets app` flags.
 #[derive(Debug, Args)]
 pub(crate) struct AppArgs {
@@ -44,6 +49,11 @@ enum App {
     /// rewrites its own file), printing one CSV row per phase:
     /// job,rank,iteration,kind,start_unix_s,end_unix_s,bytes.
     Periodic(PeriodicArgs),
+    /// mdtest-like metadata load: N processes each create, stat and remove -n files per
+    /// iteration in a directory of their own (or, with --mkdirs, create stage-in rank
+    /// directories), printing one CSV row per phase:
+    /// job,rank,iteration,phase,start_unix_s,end_unix_s,ops.
+    Mdtest(mdtest::MdtestArgs),
 }
 
 /// `iosets app periodic` flags.
@@ -101,6 +111,7 @@ const LAUNCHERS: [(&str, &str); 3] = [
 pub(crate) fn run(args: &AppArgs) -> Result<()> {
     match &args.app {
         App::Periodic(a) => periodic(a),
+        App::Mdtest(a) => mdtest::mdtest(a),
     }
 }
 

@@ -121,7 +121,7 @@ pub(crate) fn unix_now() -> f64 {
 
 /// A directory for scratch data: tmpfs when there is one (the emulated device is the servers'
 /// throttle; a real disk under it would add its own fsync delays), else the temporary directory.
-fn scratch_base() -> PathBuf {
+pub(crate) fn scratch_base() -> PathBuf {
     let shm = Path::new("/dev/shm");
     let writable = shm.is_dir()
         && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly())
@@ -268,7 +268,7 @@ fn spawn_app(plan: &Plan, job: u64, mountpoint: &Path, dir: &Path, stop_at: f64)
 
 /// This program, to run the applications with: `/proc/self/exe` (the running binary even if a
 /// rebuild has replaced its file since), else its path.
-fn this_program() -> Result<PathBuf> {
+pub(crate) fn this_program() -> Result<PathBuf> {
     let proc_exe = Path::new("/proc/self/exe");
     if proc_exe.exists() {
         return Ok(proc_exe.to_path_buf());
@@ -277,7 +277,7 @@ fn this_program() -> Result<PathBuf> {
 }
 
 /// The last lines of a file.
-fn tail(path: &Path, n: usize) -> Vec<String> {
+pub(crate) fn tail(path: &Path, n: usize) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<String> = text
         .lines()

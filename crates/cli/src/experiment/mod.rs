@@ -11,6 +11,10 @@
 //! files, seed 004's Figure 4 as a box plot, a timeline per run of each job's bandwidth on each
 //! server, and a table per configuration ([`report`]).
 //!
+//! # `iosets experiment seed003`
+//! Seed 003's thread-quota test (a metadata-heavy job against a light one and its stage-in,
+//! with and without a quota on the server's threads) through a real mount: see [`seed003`].
+//!
 //! # What it is not
 //! Not a benchmark of the servers: the device is emulated (the servers' throttle, data on
 //! tmpfs), compute phases are sleeps, and everything shares the machine it runs on; the
@@ -21,6 +25,7 @@ pub(crate) mod cluster;
 pub(crate) mod plan;
 mod plots;
 pub(crate) mod report;
+pub(crate) mod seed003;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -51,6 +56,10 @@ enum Which {
     /// Seed 004's experiment through the mount: 1 high-frequency and 15 low-frequency jobs
     /// under timeorder, clairvoyant, auto and auto-error, scaled in time.
     Seed004(Seed004Args),
+    /// Seed 003's thread quotas through the mount: a metadata-heavy job (mdtest, 64
+    /// processes, stripe count 96) against a light one (8 processes, stripe count 4) and its
+    /// stage-in, alone (reference), without (off) and with (on) a 71 % thread quota.
+    Seed003(seed003::Seed003Args),
 }
 
 /// `iosets experiment seed004` flags.
@@ -282,6 +291,7 @@ fn timestamp() -> String {
 pub(crate) fn run(args: &ExperimentArgs) -> Result<()> {
     match &args.which {
         Which::Seed004(a) => seed004(a),
+        Which::Seed003(a) => seed003::seed003(a),
     }
 }
 
