@@ -8,7 +8,7 @@
 //! (`open(O_CREAT|O_EXCL)` then `close`), **stat** them, **remove** them. A thread's rank
 //! directory is created if missing (an existing one is used as it is: an administrator may
 //! have set its striping beforehand, as `lfs setstripe -c N dir`), and removed at the end if
-//! this run created it and every iteration ran.
+//! this run created it (and it is empty, when `--stop-at` stopped the run early).
 //!
 //! `--mkdirs N` is the stage-in mode of seed 003 instead: the threads together create the `N`
 //! rank directories `DIR/stagein.<job>/rank<k>` (split evenly, thread `i` of `T` making
@@ -624,15 +624,18 @@ impl Ctx<'_> {
                 stop = self.barrier.wait(|| self.stop_now()).map_err(|_| None)?;
             }
         }
-        if created && completed {
-            std::fs::remove_dir(&dir).map_err(|e| {
-                Some(format!(
-                    "job {} rank {rank}: removing its directory {}: {}",
-                    p.job,
-                    dir.display(),
-                    describe(&e)
-                ))
-            })?;
+        if created {
+            // Stopped early, the files of a create phase stay, and so does the directory.
+            if let Err(e) = std::fs::remove_dir(&dir) {
+                if completed {
+                    return Err(Some(format!(
+                        "job {} rank {rank}: removing its directory {}: {}",
+                        p.job,
+                        dir.display(),
+                        describe(&e)
+                    )));
+                }
+            }
         }
         Ok(())
     }

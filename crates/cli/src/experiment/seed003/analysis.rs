@@ -79,6 +79,11 @@ impl RunResult {
         self.cpu_pct_core() / self.measured.cores.max(1) as f64
     }
 
+    /// The heavy job's requests served per second during the light job's mdtest.
+    pub(crate) fn heavy_requests_s(&self) -> f64 {
+        self.measured.heavy_requests as f64 / self.measured.light_wall_s
+    }
+
     /// The server's CPU use over the stage-in, percent of one core.
     pub(crate) fn stagein_cpu_pct_core(&self) -> f64 {
         100.0 * self.measured.stagein_cpu_s / self.measured.stagein_wall_s
@@ -436,6 +441,7 @@ mod tests {
             measured: Measured {
                 light_wall_s: 10.0,
                 light_cpu_s: 2.5,
+                heavy_requests: 0,
                 stagein_wall_s: 60.0,
                 stagein_cpu_s: 1.0,
                 stagein_completed: stagein.is_some(),

@@ -12,9 +12,10 @@
 //! (both, `--quota` with that rule) — one `iosets serve` with 24 workers, policy `timeorder`
 //! (arrival order, the design's fifo: the MDS served in arrival order), and the emulated slow
 //! back end (each create or unlink holds its worker one call per stripe of its directory,
-//! [`params::Params`]) serves two jobs through FUSE mounts ([`run`]). Measured: the light job's create, stat and remove rates as mdtest
-//! computes them, the stage-in's `t_E − t_S`, and the server's CPU use ([`analysis`]); written
-//! as CSV files, two bar charts, tables and one verdict line per goal ([`report`]).
+//! [`params::Params`]) serves two jobs through FUSE mounts ([`run`]). Measured: the light
+//! job's create, stat and remove rates as mdtest computes them, the stage-in's `t_E − t_S`,
+//! and the server's CPU use ([`analysis`]); written as CSV files, two bar charts, tables and
+//! one verdict line per goal ([`report`]).
 //!
 //! # Scaling
 //! Processes are scaled down (64 and 8 instead of 6,144 and 768: this runs on one machine), the
@@ -95,9 +96,13 @@ pub(crate) struct Seed003Args {
     /// parameters it recorded in `DIR/params.json`), and write the outputs into DIR anew.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "repeat", "scale", "files", "meta_latency_ms", "stagein_dirs", "stagein_limit_s",
-        "light_limit_s", "heavy_procs", "light_procs", "light_iterations", "warmup_s",
+        "light_limit_s", "heavy_procs", "light_procs", "light_iterations", "warmup_s", "kill",
     ])]
     analyze: Option<PathBuf>,
+    /// Test only: SIGKILL the server, the heavy or the light job SECONDS after the light job's
+    /// mdtest started, in every run that has it.
+    #[arg(long, value_name = "ROLE@SECONDS", hide = true)]
+    kill: Option<run::Kill>,
 }
 
 /// The parameters the flags ask for.
@@ -206,6 +211,7 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
                 dir: dir.clone(),
                 label: label.clone(),
                 interrupted: &INTERRUPTED,
+                kill: a.kill,
             };
             let m = run::run_one(&spec)
                 .with_context(|| format!("run {} repetition {rep}", setting.name()))?;

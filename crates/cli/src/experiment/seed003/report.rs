@@ -35,15 +35,15 @@ pub(crate) fn runs_csv(runs: &[RunResult]) -> String {
     let mut s = String::from(
         "setting,rep,light_create_ops_s,light_stat_ops_s,light_remove_ops_s,stagein_s,\
          stagein_completed,light_wall_s,server_cpu_s,server_cpu_pct_core,\
-         server_cpu_pct_machine,stagein_server_cpu_pct_core,heavy_create_ops_s,\
-         heavy_stat_ops_s,heavy_remove_ops_s,snapshot_jobs,rule_jobs\n",
+         server_cpu_pct_machine,stagein_server_cpu_pct_core,heavy_requests_s,\
+         heavy_create_ops_s,heavy_stat_ops_s,heavy_remove_ops_s,snapshot_jobs,rule_jobs\n",
     );
     let ids = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
     for r in runs {
         let (stagein, done) = r.stagein_s();
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{done},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{done},{},{},{},{},{},{},{},{},{},{},{}",
             r.setting.name(),
             r.rep,
             num(r.light_rate(Phase::Create)),
@@ -55,6 +55,7 @@ pub(crate) fn runs_csv(runs: &[RunResult]) -> String {
             num(r.cpu_pct_core()),
             num(r.cpu_pct_machine()),
             num(r.stagein_cpu_pct_core()),
+            num(r.heavy_requests_s()),
             num(r.heavy_rate(Phase::Create)),
             num(r.heavy_rate(Phase::Stat)),
             num(r.heavy_rate(Phase::Remove)),
@@ -250,27 +251,33 @@ pub(crate) fn tables(p: &Params, runs: &[RunResult]) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "heavy job (job 1, {} processes, -n {}): ops/s over its phases finished during the run",
+        "heavy job (job 1, {} processes, -n {}): requests served per second during the light \
+         job's mdtest (all kinds), and ops/s of its phases that ended during the run",
         p.heavy_procs, p.files
     );
     for setting in [Setting::Off, Setting::On] {
         let mut rs: Vec<&RunResult> = runs.iter().filter(|r| r.setting == setting).collect();
         rs.sort_by_key(|r| r.rep);
+        let fmt = |x: f64| {
+            if x.is_finite() {
+                format!("{x:.1}")
+            } else {
+                "-".into()
+            }
+        };
+        let v: Vec<String> = rs.iter().map(|r| fmt(r.heavy_requests_s())).collect();
+        let _ = writeln!(
+            s,
+            "  {:<4} {:<9} {}",
+            setting.name(),
+            "requests",
+            v.join("  ")
+        );
         for phase in Phase::MDTEST {
-            let v: Vec<String> = rs
-                .iter()
-                .map(|r| {
-                    let x = r.heavy_rate(phase);
-                    if x.is_finite() {
-                        format!("{x:.1}")
-                    } else {
-                        "-".into()
-                    }
-                })
-                .collect();
+            let v: Vec<String> = rs.iter().map(|r| fmt(r.heavy_rate(phase))).collect();
             let _ = writeln!(
                 s,
-                "  {:<4} {:<7} {}",
+                "  {:<4} {:<9} {}",
                 setting.name(),
                 phase.name(),
                 v.join("  ")

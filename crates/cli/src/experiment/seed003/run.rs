@@ -7,17 +7,19 @@
 //!    as `lfs setstripe -c N dir` before a job starts): the heavy job's rank directories 96,
 //!    the light job's and its stage-in directory 4 (seed 003's values, [`Params`]).
 //! 2. The server starts (policy timeorder: arrival order; the slow back end; `--quota` in the
-//!    `on` setting), then the mounts: one per job, as the jobs of seed 003 ran on different compute nodes, each
-//!    with one FUSE thread per process of its job (a FUSE thread serves one request at a time,
-//!    so a mount shared by both jobs would queue the light job behind the heavy one in the
-//!    client, where no server-side quota reaches) and an attribute and entry timeout of zero,
-//!    so that every `stat` and every name lookup reaches the server.
+//!    `on` setting), then the mounts: one per job, as the jobs of seed 003 ran on different
+//!    compute nodes, each with one FUSE thread per process of its job (a FUSE thread serves
+//!    one request at a time, so a mount shared by both jobs would queue the light job behind
+//!    the heavy one in the client, where no server-side quota reaches) and an attribute and
+//!    entry timeout of zero, so that every `stat` and every name lookup (of each component of
+//!    a path, too) reaches the server.
 //! 3. The heavy job starts (`off`, `on`) and runs `warmup_s`, and until each of its processes
 //!    has been served; then the light job's mdtest runs to its end, then its stage-in (stopped
 //!    and reported as not completed past `stagein_limit_s`); the heavy job is killed after.
 //!    The server's CPU time is read at the start and the end of each of the two.
-//! 4. Every second while the light job's mdtest runs, the server's job statistics, rules and
-//!    `/metrics` are read; the snapshot that shows the most of both jobs is kept.
+//! 4. Every quarter of a second while the light job's mdtest runs, the server's job
+//!    statistics, rules and `/metrics` are read; the snapshot that shows the most of both jobs
+//!    is kept (a rule lists a job only while it has requests waiting or in service).
 //!
 //! Everything a run starts is stopped on every path (errors and Ctrl-C included), in reverse
 //! order: applications killed and reaped, mounts unmounted (a mount left behind is detached),
@@ -48,8 +50,11 @@ use crate::experiment::cluster::{scratch_base, tail, this_program};
 const TOKEN: &str = "iosets-seed003";
 /// How often the applications and the server are checked.
 const POLL: Duration = Duration::from_millis(100);
-/// How often the server's statistics are read while the light job runs.
-const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
+/// How often the server's statistics are read while the light job runs (a rule lists only the
+/// jobs with requests held or admitted at that moment, so often enough to catch a short run).
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+/// How often the progress line and the snapshots are looked after.
+const TICK: Duration = Duration::from_millis(250);
 /// How long the server may take to print its address.
 const SERVER_START: Duration = Duration::from_secs(30);
 /// How long the server may take to stop after SIGTERM.
@@ -87,6 +92,49 @@ pub(crate) struct RunSpec<'a> {
     pub(crate) label: String,
     /// Set by Ctrl-C: stop.
     pub(crate) interrupted: &'a AtomicBool,
+    /// Test only: kill a process of the run while the light job's mdtest runs.
+    pub(crate) kill: Option<Kill>,
+}
+
+/// What `--kill` kills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Victim {
+    /// The server.
+    Server,
+    /// The heavy job's application.
+    Heavy,
+    /// The light job's application.
+    Light,
+}
+
+/// `--kill ROLE@SECONDS`: SIGKILL the server, the heavy or the light job that long after the
+/// light job's mdtest started (the failure tests).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Kill {
+    /// Whom.
+    pub(crate) victim: Victim,
+    /// Seconds after the light job's start.
+    pub(crate) after_s: f64,
+}
+
+impl std::str::FromStr for Kill {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Kill, String> {
+        let bad = || format!("{s:?}: expected server|heavy|light@SECONDS, e.g. server@0.5");
+        let (who, at) = s.split_once('@').ok_or_else(bad)?;
+        let victim = match who.trim() {
+            "server" => Victim::Server,
+            "heavy" => Victim::Heavy,
+            "light" => Victim::Light,
+            _ => return Err(bad()),
+        };
+        let after_s: f64 = at.trim().parse().map_err(|_| bad())?;
+        if !(after_s.is_finite() && after_s >= 0.0) {
+            return Err(bad());
+        }
+        Ok(Kill { victim, after_s })
+    }
 }
 
 /// What a run measured besides the applications' logs (`run.csv`).
@@ -96,6 +144,9 @@ pub(crate) struct Measured {
     pub(crate) light_wall_s: f64,
     /// The server's CPU seconds (user + system) over it.
     pub(crate) light_cpu_s: f64,
+    /// The heavy job's requests the server completed over it (its job statistics' `ops`; 0
+    /// in `reference`).
+    pub(crate) heavy_requests: u64,
     /// The stage-in, wall seconds.
     pub(crate) stagein_wall_s: f64,
     /// The server's CPU seconds over it.
@@ -111,10 +162,12 @@ impl Measured {
     fn to_csv(&self, setting: Setting, rep: usize) -> String {
         format!(
             "key,value\nsetting,{}\nrep,{rep}\nlight_wall_s,{:.6}\nlight_cpu_s,{:.6}\n\
-             stagein_wall_s,{:.6}\nstagein_cpu_s,{:.6}\nstagein_completed,{}\ncores,{}\n",
+             heavy_requests,{}\nstagein_wall_s,{:.6}\nstagein_cpu_s,{:.6}\n\
+             stagein_completed,{}\ncores,{}\n",
             setting.name(),
             self.light_wall_s,
             self.light_cpu_s,
+            self.heavy_requests,
             self.stagein_wall_s,
             self.stagein_cpu_s,
             self.stagein_completed,
@@ -144,6 +197,7 @@ impl Measured {
         Ok(Measured {
             light_wall_s: f("light_wall_s")?,
             light_cpu_s: f("light_cpu_s")?,
+            heavy_requests: f("heavy_requests")? as u64,
             stagein_wall_s: f("stagein_wall_s")?,
             stagein_cpu_s: f("stagein_cpu_s")?,
             stagein_completed: match get("stagein_completed")? {
@@ -561,9 +615,9 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<Measured> {
     let stopped = live.stop();
     let measured = match (result, stopped) {
         (Ok(m), Ok(())) => m,
-        (Ok(_), Err(e)) => return Err(e.context(format!("{}: stopping", spec.label))),
+        (Ok(_), Err(e)) => return Err(e.context("stopping the run")),
         (Err(e), Ok(())) => return Err(e),
-        (Err(e), Err(s)) => return Err(e.context(format!("(and when stopping: {s:#})"))),
+        (Err(e), Err(s)) => bail!("{e:#} (and stopping the run failed: {s:#})"),
     };
     let p = spec.dir.join("run.csv");
     std::fs::write(&p, measured.to_csv(spec.setting, spec.rep))
@@ -647,6 +701,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         "--iterations".into(),
         p.light_iterations.to_string(),
     ];
+    let heavy0 = ops_now(live, HEAVY_JOB)?;
     let cpu0 = cpu_seconds(server_pid)?;
     let t0 = Instant::now();
     let child = spawn_app(spec, "light", LIGHT_JOB, &light_mnt, &args)?;
@@ -676,17 +731,16 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     })?;
     let light_wall_s = t0.elapsed().as_secs_f64();
     let light_cpu_s = cpu_seconds(server_pid)? - cpu0;
+    let heavy_requests = ops_now(live, HEAVY_JOB)?.saturating_sub(heavy0);
     match ended {
         Ended::Exited(st) if st.success() => {}
         Ended::Exited(st) => bail!(
-            "{}: the light job's mdtest failed ({st}); see {}{}",
-            spec.label,
+            "the light job's mdtest failed ({st}); see {}{}",
             spec.dir.join("light.stderr").display(),
             quote(&spec.dir.join("light.stderr"))
         ),
         Ended::Limit => bail!(
-            "{}: the light job's mdtest did not end within {} s (--light-limit-s); see {}",
-            spec.label,
+            "the light job's mdtest did not end within {} s (--light-limit-s); see {}",
             p.light_limit_s,
             light_log.display()
         ),
@@ -705,10 +759,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         Some(s) => s.save(&spec.dir)?,
         None => {
             let e = snapshot_error.unwrap_or_else(|| anyhow!("no snapshot taken"));
-            return Err(e.context(format!(
-                "{}: reading the server's job statistics",
-                spec.label
-            )));
+            return Err(e.context("reading the server's job statistics"));
         }
     }
 
@@ -736,8 +787,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     let stagein_completed = match ended {
         Ended::Exited(st) if st.success() => true,
         Ended::Exited(st) => bail!(
-            "{}: the stage-in failed ({st}); see {}{}",
-            spec.label,
+            "the stage-in failed ({st}); see {}{}",
             spec.dir.join("stagein.stderr").display(),
             quote(&spec.dir.join("stagein.stderr"))
         ),
@@ -747,6 +797,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     Ok(Measured {
         light_wall_s,
         light_cpu_s,
+        heavy_requests,
         stagein_wall_s,
         stagein_cpu_s,
         stagein_completed,
@@ -765,7 +816,7 @@ fn warm_up(spec: &RunSpec<'_>, live: &mut Live) -> Result<()> {
         if elapsed.as_secs_f64() >= p.warmup_s {
             let client = live.control.as_ref().expect("connected");
             let ops = match client.control(0, TOKEN, Control::Jobs)? {
-                Reply::Json(t) => heavy_ops(&t)?,
+                Reply::Json(t) => job_ops(&t, HEAVY_JOB)?,
                 other => bail!("unexpected control reply {other:?}"),
             };
             if ops >= u64::from(p.heavy_procs) {
@@ -774,8 +825,7 @@ fn warm_up(spec: &RunSpec<'_>, live: &mut Live) -> Result<()> {
         }
         if elapsed > HEAVY_START {
             bail!(
-                "{}: the heavy job was not served within {} s; see {}",
-                spec.label,
+                "the heavy job was not served within {} s; see {}",
                 HEAVY_START.as_secs(),
                 spec.dir.join("heavy.stderr").display()
             );
@@ -784,17 +834,26 @@ fn warm_up(spec: &RunSpec<'_>, live: &mut Live) -> Result<()> {
     }
 }
 
-/// The heavy job's operations in a job-statistics report.
-fn heavy_ops(jobs_json: &str) -> Result<u64> {
+/// A job's operations in a job-statistics report (0 if it is not listed).
+fn job_ops(jobs_json: &str, job: u64) -> Result<u64> {
     let v: Value = serde_json::from_str(jobs_json).context("parsing the job statistics")?;
     Ok(v.get("jobs")
         .and_then(Value::as_array)
         .and_then(|a| {
             a.iter()
-                .find(|j| j.get("job").and_then(Value::as_u64) == Some(HEAVY_JOB))
+                .find(|j| j.get("job").and_then(Value::as_u64) == Some(job))
         })
         .and_then(|j| j.get("ops").and_then(Value::as_u64))
         .unwrap_or(0))
+}
+
+/// A job's operations the server has completed so far.
+fn ops_now(live: &Live, job: u64) -> Result<u64> {
+    let client = live.control.as_ref().expect("connected");
+    match client.control(0, TOKEN, Control::Jobs)? {
+        Reply::Json(t) => job_ops(&t, job),
+        other => bail!("unexpected control reply {other:?}"),
+    }
 }
 
 /// Fails if the run was interrupted, the server exited, or the heavy job (other than
@@ -805,11 +864,13 @@ fn check_running(spec: &RunSpec<'_>, live: &mut Live, awaited: Option<&str>) -> 
     }
     if let Some(s) = live.server.as_mut() {
         if let Some(st) = s.child.try_wait().context("checking the server")? {
+            // Reported here: stopping the run has no server left to stop.
+            let stderr = s.stderr.clone();
+            live.server = None;
             bail!(
-                "{}: the server exited ({st}) during the run; see {}{}",
-                spec.label,
-                s.stderr.display(),
-                quote(&s.stderr)
+                "the server exited ({st}) during the run; see {}{}",
+                stderr.display(),
+                quote(&stderr)
             );
         }
     }
@@ -818,9 +879,8 @@ fn check_running(spec: &RunSpec<'_>, live: &mut Live, awaited: Option<&str>) -> 
             if let Some(st) = h.try_wait().context("checking the heavy job")? {
                 let err = spec.dir.join("heavy.stderr");
                 bail!(
-                    "{}: the heavy job (job {HEAVY_JOB}) ended ({st}) before the light job was \
+                    "the heavy job (job {HEAVY_JOB}) ended ({st}) before the light job was \
                      done; see {}{}",
-                    spec.label,
                     err.display(),
                     quote(&err)
                 );
@@ -831,7 +891,7 @@ fn check_running(spec: &RunSpec<'_>, live: &mut Live, awaited: Option<&str>) -> 
 }
 
 /// Waits for application `name`, checking the rest ([`check_running`]) and calling `tick`
-/// about once a second; kills it at `limit_s`.
+/// every [`TICK`]; kills it at `limit_s`.
 fn wait_for(
     spec: &RunSpec<'_>,
     live: &mut Live,
@@ -842,7 +902,19 @@ fn wait_for(
     let t0 = Instant::now();
     let limit = Duration::from_secs_f64(limit_s);
     let mut last_tick = Instant::now();
+    let mut kill = spec.kill.filter(|_| name == "light");
     loop {
+        if let Some(k) = kill.filter(|k| t0.elapsed().as_secs_f64() >= k.after_s) {
+            let victim = match k.victim {
+                Victim::Server => live.server.as_mut().map(|s| &mut s.child),
+                Victim::Heavy => live.app("heavy"),
+                Victim::Light => live.app("light"),
+            };
+            if let Some(c) = victim {
+                let _ = c.kill();
+            }
+            kill = None;
+        }
         check_running(spec, live, Some(name))?;
         let app = live.app(name).expect("started");
         if let Some(st) = app
@@ -856,7 +928,7 @@ fn wait_for(
             let _ = app.wait();
             return Ok(Ended::Limit);
         }
-        if last_tick.elapsed() >= Duration::from_secs(1) {
+        if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             tick(live);
         }
@@ -883,10 +955,26 @@ mod tests {
     }
 
     #[test]
+    fn kills_parse() {
+        assert_eq!(
+            "server@0.5".parse::<Kill>().unwrap(),
+            Kill {
+                victim: Victim::Server,
+                after_s: 0.5
+            }
+        );
+        assert_eq!("light@0".parse::<Kill>().unwrap().victim, Victim::Light);
+        for bad in ["server", "disk@1", "heavy@-1", "heavy@nan", "@1"] {
+            assert!(bad.parse::<Kill>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn run_files_round_trip() {
         let m = Measured {
             light_wall_s: 12.5,
             light_cpu_s: 3.25,
+            heavy_requests: 1234,
             stagein_wall_s: 300.0,
             stagein_cpu_s: 1.0,
             stagein_completed: false,
@@ -902,10 +990,14 @@ mod tests {
     }
 
     #[test]
-    fn heavy_ops_are_read_from_the_job_statistics() {
+    fn operations_are_read_from_the_job_statistics() {
         let j = r#"{"policy":"timeorder","jobs":[{"job":2,"ops":5},{"job":1,"ops":70}]}"#;
-        assert_eq!(heavy_ops(j).unwrap(), 70);
-        assert_eq!(heavy_ops(r#"{"policy":"timeorder","jobs":[]}"#).unwrap(), 0);
-        assert!(heavy_ops("not json").is_err());
+        assert_eq!(job_ops(j, 1).unwrap(), 70);
+        assert_eq!(job_ops(j, 2).unwrap(), 5);
+        assert_eq!(
+            job_ops(r#"{"policy":"timeorder","jobs":[]}"#, 1).unwrap(),
+            0
+        );
+        assert!(job_ops("not json", 1).is_err());
     }
 }
