@@ -155,8 +155,9 @@ fn positive(s: &str) -> f64 {
 const RUNS_HEADER: &str = "setting,rep,light_create_ops_s,light_stat_ops_s,light_remove_ops_s,\
                            stagein_s,stagein_completed,light_wall_s,server_cpu_s,\
                            server_cpu_pct_core,server_cpu_pct_machine,\
-                           stagein_server_cpu_pct_core,heavy_requests_s,heavy_create_ops_s,\
-                           heavy_stat_ops_s,heavy_remove_ops_s,snapshot_jobs,rule_jobs";
+                           stagein_server_cpu_pct_core,light_requests_per_op,heavy_requests_s,\
+                           heavy_create_ops_s,heavy_stat_ops_s,heavy_remove_ops_s,snapshot_jobs,\
+                           rule_jobs";
 const PHASES_HEADER: &str =
     "setting,rep,job,iteration,phase,ranks,ops,start_unix_s,end_unix_s,seconds,ops_per_s";
 const MEANS_HEADER: &str = "metric,reference,reference_lower_bound,off,off_lower_bound,on,\
@@ -181,27 +182,29 @@ fn a_tiny_run_of_the_three_settings_measures_and_draws_them() {
     let runs = csv(&out.join("runs.csv"), RUNS_HEADER);
     assert_eq!(runs.len(), 3, "{runs:?}");
     for (r, setting) in runs.iter().zip(["reference", "off", "on"]) {
-        assert_eq!(r.len(), 18, "{r:?}");
+        assert_eq!(r.len(), 19, "{r:?}");
         assert_eq!((r[0].as_str(), r[1].as_str()), (setting, "1"));
         // The light job's three rates, the stage-in (completed: 32 directories in 30 s), the
         // wall time and the server's CPU.
         for i in [2, 3, 4, 5, 7, 9, 10] {
             positive(&r[i]);
         }
+        // Every file operation reaches the server (no attribute cache): at least one request.
+        assert!(positive(&r[12]) >= 1.0, "{r:?}");
         assert_eq!(r[6], "true", "{r:?}");
         // The heavy job is served in off and on (none in reference).
         if setting == "reference" {
-            assert_eq!(r[12], "0.000000", "{r:?}");
-            assert!(r[13].is_empty(), "{r:?}");
+            assert_eq!(r[13], "0.000000", "{r:?}");
+            assert!(r[14].is_empty(), "{r:?}");
         } else {
-            positive(&r[12]);
+            positive(&r[13]);
         }
-        let listed: Vec<&str> = r[16].split(' ').collect();
+        let listed: Vec<&str> = r[17].split(' ').collect();
         assert!(listed.contains(&"2"), "{r:?}");
         assert_eq!(listed.contains(&"1"), setting != "reference", "{r:?}");
         // Only the on run has a rule, with both jobs under it.
         let ruled = if setting == "on" { "1 2" } else { "" };
-        assert_eq!(r[17], ruled, "{r:?}");
+        assert_eq!(r[18], ruled, "{r:?}");
     }
 
     // Every phase of the light job (2 iterations × 3 phases) and its stage-in, per run.

@@ -84,6 +84,13 @@ impl RunResult {
         self.measured.heavy_requests as f64 / self.measured.light_wall_s
     }
 
+    /// The light job's server requests per file operation of its mdtest (the kernel's lookups
+    /// and attribute reads of each path component included).
+    pub(crate) fn light_requests_per_op(&self) -> f64 {
+        let ops: u64 = self.light.iter().map(|r| r.ops).sum();
+        self.measured.light_requests as f64 / ops as f64
+    }
+
     /// The server's CPU use over the stage-in, percent of one core.
     pub(crate) fn stagein_cpu_pct_core(&self) -> f64 {
         100.0 * self.measured.stagein_cpu_s / self.measured.stagein_wall_s
@@ -442,6 +449,7 @@ mod tests {
                 light_wall_s: 10.0,
                 light_cpu_s: 2.5,
                 heavy_requests: 0,
+                light_requests: 0,
                 stagein_wall_s: 60.0,
                 stagein_cpu_s: 1.0,
                 stagein_completed: stagein.is_some(),

@@ -35,7 +35,7 @@ pub(crate) fn runs_csv(runs: &[RunResult]) -> String {
     let mut s = String::from(
         "setting,rep,light_create_ops_s,light_stat_ops_s,light_remove_ops_s,stagein_s,\
          stagein_completed,light_wall_s,server_cpu_s,server_cpu_pct_core,\
-         server_cpu_pct_machine,stagein_server_cpu_pct_core,heavy_requests_s,\
+         server_cpu_pct_machine,stagein_server_cpu_pct_core,light_requests_per_op,heavy_requests_s,\
          heavy_create_ops_s,heavy_stat_ops_s,heavy_remove_ops_s,snapshot_jobs,rule_jobs\n",
     );
     let ids = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
@@ -43,7 +43,7 @@ pub(crate) fn runs_csv(runs: &[RunResult]) -> String {
         let (stagein, done) = r.stagein_s();
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{done},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{done},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.setting.name(),
             r.rep,
             num(r.light_rate(Phase::Create)),
@@ -55,6 +55,7 @@ pub(crate) fn runs_csv(runs: &[RunResult]) -> String {
             num(r.cpu_pct_core()),
             num(r.cpu_pct_machine()),
             num(r.stagein_cpu_pct_core()),
+            num(r.light_requests_per_op()),
             num(r.heavy_requests_s()),
             num(r.heavy_rate(Phase::Create)),
             num(r.heavy_rate(Phase::Stat)),
@@ -284,6 +285,24 @@ pub(crate) fn tables(p: &Params, runs: &[RunResult]) -> String {
             );
         }
     }
+    let _ = writeln!(s);
+    let per_op: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            format!(
+                "{} #{} {:.2}",
+                r.setting.name(),
+                r.rep,
+                r.light_requests_per_op()
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "server requests per light file operation (with no attribute cache the kernel looks up \
+         and reads the attributes of each path component too): {}",
+        per_op.join(", ")
+    );
     let _ = writeln!(s);
     let _ = writeln!(s, "ratios of the means");
     let _ = writeln!(

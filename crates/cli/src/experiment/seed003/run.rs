@@ -147,6 +147,9 @@ pub(crate) struct Measured {
     /// The heavy job's requests the server completed over it (its job statistics' `ops`; 0
     /// in `reference`).
     pub(crate) heavy_requests: u64,
+    /// The light job's requests the server completed over it (every lookup and attribute
+    /// read the kernel sends besides the operation itself).
+    pub(crate) light_requests: u64,
     /// The stage-in, wall seconds.
     pub(crate) stagein_wall_s: f64,
     /// The server's CPU seconds over it.
@@ -162,12 +165,13 @@ impl Measured {
     fn to_csv(&self, setting: Setting, rep: usize) -> String {
         format!(
             "key,value\nsetting,{}\nrep,{rep}\nlight_wall_s,{:.6}\nlight_cpu_s,{:.6}\n\
-             heavy_requests,{}\nstagein_wall_s,{:.6}\nstagein_cpu_s,{:.6}\n\
+             heavy_requests,{}\nlight_requests,{}\nstagein_wall_s,{:.6}\nstagein_cpu_s,{:.6}\n\
              stagein_completed,{}\ncores,{}\n",
             setting.name(),
             self.light_wall_s,
             self.light_cpu_s,
             self.heavy_requests,
+            self.light_requests,
             self.stagein_wall_s,
             self.stagein_cpu_s,
             self.stagein_completed,
@@ -198,6 +202,7 @@ impl Measured {
             light_wall_s: f("light_wall_s")?,
             light_cpu_s: f("light_cpu_s")?,
             heavy_requests: f("heavy_requests")? as u64,
+            light_requests: f("light_requests")? as u64,
             stagein_wall_s: f("stagein_wall_s")?,
             stagein_cpu_s: f("stagein_cpu_s")?,
             stagein_completed: match get("stagein_completed")? {
@@ -702,6 +707,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         p.light_iterations.to_string(),
     ];
     let heavy0 = ops_now(live, HEAVY_JOB)?;
+    let light0 = ops_now(live, LIGHT_JOB)?;
     let cpu0 = cpu_seconds(server_pid)?;
     let t0 = Instant::now();
     let child = spawn_app(spec, "light", LIGHT_JOB, &light_mnt, &args)?;
@@ -732,6 +738,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     let light_wall_s = t0.elapsed().as_secs_f64();
     let light_cpu_s = cpu_seconds(server_pid)? - cpu0;
     let heavy_requests = ops_now(live, HEAVY_JOB)?.saturating_sub(heavy0);
+    let light_requests = ops_now(live, LIGHT_JOB)?.saturating_sub(light0);
     match ended {
         Ended::Exited(st) if st.success() => {}
         Ended::Exited(st) => bail!(
@@ -798,6 +805,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         light_wall_s,
         light_cpu_s,
         heavy_requests,
+        light_requests,
         stagein_wall_s,
         stagein_cpu_s,
         stagein_completed,
@@ -975,6 +983,7 @@ mod tests {
             light_wall_s: 12.5,
             light_cpu_s: 3.25,
             heavy_requests: 1234,
+            light_requests: 5678,
             stagein_wall_s: 300.0,
             stagein_cpu_s: 1.0,
             stagein_completed: false,
