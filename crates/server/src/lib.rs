@@ -7,13 +7,16 @@
 //! frame names a job. The server:
 //!
 //! - reads frames on async sockets (tokio), checking the length before allocating;
-//! - sends every **data request** (read, write, fsync) through one runtime
-//!   [`Scheduler`] with the configured policy, so the order in which the
-//!   worker threads serve them is the policy's; the workers are OS threads doing the blocking
-//!   `pread`/`pwrite`/`fsync` on files under the root ([`root`]);
-//! - serves **metadata** (lookup, create, open, truncate, unlink, mkdir, rmdir, readdir, rename)
-//!   on tokio's blocking pool, outside the scheduler — as a parallel file system's metadata
-//!   servers are separate from its storage servers;
+//! - sends every **file-system request** — data (read, write, fsync) and metadata (lookup,
+//!   create, open, setattr, truncate, unlink, mkdir, rmdir, readdir, rename, …) — through one
+//!   runtime [`Scheduler`] with the configured policy, so the order in which the worker threads
+//!   serve them is the policy's; a metadata request is `Op::Other` and weighs
+//!   `meta_cost_bytes` in the policy's byte accounting (it moves no data); the workers are OS
+//!   threads doing the blocking system calls on files under the root ([`root`]), with an
+//!   optional emulated slow metadata back end (`meta_latency_ms`, stripe fan-out);
+//! - holds requests a **quota rule** governs (thread quotas, rates, reservations:
+//!   [`iosets_runtime::quota`]) until the rule admits them; rules come from `[quota]`,
+//!   `--quota` or `iosets ctl rule`, and match on job, uid, gid, client address and class;
 //! - answers **control** requests authenticated by a token: set or clear a job's priority, switch
 //!   the policy at run time (queued requests move, none lost), job statistics like seed 004's
 //!   `beegfs-ctl --jobstats`, server statistics with the conservation counters;
