@@ -53,7 +53,7 @@ fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
     let client = Arc::new(BlockingClient::connect(&addrs(&handles), cfg).unwrap());
     client.create("f", 0o644, false).unwrap();
     // 8 writers of one chunk each, on alternate servers: demand far above the rate.
-    let per_thread = 150u64;
+    let per_thread = 250u64;
     let writers: Vec<_> = (0..8u64)
         .map(|t| {
             let c = client.clone();
@@ -81,21 +81,29 @@ fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
     for t in &traces {
         assert!(dispatches(&std::fs::read_to_string(t).unwrap()).len() > 400);
     }
-    // Every 2 s window (sliding by 50 ms) within the run: at most 110 % of the rate, plus the
-    // two buckets' initial bursts (10 % of a second of rate each).
-    let w = 2_000_000_000u64;
+    // Every 5 s window (sliding by 50 ms) within the run: at most 110 % of the rate (Lustre's
+    // own sanity check), the two buckets' initial bursts (a tenth of a second of rate each)
+    // included; and at least 90 %: the job is held to its rate, not below it.
+    let w = 5_000_000_000u64;
     let (first, last) = (all[0], *all.last().unwrap());
+    let (mut lo, mut hi) = (f64::MAX, 0f64);
     let mut t = first;
     while t + w <= last {
-        let n = all.iter().filter(|&&x| x >= t && x < t + w).count() as f64;
-        assert!(
-            n <= 1.1 * RATE * 2.0 + 2.0 * 0.1 * RATE,
-            "{n} writes in a 2 s window for a job-wide rate of {RATE}/s"
-        );
+        let n = all.iter().filter(|&&x| x >= t && x < t + w).count() as f64 / 5.0;
+        lo = lo.min(n);
+        hi = hi.max(n);
         t += 50_000_000;
     }
+    println!(
+        "job-wide rate over every 5 s window: {lo:.1} to {hi:.1} ops/s ({:.1} % to {:.1} % of {RATE})",
+        100.0 * lo / RATE,
+        100.0 * hi / RATE
+    );
+    assert!(hi <= 1.1 * RATE, "{hi} ops/s in a 5 s window for {RATE}/s");
+    assert!(lo >= 0.9 * RATE, "{lo} ops/s in a 5 s window for {RATE}/s");
     // And the rate is met: the job is held to it, not below.
     let rate = (all.len() - 1) as f64 / ((last - first) as f64 / 1e9);
+    println!("job-wide rate over the run: {rate:.1} ops/s");
     assert!(
         (0.9 * RATE..=1.1 * RATE).contains(&rate),
         "job-wide {rate:.1} writes/s for a rate of {RATE}/s"
