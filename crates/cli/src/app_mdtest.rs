@@ -19,7 +19,7 @@
 //! One CSV row per (rank, iteration, phase), appended with a single `write` when the rank's
 //! phase ends: `job,rank,iteration,phase,start_unix_s,end_unix_s,ops` ([`HEADER`]), phase one
 //! of `create`, `stat`, `remove`, `mkdir`. Rates are computed as mdtest computes them
-//! ([`phase_rates`]): per phase and iteration, the operations of all ranks over the time from
+//! (`phase_rates`): per phase and iteration, the operations of all ranks over the time from
 //! the earliest start to the latest end.
 //!
 //! A failing call (a create that finds the file, a stat that does not) stops every thread at
