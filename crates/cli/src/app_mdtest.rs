@@ -113,6 +113,7 @@ impl Phase {
         }
     }
 
+    /// The phase named `s` in the log.
     fn parse(s: &str) -> Option<Phase> {
         Some(match s {
             "create" => Phase::Create,
@@ -175,6 +176,7 @@ pub(crate) fn parse_log(text: &str) -> Result<Vec<Row>, String> {
         .collect()
 }
 
+/// One row of the log (its fields, a phase that does not end before it starts).
 fn parse_row(line: &str) -> Result<Row, String> {
     let f: Vec<&str> = line.trim().split(',').collect();
     if f.len() != 7 {
@@ -259,21 +261,30 @@ pub(crate) fn phase_rates(rows: &[Row]) -> Vec<PhaseRate> {
 /// The checked parameters of one launcher rank's run.
 #[derive(Debug)]
 struct Plan {
+    /// The job.
     job: u64,
-    /// The launcher rank and size (processes of one job started by mpirun or srun).
+    /// The launcher rank (processes of one job started by mpirun or srun; 0 alone).
     rank: u32,
+    /// The launcher's number of ranks (1 alone).
     size: u32,
+    /// Threads of this rank.
     procs: u32,
+    /// What they do.
     work: Work,
+    /// `--stop-at`.
     stop_at: Option<f64>,
 }
 
+/// What the threads do.
 #[derive(Clone, Copy, Debug)]
 enum Work {
+    /// The mdtest phases: `files` per thread, `iterations` times.
     Mdtest { files: u64, iterations: u32 },
+    /// The stage-in: `dirs` rank directories in all.
     Mkdirs { dirs: u64 },
 }
 
+/// Checks the flags and resolves the job id, rank and size from them and the environment.
 fn plan(args: &MdtestArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> Result<Plan> {
     if args.procs == 0 || args.procs > MAX_PROCS {
         bail!(
@@ -461,16 +472,22 @@ fn print_summary(plan: &Plan, rows: &[Row]) {
 /// instead of waiting for it forever. The last thread to arrive decides something for all.
 #[derive(Debug)]
 struct Barrier {
+    /// The threads that must arrive.
     n: usize,
     state: Mutex<BarrierState>,
     cv: Condvar,
 }
 
+/// The state of a [`Barrier`].
 #[derive(Debug, Default)]
 struct BarrierState {
+    /// Threads waiting in the current generation.
     arrived: usize,
+    /// Bumped each time every thread has arrived.
     generation: u64,
+    /// What the last thread of the latest generation decided.
     decision: bool,
+    /// A thread failed.
     broken: bool,
 }
 
@@ -479,6 +496,7 @@ struct BarrierState {
 struct Broken;
 
 impl Barrier {
+    /// A barrier for `n` threads.
     fn new(n: usize) -> Barrier {
         Barrier {
             n,
@@ -487,6 +505,7 @@ impl Barrier {
         }
     }
 
+    /// Its state (a thread that panicked holding it leaves it usable).
     fn lock(&self) -> std::sync::MutexGuard<'_, BarrierState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -516,11 +535,13 @@ impl Barrier {
         Ok(s.decision)
     }
 
+    /// Breaks it: every waiting and later thread gets [`Broken`].
     fn break_all(&self) {
         self.lock().broken = true;
         self.cv.notify_all();
     }
 
+    /// Whether a thread failed (the others stop at their next operation).
     fn is_broken(&self) -> bool {
         self.lock().broken
     }
@@ -529,10 +550,15 @@ impl Barrier {
 /// What the threads share.
 #[derive(Debug)]
 struct Ctx<'a> {
+    /// The run.
     plan: &'a Plan,
+    /// `--dir`.
     dir: &'a Path,
+    /// The time base of every row.
     clock: &'a Clock,
+    /// Where the rows go.
     log: Mutex<Log>,
+    /// Ends each phase.
     barrier: Barrier,
     /// The first failure.
     failure: Mutex<Option<String>>,
@@ -549,6 +575,7 @@ impl Ctx<'_> {
         self.barrier.break_all();
     }
 
+    /// Appends `row` to the log (one `write`) and keeps it for the summary.
     fn log(&self, row: Row) -> Result<(), String> {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         log.append(&row.to_line()).map_err(|e| format!("{e:#}"))?;
@@ -577,7 +604,8 @@ impl Ctx<'_> {
         }
     }
 
-    /// `Err(None)`: stopped because another thread failed.
+    /// One process's iterations. `Err(Some(what))`: it failed; `Err(None)`: stopped because
+    /// another thread failed.
     fn mdtest_proc(&self, rank: u32, files: u64, iterations: u32) -> Result<(), Option<String>> {
         let p = self.plan;
         let dir = self.dir.join(format!("{}.r{rank}", p.job));
@@ -667,6 +695,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
+    /// One process's share of the stage-in; errors as [`Ctx::mdtest_proc`]'s.
     fn mkdirs_proc(&self, rank: u32, dirs: u64) -> Result<(), Option<String>> {
         let p = self.plan;
         let parent = self.dir.join(format!("stagein.{}", p.job));

@@ -106,6 +106,7 @@ pub(crate) fn mean(xs: &[f64]) -> f64 {
     }
 }
 
+/// The rows of an mdtest log, the error naming the file.
 fn read_log(path: &Path) -> Result<Vec<crate::app_cmd::mdtest::Row>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;

@@ -255,6 +255,7 @@ impl Params {
         ]
     }
 
+    /// The values as `params.json` holds them.
     fn to_json(&self) -> Value {
         json!({
             "scale": self.scale,

@@ -20,10 +20,12 @@ pub(crate) struct Group {
     pub(crate) series: Vec<Series>,
 }
 
+/// A drawing error as an `anyhow` error.
 fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("{e}")
 }
 
+/// A setting's colour: reference grey, off red, on blue.
 fn colour(s: Setting) -> RGBColor {
     match s {
         Setting::Reference => RGBColor(127, 127, 127),
@@ -32,6 +34,7 @@ fn colour(s: Setting) -> RGBColor {
     }
 }
 
+/// A value as a label, with fewer decimals the larger it is.
 fn label(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")

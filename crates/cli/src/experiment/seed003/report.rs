@@ -13,11 +13,16 @@ use super::plots;
 use crate::app_cmd::mdtest::Phase;
 
 /// Seed 003's goals, as the brief states them.
+/// The light job's rates on over off, at least.
 const ON_OVER_OFF: f64 = 3.0;
+/// The light job's rates on over reference, at least.
 const ON_OVER_REFERENCE: f64 = 0.5;
+/// The stage-in on over reference, at most.
 const STAGEIN_ON_WITHIN: f64 = 1.5;
+/// The stage-in off over reference, at least.
 const STAGEIN_OFF_SLOWER: f64 = 5.0;
 
+/// A CSV number (empty when not finite).
 fn num(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.6}")
@@ -26,6 +31,7 @@ fn num(x: f64) -> String {
     }
 }
 
+/// Writes a file, the error naming it.
 fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
@@ -181,6 +187,7 @@ pub(crate) fn write_all(p: &Params, runs: &[RunResult], out: &Path) -> Result<Ve
     Ok(written)
 }
 
+/// A table cell: the value, `≥` before a lower bound, `-` for none.
 fn cell(v: (f64, bool), digits: usize) -> String {
     if !v.0.is_finite() {
         return "-".into();
@@ -323,6 +330,7 @@ pub(crate) fn tables(p: &Params, runs: &[RunResult]) -> String {
     s
 }
 
+/// A goal's verdict as a word.
 fn verdict_word(v: Option<bool>) -> &'static str {
     match v {
         Some(true) => "MET",
@@ -331,6 +339,7 @@ fn verdict_word(v: Option<bool>) -> &'static str {
     }
 }
 
+/// Whether every part of a goal holds: false if one surely does not, unknown if one is unknown.
 fn all(vs: impl IntoIterator<Item = Option<bool>>) -> Option<bool> {
     let mut out = Some(true);
     for v in vs {

@@ -238,8 +238,11 @@ pub(crate) fn cpu_seconds(pid: u32) -> Result<f64> {
 /// The server child.
 #[derive(Debug)]
 struct ServerChild {
+    /// The process.
     child: Child,
+    /// Where it listens (`host:port`).
     addr: String,
+    /// Its standard error, to name in failures.
     stderr: PathBuf,
 }
 
@@ -248,9 +251,13 @@ struct ServerChild {
 struct Live {
     /// Applications, by name (`heavy`, `light`, `stagein`).
     apps: Vec<(&'static str, Child)>,
+    /// Mount points, with their mounts once mounted.
     mounts: Vec<(PathBuf, Option<Mounted>)>,
+    /// The server, until it is stopped (or found dead).
     server: Option<ServerChild>,
+    /// The control connection to the server.
     control: Option<BlockingClient>,
+    /// The data root and the token: removed at the end.
     scratch: Option<PathBuf>,
 }
 
@@ -294,6 +301,7 @@ impl Live {
         first.map_or(Ok(()), Err)
     }
 
+    /// The application `name`, if started.
     fn app(&mut self, name: &str) -> Option<&mut Child> {
         self.apps
             .iter_mut()
@@ -514,14 +522,18 @@ fn spawn_app(
 /// A snapshot of the server's view: job statistics, rules, `/metrics`.
 #[derive(Debug, Default)]
 struct Snapshot {
+    /// `iosets ctl jobs --json`.
     jobs: String,
+    /// `iosets ctl rule list --json`.
     rules: String,
+    /// `GET /metrics`.
     metrics: String,
     /// (jobs of the experiment listed, jobs of the experiment under the rule).
     score: (usize, usize),
 }
 
 impl Snapshot {
+    /// Reads the three from the server at `addr`, and scores what they show.
     fn take(client: &BlockingClient, addr: &str) -> Result<Snapshot> {
         let json = |op: Control| -> Result<String> {
             match client.control(0, TOKEN, op)? {
@@ -561,6 +573,7 @@ impl Snapshot {
         })
     }
 
+    /// Writes them as `snapshot-jobs.json`, `snapshot-rules.json`, `snapshot-metrics.txt`.
     fn save(&self, dir: &Path) -> Result<()> {
         for (name, text) in [
             ("snapshot-jobs.json", &self.jobs),
@@ -603,6 +616,7 @@ fn rows_logged(path: &Path) -> usize {
 
 /// How a waited-for application ended.
 enum Ended {
+    /// It exited by itself (or was killed by someone else).
     Exited(ExitStatus),
     /// Killed at its limit.
     Limit,
@@ -630,6 +644,7 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<Measured> {
     Ok(measured)
 }
 
+/// The run, with everything it starts recorded in `live` (stopped by the caller).
 fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     let p = spec.params;
     let tag = format!(
