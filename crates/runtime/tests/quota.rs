@@ -351,13 +351,24 @@ fn a_strict_tbf_rate_holds_on_both_bounds_over_every_5s_window() {
         start: Nanos::ZERO,
     };
     let seen = sim.run(&[meta(1, 16), big], Nanos(21_000 * MS.0), MS);
-    for ops in windows(&seen, 1, Nanos::ZERO, Nanos(21_000 * MS.0), false) {
+    let ops = windows(&seen, 1, Nanos::ZERO, Nanos(21_000 * MS.0), false);
+    let bps = windows(&seen, 2, Nanos::ZERO, Nanos(21_000 * MS.0), true);
+    let range = |v: &[f64]| {
+        v.iter()
+            .fold((f64::MAX, 0f64), |(l, h), &x| (l.min(x), h.max(x)))
+    };
+    println!(
+        "5 s windows: {:?} ops/s for 200 ops/s, {:?} B/s for 1 MiB/s",
+        range(&ops),
+        range(&bps)
+    );
+    for ops in ops {
         assert!(
             (180.0..=220.0).contains(&ops),
             "{ops} ops/s for a 200 ops/s rate"
         );
     }
-    for bps in windows(&seen, 2, Nanos::ZERO, Nanos(21_000 * MS.0), true) {
+    for bps in bps {
         let r = bps / (1024.0 * 1024.0);
         assert!((0.9..=1.1).contains(&r), "{r} MiB/s for a 1 MiB/s rate");
     }
@@ -380,6 +391,7 @@ fn a_soft_rate_lends_idle_capacity_and_holds_under_contention() {
     };
     let alone = rate(false);
     let contended = rate(true);
+    println!("soft 100 ops/s: {alone} ops/s alone, {contended} ops/s under contention");
     // Alone, the 4 threads serve it at 4,000 ops/s; with others waiting it keeps to its rate.
     assert!(alone > 3_000.0, "{alone}");
     assert!((90.0..=110.0).contains(&contended), "{contended}");
@@ -409,6 +421,7 @@ fn a_reservation_is_met_when_the_device_can_meet_it() {
     };
     let without = served(None);
     let with = served(Some(200.0));
+    println!("reservation: {without:.1} ops/s by weight alone, {with:.1} ops/s with 200 reserved");
     assert!(without < 150.0, "{without} ops/s without a reservation");
     assert!(
         with >= 0.95 * 200.0,
