@@ -11,14 +11,13 @@
 
 mod common;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::experiment::{self, csv};
 use common::{fails, scratch};
 
-const BIN: &str = env!("CARGO_BIN_EXE_iosets");
 /// The longest one run of the binary may take here before the test fails.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
 /// A tiny workload: more heavy processes (32) than server workers (24), so that the heavy job
@@ -76,72 +75,15 @@ fn can_mount(test: &str) -> bool {
 /// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and
 /// its process id.
 fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
-    let (out, err) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
-    let mut child = Command::new(BIN)
-        .current_dir(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(File::create(&out).unwrap())
-        .stderr(File::create(&err).unwrap())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let deadline = Instant::now() + RUN_LIMIT;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{args:?} still running after {RUN_LIMIT:?}; stdout so far:\n{}",
-                std::fs::read_to_string(&out).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let output = Output {
-        status,
-        stdout: std::fs::read(&out).unwrap(),
-        stderr: std::fs::read(&err).unwrap(),
-    };
-    (output, pid)
+    experiment::run_bounded(dir, args, RUN_LIMIT)
 }
 
-/// What the experiment process `pid` left mounted (its mount points are named
-/// `iosets-seed003-<pid>-...`).
 fn leftover_mounts(pid: u32) -> Vec<String> {
-    let tag = format!("iosets-seed003-{pid}-");
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains(&tag))
-        .map(str::to_owned)
-        .collect()
+    experiment::leftover_mounts("iosets-seed003", pid)
 }
 
-/// Its scratch directories still there (data roots, mount points).
-fn leftover_dirs(pid: u32) -> Vec<PathBuf> {
-    let tag = format!("iosets-seed003-{pid}-");
-    [Path::new("/dev/shm").to_path_buf(), std::env::temp_dir()]
-        .iter()
-        .filter_map(|d| std::fs::read_dir(d).ok())
-        .flatten()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&tag))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// A CSV file as rows of fields, after checking its header.
-fn csv(path: &Path, header: &str) -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some(header), "{path:?}");
-    lines
-        .map(|l| l.split(',').map(str::to_owned).collect())
-        .collect()
+fn leftover_dirs(pid: u32) -> Vec<std::path::PathBuf> {
+    experiment::leftover_dirs("iosets-seed003", pid)
 }
 
 fn positive(s: &str) -> f64 {

@@ -1,6 +1,8 @@
 //! Running the `iosets` binary in tests, shared by every CLI test file.
 #![allow(dead_code)]
 
+pub mod experiment;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
