@@ -5,20 +5,13 @@ mod common;
 
 use std::thread;
 
-use common::{create, write, Conn, TempDir};
+use common::{create, json, write, Conn, TempDir};
 use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
 use iosets_server::{Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
 const EACCES: i32 = 13;
 const EINVAL: i32 = 22;
-
-fn json<T: serde::de::DeserializeOwned>(r: Response) -> T {
-    match r {
-        Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
-        r => panic!("{r:?}"),
-    }
-}
 
 #[test]
 fn control_without_a_token_is_refused() {

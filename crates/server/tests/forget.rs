@@ -3,11 +3,9 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{create, write, Conn, TempDir};
+use common::{create, metrics, write, Conn, TempDir};
 use iosets_proto::{Control, Reply, Response, ServerReport};
 use iosets_runtime::book::{DETECTOR_BYTES, JOB_RECORD_BYTES};
 use iosets_server::{Server, ServerConfig};
@@ -21,18 +19,6 @@ fn stats(c: &mut Conn) -> ServerReport {
         Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
         r => panic!("{r:?}"),
     }
-}
-
-fn metrics(addr: SocketAddr) -> String {
-    let mut http = TcpStream::connect(addr).unwrap();
-    http.set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    http.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    text
 }
 
 fn gauge(text: &str, name: &str) -> u64 {

@@ -6,12 +6,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{create, read, Conn, TempDir};
+use common::{create, json, metrics, read, Conn, TempDir};
 use iosets_proto::{
     Control, JobsReport, OpenFlags, Reply, Request, Response, ServerReport, SetAttr,
 };
@@ -20,25 +18,8 @@ use iosets_server::{Server, ServerConfig};
 const TOKEN: &str = "t";
 const STRIPES: &str = "user.iosets.stripe_count";
 
-fn json<T: serde::de::DeserializeOwned>(r: Response) -> T {
-    match r {
-        Response::Ok(Reply::Json(text)) => serde_json::from_str(&text).unwrap(),
-        r => panic!("{r:?}"),
-    }
-}
-
 fn stats(c: &mut Conn) -> ServerReport {
     json(c.control(TOKEN, Control::Stats))
-}
-
-fn metrics(addr: SocketAddr) -> String {
-    let mut http = TcpStream::connect(addr).unwrap();
-    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    http.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    text
 }
 
 /// The value of the series whose line starts with `series` (name and labels).

@@ -7,19 +7,12 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{create, Conn, TempDir};
+use common::{create, json, metrics, Conn, TempDir};
 use iosets_proto::{Control, Creds, JobsReport, Reply, Response, RulesReport, ServerReport};
 use iosets_server::{Server, ServerConfig};
 
 const TOKEN: &str = "quota-test";
 const EINVAL: i32 = 22;
-
-fn json<T: serde::de::DeserializeOwned>(r: Response) -> T {
-    match r {
-        Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
-        r => panic!("{r:?}"),
-    }
-}
 
 fn rules(c: &mut Conn) -> RulesReport {
     json(c.control(TOKEN, Control::Rules))
@@ -33,17 +26,6 @@ fn add(c: &mut Conn, rule: &str, rank: Option<u32>) -> Response {
             rank,
         },
     )
-}
-
-fn metrics(addr: std::net::SocketAddr) -> String {
-    use std::io::{Read, Write};
-    let mut http = std::net::TcpStream::connect(addr).unwrap();
-    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
-    let mut text = String::new();
-    http.read_to_string(&mut text).unwrap();
-    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
-    text
 }
 
 fn config(root: &Path) -> ServerConfig {

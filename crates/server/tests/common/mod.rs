@@ -165,3 +165,24 @@ pub fn read(path: &str, offset: u64, len: u32) -> Request {
         len,
     }
 }
+
+/// The JSON report of a control reply.
+pub fn json<T: serde::de::DeserializeOwned>(r: Response) -> T {
+    match r {
+        Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
+        r => panic!("{r:?}"),
+    }
+}
+
+/// The server's `/metrics` page (Prometheus text), checked to be a 200.
+pub fn metrics(addr: SocketAddr) -> String {
+    let mut http = TcpStream::connect(addr).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
