@@ -99,6 +99,9 @@ pub struct RuleReport {
     pub lent_total: u64,
     /// Admitted by a reservation.
     pub reserved_total: u64,
+    /// Admitted on a thread kept for their job (`keep_ms`).
+    #[serde(default)]
+    pub kept_total: u64,
     /// Completed.
     pub completed_total: u64,
     /// Jobs with requests admitted or held.
@@ -114,6 +117,9 @@ pub struct RulesReport {
     pub job_share_pct: f64,
     /// Whether idle threads are lent.
     pub lend: bool,
+    /// Milliseconds a freed thread is kept for the job that freed it (0: off).
+    #[serde(default)]
+    pub keep_ms: f64,
     /// The rules, in order.
     pub rules: Vec<RuleReport>,
 }

@@ -106,12 +106,17 @@ struct JobQ {
     bytes: Option<Bucket>,
     /// mClock's reservation tag: when the job may next go ahead of the weights.
     r_tag: Nanos,
+    /// Threads the job freed and keeps for its next requests (`keep_ms`), still counted as
+    /// admitted, until `kept_until`.
+    kept: usize,
+    kept_until: Nanos,
 }
 
 impl JobQ {
     fn idle(&self, now: Nanos) -> bool {
         self.held.is_empty()
             && self.admitted == 0
+            && self.kept == 0
             && self.ops.is_none_or(|b| b.full(now))
             && self.bytes.is_none_or(|b| b.full(now))
     }
@@ -148,6 +153,22 @@ impl JobQ {
     }
 }
 
+/// Charges an admitted request to its job's rate buckets and reservation tag.
+fn charge(q: &mut JobQ, req: &Request, now: Nanos, reserve_ops: Option<f64>) {
+    if let Some(b) = q.ops.as_mut() {
+        b.refill(now);
+        b.tokens -= 1.0;
+    }
+    if let Some(b) = q.bytes.as_mut() {
+        b.refill(now);
+        b.tokens -= req.len as f64;
+    }
+    if let Some(res) = reserve_ops {
+        let step = Nanos::from_secs_f64(1.0 / res);
+        q.r_tag = q.r_tag.max(now.saturating_sub(step)) + step;
+    }
+}
+
 /// What the gate counts per rule (its conservation counters and gauges).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
@@ -178,6 +199,8 @@ pub struct RuleStats {
     pub lent_total: u64,
     /// Of those, admitted by their job's reservation.
     pub reserved_total: u64,
+    /// Of those, admitted on a thread kept for their job (`keep_ms`).
+    pub kept_total: u64,
     /// Requests completed (admitted under the rule).
     pub completed_total: u64,
     /// Bytes of the requests admitted.
@@ -266,6 +289,8 @@ impl RuleState {
             ops: ops.map(|r| Bucket::new(r, 1.0, now)),
             bytes: bytes.map(|r| Bucket::new(r, 1.0, now)),
             r_tag: now,
+            kept: 0,
+            kept_until: Nanos::ZERO,
         })
     }
 }
@@ -297,8 +322,12 @@ pub(crate) struct Gate {
     admitted: usize,
     held: usize,
     seq: u64,
-    /// The earliest time a job blocked only by its rate can go, as of the last pump.
+    /// The earliest time a job blocked only by its rate can go, or a kept thread is given
+    /// back, as of the last pump.
     timer: Option<Nanos>,
+    /// Threads kept for the jobs that freed them (counted in `admitted`), and those jobs.
+    kept: usize,
+    keepers: Vec<(usize, JobId)>,
 }
 
 impl Gate {
@@ -323,6 +352,8 @@ impl Gate {
             held: 0,
             seq: 0,
             timer: None,
+            kept: 0,
+            keepers: Vec::new(),
         }
     }
 
@@ -411,7 +442,12 @@ impl Gate {
     /// `idle_threads`: threads with nothing to do (for lending). Sets the rate timer.
     pub(crate) fn pump(&mut self, now: Nanos, idle_threads: usize, admit: &mut dyn FnMut(Request)) {
         self.timer = None;
+        if self.kept > 0 {
+            self.release_kept(now, false);
+            self.take_kept(now, admit);
+        }
         if self.held == 0 {
+            self.timer = self.keep_timer();
             return;
         }
         let mut idle = idle_threads;
@@ -438,6 +474,96 @@ impl Gate {
         }
         if self.held > 0 {
             self.timer = self.rate_timer();
+        }
+        if let Some(k) = self.keep_timer() {
+            self.timer = Some(self.timer.map_or(k, |t| t.min(k)));
+        }
+    }
+
+    /// When the first kept thread is given back.
+    fn keep_timer(&self) -> Option<Nanos> {
+        self.keepers
+            .iter()
+            .filter_map(|&(r, j)| self.rules[r].jobs.get(&j))
+            .filter(|q| q.kept > 0)
+            .map(|q| q.kept_until)
+            .min()
+    }
+
+    /// Gives back the threads kept past their time (all of them with `all`).
+    fn release_kept(&mut self, now: Nanos, all: bool) {
+        let mut i = 0;
+        while i < self.keepers.len() {
+            let (r, j) = self.keepers[i];
+            let rule = &mut self.rules[r];
+            let Some(q) = rule.jobs.get_mut(&j) else {
+                self.keepers.swap_remove(i);
+                continue;
+            };
+            if q.kept > 0 && !all && q.kept_until > now {
+                i += 1;
+                continue;
+            }
+            let n = q.kept;
+            let old = (q.admitted, q.since, j);
+            q.kept = 0;
+            q.admitted -= n;
+            if !q.held.is_empty() {
+                rule.waiting.remove(&old);
+                rule.waiting.insert((q.admitted, q.since, j));
+            } else if q.idle(now) {
+                rule.jobs.remove(&j);
+            }
+            rule.admitted -= n;
+            self.admitted -= n;
+            self.kept -= n;
+            self.keepers.swap_remove(i);
+        }
+    }
+
+    /// Phase 0: a job that kept threads and has requests again takes them first.
+    fn take_kept(&mut self, now: Nanos, admit: &mut dyn FnMut(Request)) {
+        let mut i = 0;
+        while i < self.keepers.len() {
+            let (r, j) = self.keepers[i];
+            loop {
+                let rule = &mut self.rules[r];
+                let Some(q) = rule.jobs.get_mut(&j) else {
+                    break;
+                };
+                if q.kept == 0 || q.held.is_empty() {
+                    break;
+                }
+                let held = q.held.pop_front().expect("checked non-empty");
+                let req = held.req;
+                q.kept -= 1;
+                charge(q, &req, now, rule.spec.reserve_ops);
+                if q.held.is_empty() {
+                    rule.waiting.remove(&(q.admitted, q.since, j));
+                }
+                rule.held -= 1;
+                rule.stats.admitted_total += 1;
+                rule.stats.admitted_bytes_total += req.len;
+                rule.stats.kept_total += 1;
+                self.held -= 1;
+                self.kept -= 1;
+                self.slots.insert(
+                    req.id,
+                    Slot {
+                        rule: r,
+                        job: j,
+                        lent: false,
+                        in_service: false,
+                    },
+                );
+                admit(req);
+            }
+            let done = self.rules[r].jobs.get(&j).is_none_or(|q| q.kept == 0);
+            if done {
+                self.keepers.swap_remove(i);
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -500,18 +626,7 @@ impl Gate {
         let held = q.held.pop_front().expect("picked job holds a request");
         let req = held.req;
         q.admitted += 1;
-        if let Some(b) = q.ops.as_mut() {
-            b.refill(now);
-            b.tokens -= 1.0;
-        }
-        if let Some(b) = q.bytes.as_mut() {
-            b.refill(now);
-            b.tokens -= req.len as f64;
-        }
-        if let Some(res) = r.spec.reserve_ops {
-            let step = Nanos::from_secs_f64(1.0 / res);
-            q.r_tag = q.r_tag.max(now.saturating_sub(step)) + step;
-        }
+        charge(q, &req, now, r.spec.reserve_ops);
         let new_key = (q.admitted, q.since, job);
         let still = !q.held.is_empty();
         r.waiting.remove(&old_key);
@@ -579,13 +694,28 @@ impl Gate {
         let Some(slot) = self.slots.remove(&id) else {
             return false;
         };
-        self.admitted -= 1;
+        let keep = Nanos::from_secs_f64(self.cfg.keep_ms / 1e3);
         let r = &mut self.rules[slot.rule];
-        r.admitted -= 1;
         if slot.in_service {
             r.in_service -= 1;
         }
         r.stats.completed_total += 1;
+        // Kept for the job's next request if it has none waiting while others of its rule do.
+        if keep > Nanos::ZERO && !slot.lent && !r.waiting.is_empty() {
+            if let Some(q) = r.jobs.get_mut(&slot.job) {
+                if q.held.is_empty() {
+                    if q.kept == 0 {
+                        self.keepers.push((slot.rule, slot.job));
+                    }
+                    q.kept += 1;
+                    q.kept_until = now + keep;
+                    self.kept += 1;
+                    return true;
+                }
+            }
+        }
+        self.admitted -= 1;
+        r.admitted -= 1;
         if let Some(q) = r.jobs.get_mut(&slot.job) {
             let old = (q.admitted, q.since, slot.job);
             q.admitted -= 1;
@@ -611,6 +741,8 @@ impl Gate {
     /// unaccounted). Every held request is classified again under the new rules: the ones no
     /// rule governs any more are returned, for the policy.
     pub(crate) fn reconfigure(&mut self, cfg: QuotaConfig, now: Nanos) -> Vec<Request> {
+        // Kept threads go back first: the rules they were kept under may change.
+        self.release_kept(now, true);
         let mut old: Vec<RuleState> = std::mem::take(&mut self.rules);
         let mut held: Vec<Held> = Vec::new();
         for r in &mut old {
@@ -722,15 +854,16 @@ impl Gate {
         if queued != self.held {
             return Err(("quota gate queues", self.held as u64, queued as u64));
         }
-        if self.slots.len() != self.admitted {
+        if self.slots.len() + self.kept != self.admitted {
             return Err((
-                "requests admitted by the quota gate",
+                "requests admitted by the quota gate (and threads kept)",
                 self.admitted as u64,
-                self.slots.len() as u64,
+                (self.slots.len() + self.kept) as u64,
             ));
         }
         for (i, r) in self.rules.iter().enumerate() {
-            let n = self.slots.values().filter(|s| s.rule == i).count();
+            let kept: usize = r.jobs.values().map(|q| q.kept).sum();
+            let n = self.slots.values().filter(|s| s.rule == i).count() + kept;
             if n != r.admitted {
                 return Err(("a rule's admitted requests", r.admitted as u64, n as u64));
             }

@@ -19,10 +19,12 @@
 //! - **`weight`**: among rules competing for free threads, a rule's jobs get threads in
 //!   proportion to its weight (default 1; mClock's proportional phase).
 //!
-//! The settings: `job_share_pct` (default 90) and `lend` (default false): with `lend`, threads
+//! The settings: `job_share_pct` (default 90), `lend` (default false): with `lend`, threads
 //! a rule leaves idle are lent to the requests waiting over their rule's quota (and over soft
 //! rates), so no thread idles while a request waits; a lent thread comes back when its request
-//! completes (nothing is preempted).
+//! completes (nothing is preempted); and `keep_ms` (default 0, off): a thread freed by a job
+//! with nothing else waiting is kept that long for the job's next request while other jobs of
+//! its rule wait, so that a closed-loop client keeps its share of the threads.
 //!
 //! # Text forms
 //! A match is `*` (everything) or `key=value` terms joined by spaces or `&`, all of which must
@@ -521,6 +523,12 @@ pub struct QuotaConfig {
     pub job_share_pct: f64,
     /// Lend idle threads (and capacity beyond soft rates) to requests waiting over quota.
     pub lend: bool,
+    /// Milliseconds a thread freed by a job with nothing waiting is kept for that job's next
+    /// request while other jobs of its rule wait (0: off, the default). A closed-loop client
+    /// (mdtest, a synchronous application) sends its next request only after its answer; without
+    /// a keep the thread goes to a waiting job of the rule meanwhile and the client waits for
+    /// the next one to free (the anticipatory scheduler's idea, for threads).
+    pub keep_ms: f64,
 }
 
 impl Default for QuotaConfig {
@@ -529,6 +537,7 @@ impl Default for QuotaConfig {
             rules: Vec::new(),
             job_share_pct: 90.0,
             lend: false,
+            keep_ms: 0.0,
         }
     }
 }
@@ -557,6 +566,15 @@ impl QuotaConfig {
                 format!(
                     "job_share_pct must be a percentage in (0, 100], not {}",
                     self.job_share_pct
+                ),
+            ));
+        }
+        if !(self.keep_ms.is_finite() && (0.0..=1000.0).contains(&self.keep_ms)) {
+            return Err(bad(
+                "*",
+                format!(
+                    "keep_ms must be a number of milliseconds in [0, 1000], not {}",
+                    self.keep_ms
                 ),
             ));
         }
@@ -621,6 +639,9 @@ impl QuotaConfig {
             cfg.job_share_pct = p;
         }
         cfg.lend = value.lend.unwrap_or(false);
+        if let Some(k) = value.keep_ms {
+            cfg.keep_ms = k;
+        }
         for (i, r) in value.rule.iter().enumerate() {
             cfg.rules.push(r.to_spec(i)?);
         }
@@ -639,6 +660,8 @@ pub struct TomlQuota {
     pub job_share_pct: Option<f64>,
     /// `lend`.
     pub lend: Option<bool>,
+    /// `keep_ms`.
+    pub keep_ms: Option<f64>,
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
@@ -822,6 +845,14 @@ mod tests {
             ..QuotaConfig::default()
         });
         assert_eq!(r, "*");
+        for keep in [-1.0, f64::NAN, 1000.5] {
+            let (r, why) = err(QuotaConfig {
+                keep_ms: keep,
+                ..QuotaConfig::default()
+            });
+            assert_eq!(r, "*");
+            assert!(why.contains("keep_ms"), "{why}");
+        }
         cfg(vec![rule("a", "job=1", 71.0), rule("b", "job=2", 29.0)])
             .validate()
             .unwrap();

@@ -160,9 +160,8 @@ impl<T> State<T> {
         let Some(gate) = self.gate.as_mut() else {
             return;
         };
-        if gate.held() == 0 {
-            return;
-        }
+        // Always asked, even with nothing held: it gives back kept threads and clears its
+        // timer (a stale timer would wake a worker over and over).
         let idle = gate.threads().saturating_sub(busy);
         let policy = &mut self.active.policy;
         gate.pump(now, idle, &mut |req| policy.enqueue(req, now));

@@ -631,3 +631,79 @@ fn service_from_other_servers_counts_against_a_job_wide_rate() {
     assert_eq!(sim.sched.stats().held, 0);
     sim.sched.check_balance().unwrap();
 }
+
+#[test]
+fn a_kept_thread_waits_for_its_closed_loop_job_and_goes_back_when_unused() {
+    // Seed 003's setting again, with threads kept 0.5 ms for the job that freed them: each
+    // light process finds its thread again when it sends its next request.
+    let sim = Sim::new(common::policy("timeorder"), 24, MS);
+    let mut r = rule("compute", "job={1 2}");
+    r.threads_pct = Some(71.0);
+    let mut q = quota(vec![r], false);
+    q.keep_ms = 0.5;
+    sim.sched.set_quota(Some(q)).unwrap();
+    let seen = sim.run(&[meta(1, 64), meta(2, 8)], Nanos(2_000 * MS.0), MS);
+    let (from, to) = (Nanos(500 * MS.0), Nanos(2_000 * MS.0));
+    let (light, heavy) = (seen.count(2, from, to), seen.count(1, from, to));
+    println!("kept 0.5 ms: light {light}, heavy {heavy} over 1.5 s");
+    // 8 threads of 1 ms for 1.5 s, as if alone; the heavy job has the rule's other 9.
+    assert_eq!(light, 12_000);
+    assert_eq!(heavy, 9 * 1_500);
+    assert_eq!(seen.peak["compute"], 17);
+    let kept = sim.sched.rules()[0].kept_total;
+    assert!(kept > 10_000, "{kept}");
+
+    // A job that does not come back gives its kept thread up after keep_ms: job 1 sends one
+    // request and stops; job 2 (many processes) then holds every thread of the rule.
+    let sim = Sim::new(common::policy("timeorder"), 2, MS);
+    let mut r = rule("all", "*");
+    r.threads_pct = Some(100.0);
+    let mut q = quota(vec![r], false);
+    q.keep_ms = 3.0;
+    q.job_share_pct = 100.0;
+    sim.sched.set_quota(Some(q)).unwrap();
+    let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
+    let req = |job: u64| {
+        Request::builder(JobId(job), Op::Other)
+            .file(FileId(job))
+            .range(0, 4096)
+            .build()
+    };
+    sim.sched
+        .submit_from(req(1), &Origin::default(), 1)
+        .unwrap();
+    for _ in 0..4 {
+        sim.sched
+            .submit_from(req(2), &Origin::default(), 2)
+            .unwrap();
+    }
+    let take = || match sim.sched.try_next() {
+        Next::Work(w) => Some(w),
+        _ => None,
+    };
+    let one = take().unwrap();
+    let two = take().unwrap();
+    assert_eq!((one.payloads()[0], two.payloads()[0]), (1, 2));
+    assert!(take().is_none(), "both threads are taken");
+    at(1);
+    one.complete(Outcome::Done { bytes: 0 });
+    // Kept for job 1 until 4 ms: job 2's next request waits.
+    assert!(take().is_none(), "the thread is kept for job 1");
+    at(3);
+    assert!(take().is_none());
+    at(5);
+    let three = take().expect("given back after keep_ms");
+    assert_eq!(three.payloads()[0], 2);
+    for w in [two, three] {
+        w.complete(Outcome::Done { bytes: 0 });
+    }
+    while let Some(w) = take() {
+        w.complete(Outcome::Done { bytes: 0 });
+    }
+    at(20);
+    while let Some(w) = take() {
+        w.complete(Outcome::Done { bytes: 0 });
+    }
+    sim.sched.check_balance().unwrap();
+    assert_eq!(sim.sched.stats().held, 0);
+}

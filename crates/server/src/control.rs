@@ -113,6 +113,7 @@ pub(crate) fn rules(shared: &Shared) -> RulesReport {
         threads: shared.config.workers as u64,
         job_share_pct: cfg.job_share_pct,
         lend: cfg.lend,
+        keep_ms: cfg.keep_ms,
         rules: shared
             .sched
             .rules()
@@ -133,6 +134,7 @@ pub(crate) fn rules(shared: &Shared) -> RulesReport {
                 admitted_total: r.admitted_total,
                 lent_total: r.lent_total,
                 reserved_total: r.reserved_total,
+                kept_total: r.kept_total,
                 completed_total: r.completed_total,
                 jobs: r.jobs.iter().map(|j| j.job.0).collect(),
             })

@@ -514,7 +514,7 @@ pub(crate) fn render(shared: &Shared) -> String {
 /// cap, requests in service, held and admitted, and its conservation counters.
 fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
     type Gauge = fn(&iosets_runtime::RuleStats) -> Option<u64>;
-    let series: [(&str, &str, &str, Gauge); 9] = [
+    let series: [(&str, &str, &str, Gauge); 10] = [
         (
             "iosets_rule_threads",
             "gauge",
@@ -562,6 +562,12 @@ fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
             "counter",
             "Requests admitted by a reservation.",
             |r| Some(r.reserved_total),
+        ),
+        (
+            "iosets_rule_kept_total",
+            "counter",
+            "Requests admitted on a thread kept for their job (keep_ms).",
+            |r| Some(r.kept_total),
         ),
         (
             "iosets_rule_admitted_bytes_total",

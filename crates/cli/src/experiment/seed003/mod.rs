@@ -89,6 +89,10 @@ pub(crate) struct Seed003Args {
     /// Seconds the heavy job runs before the light job starts.
     #[arg(long, value_name = "SECONDS")]
     warmup_s: Option<f64>,
+    /// In the `on` setting, keep a thread a job frees this many milliseconds for the job's next
+    /// request (the quota's `keep_ms`; default 0, off, as seed 003).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    keep_ms: Option<f64>,
     /// Output directory (default: ./seed003-YYYYMMDD-HHMMSS, the UTC time of the start).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -96,7 +100,8 @@ pub(crate) struct Seed003Args {
     /// parameters it recorded in `DIR/params.json`), and write the outputs into DIR anew.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "out", "repeat", "scale", "files", "meta_latency_ms", "stagein_dirs", "stagein_limit_s",
-        "light_limit_s", "heavy_procs", "light_procs", "light_iterations", "warmup_s", "kill",
+        "light_limit_s", "heavy_procs", "light_procs", "light_iterations", "warmup_s", "keep_ms",
+        "kill",
     ])]
     analyze: Option<PathBuf>,
     /// Test only: SIGKILL the server, the heavy or the light job SECONDS after the light job's
@@ -135,6 +140,9 @@ fn params_of(a: &Seed003Args) -> Result<Params> {
     }
     if let Some(v) = a.warmup_s {
         p.warmup_s = v;
+    }
+    if let Some(v) = a.keep_ms {
+        p.keep_ms = v;
     }
     if p != before {
         p.scale = format!("{} (changed by flags)", before.scale);

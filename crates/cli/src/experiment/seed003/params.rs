@@ -87,6 +87,9 @@ pub(crate) struct Params {
     pub(crate) threads_pct: f64,
     /// A job's ceiling inside the rule when the rule's other jobs are idle, percent.
     pub(crate) job_share_pct: f64,
+    /// Milliseconds a thread a job frees is kept for its next request (the quota's `keep_ms`;
+    /// 0, seed 003's setting: off).
+    pub(crate) keep_ms: f64,
     /// How long the heavy job runs before the light job starts, s.
     pub(crate) warmup_s: f64,
 }
@@ -110,6 +113,7 @@ impl Params {
             light_limit_s: 1800.0,
             threads_pct: 71.0,
             job_share_pct: 90.0,
+            keep_ms: 0.0,
             warmup_s: 2.0,
         };
         match scale {
@@ -130,6 +134,12 @@ impl Params {
 
     /// Checks every value.
     pub(crate) fn check(&self) -> Result<()> {
+        if !(self.keep_ms.is_finite() && (0.0..=1000.0).contains(&self.keep_ms)) {
+            bail!(
+                "--keep-ms {}: expected milliseconds in [0, 1000]",
+                self.keep_ms
+            );
+        }
         if !(1..=1024).contains(&self.workers) {
             bail!("--workers {}: expected 1 to 1024", self.workers);
         }
@@ -212,6 +222,9 @@ impl Params {
         );
         let _ = writeln!(s, "job_share_pct = {}", self.job_share_pct);
         let _ = writeln!(s, "lend = false");
+        if self.keep_ms > 0.0 {
+            let _ = writeln!(s, "keep_ms = {}", self.keep_ms);
+        }
         let _ = writeln!(s, "[[rule]]");
         let _ = writeln!(s, "name = \"{RULE}\"");
         let _ = writeln!(s, "match = \"job={{{HEAVY_JOB} {LIGHT_JOB}}}\"");
@@ -246,11 +259,16 @@ impl Params {
             format!(
                 "on: rule {RULE:?} matches job={{{HEAVY_JOB} {LIGHT_JOB}}} with {}% of the threads \
                  ({} of {}), fair share inside, a job up to {}% of them when the other is idle, \
-                 no lending",
+                 no lending{}",
                 self.threads_pct,
                 self.rule_threads(),
                 self.workers,
-                self.job_share_pct
+                self.job_share_pct,
+                if self.keep_ms > 0.0 {
+                    format!(", a freed thread kept {} ms for its job", self.keep_ms)
+                } else {
+                    String::new()
+                }
             ),
         ]
     }
@@ -272,6 +290,7 @@ impl Params {
             "light_limit_s": self.light_limit_s,
             "threads_pct": self.threads_pct,
             "job_share_pct": self.job_share_pct,
+            "keep_ms": self.keep_ms,
             "warmup_s": self.warmup_s,
         })
     }
@@ -318,6 +337,8 @@ impl Params {
             light_limit_s: f("light_limit_s")?,
             threads_pct: f("threads_pct")?,
             job_share_pct: f("job_share_pct")?,
+            // Absent from the runs made before the setting existed: off.
+            keep_ms: v.get("keep_ms").and_then(Value::as_f64).unwrap_or(0.0),
             warmup_s: f("warmup_s")?,
         };
         params
