@@ -534,6 +534,11 @@ impl Gate {
                 if q.kept == 0 || q.held.is_empty() {
                     break;
                 }
+                // A kept thread does not lift the job's rates: a request over its rate waits
+                // for its token (or for the keep to end) like any other.
+                if !q.rates_ok(now, false, true) {
+                    break;
+                }
                 let held = q.held.pop_front().expect("checked non-empty");
                 let req = held.req;
                 q.kept -= 1;

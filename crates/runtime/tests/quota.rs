@@ -707,3 +707,56 @@ fn a_kept_thread_waits_for_its_closed_loop_job_and_goes_back_when_unused() {
     sim.sched.check_balance().unwrap();
     assert_eq!(sim.sched.stats().held, 0);
 }
+
+#[test]
+fn a_kept_thread_does_not_lift_a_rate() {
+    // One thread for the rule; job 1 limited to 10 ops/s (a bucket of one token); threads kept
+    // 50 ms. Job 1's second request finds its kept thread but no token: it waits, and job 2
+    // gets the thread once the keep ends.
+    let sim = Sim::new(common::policy("timeorder"), 2, MS);
+    let mut r = rule("one", "job={1 2}");
+    r.threads_pct = Some(50.0);
+    r.rate_ops = Some(10.0);
+    r.strict = true;
+    let mut q = quota(vec![r], false);
+    q.keep_ms = 50.0;
+    sim.sched.set_quota(Some(q)).unwrap();
+    let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
+    let req = |job: u64| {
+        Request::builder(JobId(job), Op::Other)
+            .file(FileId(job))
+            .range(0, 4096)
+            .build()
+    };
+    let take = || match sim.sched.try_next() {
+        Next::Work(w) => Some(w),
+        _ => None,
+    };
+    sim.sched
+        .submit_from(req(1), &Origin::default(), 1)
+        .unwrap();
+    sim.sched
+        .submit_from(req(2), &Origin::default(), 2)
+        .unwrap();
+    let first = take().unwrap();
+    assert_eq!(first.payloads()[0], 1);
+    assert!(take().is_none(), "the rule's one thread is job 1's");
+    at(1);
+    first.complete(Outcome::Done { bytes: 0 });
+    sim.sched
+        .submit_from(req(1), &Origin::default(), 1)
+        .unwrap();
+    assert!(
+        take().is_none(),
+        "job 1 has its kept thread but no token; job 2 waits for the keep"
+    );
+    at(52);
+    let second = take().expect("the keep ended: the thread goes to the job with fewest threads");
+    assert_eq!(second.payloads()[0], 2);
+    second.complete(Outcome::Done { bytes: 0 });
+    at(200);
+    let third = take().expect("job 1's token is back");
+    assert_eq!(third.payloads()[0], 1);
+    third.complete(Outcome::Done { bytes: 0 });
+    sim.sched.check_balance().unwrap();
+}
