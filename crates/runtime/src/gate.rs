@@ -121,6 +121,18 @@ impl JobQ {
             && self.bytes.is_none_or(|b| b.full(now))
     }
 
+    /// Takes `ops` and `bytes` from the job's buckets (they may go into debt).
+    fn take_tokens(&mut self, ops: f64, bytes: f64, now: Nanos) {
+        if let Some(b) = self.ops.as_mut() {
+            b.refill(now);
+            b.tokens -= ops;
+        }
+        if let Some(b) = self.bytes.as_mut() {
+            b.refill(now);
+            b.tokens -= bytes;
+        }
+    }
+
     /// Whether the job's rates let its next request go (`soft_ok`: soft rates may be exceeded).
     fn rates_ok(&mut self, now: Nanos, soft_ok: bool, strict: bool) -> bool {
         if soft_ok && !strict {
@@ -155,14 +167,7 @@ impl JobQ {
 
 /// Charges an admitted request to its job's rate buckets and reservation tag.
 fn charge(q: &mut JobQ, req: &Request, now: Nanos, reserve_ops: Option<f64>) {
-    if let Some(b) = q.ops.as_mut() {
-        b.refill(now);
-        b.tokens -= 1.0;
-    }
-    if let Some(b) = q.bytes.as_mut() {
-        b.refill(now);
-        b.tokens -= req.len as f64;
-    }
+    q.take_tokens(1.0, req.len as f64, now);
     if let Some(res) = reserve_ops {
         let step = Nanos::from_secs_f64(1.0 / res);
         q.r_tag = q.r_tag.max(now.saturating_sub(step)) + step;
@@ -228,6 +233,8 @@ struct RuleState {
     weight: f64,
     admitted: usize,
     in_service: usize,
+    /// Of those in service, the ones on lent threads (not counted in the peak).
+    lent_in_service: usize,
     held: usize,
     jobs: IdMap<JobId, JobQ>,
     /// Jobs with held requests, fewest admitted first.
@@ -250,6 +257,7 @@ impl RuleState {
             weight,
             admitted: 0,
             in_service: 0,
+            lent_in_service: 0,
             held: 0,
             jobs: IdMap::default(),
             waiting: BTreeSet::new(),
@@ -337,11 +345,7 @@ impl Gate {
         let rules = cfg
             .rules
             .iter()
-            .map(|s| {
-                let mut r = RuleState::new(s.clone(), threads, cfg.job_share_pct);
-                r.stats.name = s.name.clone();
-                r
-            })
+            .map(|s| RuleState::new(s.clone(), threads, cfg.job_share_pct))
             .collect();
         Gate {
             cfg,
@@ -410,14 +414,11 @@ impl Gate {
         // Service the job had from other servers counts against its rates and reservation here
         // (dmClock's delta): job-wide limits with no central controller.
         if origin.elsewhere_ops > 0 || origin.elsewhere_bytes > 0 {
-            if let Some(b) = q.ops.as_mut() {
-                b.refill(now);
-                b.tokens -= origin.elsewhere_ops as f64;
-            }
-            if let Some(b) = q.bytes.as_mut() {
-                b.refill(now);
-                b.tokens -= origin.elsewhere_bytes as f64;
-            }
+            q.take_tokens(
+                origin.elsewhere_ops as f64,
+                origin.elsewhere_bytes as f64,
+                now,
+            );
             if let Some(res) = reserve {
                 let step = Nanos::from_secs_f64(origin.elsewhere_ops as f64 / res);
                 q.r_tag = q.r_tag + step;
@@ -580,8 +581,7 @@ impl Gate {
                 continue;
             }
             let (job_cap, strict) = (r.job_cap, r.spec.strict);
-            let waiting: Vec<JobId> = r.waiting.iter().map(|&(_, _, j)| j).collect();
-            for j in waiting {
+            for &(_, _, j) in &r.waiting {
                 let q = r.jobs.get_mut(&j).expect("a waiting job has a queue");
                 if q.r_tag > now || q.admitted >= job_cap || !q.rates_ok(now, false, strict) {
                     continue;
@@ -667,7 +667,7 @@ impl Gate {
     fn rate_timer(&self) -> Option<Nanos> {
         let mut t: Option<Nanos> = None;
         for r in &self.rules {
-            if r.held == 0 {
+            if r.held == 0 || (r.spec.rate_ops.is_none() && r.spec.rate_bytes.is_none()) {
                 continue;
             }
             for &(_, _, j) in &r.waiting {
@@ -687,9 +687,11 @@ impl Gate {
         slot.in_service = true;
         let r = &mut self.rules[slot.rule];
         r.in_service += 1;
-        if !slot.lent {
-            let non_lent = r.in_service as u64;
-            r.stats.peak_in_service = r.stats.peak_in_service.max(non_lent);
+        if slot.lent {
+            r.lent_in_service += 1;
+        } else {
+            let own = (r.in_service - r.lent_in_service) as u64;
+            r.stats.peak_in_service = r.stats.peak_in_service.max(own);
         }
     }
 
@@ -703,6 +705,9 @@ impl Gate {
         let r = &mut self.rules[slot.rule];
         if slot.in_service {
             r.in_service -= 1;
+            if slot.lent {
+                r.lent_in_service -= 1;
+            }
         }
         r.stats.completed_total += 1;
         // Kept for the job's next request if it has none waiting while others of its rule do.
@@ -771,11 +776,7 @@ impl Gate {
                     r.respec(spec.clone(), self.threads, cfg.job_share_pct, now);
                     r
                 }
-                None => {
-                    let mut r = RuleState::new(spec.clone(), self.threads, cfg.job_share_pct);
-                    r.stats.name = spec.name.clone();
-                    r
-                }
+                None => RuleState::new(spec.clone(), self.threads, cfg.job_share_pct),
             };
             self.rules.push(state);
         }

@@ -156,6 +156,10 @@ impl<T> State<T> {
 
     /// Lets the quota gate admit into the policy what its rules allow at `now`.
     fn pump(&mut self, now: Nanos) {
+        // Nothing to compute on the common path, a scheduler without quotas.
+        if self.gate.is_none() {
+            return;
+        }
         let busy = self.queued() + self.in_flight();
         let Some(gate) = self.gate.as_mut() else {
             return;
@@ -951,9 +955,8 @@ impl<T: Send + 'static> Scheduler<T> {
     /// requests already admitted complete normally. See [`crate::quota`].
     ///
     /// # Errors
-    /// [`RuntimeError::Quota`] naming the rule at fault if the set is invalid, or if a rule
-    /// gives a thread quota and [`Scheduler::set_service_threads`] was never called; nothing
-    /// is changed then.
+    /// [`RuntimeError::Quota`] naming the rule at fault if the set is invalid, or if it has
+    /// rules and [`Scheduler::set_service_threads`] was never called; nothing is changed then.
     pub fn set_quota(&self, quota: Option<QuotaConfig>) -> Result<(), RuntimeError> {
         self.update_quota(|_| Ok(quota))
     }
@@ -972,16 +975,16 @@ impl<T: Send + 'static> Scheduler<T> {
         }
         let now = st.tick(raw);
         let threads = st.service_threads;
-        if let Some(cfg) = &quota {
-            if threads == 0 {
-                if let Some(r) = cfg.rules.iter().find(|r| r.threads_pct.is_some()) {
-                    return Err(RuntimeError::Quota {
-                        rule: r.name.clone(),
-                        reason: "a thread quota needs the number of service threads \
-                                 (set_service_threads)"
-                            .into(),
-                    });
-                }
+        // Every rule needs it, not only thread quotas: the gate admits at most one request per
+        // service thread, so that its order (reservations, weights) is the one that counts.
+        if let (Some(cfg), 0) = (&quota, threads) {
+            if let Some(r) = cfg.rules.first() {
+                return Err(RuntimeError::Quota {
+                    rule: r.name.clone(),
+                    reason: "quota rules need the number of service threads \
+                             (set_service_threads)"
+                        .into(),
+                });
             }
         }
         let threads = threads.max(1);
@@ -1008,7 +1011,7 @@ impl<T: Send + 'static> Scheduler<T> {
         Ok(())
     }
 
-    /// The quota rules in force and the service-thread count they apply to, if any.
+    /// The quota rules in force, if any.
     pub fn quota(&self) -> Option<QuotaConfig> {
         self.inner
             .state

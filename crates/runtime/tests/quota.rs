@@ -292,6 +292,8 @@ fn a_lone_job_stops_at_its_ceiling_unless_threads_are_lent() {
     let (peak, rules) = ceiling(50.0, true);
     assert_eq!(peak, 20);
     assert!(rules[0].lent_total > 0);
+    // The rule's own peak leaves the lent threads out: its 9 (the ceiling), not 20.
+    assert_eq!(rules[0].peak_in_service, 9);
 }
 
 #[test]
@@ -513,6 +515,13 @@ fn refused_rule_sets_change_nothing() {
     t.threads_pct = Some(10.0);
     assert!(matches!(
         bare.add_rule(t, None),
+        Err(RuntimeError::Quota { .. })
+    ));
+    // So is any rule: the gate admits one request per service thread at most.
+    let mut r = rule("r", "*");
+    r.rate_ops = Some(10.0);
+    assert!(matches!(
+        bare.add_rule(r, None),
         Err(RuntimeError::Quota { .. })
     ));
     assert!(bare.quota().is_none());
