@@ -18,9 +18,10 @@
 # after create, none after remove (else exit 1); the work directory is
 # removed at the end. fio comes from `bash scripts/fs-tools.sh`.
 #
-# Output: one line per phase, `create: N ops in S s = R ops/s` (R as mdtest
-# computes it: the operations of all processes over the longest process's
-# run time, fio's group_reporting), then where the reports are.
+# Output: one line per phase, `create: N ops in S s = R ops/s` (R: the
+# operations of all processes over the longest process's run time, fio's
+# group_reporting; not quite mdtest's earliest start to latest end, as fio's
+# processes start without a barrier), then where the reports are.
 set -euo pipefail
 
 usage="usage: bash scripts/seed003-fio.sh MOUNTPOINT [PROCS [FILES]]"

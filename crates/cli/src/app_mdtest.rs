@@ -476,6 +476,8 @@ struct Barrier {
     n: usize,
     state: Mutex<BarrierState>,
     cv: Condvar,
+    /// `BarrierState::broken`, readable without the lock: every file operation checks it.
+    broken: std::sync::atomic::AtomicBool,
 }
 
 /// The state of a [`Barrier`].
@@ -502,6 +504,7 @@ impl Barrier {
             n,
             state: Mutex::new(BarrierState::default()),
             cv: Condvar::new(),
+            broken: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -538,12 +541,14 @@ impl Barrier {
     /// Breaks it: every waiting and later thread gets [`Broken`].
     fn break_all(&self) {
         self.lock().broken = true;
+        self.broken
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.cv.notify_all();
     }
 
     /// Whether a thread failed (the others stop at their next operation).
     fn is_broken(&self) -> bool {
-        self.lock().broken
+        self.broken.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -865,7 +870,10 @@ mod tests {
         let b = Barrier::new(2);
         std::thread::scope(|s| {
             let h = s.spawn(|| b.wait(|| true));
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            // Broken only once the other thread waits: the wake-up is what is tested.
+            while b.lock().arrived == 0 {
+                std::thread::yield_now();
+            }
             b.break_all();
             assert!(h.join().unwrap().is_err());
         });

@@ -46,8 +46,19 @@ fn job_colour(job: u64) -> RGBColor {
     PALETTE[(job as usize).wrapping_sub(2) % PALETTE.len()]
 }
 
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
+/// A drawing error as an `anyhow` error.
+pub(super) fn err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("{e}")
+}
+
+/// The label of category axis position `x`: the name at a whole index, nothing between.
+pub(super) fn category_label(names: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        names.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
 }
 
 /// Quartiles of sorted `xs` (linear interpolation).
@@ -110,14 +121,7 @@ pub(crate) fn save_box(path: &Path, series: &[BoxSeries], title: &str) -> Result
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n.max(1))
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    names.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category_label(&names, *x))
             .label_style(("sans-serif", 13))
             .light_line_style(RGBColor(235, 235, 235))
             .draw()

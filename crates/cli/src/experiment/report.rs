@@ -11,12 +11,14 @@ use super::plan::{Config, Plan};
 use super::plots::{save_box, save_timeline, BoxSeries, METRIC_LABELS};
 use super::Outcome;
 
-fn num(v: Option<f64>) -> String {
+/// A CSV number (empty when missing or not finite).
+pub(super) fn num(v: Option<f64>) -> String {
     v.filter(|x| x.is_finite())
         .map_or_else(String::new, |x| format!("{x:.6}"))
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
+/// Writes a file, the error naming it.
+pub(super) fn write(path: &Path, text: &str) -> Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 

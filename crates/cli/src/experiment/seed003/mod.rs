@@ -36,8 +36,6 @@ mod report;
 mod run;
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
-use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -45,11 +43,6 @@ use clap::Args;
 use analysis::RunResult;
 use params::{Params, Setting};
 use run::RunSpec;
-
-/// Set by the first Ctrl-C or SIGTERM.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// Whether the signal handler is installed (once per process).
-static SIGNALS: OnceLock<Result<(), String>> = OnceLock::new();
 
 /// `iosets experiment seed003` flags.
 #[derive(Debug, Args)]
@@ -186,9 +179,10 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("seed003-{}", super::timestamp())));
-    SIGNALS
+    // The experiment module's Ctrl-C flag and handler: one per process, whichever experiment.
+    super::SIGNALS
         .get_or_init(|| {
-            super::cluster::install_interrupt(&INTERRUPTED).map_err(|e| format!("{e:#}"))
+            super::cluster::install_interrupt(&super::INTERRUPTED).map_err(|e| format!("{e:#}"))
         })
         .clone()
         .map_err(anyhow::Error::msg)?;
@@ -218,7 +212,7 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
                 rep,
                 dir: dir.clone(),
                 label: label.clone(),
-                interrupted: &INTERRUPTED,
+                interrupted: &super::INTERRUPTED,
                 kill: a.kill,
             };
             let m = run::run_one(&spec)

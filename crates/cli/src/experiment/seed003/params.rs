@@ -59,7 +59,8 @@ impl Setting {
 /// The workload and the server of every run.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Params {
-    /// `quick`, `full`, or `custom` when a flag changed a value of the scale.
+    /// `quick` or `full`, `<scale> (changed by flags)` when a flag changed a value of the
+    /// scale, `custom` in a `params.json` without it.
     pub(crate) scale: String,
     /// Server worker threads (seed 003's MDS: 24 service threads).
     pub(crate) workers: usize,

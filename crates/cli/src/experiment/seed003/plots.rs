@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use plotters::prelude::*;
 
 use super::analysis::Series;
@@ -20,10 +20,7 @@ pub(crate) struct Group {
     pub(crate) series: Vec<Series>,
 }
 
-/// A drawing error as an `anyhow` error.
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("{e}")
-}
+use crate::experiment::plots::{category_label, err};
 
 /// A setting's colour: reference grey, off red, on blue.
 fn colour(s: Setting) -> RGBColor {
@@ -86,14 +83,7 @@ pub(crate) fn save_bars(path: &Path, groups: &[Group], title: &str, y_desc: &str
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(n.max(1))
-        .x_label_formatter(&|x| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                names.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
+        .x_label_formatter(&|x| category_label(&names, *x))
         .y_desc(y_desc)
         .y_label_formatter(&|y| label(*y))
         .label_style(("sans-serif", 13))

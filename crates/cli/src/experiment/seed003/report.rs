@@ -11,6 +11,7 @@ use super::analysis::{Metric, Ratio, RunResult, Series};
 use super::params::{Params, Setting};
 use super::plots;
 use crate::app_cmd::mdtest::Phase;
+use crate::experiment::report::write;
 
 /// Seed 003's goals, as the brief states them.
 /// The light job's rates on over off, at least.
@@ -22,18 +23,9 @@ const STAGEIN_ON_WITHIN: f64 = 1.5;
 /// The stage-in off over reference, at least.
 const STAGEIN_OFF_SLOWER: f64 = 5.0;
 
-/// A CSV number (empty when not finite).
+/// A CSV number (empty when not finite): the seed 004 report's, for one value.
 fn num(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:.6}")
-    } else {
-        String::new()
-    }
-}
-
-/// Writes a file, the error naming it.
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+    crate::experiment::report::num(Some(x))
 }
 
 /// `runs.csv`.

@@ -17,9 +17,9 @@
 //!    has been served; then the light job's mdtest runs to its end, then its stage-in (stopped
 //!    and reported as not completed past `stagein_limit_s`); the heavy job is killed after.
 //!    The server's CPU time is read at the start and the end of each of the two.
-//! 4. Every quarter of a second while the light job's mdtest runs, the server's job
-//!    statistics, rules and `/metrics` are read; the snapshot that shows the most of both jobs
-//!    is kept (a rule lists a job only while it has requests waiting or in service).
+//! 4. About every quarter of a second (250 ms, checked on 100 ms polls) while the light job's
+//!    mdtest runs, the server's job statistics, rules and `/metrics` are read; the snapshot that
+//!    shows the most of both jobs is kept (a rule lists a job only while it has requests waiting or in service).
 //!
 //! Everything a run starts is stopped on every path (errors and Ctrl-C included), in reverse
 //! order: applications killed and reaped, mounts unmounted (a mount left behind is detached),
@@ -836,15 +836,10 @@ fn warm_up(spec: &RunSpec<'_>, live: &mut Live) -> Result<()> {
     loop {
         check_running(spec, live, None)?;
         let elapsed = t0.elapsed();
-        if elapsed.as_secs_f64() >= p.warmup_s {
-            let client = live.control.as_ref().expect("connected");
-            let ops = match client.control(0, TOKEN, Control::Jobs)? {
-                Reply::Json(t) => job_ops(&t, HEAVY_JOB)?,
-                other => bail!("unexpected control reply {other:?}"),
-            };
-            if ops >= u64::from(p.heavy_procs) {
-                return Ok(());
-            }
+        if elapsed.as_secs_f64() >= p.warmup_s
+            && ops_now(live, HEAVY_JOB)? >= u64::from(p.heavy_procs)
+        {
+            return Ok(());
         }
         if elapsed > HEAVY_START {
             bail!(
