@@ -95,6 +95,10 @@ impl Writer {
         self.u16(end as u16);
         self.buf.extend_from_slice(&s.as_bytes()[..end]);
     }
+    /// Fixed-length bytes (nonces, proofs): no length, the field's size is the format's.
+    fn raw(&mut self, b: &[u8]) {
+        self.buf.extend_from_slice(b);
+    }
     /// A long text (JSON reports): `u32` length.
     fn text(&mut self, s: &str) {
         self.u32(s.len() as u32);
@@ -227,6 +231,10 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
         }
         Request::LocalTransport | Request::PhaseEnd => {}
         Request::AttachRegion { len } => w.u64(*len),
+        Request::Auth { nonce, proof } => {
+            w.raw(nonce);
+            w.raw(proof);
+        }
         Request::Mkdir { path, mode } => {
             w.str(path);
             w.u32(*mode);
@@ -272,6 +280,8 @@ const REPLY_STATFS: u8 = 7;
 const REPLY_PLACED: u8 = 8;
 const REPLY_LOCAL: u8 = 9;
 const REPLY_ATTACHED: u8 = 10;
+const REPLY_CHALLENGE: u8 = 11;
+const REPLY_AUTHENTICATED: u8 = 12;
 
 fn encode_attr(w: &mut Writer, a: &Attr) {
     w.u8(a.kind as u8);
@@ -394,6 +404,14 @@ fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
                 Reply::Attached { id } => {
                     w.u8(REPLY_ATTACHED);
                     w.str(id);
+                }
+                Reply::Challenge { nonce } => {
+                    w.u8(REPLY_CHALLENGE);
+                    w.raw(nonce);
+                }
+                Reply::Authenticated { proof } => {
+                    w.u8(REPLY_AUTHENTICATED);
+                    w.raw(proof);
                 }
             }
         }
@@ -667,6 +685,10 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         OpCode::AttachRegion => Request::AttachRegion {
             len: r.u64("region length")?,
         },
+        OpCode::Auth => Request::Auth {
+            nonce: r.array("nonce")?,
+            proof: r.array("proof")?,
+        },
         OpCode::SetPriority
         | OpCode::ClearPriority
         | OpCode::Policy
@@ -832,6 +854,12 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
         },
         REPLY_ATTACHED => Reply::Attached {
             id: r.str("server id")?,
+        },
+        REPLY_CHALLENGE => Reply::Challenge {
+            nonce: r.array("nonce")?,
+        },
+        REPLY_AUTHENTICATED => Reply::Authenticated {
+            proof: r.array("proof")?,
         },
         k => {
             return Err(ProtoError::Invalid {

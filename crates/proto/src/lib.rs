@@ -54,6 +54,7 @@
 //! - `decode(encode(m)) == m` for every message (property-tested).
 #![deny(missing_docs)]
 
+pub mod auth;
 mod codec;
 pub mod local;
 mod message;

@@ -85,6 +85,8 @@ pub enum OpCode {
     AttachRegion = 21,
     /// The job's I/O phase stamped in the header is over ([`Request::PhaseEnd`]).
     PhaseEnd = 22,
+    /// Node authentication ([`Request::Auth`], [`Reply::Challenge`], [`Reply::Authenticated`]).
+    Auth = 23,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -125,6 +127,7 @@ impl OpCode {
             20 => LocalTransport,
             21 => AttachRegion,
             22 => PhaseEnd,
+            23 => Auth,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -163,6 +166,7 @@ impl OpCode {
             LocalTransport => "local_transport",
             AttachRegion => "attach_region",
             PhaseEnd => "phase_end",
+            Auth => "auth",
             SetPriority => "set_priority",
             ClearPriority => "clear_priority",
             Policy => "policy",
@@ -366,6 +370,16 @@ pub enum Request {
         /// The region's length in bytes (the server checks it against the descriptor).
         len: u64,
     },
+    /// The answer to a server's [`Reply::Challenge`] (the first frame a server with a cluster
+    /// secret sends): the client's own nonce and its proof of the secret over both nonces
+    /// ([`crate::auth`]). Answered [`Reply::Authenticated`] with the server's proof, or an
+    /// `EACCES` error and a closed connection.
+    Auth {
+        /// The client's nonce.
+        nonce: [u8; crate::auth::NONCE_LEN],
+        /// HMAC-SHA256 of the secret over both nonces (client side).
+        proof: [u8; crate::auth::PROOF_LEN],
+    },
     /// A control request, authenticated by the server's control token.
     Control {
         /// The token.
@@ -403,6 +417,7 @@ impl Request {
             Request::LocalTransport => OpCode::LocalTransport,
             Request::PhaseEnd => OpCode::PhaseEnd,
             Request::AttachRegion { .. } => OpCode::AttachRegion,
+            Request::Auth { .. } => OpCode::Auth,
             Request::Control { op, .. } => op.op(),
         }
     }
@@ -436,6 +451,8 @@ impl Request {
             | Request::Symlink { .. }
             | Request::Mknod { .. }
             | Request::Link { .. } => false,
+            // A proof answers one challenge, on one connection.
+            Request::Auth { .. } => false,
         }
     }
 }
@@ -673,6 +690,18 @@ pub enum Reply {
     Attached {
         /// The server's identity (as in [`Reply::LocalTransport`]).
         id: String,
+    },
+    /// A server with a cluster secret asks the client to prove it holds the secret: the first
+    /// frame on every connection of such a server (tag 0, unasked), answered by
+    /// [`Request::Auth`].
+    Challenge {
+        /// The server's nonce, fresh for this connection.
+        nonce: [u8; crate::auth::NONCE_LEN],
+    },
+    /// The client's proof was right ([`Request::Auth`]); the server proves the secret in turn.
+    Authenticated {
+        /// HMAC-SHA256 of the secret over both nonces (server side).
+        proof: [u8; crate::auth::PROOF_LEN],
     },
 }
 

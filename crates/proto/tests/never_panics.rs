@@ -119,6 +119,8 @@ fn request() -> impl Strategy<Value = Request> {
         }),
         Just(Request::LocalTransport),
         any::<u64>().prop_map(|len| Request::AttachRegion { len }),
+        (any::<[u8; 32]>(), any::<[u8; 32]>())
+            .prop_map(|(nonce, proof)| Request::Auth { nonce, proof }),
         (".{0,10}", any::<u64>(), 1e-9f64..1e9).prop_map(|(token, job, p)| Request::Control {
             token,
             op: Control::SetPriority {
@@ -222,6 +224,8 @@ fn response() -> impl Strategy<Value = Response> {
         (".{0,30}", ".{0,30}", any::<u32>())
             .prop_map(|(socket, id, pid)| Response::Ok(Reply::LocalTransport { socket, id, pid })),
         ".{0,30}".prop_map(|id| Response::Ok(Reply::Attached { id })),
+        any::<[u8; 32]>().prop_map(|nonce| Response::Ok(Reply::Challenge { nonce })),
+        any::<[u8; 32]>().prop_map(|proof| Response::Ok(Reply::Authenticated { proof })),
         (1i32..200, ".{0,30}").prop_map(|(errno, message)| Response::Err { errno, message }),
     ]
 }
