@@ -80,6 +80,111 @@ pub struct ServerConfig {
     /// [`ServerConfig::set_quota_toml`]; changed at run time with `iosets ctl rule`. Thread
     /// percentages are of `workers`. See [`iosets_runtime::quota`].
     pub quota: Option<iosets_runtime::QuotaConfig>,
+    /// The cluster's shared secret (`auth_file`, `--auth-file`): every connection, data and
+    /// control alike, proves it holds it before anything else is read
+    /// ([`iosets_proto::auth`]). Without one the server accepts loopback peers only (and says so
+    /// at start).
+    pub auth: Option<iosets_proto::auth::Secret>,
+    /// Where `GET /metrics` (Prometheus) and `GET /jobs`, `GET /stats` (JSON job and server
+    /// statistics) are served over HTTP, apart from the data port (default `127.0.0.1:0`:
+    /// loopback, a free port, see [`crate::ServerHandle::admin_addr`]); `None`: nowhere.
+    pub admin_listen: Option<String>,
+    /// What to do with the priority hints clients put in their requests (default: cap at
+    /// [`DEFAULT_HINT_CAP`]).
+    pub hints: HintPolicy,
+    /// Seconds a frame may take to arrive whole once its first byte came (and the handshake of
+    /// an authenticating server to complete); a peer trickling a frame is closed after it.
+    /// Default 30 (64 MiB in 30 s is 2.2 MiB/s); in `[0.1, 86400]`.
+    pub frame_timeout_s: f64,
+    /// Seconds a connection may stay silent with no request in flight before it is closed
+    /// (default 300; in `[0.1, 86400]`). Clients connect again when they next need to.
+    pub idle_timeout_s: f64,
+    /// Seconds an answer may wait to be written to a client that does not read its socket
+    /// before the connection is closed (default 60; in `[0.1, 86400]`). The request was done
+    /// either way.
+    pub write_timeout_s: f64,
+    /// Connections open at once (TCP and same-host); at the cap the connection idle the
+    /// longest is closed for a new one, and if none is idle the new one is refused. `None`
+    /// (the default): from the descriptor limit.
+    pub max_connections: Option<usize>,
+    /// Bytes one connection may have in the server at once: a request counts its frame, and a
+    /// read also the data it will answer (default 256 MiB; at least 1 MiB). The server stops
+    /// reading the connection at the bound; a single larger request is let in alone.
+    pub max_inflight_bytes_per_conn: u64,
+    /// Bytes all connections together may have in the server at once, counted the same way
+    /// (default 2 GiB; at least 1 MiB).
+    pub max_inflight_bytes: u64,
+}
+
+/// The default cap of [`HintPolicy::Cap`]: 1, the Set-10 priority of a job whose I/O period is
+/// about a second (set 0), the highest seed 004's jobs get.
+pub const DEFAULT_HINT_CAP: f64 = 1.0;
+
+/// What the server does with a request's priority hint (any client may send any hint, for any
+/// job id: a hint of 1e300 would otherwise take all the bandwidth).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum HintPolicy {
+    /// Apply hints as sent.
+    Trust,
+    /// Apply hints, lowered to at most this priority.
+    Cap(iosets_types::Priority),
+    /// Drop every hint (priorities come from the control plane and detection only).
+    Ignore,
+}
+
+impl Default for HintPolicy {
+    fn default() -> HintPolicy {
+        HintPolicy::Cap(iosets_types::Priority::new(DEFAULT_HINT_CAP).expect("positive"))
+    }
+}
+
+impl HintPolicy {
+    /// The hint to apply for `hint`, and whether it was lowered.
+    pub fn apply(
+        self,
+        hint: Option<iosets_types::Priority>,
+    ) -> (Option<iosets_types::Priority>, bool) {
+        match (self, hint) {
+            (_, None) | (HintPolicy::Trust, _) => (hint, false),
+            (HintPolicy::Ignore, Some(_)) => (None, true),
+            (HintPolicy::Cap(cap), Some(h)) if h.get() > cap.get() => (Some(cap), true),
+            (HintPolicy::Cap(_), Some(_)) => (hint, false),
+        }
+    }
+}
+
+impl std::fmt::Display for HintPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HintPolicy::Trust => f.write_str("trust"),
+            HintPolicy::Ignore => f.write_str("ignore"),
+            HintPolicy::Cap(p) => write!(f, "cap={}", p.get()),
+        }
+    }
+}
+
+impl std::str::FromStr for HintPolicy {
+    type Err = ServerError;
+    /// `trust`, `ignore` or `cap=P` (P a positive priority).
+    fn from_str(s: &str) -> Result<HintPolicy, ServerError> {
+        let bad = || ServerError::Config {
+            reason: format!(
+                "hints = {s:?}: must be `trust`, `ignore` or `cap=P` with P a positive number \
+                 (the highest priority a hint may ask for; default cap={DEFAULT_HINT_CAP})"
+            ),
+        };
+        match s.trim() {
+            "trust" => Ok(HintPolicy::Trust),
+            "ignore" => Ok(HintPolicy::Ignore),
+            other => {
+                let p = other.strip_prefix("cap=").ok_or_else(bad)?;
+                let p: f64 = p.trim().parse().map_err(|_| bad())?;
+                iosets_types::Priority::new(p)
+                    .map(HintPolicy::Cap)
+                    .ok_or_else(bad)
+            }
+        }
+    }
 }
 
 impl ServerConfig {
@@ -110,6 +215,15 @@ impl ServerConfig {
             meta_latency_ms: 0.0,
             meta_fanout: 1,
             quota: None,
+            auth: None,
+            admin_listen: Some("127.0.0.1:0".into()),
+            hints: HintPolicy::default(),
+            frame_timeout_s: 30.0,
+            idle_timeout_s: 300.0,
+            write_timeout_s: 60.0,
+            max_connections: None,
+            max_inflight_bytes_per_conn: 256 * 1024 * 1024,
+            max_inflight_bytes: 2 * 1024 * 1024 * 1024,
         }
     }
 
@@ -117,8 +231,10 @@ impl ServerConfig {
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
     /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`, `local`,
     /// `local_socket`,
-    /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, and a
-    /// `[policy_options]` table).
+    /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, `auth_file`,
+    /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `frame_timeout_s`,
+    /// `idle_timeout_s`, `write_timeout_s`, `max_connections`, `max_inflight_mib_per_conn`,
+    /// `max_inflight_mib`, a `[policy_options]` table and a `[quota]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
@@ -228,6 +344,33 @@ impl ServerConfig {
         }
         if let Some(q) = file.quota {
             c.quota = Some(quota_from(&q, "[quota]")?);
+        }
+        if let Some(f) = file.auth_file {
+            c.auth = Some(read_auth_file(&resolve(f))?);
+        }
+        match file.admin_listen.as_deref() {
+            None => {}
+            Some("" | "none") => c.admin_listen = None,
+            Some(a) => c.admin_listen = Some(a.to_string()),
+        }
+        if let Some(h) = file.hints {
+            c.hints = h.parse()?;
+        }
+        if let Some(t) = file.frame_timeout_s {
+            c.frame_timeout_s = t;
+        }
+        if let Some(t) = file.idle_timeout_s {
+            c.idle_timeout_s = t;
+        }
+        if let Some(t) = file.write_timeout_s {
+            c.write_timeout_s = t;
+        }
+        c.max_connections = file.max_connections.or(c.max_connections);
+        if let Some(m) = file.max_inflight_mib_per_conn {
+            c.max_inflight_bytes_per_conn = mib_bytes(m, "max_inflight_mib_per_conn")?;
+        }
+        if let Some(m) = file.max_inflight_mib {
+            c.max_inflight_bytes = mib_bytes(m, "max_inflight_mib")?;
         }
         Ok(c)
     }
@@ -360,6 +503,36 @@ impl ServerConfig {
                 reason: format!("quota: {e}"),
             })?;
         }
+        for (name, t) in [
+            ("frame_timeout_s", self.frame_timeout_s),
+            ("idle_timeout_s", self.idle_timeout_s),
+            ("write_timeout_s", self.write_timeout_s),
+        ] {
+            if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
+                return bad(format!("{name} = {t}: must be in [0.1, 86400] seconds"));
+            }
+        }
+        if self.max_connections == Some(0) {
+            return bad("max_connections must be at least 1".into());
+        }
+        for (name, b) in [
+            ("max_inflight_bytes_per_conn", self.max_inflight_bytes_per_conn),
+            ("max_inflight_bytes", self.max_inflight_bytes),
+        ] {
+            if !(MIN_INFLIGHT_BYTES..=MAX_INFLIGHT_BYTES).contains(&b) {
+                return bad(format!(
+                    "{name} = {b} bytes: must be from 1 MiB to 4 TiB (requests' frames and read \
+                     data a connection, or the server, may hold at once)"
+                ));
+            }
+        }
+        if let Some(a) = &self.admin_listen {
+            if a.parse::<std::net::SocketAddr>().is_err() && !a.contains(':') {
+                return bad(format!(
+                    "admin_listen = {a:?}: must be host:port (e.g. 127.0.0.1:9464)"
+                ));
+            }
+        }
         if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
             return bad(format!(
                 "max frame of {} bytes is too small",
@@ -399,6 +572,28 @@ pub const MAX_META_LATENCY_MS: f64 = 60_000.0;
 /// The largest `max_frame` accepted: 512 MiB of data plus the header room (below the length
 /// `GET ` would announce, 0x20544547).
 pub const MAX_FRAME_LIMIT: u32 = 512 * 1024 * 1024 + 64 * 1024;
+
+/// The smallest in-flight byte bound accepted.
+pub const MIN_INFLIGHT_BYTES: u64 = 1024 * 1024;
+/// The largest in-flight byte bound accepted (4 TiB, what a semaphore of KiB can count).
+pub const MAX_INFLIGHT_BYTES: u64 = 4 * 1024 * 1024 * 1024 * 1024 - 1024;
+
+/// `mib` MiB in bytes, for a key given in MiB.
+fn mib_bytes(mib: f64, key: &str) -> Result<u64, ServerError> {
+    if !(mib.is_finite() && mib > 0.0 && mib * 1024.0 * 1024.0 <= MAX_INFLIGHT_BYTES as f64) {
+        return Err(ServerError::Config {
+            reason: format!("{key} = {mib}: must be a positive number of MiB up to 4 TiB"),
+        });
+    }
+    Ok((mib * 1024.0 * 1024.0) as u64)
+}
+
+/// Reads the cluster's shared secret (see [`iosets_proto::auth::Secret::from_file`]).
+pub fn read_auth_file(path: &Path) -> Result<iosets_proto::auth::Secret, ServerError> {
+    iosets_proto::auth::Secret::from_file(path).map_err(|e| ServerError::Config {
+        reason: e.to_string(),
+    })
+}
 
 /// Reads a token from a file (surrounding whitespace removed; empty is an error).
 pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
@@ -440,6 +635,15 @@ struct FileConfig {
     meta_latency_ms: Option<f64>,
     meta_fanout: Option<u32>,
     quota: Option<iosets_runtime::quota::TomlQuota>,
+    auth_file: Option<PathBuf>,
+    admin_listen: Option<String>,
+    hints: Option<String>,
+    frame_timeout_s: Option<f64>,
+    idle_timeout_s: Option<f64>,
+    write_timeout_s: Option<f64>,
+    max_connections: Option<usize>,
+    max_inflight_mib_per_conn: Option<f64>,
+    max_inflight_mib: Option<f64>,
 }
 
 #[cfg(test)]

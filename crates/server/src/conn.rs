@@ -18,9 +18,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, B
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 
+use std::time::Duration;
+
 use crate::control;
+use crate::guard::{ByteBudget, Refusal, Registered};
 use crate::root::{check_path, FsError};
-use crate::state::{Outgoing, Pending, ScheduledOp, Shared};
+use crate::state::{Allowance, Outgoing, Pending, ScheduledOp, Shared};
 use crate::worker::meta::MetaOp;
 use local::{LocalLink, Payload};
 
@@ -28,11 +31,14 @@ use rustix::io::Errno;
 
 /// The writer's buffer: small frames gather in it; larger data bypasses it.
 const WRITE_BUFFER: usize = 64 * 1024;
+/// A frame's buffer starts this large and doubles as its bytes arrive.
+const READ_CHUNK: usize = 64 * 1024;
 
 const EPROTO: i32 = Errno::PROTO.raw_os_error();
 const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
 const EMSGSIZE: i32 = Errno::MSGSIZE.raw_os_error();
 const ESHUTDOWN: i32 = Errno::SHUTDOWN.raw_os_error();
+const EACCES: i32 = Errno::ACCESS.raw_os_error();
 
 /// What a connection is, for the requests that depend on it.
 #[derive(Debug)]
@@ -46,37 +52,187 @@ pub(crate) struct Link {
     pub(crate) peer: Option<std::net::IpAddr>,
 }
 
-/// Serves one TCP connection until the peer closes it, it sends an unreadable frame, or the
-/// server stops (then requests already read are still answered).
+/// How a connection's handshake ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Handshake {
+    /// The peer proved the cluster secret (or the server has none): serve its frames.
+    Passed,
+    /// The peer sent an HTTP request (`GET `) instead.
+    Http,
+    /// Refused (logged and counted); close.
+    Refused,
+}
+
+/// Serves one TCP connection until the peer closes it, it sends an unreadable frame, it stays
+/// silent too long, is evicted for a new connection at the cap, or the server stops (then
+/// requests already read are still answered).
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut stream: TcpStream,
+    reg: Registered,
     mut stop: watch::Receiver<bool>,
 ) {
     let _ = stream.set_nodelay(true);
     let port = stream.local_addr().map_or(0, |a| a.port());
-    let mut prefix = [0u8; 4];
-    let first = tokio::select! {
-        biased;
-        _ = stop.changed() => return,
-        r = stream.read_exact(&mut prefix) => r,
+    let peer = stream.peer_addr().ok().map(|a| a.ip().to_canonical());
+    let (mut rd, mut wr) = stream.split();
+    let first = if shared.config.auth.is_some() {
+        match authenticate(&shared, &mut rd, &mut wr, peer).await {
+            Handshake::Passed => None,
+            Handshake::Http => {
+                crate::http::misdirected(&shared, &mut wr).await;
+                return;
+            }
+            Handshake::Refused => return,
+        }
+    } else {
+        // The first prefix tells a frame from an HTTP request that came to the wrong port.
+        let mut prefix = [0u8; 4];
+        let limit = Duration::from_secs_f64(shared.config.idle_timeout_s);
+        let read = tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            _ = reg.entry.evict.notified() => return,
+            r = tokio::time::timeout(limit, rd.read_exact(&mut prefix)) => r,
+        };
+        match read {
+            Err(_) => {
+                shared
+                    .guard
+                    .refuse(Refusal::IdleTimeout, peer, "closing a silent connection");
+                return;
+            }
+            Ok(Err(_)) => return,
+            Ok(Ok(_)) => {}
+        }
+        if &prefix == b"GET " {
+            crate::http::misdirected(&shared, &mut wr).await;
+            return;
+        }
+        Some(prefix)
     };
-    if first.is_err() {
-        return;
-    }
-    if &prefix == b"GET " {
-        crate::http::serve(&shared, stream).await;
-        return;
-    }
-    let peer = stream.peer_addr().ok().map(|a| a.ip());
     let (rd, wr) = stream.into_split();
     let link = Link {
         port,
         local: None,
         peer,
     };
-    serve_frames(shared, rd, wr, Some(prefix), link, stop).await;
+    serve_frames(shared, rd, wr, first, link, reg, stop).await;
 }
+
+/// The handshake of a server with a cluster secret ([`iosets_proto::auth`]): a challenge goes
+/// out, and the first frame back must be its proof; it is answered with the server's proof.
+/// Reads exactly the frame's bytes (a same-host client's region follows on the socket). Without
+/// a secret there is nothing to prove: passed at once.
+pub(crate) async fn authenticate<R, W>(
+    shared: &Shared,
+    rd: &mut R,
+    wr: &mut W,
+    peer: Option<std::net::IpAddr>,
+) -> Handshake
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let Some(secret) = &shared.config.auth else {
+        return Handshake::Passed;
+    };
+    if shared.guard.blocked(peer) {
+        shared.guard.refuse(
+            Refusal::Blocked,
+            peer,
+            "refused without a challenge: too many failed proofs from this address lately",
+        );
+        return Handshake::Refused;
+    }
+    let nonce = match iosets_proto::auth::nonce() {
+        Ok(n) => n,
+        Err(e) => {
+            tracing::error!(error = %e, "no randomness for an authentication nonce");
+            return Handshake::Refused;
+        }
+    };
+    let limit = Duration::from_secs_f64(shared.config.frame_timeout_s);
+    let challenge = encode(&Frame::Response(
+        no_header(),
+        OpCode::Auth,
+        Response::Ok(Reply::Challenge { nonce }),
+    ));
+    let exchange = async {
+        wr.write_all(&challenge.head).await.ok()?;
+        wr.flush().await.ok()?;
+        let mut prefix = [0u8; 4];
+        rd.read_exact(&mut prefix).await.ok()?;
+        if &prefix == b"GET " {
+            return Some(Err(()));
+        }
+        // The proof is a small frame: anything long is not one (and is not buffered).
+        let len = frame_len(prefix, AUTH_FRAME_MAX).ok();
+        let Some(len) = len else {
+            return Some(Ok(None));
+        };
+        let mut body = vec![0u8; len];
+        rd.read_exact(&mut body).await.ok()?;
+        Some(Ok(decode(Bytes::from(body)).ok()))
+    };
+    let answer = match tokio::time::timeout(limit, exchange).await {
+        Err(_) => {
+            shared.guard.refuse(
+                Refusal::FrameTimeout,
+                peer,
+                "no answer to the authentication challenge in time",
+            );
+            return Handshake::Refused;
+        }
+        Ok(None) => return Handshake::Refused, // gone
+        Ok(Some(Err(()))) => return Handshake::Http,
+        Ok(Some(Ok(frame))) => frame,
+    };
+    let (header, op, refusal) = match answer {
+        Some(Frame::Request(h, Request::Auth { nonce: theirs, proof })) => {
+            if secret.check_client(&nonce, &theirs, &proof) {
+                let ok = encode(&Frame::Response(
+                    h,
+                    OpCode::Auth,
+                    Response::Ok(Reply::Authenticated {
+                        proof: secret.server_proof(&nonce, &theirs),
+                    }),
+                ));
+                let sent = tokio::time::timeout(limit, async {
+                    wr.write_all(&ok.head).await?;
+                    wr.flush().await
+                })
+                .await;
+                return match sent {
+                    Ok(Ok(())) => Handshake::Passed,
+                    _ => Handshake::Refused,
+                };
+            }
+            shared.guard.failed(peer);
+            (h, OpCode::Auth, Refusal::AuthFailed)
+        }
+        Some(Frame::Request(h, req)) => (h, req.op(), Refusal::AuthMissing),
+        _ => (no_header(), OpCode::Auth, Refusal::AuthMissing),
+    };
+    let message = if refusal == Refusal::AuthFailed {
+        "authentication failed: the client's cluster secret is not this server's"
+    } else {
+        "this server requires authentication: give the client the cluster's secret file \
+         (IOSETS_AUTH_FILE or --auth-file)"
+    };
+    shared.guard.refuse(refusal, peer, message);
+    let refused = error_frame(header, op, EACCES, message.into());
+    let _ = tokio::time::timeout(limit, async {
+        wr.write_all(&refused.head).await?;
+        wr.write_all(&refused.data).await?;
+        wr.flush().await
+    })
+    .await;
+    Handshake::Refused
+}
+
+/// The largest frame read during the handshake (a proof is about 100 bytes).
+const AUTH_FRAME_MAX: u32 = 4096;
 
 /// Serves the frames of one connection (`first`: a length prefix already read).
 pub(crate) async fn serve_frames<R, W>(
@@ -85,79 +241,169 @@ pub(crate) async fn serve_frames<R, W>(
     wr: W,
     first: Option<[u8; 4]>,
     mut link: Link,
+    reg: Registered,
     mut stop: watch::Receiver<bool>,
 ) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let config = &shared.config;
+    let write_limit = Duration::from_secs_f64(config.write_timeout_s);
+    let idle_limit = Duration::from_secs_f64(config.idle_timeout_s);
+    let frame_limit = Duration::from_secs_f64(config.frame_timeout_s);
+    let peer = link.peer;
+    let entry = reg.entry.clone();
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let writer_shared = shared.clone();
     let writer = tokio::spawn(async move {
         let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
+        // An answer that cannot be written in time: the client does not read. Close.
+        let timed_out = |s: &Shared| {
+            s.guard.refuse(
+                Refusal::WriteTimeout,
+                peer,
+                "closing a connection whose client does not read its answers",
+            )
+        };
         while let Some((msg, permit)) = rx.recv().await {
-            if write_one(&mut wr, &msg).await.is_err() {
-                return;
+            match tokio::time::timeout(write_limit, write_one(&mut wr, &msg)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return,
+                Err(_) => return timed_out(&writer_shared),
             }
             drop(permit);
             // Gather what is already waiting before flushing.
             while let Ok((msg, permit)) = rx.try_recv() {
-                if write_one(&mut wr, &msg).await.is_err() {
-                    return;
+                match tokio::time::timeout(write_limit, write_one(&mut wr, &msg)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return,
+                    Err(_) => return timed_out(&writer_shared),
                 }
                 drop(permit);
             }
-            if wr.flush().await.is_err() {
-                return;
+            match tokio::time::timeout(write_limit, wr.flush()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return,
+                Err(_) => return timed_out(&writer_shared),
             }
         }
         let _ = wr.shutdown().await;
     });
 
-    let inflight = Arc::new(Semaphore::new(shared.config.max_inflight_per_conn));
+    let slots = config.max_inflight_per_conn;
+    let inflight = Arc::new(Semaphore::new(slots));
+    let conn_bytes = ByteBudget::new(config.max_inflight_bytes_per_conn);
     let mut have_prefix = first.is_some();
     let mut prefix = first.unwrap_or_default();
     loop {
         // Backpressure: wait for an answer to go out before reading more than the limit.
-        let permit = tokio::select! {
+        let slot = tokio::select! {
             biased;
             _ = stop.changed() => break,
+            _ = tx.closed() => break,
             p = inflight.clone().acquire_owned() => match p {
                 Ok(p) => p,
                 Err(_) => break,
             },
         };
         if !have_prefix {
+            // Silent with nothing in flight: the idle timeout runs, and the connection may be
+            // closed for a new one at the cap.
+            let idle = inflight.available_permits() + 1 == slots;
+            let read = async {
+                if idle {
+                    tokio::time::timeout(idle_limit, rd.read_exact(&mut prefix))
+                        .await
+                        .map_err(|_| ())
+                } else {
+                    Ok(rd.read_exact(&mut prefix).await)
+                }
+            };
             let read = tokio::select! {
                 biased;
                 _ = stop.changed() => break,
-                r = rd.read_exact(&mut prefix) => r,
+                _ = entry.evict.notified() => {
+                    shared.guard.refuse(Refusal::Evicted, peer, "closing the connection idle the longest: the connection cap is reached");
+                    break;
+                }
+                _ = tx.closed() => break,
+                r = read => r,
             };
-            if read.is_err() {
-                break; // closed by the peer (or reset)
+            match read {
+                Err(()) => {
+                    shared
+                        .guard
+                        .refuse(Refusal::IdleTimeout, peer, "closing an idle connection");
+                    break;
+                }
+                Ok(Err(_)) => break, // closed by the peer (or reset)
+                Ok(Ok(_)) => {}
             }
         }
         have_prefix = false;
+        entry.touch();
+        entry.begin();
+        let mut allowance = Allowance {
+            _slot: slot,
+            conn_bytes: None,
+            server_bytes: None,
+            entry: Some(entry.clone()),
+        };
         shared.counters.frame();
-        let len = match frame_len(prefix, shared.config.max_frame) {
+        let len = match frame_len(prefix, config.max_frame) {
             Ok(len) => len,
             Err(e) => {
                 // The stream cannot be resynchronised after a bad length: answer and close.
                 shared.counters.bad_frame();
+                shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
                 let _ = tx.send((
                     error_frame(no_header(), OpCode::Lookup, EMSGSIZE, e.to_string()),
-                    None,
+                    Some(allowance),
                 ));
                 break;
             }
         };
-        let buf = match read_body(&mut rd, len, &mut stop).await {
-            Some(b) => b,
-            None => break,
+        // The frame's bytes count against both budgets before they are read (and memory for
+        // them is taken as they arrive).
+        let Some((c, s)) = charge(&shared, &conn_bytes, len as u64, 0, &mut stop).await else {
+            break;
+        };
+        allowance.add_bytes(c, s);
+        let buf = match tokio::time::timeout(frame_limit, read_body(&mut rd, len, &mut stop)).await
+        {
+            Ok(Some(b)) => b,
+            Ok(None) => break,
+            Err(_) => {
+                shared.guard.refuse(
+                    Refusal::FrameTimeout,
+                    peer,
+                    "closing a connection whose frame did not arrive whole in time",
+                );
+                break;
+            }
         };
         match decode(buf.clone()) {
-            Ok(Frame::Request(header, req)) => handle(&shared, header, req, &tx, permit, &mut link),
+            Ok(Frame::Request(header, req)) => {
+                // A read's answer will hold its data: counted too, up to the whole budget.
+                if let Request::Read { len: want, .. } = &req {
+                    let held = len as u64;
+                    let Some((c, s)) =
+                        charge(&shared, &conn_bytes, u64::from(*want), held, &mut stop).await
+                    else {
+                        break;
+                    };
+                    allowance.add_bytes(c, s);
+                }
+                handle(&shared, header, req, &tx, allowance, &mut link)
+            }
             Ok(Frame::Response(header, op, _)) => {
                 shared.counters.bad_frame();
+                shared.guard.refuse(
+                    Refusal::BadFrame,
+                    peer,
+                    "a server accepts requests, not responses",
+                );
                 let _ = tx.send((
                     error_frame(
                         header,
@@ -165,25 +411,59 @@ pub(crate) async fn serve_frames<R, W>(
                         EPROTO,
                         "a server accepts requests, not responses".into(),
                     ),
-                    None,
+                    Some(allowance),
                 ));
             }
             Err(e) => {
                 // The frame was read whole, so the stream is still in step: answer, go on.
                 shared.counters.bad_frame();
+                shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
                 let mut header = no_header();
                 if buf.len() >= 12 {
                     header.tag = u64::from_le_bytes(buf[4..12].try_into().unwrap_or([0; 8]));
                 }
+                // The error answer holds the frame's allowance until it is written: a client
+                // that never reads is stopped by backpressure, like any other.
                 let _ = tx.send((
                     error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()),
-                    None,
+                    Some(allowance),
                 ));
             }
         }
     }
     drop(tx);
     let _ = writer.await;
+    drop(reg);
+}
+
+/// Takes `bytes` (KiB, rounded up) from the connection's and then the server's byte budget, at
+/// most what is left of each budget beyond the `held` bytes the request already holds (so one
+/// request never waits for bytes it holds itself). `None` if the server is stopping.
+async fn charge(
+    shared: &Shared,
+    conn: &ByteBudget,
+    bytes: u64,
+    held: u64,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+    let take = |b: &ByteBudget| {
+        let held = held.div_ceil(1024).min(u64::from(b.kib));
+        let want = bytes.div_ceil(1024).max(1);
+        // Zero when the request already holds the whole budget: it is let in alone.
+        u32::try_from(want.min(u64::from(b.kib) - held)).unwrap_or(u32::MAX)
+    };
+    let (nc, ns) = (take(conn), take(&shared.inflight_bytes));
+    let c = tokio::select! {
+        biased;
+        _ = stop.changed() => return None,
+        p = conn.sem.clone().acquire_many_owned(nc) => p.ok()?,
+    };
+    let s = tokio::select! {
+        biased;
+        _ = stop.changed() => return None,
+        p = shared.inflight_bytes.sem.clone().acquire_many_owned(ns) => p.ok()?,
+    };
+    Some((c, s))
 }
 
 /// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`
@@ -223,9 +503,14 @@ async fn read_body<R: AsyncRead + Unpin>(
     len: usize,
     stop: &mut watch::Receiver<bool>,
 ) -> Option<Bytes> {
-    let mut buf = bytes::BytesMut::with_capacity(len);
+    // Memory is taken as bytes arrive, never on a length's word: a peer announcing 64 MiB and
+    // sending a byte costs 64 KiB.
+    let mut buf = bytes::BytesMut::with_capacity(len.min(READ_CHUNK));
     while buf.len() < len {
         let want = (len - buf.len()) as u64;
+        if buf.capacity() == buf.len() {
+            buf.reserve((len - buf.len()).min(buf.len().max(READ_CHUNK)));
+        }
         let mut limited = (&mut *rd).take(want);
         let n = tokio::select! {
             biased;
@@ -261,7 +546,7 @@ fn error_frame(header: Header, op: OpCode, errno: i32, message: String) -> Encod
 /// Sends the answer to a request (counting errors), with the connection's allowance.
 pub(crate) fn reply(
     tx: &mpsc::UnboundedSender<Outgoing>,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Allowance>,
     shared: &Shared,
     h: Header,
     op: OpCode,
@@ -288,7 +573,7 @@ fn handle(
     header: Header,
     req: Request,
     tx: &mpsc::UnboundedSender<Outgoing>,
-    permit: OwnedSemaphorePermit,
+    permit: Allowance,
     link: &mut Link,
 ) {
     let op = req.op();
@@ -363,11 +648,24 @@ fn handle(
             }
             return reply(tx, Some(permit), shared, header, op, Ok(Reply::Done));
         }
+        Request::Auth { .. } => {
+            // Authentication is the handshake's; later it is a protocol error.
+            let e = FsError {
+                errno: EPROTO,
+                message: if shared.config.auth.is_some() {
+                    "already authenticated on this connection".into()
+                } else {
+                    "this server has no cluster secret: nothing to authenticate".into()
+                },
+            };
+            return reply(tx, Some(permit), shared, header, op, Err(e));
+        }
         Request::Control { token, op: ctl } => {
             let shared = shared.clone();
             let tx = tx.clone();
+            let peer = link.peer;
             tokio::task::spawn_blocking(move || {
-                let r = control::handle(&shared, &token, ctl);
+                let r = control::handle(&shared, &token, ctl, peer);
                 reply(&tx, Some(permit), &shared, header, op, r);
             });
             return;
@@ -411,7 +709,13 @@ fn handle(
         .range(offset, len)
         .phase(phase)
         .build();
-    request.priority = header.priority;
+    let (hint, overridden) = shared.config.hints.apply(header.priority);
+    if overridden {
+        shared
+            .hints_overridden
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    request.priority = hint;
     let pending = Pending {
         header,
         op: scheduled,

@@ -11,6 +11,9 @@ use iosets_proto::{
 use iosets_runtime::Counted;
 use iosets_types::Priority;
 
+use iosets_proto::auth::same_secret;
+
+use crate::guard::Refusal;
 use crate::root::FsError;
 use crate::state::Shared;
 
@@ -20,15 +23,6 @@ const EACCES: i32 = Errno::ACCESS.raw_os_error();
 const EINVAL: i32 = Errno::INVAL.raw_os_error();
 const EBUSY: i32 = Errno::BUSY.raw_os_error();
 
-/// Compares without stopping at the first difference.
-fn same_token(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
-}
-
 fn refuse(errno: i32, message: impl Into<String>) -> FsError {
     FsError {
         errno,
@@ -36,17 +30,31 @@ fn refuse(errno: i32, message: impl Into<String>) -> FsError {
     }
 }
 
-pub(crate) fn handle(shared: &Shared, token: &str, ctl: Control) -> Result<Reply, FsError> {
+/// Answers one control request from `peer` (`None`: a same-host socket), after checking its
+/// token in a time that leaks neither the token nor its length. A refusal is logged
+/// (rate-limited) and counts as a failed proof from the peer's address.
+pub(crate) fn handle(
+    shared: &Shared,
+    token: &str,
+    ctl: Control,
+    peer: Option<std::net::IpAddr>,
+) -> Result<Reply, FsError> {
+    let refused = |message: &'static str| {
+        shared.guard.failed(peer);
+        shared
+            .guard
+            .refuse(Refusal::ControlToken, peer, &format!("{message} ({})", ctl.op().as_str()));
+        Err(refuse(EACCES, message))
+    };
     match &shared.config.token {
         None => {
-            return Err(refuse(
-                EACCES,
+            return refused(
                 "control is disabled: the server was started without a token \
                  (--token-file, or token/token_file in the config)",
-            ))
+            )
         }
-        Some(t) if !same_token(t, token) => {
-            return Err(refuse(EACCES, "control refused: wrong token"))
+        Some(t) if !same_secret(token.as_bytes(), t.as_bytes()) => {
+            return refused("control refused: wrong token")
         }
         Some(_) => {}
     }
@@ -250,8 +258,5 @@ mod tests {
         assert_eq!(set_of(0.01), Some(2));
         assert_eq!(set_of(10.0), Some(-1));
         assert_eq!(set_of(0.3), None);
-        assert!(same_token("abc", "abc"));
-        assert!(!same_token("abc", "abd"));
-        assert!(!same_token("abc", "ab"));
     }
 }

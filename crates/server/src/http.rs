@@ -1,8 +1,11 @@
-//! A minimal HTTP/1.x responder for `GET /metrics` on the server's port: one request per
-//! connection, then close. Anything but `GET /metrics` gets a 404; an over-long request a 431;
-//! a request head not sent within 10 s closes the connection.
+//! A minimal HTTP/1.x responder on the server's admin address (`admin_listen`, loopback by
+//! default, apart from the data port): `GET /metrics` (Prometheus text), `GET /jobs` (the job
+//! statistics, JSON, as `iosets ctl jobs --json`) and `GET /stats` (server statistics, JSON); one
+//! request per connection, then close. Anything else gets a 404, another method a 405, an
+//! over-long request a 431; a request head not sent within 10 s closes the connection. An HTTP
+//! request on the data port is answered 421 with the admin address.
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::state::Shared;
@@ -39,35 +42,84 @@ async fn read_head<R: AsyncRead + Unpin>(rd: R) -> Option<String> {
         .flatten()
 }
 
-/// Answers one HTTP request whose first four bytes (`GET `) were already read.
-pub(crate) async fn serve(shared: &Shared, mut stream: TcpStream) {
+/// Answers one HTTP request on the admin address.
+pub(crate) async fn serve_admin(shared: &Shared, mut stream: TcpStream) {
+    let mut method = [0u8; 4];
+    let got = tokio::time::timeout(READ_TIMEOUT, stream.read_exact(&mut method)).await;
+    if !matches!(got, Ok(Ok(_))) {
+        return;
+    }
+    if &method != b"GET " {
+        let _ = respond(
+            &mut stream,
+            "405 Method Not Allowed",
+            "only GET is served here\n",
+            "text/plain",
+        )
+        .await;
+        return;
+    }
     let head = read_head(&mut stream).await;
     let Some(head) = head else { return };
     // `head` starts after "GET ": "/metrics HTTP/1.1\r\n...".
     let target = head.split_whitespace().next().unwrap_or("");
+    let path = target.split('?').next().unwrap_or("");
+    let json = |v: String| ("200 OK", v, "application/json");
     let (status, body, ctype) = if head.is_empty() {
         (
             "431 Request Header Fields Too Large",
             String::new(),
             "text/plain",
         )
-    } else if target == "/metrics" || target.starts_with("/metrics?") {
-        (
-            "200 OK",
-            crate::metrics::render(shared),
-            "text/plain; version=0.0.4; charset=utf-8",
-        )
     } else {
-        (
-            "404 Not Found",
-            "only /metrics is served here\n".into(),
-            "text/plain",
-        )
+        match path {
+            "/metrics" => (
+                "200 OK",
+                crate::metrics::render(shared),
+                "text/plain; version=0.0.4; charset=utf-8",
+            ),
+            "/jobs" => json(
+                serde_json::to_string(&crate::control::jobs(shared)).expect("report serialises"),
+            ),
+            "/stats" => json(
+                serde_json::to_string(&crate::control::stats(shared)).expect("report serialises"),
+            ),
+            _ => (
+                "404 Not Found",
+                "served here: /metrics, /jobs, /stats\n".into(),
+                "text/plain",
+            ),
+        }
     };
+    let _ = respond(&mut stream, status, &body, ctype).await;
+}
+
+/// Answers an HTTP request that came to the data port: the admin address is elsewhere.
+pub(crate) async fn misdirected<W: AsyncWrite + Unpin>(shared: &Shared, wr: &mut W) {
+    let body = match shared.admin {
+        Some(a) => format!(
+            "metrics and job statistics are served on the admin address: http://{a}/metrics\n"
+        ),
+        None => "this server has no admin address (admin_listen)\n".to_string(),
+    };
+    let _ = tokio::time::timeout(
+        READ_TIMEOUT,
+        respond(wr, "421 Misdirected Request", &body, "text/plain"),
+    )
+    .await;
+}
+
+async fn respond<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    status: &str,
+    body: &str,
+    ctype: &str,
+) -> std::io::Result<()> {
     let resp = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    let _ = stream.write_all(resp.as_bytes()).await;
-    let _ = stream.shutdown().await;
+    w.write_all(resp.as_bytes()).await?;
+    w.write_all(body.as_bytes()).await?;
+    w.shutdown().await
 }

@@ -49,6 +49,7 @@ mod config;
 mod conn;
 mod control;
 mod error;
+mod guard;
 mod http;
 mod metrics;
 pub mod root;
@@ -67,7 +68,10 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-pub use config::{read_token_file, ServerConfig};
+pub use config::{
+    read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
+    MAX_INFLIGHT_BYTES, MIN_INFLIGHT_BYTES,
+};
 pub use error::ServerError;
 
 use crate::state::Shared;
@@ -92,6 +96,7 @@ pub struct ShutdownReport {
 #[derive(Debug)]
 pub struct ServerHandle {
     addr: SocketAddr,
+    admin: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<Result<ShutdownReport, ServerError>>>,
 }
@@ -121,6 +126,25 @@ impl Server {
             what: "reading the bound address".into(),
             source,
         })?;
+        let admin = match &config.admin_listen {
+            None => None,
+            Some(a) => {
+                let l = std::net::TcpListener::bind(a).map_err(|source| ServerError::Io {
+                    what: format!("binding the admin address {a}"),
+                    source,
+                })?;
+                l.set_nonblocking(true).map_err(|source| ServerError::Io {
+                    what: "configuring the admin listener".into(),
+                    source,
+                })?;
+                let at = l.local_addr().map_err(|source| ServerError::Io {
+                    what: "reading the admin address".into(),
+                    source,
+                })?;
+                Some((l, at))
+            }
+        };
+        let admin_addr = admin.as_ref().map(|(_, a)| *a);
         let clock = MonotonicClock::new();
         let clock_zero_unix_ns = unix_ns().saturating_sub(clock.now().0);
         let trace = match &config.trace {
@@ -172,6 +196,14 @@ impl Server {
             start: Instant::now(),
             trace,
             clock_zero_unix_ns,
+            guard: guard::Guard::default(),
+            connections: guard::Connections::new(),
+            inflight_bytes: guard::ByteBudget::new(config.max_inflight_bytes),
+            max_connections: config
+                .max_connections
+                .unwrap_or_else(default_connection_cap),
+            hints_overridden: Default::default(),
+            admin: admin_addr,
             config,
         });
         let mut workers = Vec::with_capacity(shared.config.workers);
@@ -190,14 +222,46 @@ impl Server {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("iosets-server".into())
-            .spawn(move || rt.block_on(main_loop(s, listener, stop_rx, workers)))
+            .spawn(move || {
+                rt.block_on(main_loop(
+                    s,
+                    listener,
+                    admin.map(|(l, _)| l),
+                    stop_rx,
+                    workers,
+                ))
+            })
             .map_err(|source| ServerError::Io {
                 what: "starting the server thread".into(),
                 source,
             })?;
-        tracing::info!(%addr, policy = shared.sched.policy_name(), "serving");
+        let c = &shared.config;
+        tracing::info!(
+            %addr,
+            admin = %admin_addr.map_or_else(|| "none".to_string(), |a| a.to_string()),
+            policy = shared.sched.policy_name(),
+            workers = c.workers,
+            hints = %c.hints,
+            max_connections = shared.max_connections,
+            authentication = if c.auth.is_some() { "cluster secret" } else { "none" },
+            "serving"
+        );
+        if c.auth.is_none() {
+            tracing::warn!(
+                "no cluster secret (--auth-file): only loopback peers are accepted; give every \
+                 node the same secret file to serve other hosts"
+            );
+        }
+        if admin_addr.is_some_and(|a| !a.ip().is_loopback()) {
+            tracing::warn!(
+                admin = %admin_addr.map_or_else(String::new, |a| a.to_string()),
+                "the admin address (metrics, job statistics) is not on loopback: anyone who \
+                 reaches it sees every job's statistics"
+            );
+        }
         Ok(ServerHandle {
             addr,
+            admin: admin_addr,
             stop,
             thread: Some(thread),
         })
@@ -208,6 +272,11 @@ impl ServerHandle {
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The admin address (`GET /metrics`, `/jobs`, `/stats`), if the server has one.
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin
     }
 
     /// Stops the server gracefully and waits until it has: no new frames are read, every queued
@@ -252,9 +321,46 @@ async fn signal_or_never(kind: Option<tokio::signal::unix::SignalKind>) {
     }
 }
 
+/// Admits a new connection (`peer`: a TCP peer's address; `None`: the same-host socket): a peer
+/// off this host is refused without a cluster secret; at the connection cap the connection idle
+/// the longest makes room, or the new one is refused. Refusals are logged and counted.
+pub(crate) fn admit(shared: &Shared, peer: Option<SocketAddr>) -> Option<guard::Registered> {
+    let ip = peer.map(|p| p.ip().to_canonical());
+    if shared.config.auth.is_none() && ip.is_some_and(|ip| !ip.is_loopback()) {
+        shared.guard.refuse(
+            guard::Refusal::NotLoopback,
+            ip,
+            "refused: this server has no cluster secret (--auth-file) and accepts loopback \
+             peers only",
+        );
+        return None;
+    }
+    match shared.connections.admit(shared.max_connections) {
+        guard::Admission::In(r) => Some(r),
+        guard::Admission::Full => {
+            shared.guard.refuse(
+                guard::Refusal::ConnectionCap,
+                ip,
+                "refused: the connection cap is reached and every connection has requests \
+                 in flight",
+            );
+            None
+        }
+    }
+}
+
+/// The connection cap when none is configured: half the descriptors the process may open.
+fn default_connection_cap() -> usize {
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(1 << 20);
+    usize::try_from(limit / 2).unwrap_or(usize::MAX).max(16)
+}
+
 async fn main_loop(
     shared: Arc<Shared>,
     listener: std::net::TcpListener,
+    admin: Option<std::net::TcpListener>,
     mut stop: watch::Receiver<bool>,
     workers: Vec<JoinHandle<()>>,
 ) -> Result<ShutdownReport, ServerError> {
@@ -267,8 +373,18 @@ async fn main_loop(
     let term = signal_or_never(signals.then(SignalKind::terminate));
     let int = signal_or_never(signals.then(SignalKind::interrupt));
     tokio::pin!(term, int);
+    let admin = match admin.map(TcpListener::from_std).transpose() {
+        Ok(a) => a,
+        Err(source) => {
+            return Err(ServerError::Io {
+                what: "registering the admin listener".into(),
+                source,
+            })
+        }
+    };
     let (conn_stop, conn_stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
+    let mut admin_conns = JoinSet::new();
     conn::local::spawn(&shared, &listener, &mut conns, &conn_stop_rx);
     // The runtime forgets idle jobs by itself (on completions and on an idle worker's timer);
     // this tick only makes it prompt when every worker is busy elsewhere.
@@ -283,12 +399,16 @@ async fn main_loop(
             _ = &mut term => { tracing::info!("SIGTERM: stopping gracefully"); break }
             _ = &mut int => { tracing::info!("SIGINT: stopping gracefully"); break }
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
+                    let Some(reg) = admit(&shared, Some(peer)) else {
+                        drop(stream);
+                        continue;
+                    };
                     let s = shared.clone();
                     let rx = conn_stop_rx.clone();
                     s.counters.connection_opened();
                     conns.spawn(async move {
-                        conn::serve(s.clone(), stream, rx).await;
+                        conn::serve(s.clone(), stream, reg, rx).await;
                         s.counters.connection_closed();
                     });
                 }
@@ -298,9 +418,21 @@ async fn main_loop(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
+            accepted = accept_admin(admin.as_ref()) => {
+                if let Ok((stream, _)) = accepted {
+                    // One request each, bounded in time; at most a few at once.
+                    if admin_conns.len() < MAX_ADMIN_CONNECTIONS {
+                        let s = shared.clone();
+                        admin_conns.spawn(async move { http::serve_admin(&s, stream).await });
+                    }
+                }
+            }
+            Some(_) = admin_conns.join_next(), if !admin_conns.is_empty() => {}
             Some(_) = conns.join_next(), if !conns.is_empty() => {}
         }
     }
+    drop(admin);
+    admin_conns.abort_all();
     // 1. No new connections, no new frames.
     drop(listener);
     let _ = conn_stop.send(true);
@@ -337,6 +469,19 @@ async fn main_loop(
         fsynced_files: fsynced,
         balanced,
     })
+}
+
+/// Admin (HTTP) connections served at once; more wait in the kernel's backlog.
+const MAX_ADMIN_CONNECTIONS: usize = 16;
+
+/// The next connection on the admin listener, or never when there is none.
+async fn accept_admin(
+    l: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
+    match l {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Now in UNIX-epoch nanoseconds (0 before 1970).

@@ -181,6 +181,7 @@ impl MetaOp {
             | Request::WriteShared { .. }
             | Request::Fsync { .. }
             | Request::LocalTransport
+            | Request::Auth { .. }
             | Request::AttachRegion { .. }
             | Request::PhaseEnd
             | Request::Control { .. } => {

@@ -187,6 +187,73 @@ type JobMetric = (
 );
 
 /// The whole exposition.
+/// Connections, byte budgets, refusals and hints: the server's defences (issue 16).
+fn render_guard(out: &mut String, shared: &Shared) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let gauges = [
+        (
+            "iosets_connections_open",
+            "Connections open now (TCP and same-host).",
+            shared.connections.len() as f64,
+        ),
+        (
+            "iosets_connections_max",
+            "The connection cap (max_connections).",
+            shared.max_connections as f64,
+        ),
+        (
+            "iosets_inflight_bytes",
+            "Bytes of requests in the server now (frames, and the data of reads to answer).",
+            (shared.inflight_bytes.used_kib() * 1024) as f64,
+        ),
+        (
+            "iosets_inflight_bytes_max",
+            "The bound on in-flight bytes (max_inflight_bytes).",
+            (u64::from(shared.inflight_bytes.kib) * 1024) as f64,
+        ),
+    ];
+    for (name, help, v) in gauges {
+        header(out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    header(
+        out,
+        "iosets_connections_evicted_total",
+        "counter",
+        "Idle connections closed to make room for a new one at the cap.",
+    );
+    let _ = writeln!(
+        out,
+        "iosets_connections_evicted_total {}",
+        shared.connections.evicted()
+    );
+    header(
+        out,
+        "iosets_refusals_total",
+        "counter",
+        "Peers, connections and requests refused or closed, by reason.",
+    );
+    for k in crate::guard::Refusal::ALL {
+        let _ = writeln!(
+            out,
+            "iosets_refusals_total{{reason=\"{}\"}} {}",
+            k.as_str(),
+            shared.guard.count(k)
+        );
+    }
+    header(
+        out,
+        "iosets_hints_overridden_total",
+        "counter",
+        "Priority hints lowered or dropped by the hint policy.",
+    );
+    let _ = writeln!(
+        out,
+        "iosets_hints_overridden_total {}",
+        shared.hints_overridden.load(Relaxed)
+    );
+}
+
 pub(crate) fn render(shared: &Shared) -> String {
     let mut out = String::with_capacity(8192);
     let stats = shared.sched.stats();
@@ -211,6 +278,7 @@ pub(crate) fn render(shared: &Shared) -> String {
         "The active scheduling policy (value 1).",
     );
     let _ = writeln!(out, "iosets_policy_info{{policy=\"{policy}\"}} 1");
+    render_guard(&mut out, shared);
 
     header(
         &mut out,

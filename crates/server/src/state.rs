@@ -16,10 +16,45 @@ use crate::throttle::Throttle;
 use crate::worker::meta::{MetaOp, META_OPS};
 use crate::ServerConfig;
 
-/// An answer on its way to a connection's writer, with the connection's in-flight allowance,
+/// An answer on its way to a connection's writer, with the request's in-flight allowance,
 /// given back once the answer is written to the socket (so backpressure bounds the answers
 /// waiting to be sent too).
-pub(crate) type Outgoing = (Encoded, Option<OwnedSemaphorePermit>);
+pub(crate) type Outgoing = (Encoded, Option<Allowance>);
+
+/// What one request holds while it is in the server, from its frame's arrival until its answer
+/// is written (or dropped with its connection): one of the connection's request slots, its
+/// bytes against the connection's and the server's byte budgets, and a mark on the
+/// connection's entry (a connection with requests in flight is never closed as idle).
+#[derive(Debug)]
+pub(crate) struct Allowance {
+    /// Held for its drop: one of the connection's request slots.
+    pub(crate) _slot: OwnedSemaphorePermit,
+    pub(crate) conn_bytes: Option<OwnedSemaphorePermit>,
+    pub(crate) server_bytes: Option<OwnedSemaphorePermit>,
+    pub(crate) entry: Option<std::sync::Arc<crate::guard::ConnEntry>>,
+}
+
+impl Allowance {
+    /// Merges a further charge of bytes (a read's answer) into this allowance.
+    pub(crate) fn add_bytes(&mut self, conn: OwnedSemaphorePermit, server: OwnedSemaphorePermit) {
+        match &mut self.conn_bytes {
+            Some(p) => p.merge(conn),
+            None => self.conn_bytes = Some(conn),
+        }
+        match &mut self.server_bytes {
+            Some(p) => p.merge(server),
+            None => self.server_bytes = Some(server),
+        }
+    }
+}
+
+impl Drop for Allowance {
+    fn drop(&mut self) {
+        if let Some(e) = &self.entry {
+            e.end();
+        }
+    }
+}
 
 /// A request waiting in the scheduler (data or metadata): what to do and where to answer.
 #[derive(Debug)]
@@ -30,8 +65,8 @@ pub(crate) struct Pending {
     pub(crate) op: ScheduledOp,
     /// The connection's writer.
     pub(crate) reply: UnboundedSender<Outgoing>,
-    /// The connection's in-flight allowance, travelling with the answer.
-    pub(crate) permit: OwnedSemaphorePermit,
+    /// The request's in-flight allowance, travelling with the answer.
+    pub(crate) permit: Allowance,
 }
 
 /// The operations that go through the scheduler: every file operation. Only the control plane
@@ -164,4 +199,16 @@ pub(crate) struct Shared {
     /// The UNIX-epoch nanosecond at which the scheduler's clock read zero: converts the phase
     /// stamps clients send (wall clock) into the scheduler's time base, and opens the trace.
     pub(crate) clock_zero_unix_ns: u64,
+    /// Refusals (counted, logged rate-limited) and failed proofs per address.
+    pub(crate) guard: crate::guard::Guard,
+    /// The open connections (cap, idle eviction).
+    pub(crate) connections: std::sync::Arc<crate::guard::Connections>,
+    /// The bytes of every connection's requests in the server (`max_inflight_bytes`).
+    pub(crate) inflight_bytes: crate::guard::ByteBudget,
+    /// The connection cap in force (`max_connections`, or from the descriptor limit).
+    pub(crate) max_connections: usize,
+    /// Hints lowered or dropped by the hint policy.
+    pub(crate) hints_overridden: AtomicU64,
+    /// The admin address (`/metrics`, `/jobs`, `/stats`), if there is one.
+    pub(crate) admin: Option<std::net::SocketAddr>,
 }

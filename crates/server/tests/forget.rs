@@ -75,7 +75,7 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
         "{} bytes > {bound}",
         busy.job_book_bytes
     );
-    let text = metrics(server.addr());
+    let text = metrics(server.admin_addr().unwrap());
     let job_lines = text.lines().filter(|l| l.contains("{job=\"")).count();
     let listed = gauge(&text, "iosets_jobs{state=\"listed\"} ");
     assert!(listed <= 1_000, "{listed} jobs listed");
@@ -101,7 +101,7 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
     );
     assert_eq!(idle.jobs_forgotten + idle.jobs_evicted, JOBS);
     assert!(idle.balanced);
-    let text = metrics(server.addr());
+    let text = metrics(server.admin_addr().unwrap());
     assert_eq!(gauge(&text, "iosets_jobs{state=\"listed\"} "), 0);
     server.shutdown().unwrap();
 }

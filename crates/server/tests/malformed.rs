@@ -119,8 +119,9 @@ fn bad_frames_are_answered_and_others_keep_being_served() {
     let (errno, _) = good.errno(read("f", 0, 2 << 20));
     assert_eq!(errno, EMSGSIZE);
 
-    // Metrics on the same port; the bad frames are counted.
-    let mut http = TcpStream::connect(server.addr()).unwrap();
+    // Metrics on the admin address; the bad frames are counted.
+    let admin = server.admin_addr().unwrap();
+    let mut http = TcpStream::connect(admin).unwrap();
     http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
     let mut text = String::new();
@@ -135,11 +136,20 @@ fn bad_frames_are_answered_and_others_keep_being_served() {
         .parse()
         .unwrap();
     assert_eq!(bad_frames, 1 + cases.len() as u64 + 2);
-    let mut http = TcpStream::connect(server.addr()).unwrap();
+    let mut http = TcpStream::connect(admin).unwrap();
     http.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
     let mut text = String::new();
     http.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 404"), "{text}");
+    // On the data port, HTTP is pointed to the admin address.
+    let mut http = TcpStream::connect(server.addr()).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 421") && text.contains(&format!("http://{admin}/metrics")),
+        "{text}"
+    );
     let report = server.shutdown().unwrap();
     assert!(report.balanced);
 }

@@ -95,6 +95,7 @@ fn metadata_waits_in_the_scheduler_for_the_one_worker() {
     cfg.trace = Some(trace.clone());
     let server = Server::start(cfg).unwrap();
     let addr = server.addr();
+    let admin = server.admin_addr().unwrap();
     let mut ctl = Conn::connect(addr, 0);
     let before = stats(&mut ctl);
 
@@ -120,7 +121,7 @@ fn metadata_waits_in_the_scheduler_for_the_one_worker() {
     assert_eq!(after.inserted - before.inserted, 3);
     assert_eq!(after.completed - before.completed, 3);
     assert_eq!(after.submitted - before.submitted, 3);
-    let text = metrics(addr);
+    let text = metrics(admin);
     let calls = value(&text, "iosets_meta_backend_calls_total");
     assert_eq!(calls, if wide { 11.0 } else { 2.0 });
     assert!(text.contains("iosets_queue_wait_seconds_count{policy=\"noop\",op=\"meta\"} 2"));
@@ -160,6 +161,7 @@ fn a_job_doing_only_metadata_counts_its_operations_and_no_bytes() {
     let root = TempDir::new("meta-jobstats");
     let server = Server::start(config(&root)).unwrap();
     let addr = server.addr();
+    let admin = server.admin_addr().unwrap();
     let mut ctl = Conn::connect(addr, 0);
     let before = stats(&mut ctl);
     let mut c = Conn::connect(addr, 7);
@@ -228,7 +230,7 @@ fn a_job_doing_only_metadata_counts_its_operations_and_no_bytes() {
     assert_eq!(j.failed, 1);
     assert_eq!((j.bytes_read, j.bytes_written), (0, 0));
     assert_eq!(j.queue_wait.count, n + 1);
-    let text = metrics(addr);
+    let text = metrics(admin);
     assert_eq!(
         value(&text, "iosets_job_ops_total{job=\"7\"}"),
         (n + 1) as f64
@@ -284,18 +286,19 @@ fn creates_and_unlinks_fan_out_to_the_directory_stripe_count() {
     cfg.workers = 2;
     let server = Server::start(cfg).unwrap();
     let addr = server.addr();
+    let admin = server.admin_addr().unwrap();
     let mut c = Conn::connect(addr, 3);
-    let held = |addr| {
-        let text = metrics(addr);
+    let held = |admin| {
+        let text = metrics(admin);
         (
             value(&text, "iosets_meta_backend_calls_total"),
             value(&text, "iosets_meta_backend_blocked_seconds_total"),
         )
     };
     let expect = |c: &mut Conn, req: Request, calls: f64, what: &str| {
-        let (calls0, secs0) = held(addr);
+        let (calls0, secs0) = held(admin);
         c.ok(req);
-        let (calls1, secs1) = held(addr);
+        let (calls1, secs1) = held(admin);
         assert_eq!(calls1 - calls0, calls, "{what}: calls");
         assert!(
             (secs1 - secs0 - calls * 0.020).abs() < 1e-9,
@@ -353,13 +356,13 @@ fn creates_and_unlinks_fan_out_to_the_directory_stripe_count() {
         "unlink in a plain directory",
     );
     // A failed operation touched no storage object: no call.
-    let (calls0, _) = held(addr);
+    let (calls0, _) = held(admin);
     c.errno(Request::Unlink {
         path: "wide/missing".into(),
     });
-    assert_eq!(held(addr).0, calls0, "a failed unlink holds nothing");
+    assert_eq!(held(admin).0, calls0, "a failed unlink holds nothing");
     // The service-time series of metadata includes the held time: 17 calls of 20 ms at least.
-    let text = metrics(addr);
+    let text = metrics(admin);
     let service = value(
         &text,
         "iosets_service_seconds_sum{policy=\"iosets\",op=\"meta\"}",

@@ -92,7 +92,7 @@ fn heavy_then_light(quota: Option<&str>) -> (usize, RulesReport, JobsReport) {
     let report = rules(&mut ctl);
     let jobs: JobsReport = json(ctl.control(TOKEN, Control::Jobs));
     if quota.is_some() {
-        let text = metrics(server.addr());
+        let text = metrics(server.admin_addr().unwrap());
         for line in [
             "iosets_rule_threads{rule=\"heavy\"} 2",
             "iosets_rule_peak_in_service_requests{rule=\"heavy\"} 2",

@@ -279,11 +279,14 @@ async fn accept(
             _ = stop.changed() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    let Some(reg) = crate::admit(&shared, None) else {
+                        continue;
+                    };
                     let s = shared.clone();
                     let rx = stop.clone();
                     s.counters.connection_opened();
                     conns.spawn(async move {
-                        serve(s.clone(), stream, port, rx).await;
+                        serve(s.clone(), stream, port, reg, rx).await;
                         s.counters.connection_closed();
                     });
                 }
@@ -307,10 +310,21 @@ async fn accept(
 /// with them, then it is a connection like any other.
 async fn serve(
     shared: Arc<Shared>,
-    stream: UnixStream,
+    mut stream: UnixStream,
     port: u16,
+    reg: crate::guard::Registered,
     mut stop: watch::Receiver<bool>,
 ) {
+    // With a cluster secret, a same-host client proves it too, before its region comes.
+    let (mut rd, mut wr) = stream.split();
+    let passed = tokio::select! {
+        biased;
+        _ = stop.changed() => return,
+        h = super::authenticate(&shared, &mut rd, &mut wr, None) => h,
+    };
+    if passed != super::Handshake::Passed {
+        return;
+    }
     let mut first = vec![0u8; 4096];
     let got = tokio::select! {
         biased;
@@ -330,7 +344,7 @@ async fn serve(
         // A same-host client is on this node.
         peer: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
     };
-    super::serve_frames(shared, rd, wr, None, link, stop).await;
+    super::serve_frames(shared, rd, wr, None, link, reg, stop).await;
 }
 
 #[cfg(test)]
