@@ -44,8 +44,48 @@ use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, SeekModel, Su
     about = "I/O request scheduling for shared HPC storage"
 )]
 struct Cli {
+    /// How log lines (on standard error) are written: text for people, json (one object per
+    /// line) for log collectors. Which lines: RUST_LOG (default `info`, e.g.
+    /// `RUST_LOG=iosets_server=debug`).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        env = "IOSETS_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
+/// Installs the log subscriber: events at or above RUST_LOG's levels (default `info`) to
+/// standard error, in `format`. A RUST_LOG that does not parse is an error, not ignored.
+fn init_logging(format: LogFormat) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(&v).with_context(|| {
+            format!("RUST_LOG={v:?} is not a log filter (e.g. info, iosets_server=debug)")
+        })?,
+        _ => EnvFilter::new("info"),
+    };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    }
+    .map_err(|e| anyhow::anyhow!("installing the logger: {e}"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -606,6 +646,10 @@ fn policies() {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = init_logging(cli.log_format) {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
         Command::DemoWfq(args) => demo(args),

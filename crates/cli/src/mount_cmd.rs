@@ -61,6 +61,9 @@ pub(crate) struct MountArgs {
     /// With --daemon: where the background process writes its log.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// The cluster's shared secret file, for servers started with --auth-file.
+    #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
+    auth_file: Option<PathBuf>,
 }
 
 /// `iosets umount MOUNTPOINT`.
@@ -92,6 +95,9 @@ fn options(args: &MountArgs) -> Result<MountOptions> {
     }
     if let Some(f) = &args.token_file {
         o.token = Some(read_token_file(f)?);
+    }
+    if let Some(f) = &args.auth_file {
+        o.auth = Some(iosets_server::read_auth_file(f)?);
     }
     Ok(o)
 }

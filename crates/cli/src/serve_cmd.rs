@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
 use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport};
-use iosets_server::{read_token_file, Server, ServerConfig};
+use iosets_server::{read_auth_file, read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
 #[derive(Debug, Args)]
@@ -80,6 +80,37 @@ pub(crate) struct ServeArgs {
     /// `iosets ctl rule`.
     #[arg(long, value_name = "FILE")]
     quota: Option<PathBuf>,
+    /// The cluster's shared secret file (like BeeGFS's connAuthFile; mode 600): every client
+    /// must prove it holds the same secret. Without it, only loopback peers are accepted.
+    #[arg(long, value_name = "FILE")]
+    auth_file: Option<PathBuf>,
+    /// Where to serve GET /metrics, /jobs and /stats over HTTP (default 127.0.0.1:0, printed at
+    /// start; `none`: nowhere). Never the data port.
+    #[arg(long, value_name = "ADDR")]
+    admin_listen: Option<String>,
+    /// Clients' priority hints: trust, ignore, or cap=P (the highest priority a hint may ask;
+    /// default cap=1, the Set-10 priority of a 1 s I/O period).
+    #[arg(long, value_name = "POLICY")]
+    hints: Option<String>,
+    /// Seconds a frame may take to arrive whole once started (default 30).
+    #[arg(long, value_name = "SECONDS")]
+    frame_timeout_s: Option<f64>,
+    /// Seconds a connection may stay silent with nothing in flight (default 300).
+    #[arg(long, value_name = "SECONDS")]
+    idle_timeout_s: Option<f64>,
+    /// Seconds an answer may wait for a client that does not read (default 60).
+    #[arg(long, value_name = "SECONDS")]
+    write_timeout_s: Option<f64>,
+    /// Connections at once (default: from the descriptor limit); at the cap the longest-idle
+    /// connection is closed for a new one.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// MiB of requests (frames and read data) one connection may have in the server (default 256).
+    #[arg(long, value_name = "MIB")]
+    max_inflight_mib_per_conn: Option<f64>,
+    /// MiB of requests all connections together may have in the server (default 2048).
+    #[arg(long, value_name = "MIB")]
+    max_inflight_mib: Option<f64>,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
@@ -141,11 +172,46 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     if let Some(q) = &args.quota {
         config.set_quota_file(q)?;
     }
+    if let Some(f) = &args.auth_file {
+        config.auth = Some(read_auth_file(f)?);
+    }
+    match args.admin_listen.as_deref() {
+        None => {}
+        Some("none" | "") => config.admin_listen = None,
+        Some(a) => config.admin_listen = Some(a.to_string()),
+    }
+    if let Some(h) = &args.hints {
+        config.hints = h.parse()?;
+    }
+    if let Some(t) = args.frame_timeout_s {
+        config.frame_timeout_s = t;
+    }
+    if let Some(t) = args.idle_timeout_s {
+        config.idle_timeout_s = t;
+    }
+    if let Some(t) = args.write_timeout_s {
+        config.write_timeout_s = t;
+    }
+    if args.max_connections.is_some() {
+        config.max_connections = args.max_connections;
+    }
+    let mib = |m: f64, flag: &str| -> Result<u64> {
+        if !(m.is_finite() && m > 0.0) {
+            bail!("--{flag} {m}: must be a positive number of MiB");
+        }
+        Ok((m * 1024.0 * 1024.0) as u64)
+    };
+    if let Some(m) = args.max_inflight_mib_per_conn {
+        config.max_inflight_bytes_per_conn = mib(m, "max-inflight-mib-per-conn")?;
+    }
+    if let Some(m) = args.max_inflight_mib {
+        config.max_inflight_bytes = mib(m, "max-inflight-mib")?;
+    }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;
     println!(
-        "iosets serve: listening on {} (policy {}{}, {} workers{}, root {}; control {}); \
-         metrics at http://{}/metrics",
+        "iosets serve: listening on {} (policy {}{}, {} workers{}, root {}; control {}; \
+         authentication {}); metrics at {}",
         handle.addr(),
         config.policy,
         if config.auto_priority {
@@ -163,7 +229,14 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         } else {
             "disabled (no token)"
         },
-        handle.addr(),
+        if config.auth.is_some() {
+            "by cluster secret"
+        } else {
+            "none: loopback peers only"
+        },
+        handle
+            .admin_addr()
+            .map_or_else(|| "nowhere".to_string(), |a| format!("http://{a}/metrics")),
     );
     let _ = std::io::stdout().flush();
     let report = handle.wait()?;
@@ -194,6 +267,9 @@ pub(crate) struct CtlArgs {
     /// Print the raw JSON report (jobs, stats).
     #[arg(long)]
     json: bool,
+    /// The cluster's shared secret file, for a server started with --auth-file.
+    #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
+    auth_file: Option<PathBuf>,
     #[command(subcommand)]
     command: CtlCommand,
 }
@@ -375,6 +451,9 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
     let mut cfg = ClientConfig::new(JobId(0));
     cfg.retries = 0;
     cfg.connect_timeout = Duration::from_secs(5);
+    if let Some(f) = &args.auth_file {
+        cfg.auth = Some(read_auth_file(f)?);
+    }
     let client = BlockingClient::connect_to(&[args.server.as_str()], cfg)?;
     let reply = client.control(0, &token, op)?;
     match (&args.command, reply) {

@@ -77,7 +77,16 @@ pub struct ClientConfig {
     /// The longest a phase keeps its stamp (default 60 s): a job that does I/O without pause
     /// gets a fresh stamp after that long, and so queues behind the phases begun meanwhile.
     pub max_phase: Duration,
+    /// The cluster's shared secret, for servers started with one (`--auth-file`): every
+    /// connection proves it and checks the server's proof in turn ([`iosets_proto::auth`]).
+    /// `None` (the default): no handshake, which such servers refuse. See
+    /// [`ClientConfig::auth_from_env`].
+    pub auth: Option<iosets_proto::auth::Secret>,
 }
+
+/// The environment variable naming the cluster's secret file for clients
+/// ([`ClientConfig::auth_from_env`]).
+pub const AUTH_FILE_VAR: &str = "IOSETS_AUTH_FILE";
 
 impl ClientConfig {
     /// The defaults for job `job`: no priority hint, 1 MiB chunks, 5 s connect timeout, 120 s
@@ -99,6 +108,21 @@ impl ClientConfig {
             phase_stamps: true,
             phase_gap: Duration::from_millis(100),
             max_phase: Duration::from_secs(60),
+            auth: None,
+        }
+    }
+
+    /// The secret in the file `IOSETS_AUTH_FILE` names, if the variable is set (and not empty).
+    ///
+    /// # Errors
+    /// [`ClientError::Config`] when the file cannot be read or is not a usable secret (too
+    /// short, readable by other users).
+    pub fn auth_from_env() -> Result<Option<iosets_proto::auth::Secret>, ClientError> {
+        match std::env::var_os(AUTH_FILE_VAR) {
+            Some(p) if !p.is_empty() => iosets_proto::auth::Secret::from_file(p.as_ref())
+                .map(Some)
+                .map_err(|e| ClientError::Config(format!("{AUTH_FILE_VAR}: {e}"))),
+            _ => Ok(None),
         }
     }
 

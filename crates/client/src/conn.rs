@@ -241,6 +241,10 @@ impl Conn {
             };
         // Small frames (metadata, acknowledgements) should not wait for Nagle's algorithm.
         let _ = stream.set_nodelay(true);
+        let mut stream = stream;
+        if let Some(secret) = &cfg.auth {
+            prove(&mut stream, secret, server, cfg).await?;
+        }
         let same_host = match (stream.local_addr(), stream.peer_addr()) {
             (Ok(me), Ok(peer)) => me.ip() == peer.ip() || peer.ip().is_loopback(),
             _ => false,
@@ -470,6 +474,9 @@ impl Conn {
             if stream.peer_cred().ok()?.pid() != i32::try_from(pid).ok() {
                 return None;
             }
+            if let Some(secret) = &cfg.auth {
+                prove(&mut stream, secret, self.server, cfg).await.ok()?;
+            }
             attach(&mut stream, who, &local.region, &id, cfg.max_frame)
                 .await
                 .ok()?;
@@ -487,6 +494,68 @@ impl Conn {
             Some(local.clone()),
         ))
     }
+}
+
+/// The cluster-secret handshake ([`iosets_proto::auth`]): the server's challenge, the client's
+/// proof, the server's proof checked in turn; within the connect timeout.
+async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    secret: &iosets_proto::auth::Secret,
+    server: SocketAddr,
+    cfg: &ClientConfig,
+) -> Result<(), ClientError> {
+    let fail = |reason: String| ClientError::Auth { server, reason };
+    let exchange = async {
+        let server_nonce = match read_frame(stream, cfg.max_frame).await {
+            Ok(Frame::Response(_, OpCode::Auth, Response::Ok(Reply::Challenge { nonce }))) => nonce,
+            Ok(other) => {
+                return Err(fail(format!(
+                    "expected the server's challenge, got {other:?}"
+                )))
+            }
+            Err((reason, _)) => return Err(fail(reason)),
+        };
+        let nonce = iosets_proto::auth::nonce().map_err(|e| fail(format!("no nonce: {e}")))?;
+        let header = Header {
+            phase: None,
+            tag: 0,
+            job: cfg.job,
+            priority: None,
+            creds: None,
+            elsewhere: None,
+        };
+        let proof = secret.client_proof(&server_nonce, &nonce);
+        let frame = encode(&Frame::Request(header, Request::Auth { nonce, proof }));
+        stream
+            .write_all(&frame.head)
+            .await
+            .map_err(|e| fail(format!("sending the proof: {e}")))?;
+        stream
+            .flush()
+            .await
+            .map_err(|e| fail(format!("sending the proof: {e}")))?;
+        match read_frame(stream, cfg.max_frame).await {
+            Ok(Frame::Response(_, OpCode::Auth, Response::Ok(Reply::Authenticated { proof })))
+                if secret.check_server(&server_nonce, &nonce, &proof) =>
+            {
+                Ok(())
+            }
+            Ok(Frame::Response(_, OpCode::Auth, Response::Ok(Reply::Authenticated { .. }))) => Err(
+                fail("the server's proof is wrong: it does not hold this cluster's secret".into()),
+            ),
+            Ok(Frame::Response(_, _, Response::Err { message, .. })) => Err(fail(message)),
+            Ok(other) => Err(fail(format!("unexpected answer to the proof: {other:?}"))),
+            Err((reason, _)) => Err(fail(reason)),
+        }
+    };
+    tokio::time::timeout(cfg.connect_timeout, exchange)
+        .await
+        .unwrap_or_else(|_| {
+            Err(fail(format!(
+                "no challenge and proof within {:?} (is the server started with --auth-file?)",
+                cfg.connect_timeout
+            )))
+        })
 }
 
 /// The first exchange on a same-host socket: [`Request::AttachRegion`] with the region's

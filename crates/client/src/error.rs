@@ -92,6 +92,15 @@ pub enum ClientError {
     /// The blocking client could not start its runtime.
     #[error("cannot start the client runtime: {0}")]
     Runtime(io::Error),
+    /// The cluster-secret handshake failed: the secrets differ, the server has none, or it
+    /// asked for one the client was not given.
+    #[error("authentication with {server} failed: {reason}")]
+    Auth {
+        /// The server.
+        server: SocketAddr,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 impl ClientError {
@@ -116,6 +125,7 @@ impl ClientError {
             ClientError::Resolve { .. } => io::ErrorKind::NotFound,
             ClientError::Unsupported(_) => io::ErrorKind::Unsupported,
             ClientError::Runtime(e) => e.kind(),
+            ClientError::Auth { .. } => io::ErrorKind::PermissionDenied,
         }
     }
 }

@@ -90,9 +90,11 @@ pub use blocking::BlockingClient;
 pub use client::Client;
 pub use client::WriteBuf;
 pub use config::{
-    job_from_env, ClientConfig, DEFAULT_CHUNK_SIZE, DEFAULT_LOCAL_REGION, MAX_CHUNK_SIZE,
+    job_from_env, ClientConfig, AUTH_FILE_VAR, DEFAULT_CHUNK_SIZE, DEFAULT_LOCAL_REGION,
+    MAX_CHUNK_SIZE,
 };
 pub use error::ClientError;
+pub use iosets_proto::auth::Secret;
 pub use iosets_proto::{
     Attr, Control, Creds, DirEntry, FileKind, OpenFlags, Reply, SetAttr, SetTime, Statfs,
 };

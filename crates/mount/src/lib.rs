@@ -80,6 +80,8 @@ pub struct MountOptions {
     pub max_write: u32,
     /// Let every user of the node use the mount (`allow_other`); `None`: when run as root.
     pub allow_other: Option<bool>,
+    /// The cluster's shared secret, for servers started with one (`--auth-file`).
+    pub auth: Option<iosets_client::Secret>,
 }
 
 impl MountOptions {
@@ -98,6 +100,7 @@ impl MountOptions {
             ident: IdentConfig::default(),
             chunk_size: iosets_client::DEFAULT_CHUNK_SIZE,
             max_write: 1 << 20,
+            auth: None,
             allow_other: None,
         }
     }
@@ -302,6 +305,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     ccfg.request_timeout = Some(opts.timeout);
     ccfg.connect_timeout = opts.timeout.min(Duration::from_secs(5));
     ccfg.retries = 2;
+    ccfg.auth = opts.auth.clone();
     let servers_err = |reason: String| MountError::Servers {
         servers: opts.servers.clone(),
         reason,

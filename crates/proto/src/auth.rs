@@ -209,7 +209,10 @@ pub fn nonce() -> Result<[u8; NONCE_LEN], getrandom::Error> {
 /// exit. For tokens a peer sends.
 pub fn same_secret(given: &[u8], secret: &[u8]) -> bool {
     let (x, y) = (Sha256::digest(given), Sha256::digest(secret));
-    x.iter().zip(y.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    x.iter()
+        .zip(y.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 #[cfg(test)]
@@ -223,8 +226,14 @@ mod tests {
         assert_ne!(sn, cn, "two nonces from the OS");
         let p = s.client_proof(&sn, &cn);
         assert!(s.check_client(&sn, &cn, &p));
-        assert!(!s.check_server(&sn, &cn, &p), "a client proof is not a server proof");
-        assert!(!s.check_client(&cn, &sn, &p), "nonces are not interchangeable");
+        assert!(
+            !s.check_server(&sn, &cn, &p),
+            "a client proof is not a server proof"
+        );
+        assert!(
+            !s.check_client(&cn, &sn, &p),
+            "nonces are not interchangeable"
+        );
         let other = Secret::new(b"0123456789abcdef0124").unwrap();
         assert!(!other.check_client(&sn, &cn, &p));
         let mut bad = p;

@@ -516,7 +516,10 @@ impl ServerConfig {
             return bad("max_connections must be at least 1".into());
         }
         for (name, b) in [
-            ("max_inflight_bytes_per_conn", self.max_inflight_bytes_per_conn),
+            (
+                "max_inflight_bytes_per_conn",
+                self.max_inflight_bytes_per_conn,
+            ),
             ("max_inflight_bytes", self.max_inflight_bytes),
         ] {
             if !(MIN_INFLIGHT_BYTES..=MAX_INFLIGHT_BYTES).contains(&b) {

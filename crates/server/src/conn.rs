@@ -33,6 +33,9 @@ use rustix::io::Errno;
 const WRITE_BUFFER: usize = 64 * 1024;
 /// A frame's buffer starts this large and doubles as its bytes arrive.
 const READ_CHUNK: usize = 64 * 1024;
+/// Frames up to this long are read before they are charged to the server's byte budget (one
+/// at a time per connection), so control gets through a server whose budget is full.
+const SMALL_FRAME: usize = 64 * 1024;
 
 const EPROTO: i32 = Errno::PROTO.raw_os_error();
 const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
@@ -189,7 +192,13 @@ where
         Ok(Some(Ok(frame))) => frame,
     };
     let (header, op, refusal) = match answer {
-        Some(Frame::Request(h, Request::Auth { nonce: theirs, proof })) => {
+        Some(Frame::Request(
+            h,
+            Request::Auth {
+                nonce: theirs,
+                proof,
+            },
+        )) => {
             if secret.check_client(&nonce, &theirs, &proof) {
                 let ok = encode(&Frame::Response(
                     h,
@@ -308,37 +317,33 @@ pub(crate) async fn serve_frames<R, W>(
             },
         };
         if !have_prefix {
-            // Silent with nothing in flight: the idle timeout runs, and the connection may be
-            // closed for a new one at the cap.
-            let idle = inflight.available_permits() + 1 == slots;
-            let read = async {
-                if idle {
-                    tokio::time::timeout(idle_limit, rd.read_exact(&mut prefix))
-                        .await
-                        .map_err(|_| ())
-                } else {
-                    Ok(rd.read_exact(&mut prefix).await)
+            // Silent with nothing in flight for the idle timeout: closed. Such a connection
+            // may also be closed for a new one at the cap. One read, kept across the checks
+            // (a read of a prefix is not cancelled half-way).
+            let read = rd.read_exact(&mut prefix);
+            tokio::pin!(read);
+            let read = loop {
+                let wait = idle_limit.saturating_sub(entry.idle_for());
+                tokio::select! {
+                    biased;
+                    _ = stop.changed() => break None,
+                    _ = entry.evict.notified() => {
+                        shared.guard.refuse(Refusal::Evicted, peer, "closing the connection idle the longest: the connection cap is reached");
+                        break None;
+                    }
+                    _ = tx.closed() => break None,
+                    r = &mut read => break Some(r),
+                    _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {
+                        if entry.in_flight() == 0 && entry.idle_for() >= idle_limit {
+                            shared.guard.refuse(Refusal::IdleTimeout, peer, "closing an idle connection");
+                            break None;
+                        }
+                    }
                 }
-            };
-            let read = tokio::select! {
-                biased;
-                _ = stop.changed() => break,
-                _ = entry.evict.notified() => {
-                    shared.guard.refuse(Refusal::Evicted, peer, "closing the connection idle the longest: the connection cap is reached");
-                    break;
-                }
-                _ = tx.closed() => break,
-                r = read => r,
             };
             match read {
-                Err(()) => {
-                    shared
-                        .guard
-                        .refuse(Refusal::IdleTimeout, peer, "closing an idle connection");
-                    break;
-                }
-                Ok(Err(_)) => break, // closed by the peer (or reset)
-                Ok(Ok(_)) => {}
+                None | Some(Err(_)) => break, // stopping, closed, or reset by the peer
+                Some(Ok(_)) => {}
             }
         }
         have_prefix = false;
@@ -364,12 +369,22 @@ pub(crate) async fn serve_frames<R, W>(
                 break;
             }
         };
-        // The frame's bytes count against both budgets before they are read (and memory for
-        // them is taken as they arrive).
-        let Some((c, s)) = charge(&shared, &conn_bytes, len as u64, 0, &mut stop).await else {
+        // The frame's bytes count against the connection's budget before they are read (memory
+        // for them is taken as they arrive); a large frame's against the server's too. A small
+        // frame is read first and charged to the server once decoded, unless it is control: a
+        // server whose budget is held by requests a quota rule holds back must still read the
+        // control request that lifts the rule.
+        let small = len <= SMALL_FRAME;
+        let Some(c) = charge(&conn_bytes, len as u64, 0, &mut stop).await else {
             break;
         };
-        allowance.add_bytes(c, s);
+        allowance.add_conn_bytes(c);
+        if !small {
+            let Some(s) = charge(&shared.inflight_bytes, len as u64, 0, &mut stop).await else {
+                break;
+            };
+            allowance.add_server_bytes(s);
+        }
         let buf = match tokio::time::timeout(frame_limit, read_body(&mut rd, len, &mut stop)).await
         {
             Ok(Some(b)) => b,
@@ -385,15 +400,33 @@ pub(crate) async fn serve_frames<R, W>(
         };
         match decode(buf.clone()) {
             Ok(Frame::Request(header, req)) => {
-                // A read's answer will hold its data: counted too, up to the whole budget.
-                if let Request::Read { len: want, .. } = &req {
-                    let held = len as u64;
-                    let Some((c, s)) =
-                        charge(&shared, &conn_bytes, u64::from(*want), held, &mut stop).await
+                let control = matches!(
+                    req,
+                    Request::Control { .. }
+                        | Request::PhaseEnd
+                        | Request::LocalTransport
+                        | Request::AttachRegion { .. }
+                        | Request::Auth { .. }
+                );
+                if small && !control {
+                    let Some(s) = charge(&shared.inflight_bytes, len as u64, 0, &mut stop).await
                     else {
                         break;
                     };
-                    allowance.add_bytes(c, s);
+                    allowance.add_server_bytes(s);
+                }
+                // A read's answer will hold its data: counted too, up to the whole budget.
+                if let Request::Read { len: want, .. } = &req {
+                    let (held, want) = (len as u64, u64::from(*want));
+                    let Some(c) = charge(&conn_bytes, want, held, &mut stop).await else {
+                        break;
+                    };
+                    allowance.add_conn_bytes(c);
+                    let Some(s) = charge(&shared.inflight_bytes, want, held, &mut stop).await
+                    else {
+                        break;
+                    };
+                    allowance.add_server_bytes(s);
                 }
                 handle(&shared, header, req, &tx, allowance, &mut link)
             }
@@ -436,34 +469,23 @@ pub(crate) async fn serve_frames<R, W>(
     drop(reg);
 }
 
-/// Takes `bytes` (KiB, rounded up) from the connection's and then the server's byte budget, at
-/// most what is left of each budget beyond the `held` bytes the request already holds (so one
-/// request never waits for bytes it holds itself). `None` if the server is stopping.
+/// Takes `bytes` (KiB, rounded up) from `budget`, at most what is left of it beyond the `held`
+/// bytes the request already holds (so one request never waits for bytes it holds itself, and
+/// the largest request is let in alone). `None` if the server is stopping.
 async fn charge(
-    shared: &Shared,
-    conn: &ByteBudget,
+    budget: &ByteBudget,
     bytes: u64,
     held: u64,
     stop: &mut watch::Receiver<bool>,
-) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
-    let take = |b: &ByteBudget| {
-        let held = held.div_ceil(1024).min(u64::from(b.kib));
-        let want = bytes.div_ceil(1024).max(1);
-        // Zero when the request already holds the whole budget: it is let in alone.
-        u32::try_from(want.min(u64::from(b.kib) - held)).unwrap_or(u32::MAX)
-    };
-    let (nc, ns) = (take(conn), take(&shared.inflight_bytes));
-    let c = tokio::select! {
+) -> Option<OwnedSemaphorePermit> {
+    let held = held.div_ceil(1024).min(u64::from(budget.kib));
+    let want = bytes.div_ceil(1024).max(1);
+    let n = u32::try_from(want.min(u64::from(budget.kib) - held)).unwrap_or(u32::MAX);
+    tokio::select! {
         biased;
-        _ = stop.changed() => return None,
-        p = conn.sem.clone().acquire_many_owned(nc) => p.ok()?,
-    };
-    let s = tokio::select! {
-        biased;
-        _ = stop.changed() => return None,
-        p = shared.inflight_bytes.sem.clone().acquire_many_owned(ns) => p.ok()?,
-    };
-    Some((c, s))
+        _ = stop.changed() => None,
+        p = budget.sem.clone().acquire_many_owned(n) => p.ok(),
+    }
 }
 
 /// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`

@@ -41,9 +41,11 @@ pub(crate) fn handle(
 ) -> Result<Reply, FsError> {
     let refused = |message: &'static str| {
         shared.guard.failed(peer);
-        shared
-            .guard
-            .refuse(Refusal::ControlToken, peer, &format!("{message} ({})", ctl.op().as_str()));
+        shared.guard.refuse(
+            Refusal::ControlToken,
+            peer,
+            &format!("{message} ({})", ctl.op().as_str()),
+        );
         Err(refuse(EACCES, message))
     };
     match &shared.config.token {

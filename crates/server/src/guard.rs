@@ -191,9 +191,8 @@ impl Guard {
     pub(crate) fn blocked(&self, peer: Option<IpAddr>) -> bool {
         let Some(peer) = peer else { return false };
         let f = self.failures.lock();
-        f.get(&peer).is_some_and(|&(n, since)| {
-            n >= MAX_FAILURES && since.elapsed() < FAILURE_WINDOW
-        })
+        f.get(&peer)
+            .is_some_and(|&(n, since)| n >= MAX_FAILURES && since.elapsed() < FAILURE_WINDOW)
     }
 }
 
@@ -214,6 +213,15 @@ impl ConnEntry {
     pub(crate) fn touch(&self) {
         let ms = self.start.elapsed().as_millis() as u64;
         self.last_active_ms.store(ms, Ordering::Relaxed);
+    }
+    /// How long since the last frame or answer.
+    pub(crate) fn idle_for(&self) -> Duration {
+        let last = Duration::from_millis(self.last_active_ms.load(Ordering::Relaxed));
+        self.start.elapsed().saturating_sub(last)
+    }
+    /// Requests in the server now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Relaxed)
     }
     /// A request entered the server.
     pub(crate) fn begin(&self) {

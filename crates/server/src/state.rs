@@ -35,15 +35,19 @@ pub(crate) struct Allowance {
 }
 
 impl Allowance {
-    /// Merges a further charge of bytes (a read's answer) into this allowance.
-    pub(crate) fn add_bytes(&mut self, conn: OwnedSemaphorePermit, server: OwnedSemaphorePermit) {
+    /// Adds a charge to the connection's byte budget.
+    pub(crate) fn add_conn_bytes(&mut self, p: OwnedSemaphorePermit) {
         match &mut self.conn_bytes {
-            Some(p) => p.merge(conn),
-            None => self.conn_bytes = Some(conn),
+            Some(held) => held.merge(p),
+            None => self.conn_bytes = Some(p),
         }
+    }
+
+    /// Adds a charge to the server's byte budget.
+    pub(crate) fn add_server_bytes(&mut self, p: OwnedSemaphorePermit) {
         match &mut self.server_bytes {
-            Some(p) => p.merge(server),
-            None => self.server_bytes = Some(server),
+            Some(held) => held.merge(p),
+            None => self.server_bytes = Some(p),
         }
     }
 }

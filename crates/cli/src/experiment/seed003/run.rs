@@ -242,6 +242,8 @@ struct ServerChild {
     child: Child,
     /// Where it listens (`host:port`).
     addr: String,
+    /// Its admin address (`/metrics`), `host:port`.
+    admin: String,
     /// Its standard error, to name in failures.
     stderr: PathBuf,
 }
@@ -423,6 +425,7 @@ fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<Serve
     let mut server = ServerChild {
         child,
         addr: String::new(),
+        admin: String::new(),
         stderr,
     };
     let deadline = Instant::now() + SERVER_START;
@@ -432,8 +435,12 @@ fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<Serve
                 let addr = line
                     .split_once("listening on ")
                     .and_then(|(_, rest)| rest.split_whitespace().next());
-                if let Some(a) = addr {
+                let admin = line
+                    .split_once("metrics at http://")
+                    .and_then(|(_, rest)| rest.split('/').next());
+                if let (Some(a), Some(m)) = (addr, admin) {
                     server.addr = a.to_string();
+                    server.admin = m.to_string();
                     return Ok(server);
                 }
             }
@@ -533,8 +540,9 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    /// Reads the three from the server at `addr`, and scores what they show.
-    fn take(client: &BlockingClient, addr: &str) -> Result<Snapshot> {
+    /// Reads the three from the server (`/metrics` from its admin address `admin`), and
+    /// scores what they show.
+    fn take(client: &BlockingClient, admin: &str) -> Result<Snapshot> {
         let json = |op: Control| -> Result<String> {
             match client.control(0, TOKEN, op)? {
                 Reply::Json(t) => Ok(t),
@@ -543,7 +551,7 @@ impl Snapshot {
         };
         let jobs = json(Control::Jobs)?;
         let rules = json(Control::Rules)?;
-        let metrics = http_get_metrics(addr)?;
+        let metrics = http_get_metrics(admin)?;
         let v: Value = serde_json::from_str(&jobs).context("parsing the job statistics")?;
         let listed = v
             .get("jobs")
@@ -587,7 +595,7 @@ impl Snapshot {
     }
 }
 
-/// `GET /metrics` from the server's port.
+/// `GET /metrics` from the server's admin address.
 fn http_get_metrics(addr: &str) -> Result<String> {
     let mut s = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
@@ -670,6 +678,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
 
     let server = start_server(spec, &root, &scratch)?;
     let addr = server.addr.clone();
+    let admin = server.admin.clone();
     let server_pid = server.child.id();
     live.server = Some(server);
     let mnt = |job: u64| std::env::temp_dir().join(format!("{tag}-job{job}"));
@@ -738,7 +747,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
             last_snapshot = Instant::now();
             let client = live.control.as_ref().expect("connected");
-            match Snapshot::take(client, &addr) {
+            match Snapshot::take(client, &admin) {
                 Ok(s) => {
                     if best.as_ref().is_none_or(|b| s.score >= b.score) {
                         best = Some(s);
@@ -770,7 +779,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     // One last look if the run was shorter than a snapshot period.
     if best.is_none() {
         let client = live.control.as_ref().expect("connected");
-        match Snapshot::take(client, &addr) {
+        match Snapshot::take(client, &admin) {
             Ok(s) => best = Some(s),
             Err(e) => {
                 snapshot_error.get_or_insert(e);
