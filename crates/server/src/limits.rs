@@ -191,7 +191,11 @@ mod tests {
     fn the_budget_spends_exactly_the_limit() {
         for workers in [1, 4, 16, 64] {
             for limit in [256u64, 1024, 20_000, 1 << 20] {
-                let b = FdBudget::from_limit(limit, workers).unwrap();
+                let Ok(b) = FdBudget::from_limit(limit, workers) else {
+                    // Only 64 workers at 256 descriptors: 288 reserved.
+                    assert_eq!((workers, limit), (64, 256));
+                    continue;
+                };
                 assert_eq!(total(&b), limit, "{b:?}");
                 assert_eq!(b.reserve, 32 + 4 * workers);
                 assert!(b.connections >= b.cached_files + b.dirty_files + b.dirty_dirs - 1);
