@@ -1382,6 +1382,241 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    /// A fresh directory, removed on drop.
+    struct Tmp(PathBuf);
+
+    impl Tmp {
+        fn new(name: &str) -> Tmp {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "iosets-root-{}-{name}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Tmp(p)
+        }
+    }
+
+    impl Drop for Tmp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn small(dir: &Tmp, cached: usize, dirty: usize, dirs: usize) -> Root {
+        Root::open_bounded(
+            &dir.0,
+            Capacity {
+                cached_files: cached,
+                dirty_files: dirty,
+                dirty_dirs: dirs,
+            },
+        )
+        .unwrap()
+    }
+
+    fn key(path: &Path) -> Key {
+        Key::of(&rustix::fs::lstat(path).unwrap())
+    }
+
+    /// How many times each object was fsynced through the dirty sets.
+    fn sync_counts(root: &Root) -> HashMap<Key, usize> {
+        let mut n = HashMap::new();
+        for k in root.synced.lock().iter() {
+            *n.entry(*k).or_default() += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn bounded_dirty_sets_fsync_every_written_file_exactly_once() {
+        let tmp = Tmp::new("bounded");
+        let root = small(&tmp, 4, 3, 2);
+        let mut files = Vec::new();
+        for d in 0..5 {
+            root.mkdir(&format!("d{d}"), 0o755, None).unwrap();
+            for f in 0..10 {
+                let path = format!("d{d}/f{f}");
+                root.create(&path, 0o644, false, None).unwrap();
+                let data = format!("contents of {path}");
+                root.write(&path, 0, data.as_bytes()).unwrap();
+                let st = root.stats();
+                assert!(st.cached_files <= 4 && st.dirty_files <= 3 && st.dirty_dirs <= 2);
+                files.push((path, data));
+            }
+        }
+        let pressure = root.stats().pressure_fsyncs_files;
+        assert_eq!(pressure, 50 - 3, "all but the 3 newest were fsynced early");
+        // The directory set holds 2: creating in d1 pushes the root out (fsynced), mkdir d2
+        // dirties it again and pushes d0 out, and so on — 6 early fsyncs, 2 left at shutdown.
+        assert_eq!(root.stats().pressure_fsyncs_dirs, 6);
+        let (at_shutdown, err) = root.fsync_dirty();
+        assert_eq!(err, None);
+        assert_eq!(at_shutdown, 3);
+        let counts = sync_counts(&root);
+        for (path, _) in &files {
+            assert_eq!(counts.get(&key(&tmp.0.join(path))), Some(&1), "{path}");
+        }
+        for d in ["d0", "d1", "d2", "d3", "d4"] {
+            assert_eq!(counts.get(&key(&tmp.0.join(d))), Some(&1), "directory {d}");
+        }
+        // Changed again by mkdir d2 and d4 after each of its 2 early fsyncs.
+        assert_eq!(counts.get(&key(&tmp.0)), Some(&3), "the root");
+        assert_eq!(counts.len(), 50 + 6);
+        let st = root.stats();
+        assert_eq!((st.dirty_files, st.dirty_dirs), (0, 0));
+        drop(root);
+        // No byte lost: read back through a fresh store.
+        let root = small(&tmp, 4, 3, 2);
+        for (path, data) in &files {
+            assert_eq!(root.read(path, 0, 100).unwrap(), data.as_bytes(), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_file_written_again_after_its_early_fsync_is_fsynced_again() {
+        let tmp = Tmp::new("again");
+        let root = small(&tmp, 2, 1, 1);
+        root.create("a", 0o644, false, None).unwrap();
+        root.create("b", 0o644, false, None).unwrap();
+        root.write("a", 0, b"1").unwrap();
+        root.write("b", 0, b"2").unwrap(); // pushes `a` out: fsynced
+        root.write("a", 1, b"3").unwrap(); // dirty again; pushes `b` out
+        assert_eq!(root.fsync_dirty(), (1, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts[&key(&tmp.0.join("a"))], 2);
+        assert_eq!(counts[&key(&tmp.0.join("b"))], 1);
+        assert_eq!(std::fs::read(tmp.0.join("a")).unwrap(), b"13");
+    }
+
+    #[test]
+    fn the_cache_evicts_by_clock_and_stays_within_capacity() {
+        let tmp = Tmp::new("clock");
+        for f in ["a", "b", "c", "d", "e"] {
+            std::fs::write(tmp.0.join(f), f).unwrap();
+        }
+        let root = small(&tmp, 4, 4, 4);
+        for f in ["a", "b", "c", "d"] {
+            root.read(f, 0, 1).unwrap();
+        }
+        root.read("a", 0, 1).unwrap(); // `a` used again: kept
+        root.read("e", 0, 1).unwrap(); // evicts `b`, the first not used since
+        let cache = root.cache.lock();
+        let mut cached: Vec<&str> = cache.index.keys().map(String::as_str).collect();
+        cached.sort_unstable();
+        assert_eq!(cached, ["a", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn dirty_files_are_known_by_identity_across_renames() {
+        let tmp = Tmp::new("identity");
+        let root = small(&tmp, 8, 8, 8);
+        root.create("a", 0o644, false, None).unwrap();
+        root.write("a", 0, b"x").unwrap();
+        root.rename("a", "b").unwrap();
+        root.write("b", 1, b"y").unwrap();
+        assert_eq!(root.stats().dirty_files, 1, "one file, under two names in turn");
+        assert_eq!(root.fsync_dirty(), (1, None));
+    }
+
+    /// D4: the dirty set and the cache held the descriptor of an unlinked file, so its space was
+    /// not freed while the server ran.
+    #[test]
+    fn unlink_and_rename_over_drop_the_descriptors_of_files_without_a_name() {
+        let tmp = Tmp::new("unlink");
+        let root = small(&tmp, 8, 8, 8);
+        for f in ["gone", "target", "source", "linked"] {
+            root.create(f, 0o644, false, None).unwrap();
+            root.write(f, 0, f.as_bytes()).unwrap();
+        }
+        assert_eq!(root.stats().dirty_files, 4);
+        root.unlink("gone").unwrap();
+        assert_eq!(root.stats().dirty_files, 3);
+        assert_eq!(root.stats().cached_files, 0);
+        // `target` is replaced: its inode has no name left. `source` lives on as `target`.
+        let source = key(&tmp.0.join("source"));
+        root.rename("source", "target").unwrap();
+        assert_eq!(root.stats().dirty_files, 2);
+        // A file with another name stays dirty.
+        root.link("linked", "other").unwrap();
+        root.unlink("linked").unwrap();
+        assert_eq!(root.stats().dirty_files, 2);
+        let other = key(&tmp.0.join("other"));
+        assert_eq!(root.fsync_dirty(), (2, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts.get(&source), Some(&1));
+        assert_eq!(counts.get(&other), Some(&1));
+        assert_eq!(std::fs::read(tmp.0.join("target")).unwrap(), b"source");
+    }
+
+    #[test]
+    fn a_removed_directory_is_no_longer_held() {
+        let tmp = Tmp::new("rmdir");
+        let root = small(&tmp, 8, 8, 8);
+        root.mkdir("d", 0o755, None).unwrap();
+        root.create("d/f", 0o644, false, None).unwrap();
+        root.unlink("d/f").unwrap();
+        assert_eq!(root.stats().dirty_dirs, 2, "the root and d");
+        root.rmdir("d").unwrap();
+        assert_eq!(root.stats().dirty_dirs, 1, "the root");
+        assert_eq!(root.fsync_dirty(), (0, None));
+    }
+
+    /// D5: directories were fsynced at shutdown by a path re-resolved then, which a rename and
+    /// a symlink swap had pointed out of the root ("path escapes the server's root").
+    #[test]
+    fn directories_are_fsynced_by_descriptor_after_a_rename_and_a_symlink_swap() {
+        let tmp = Tmp::new("swap");
+        let root = small(&tmp, 8, 8, 8);
+        root.mkdir("a", 0o755, None).unwrap();
+        root.create("a/f", 0o644, false, None).unwrap();
+        root.write("a/f", 0, b"data").unwrap();
+        let a = key(&tmp.0.join("a"));
+        root.rename("a", "b").unwrap();
+        std::os::unix::fs::symlink("/", tmp.0.join("a")).unwrap();
+        assert_eq!(root.fsync_dirty(), (1, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts.get(&a), Some(&1), "the directory now named b");
+        assert_eq!(counts.get(&key(&tmp.0)), Some(&1), "the root");
+    }
+
+    #[test]
+    fn a_failed_fsync_under_pressure_is_reported_at_shutdown() {
+        let tmp = Tmp::new("fail");
+        let root = small(&tmp, 4, 1, 4);
+        root.create("first", 0o644, false, None).unwrap();
+        root.create("second", 0o644, false, None).unwrap();
+        root.write("first", 0, b"1").unwrap();
+        root.fail_fsyncs.store(1, Ordering::Relaxed);
+        root.write("second", 0, b"2").unwrap(); // pushes `first` out: its fsync fails
+        let st = root.stats();
+        assert_eq!((st.pressure_fsyncs_files, st.pressure_fsync_errors), (1, 1));
+        let (n, err) = root.fsync_dirty();
+        assert_eq!(n, 1);
+        let err = err.expect("the early failure is reported");
+        assert_eq!(err.errno, Errno::IO.raw_os_error());
+        assert!(err.message.contains("\"first\""), "{}", err.message);
+    }
+
+    #[test]
+    fn a_zero_capacity_is_refused() {
+        let tmp = Tmp::new("zero");
+        let e = Root::open_bounded(
+            &tmp.0,
+            Capacity {
+                cached_files: 1,
+                dirty_files: 0,
+                dirty_dirs: 1,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("dirty_files = 0"), "{e}");
+    }
 
     #[test]
     fn paths_are_checked() {
