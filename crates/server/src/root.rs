@@ -1520,7 +1520,11 @@ mod tests {
         root.write("a", 0, b"x").unwrap();
         root.rename("a", "b").unwrap();
         root.write("b", 1, b"y").unwrap();
-        assert_eq!(root.stats().dirty_files, 1, "one file, under two names in turn");
+        assert_eq!(
+            root.stats().dirty_files,
+            1,
+            "one file, under two names in turn"
+        );
         assert_eq!(root.fsync_dirty(), (1, None));
     }
 
