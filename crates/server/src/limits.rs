@@ -70,10 +70,9 @@ pub(crate) fn raise_nofile() -> std::io::Result<u64> {
         },
     )
     .map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::Other,
-            format!("raising RLIMIT_NOFILE from {soft} to {target}: {e}"),
-        )
+        std::io::Error::other(format!(
+            "raising RLIMIT_NOFILE from {soft} to {target}: {e}"
+        ))
     })?;
     Ok(target)
 }

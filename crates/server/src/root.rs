@@ -9,7 +9,7 @@
 //!
 //! # Descriptors the store keeps
 //! Three bounded sets, their sizes given by [`Capacity`] (the server derives it from its
-//! descriptor limit, [`crate::limits`]); a file both cached and dirty holds one descriptor:
+//! descriptor limit: `RLIMIT_NOFILE`, split by the server's descriptor budget); a file both cached and dirty holds one descriptor:
 //!
 //! - **Open files by path** (read-write when allowed, read-only otherwise), so a stream of reads
 //!   and writes costs one `pread`/`pwrite` each, not an open and a close. When full, the CLOCK
@@ -29,7 +29,9 @@
 //!   mkdir, unlink, rmdir, rename), by identity, with an `O_RDONLY` descriptor taken beneath the
 //!   root when the change was made, so the shutdown fsyncs that very directory wherever it has
 //!   moved since (never a path re-resolved at shutdown, which may meanwhile be a symlink out of
-//!   the root). Bounded and fsynced under pressure like the dirty files.
+//!   the root). Bounded and fsynced under pressure like the dirty files. Changing a
+//!   directory's entries therefore needs read permission on it (for that descriptor), as its
+//!   fsync at shutdown always did.
 //!
 //! Unlinking a file, or renaming another over it, drops the store's descriptors of it (cached
 //! and dirty) once the kernel reports it has no link left (`st_nlink == 0`), so its space is
@@ -531,7 +533,7 @@ fn unlinked(fd: impl AsFd) -> bool {
 
 impl Root {
     /// Opens `dir` as the root, with capacities for the current descriptor limit and the
-    /// default 4 workers ([`crate::limits`]). Fails with a clear message on kernels without
+    /// default 4 workers (the server's descriptor budget). Fails with a clear message on kernels without
     /// `openat2` (Linux before 5.6), which the confinement of every path relies on, and when the
     /// descriptor limit is too low for a server.
     pub fn open(dir: &Path) -> std::io::Result<Root> {
@@ -926,7 +928,8 @@ impl Root {
     }
 
     /// Opens the parent of `path` and remembers that its entries changed, for the changes made
-    /// by path from the root (`open` with `O_CREAT`).
+    /// by path from the root (`open` with `O_CREAT`). Fails if the parent is gone meanwhile (a
+    /// concurrent rename): the client is then not told the entry is safe.
     fn parent_changed(&self, path: &str) -> Result<(), FsError> {
         let parent = parent_of(path);
         let dir = self.parent(parent, "open", path)?;
