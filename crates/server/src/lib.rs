@@ -51,6 +51,7 @@ mod control;
 mod error;
 mod guard;
 mod http;
+mod limits;
 mod metrics;
 pub mod root;
 mod state;
@@ -107,10 +108,23 @@ impl Server {
     pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         config.validate()?;
         let policy = Counted::build(&config.policy, &config.policy_options)?;
-        let root = root::Root::open(&config.root).map_err(|source| ServerError::Io {
-            what: format!("opening root {}", config.root.display()),
-            source,
+        let nofile = limits::raise_nofile().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "keeping the current descriptor limit");
+            limits::current_nofile()
+        });
+        let fds = limits::FdBudget::from_limit(nofile, config.workers).map_err(|e| {
+            ServerError::Config {
+                reason: e.to_string(),
+            }
         })?;
+        tracing::info!(?fds, "descriptor budget");
+        let root =
+            root::Root::open_bounded(&config.root, fds.root_capacity()).map_err(|source| {
+                ServerError::Io {
+                    what: format!("opening root {}", config.root.display()),
+                    source,
+                }
+            })?;
         let listener =
             std::net::TcpListener::bind(&config.listen).map_err(|source| ServerError::Io {
                 what: format!("binding {}", config.listen),
@@ -192,6 +206,7 @@ impl Server {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
             sched,
             root,
+            fds,
             counters: state::Counters::default(),
             start: Instant::now(),
             trace,

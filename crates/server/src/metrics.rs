@@ -358,6 +358,58 @@ pub(crate) fn render(shared: &Shared) -> String {
         "Requests answered with an errno.",
     );
     let _ = writeln!(out, "iosets_error_replies_total {}", n.errors());
+    let (fds, root) = (&shared.fds, shared.root.stats());
+    for (name, kind, help, value) in [
+        (
+            "iosets_fd_limit",
+            "gauge",
+            "The soft RLIMIT_NOFILE the server runs with.",
+            fds.limit,
+        ),
+        (
+            "iosets_open_files_cached",
+            "gauge",
+            "Open files in the backing store's cache.",
+            root.cached_files as u64,
+        ),
+        (
+            "iosets_dirty_files",
+            "gauge",
+            "Files written since their last fsync, held open.",
+            root.dirty_files as u64,
+        ),
+        (
+            "iosets_dirty_dirs",
+            "gauge",
+            "Directories whose entries changed since their last fsync, held open.",
+            root.dirty_dirs as u64,
+        ),
+        (
+            "iosets_pressure_fsync_errors_total",
+            "counter",
+            "Early fsyncs that failed (reported at shutdown).",
+            root.pressure_fsync_errors,
+        ),
+    ] {
+        header(&mut out, name, kind, help);
+        let _ = writeln!(out, "{name} {value}");
+    }
+    header(
+        &mut out,
+        "iosets_pressure_fsyncs_total",
+        "counter",
+        "Dirty files and directories fsynced and closed early because their set was full.",
+    );
+    let _ = writeln!(
+        out,
+        "iosets_pressure_fsyncs_total{{kind=\"file\"}} {}",
+        root.pressure_fsyncs_files
+    );
+    let _ = writeln!(
+        out,
+        "iosets_pressure_fsyncs_total{{kind=\"dir\"}} {}",
+        root.pressure_fsyncs_dirs
+    );
 
     // Reads and writes from the runtime's histograms; fsync and metadata, which the runtime
     // counts together as `other`, from the workers' own.

@@ -7,20 +7,45 @@
 //! rmdir, rename) open the parent directory that way and act on the last component, which
 //! [`check_path`] has made a plain name.
 //!
-//! Open files are cached by path (read-write when allowed, read-only otherwise), so a stream of
-//! reads and writes costs one `pread`/`pwrite` each, not an open and a close. Namespace changes
-//! through the server (unlink, rename, rmdir — even failed ones, since in a shared root another
-//! server may have made them) empty the cache, and `open` always opens afresh. Files renamed or
-//! unlinked *behind the server's back* (by another process) are not noticed while cached: the
-//! root is meant to be changed through the servers only. Files written since their last fsync
-//! are remembered with their descriptor, and directories whose entries changed by path, so a
-//! shutdown can fsync them all.
+//! # Descriptors the store keeps
+//! Three bounded sets, their sizes given by [`Capacity`] (the server derives it from its
+//! descriptor limit: `RLIMIT_NOFILE`, split by the server's descriptor budget); a file both cached and dirty holds one descriptor:
+//!
+//! - **Open files by path** (read-write when allowed, read-only otherwise), so a stream of reads
+//!   and writes costs one `pread`/`pwrite` each, not an open and a close. When full, the CLOCK
+//!   algorithm evicts a file not used since the hand last passed (an approximation of least
+//!   recently used). Namespace changes through the server (unlink, rename, rmdir — even failed
+//!   ones, since in a shared root another server may have made them) empty the cache, since a
+//!   renamed directory or symlink changes what many paths name; a file opened while one
+//!   happened is not cached (it may be the file just renamed or unlinked), and `open` always
+//!   opens afresh. Files renamed or unlinked *behind the server's back* (by another process)
+//!   are not noticed while cached: the root is meant to be changed through the servers only.
+//! - **Dirty files**: every file written since its last fsync, by identity (`st_dev`,
+//!   `st_ino`, so a rename does not confuse it) with the descriptor written through. When full,
+//!   the oldest is fsynced and closed by the worker that added the newest — under pressure,
+//!   durability work happens early, never is skipped. A failure there is counted, logged, and
+//!   reported by [`Root::fsync_dirty`] at shutdown.
+//! - **Dirty directories**: every directory whose entries changed (create, mknod, symlink, link,
+//!   mkdir, unlink, rmdir, rename), by identity, with an `O_RDONLY` descriptor taken beneath the
+//!   root when the change was made, so the shutdown fsyncs that very directory wherever it has
+//!   moved since (never a path re-resolved at shutdown, which may meanwhile be a symlink out of
+//!   the root). Bounded and fsynced under pressure like the dirty files. Changing a
+//!   directory's entries therefore needs read permission on it (for that descriptor), as its
+//!   fsync at shutdown always did.
+//!
+//! Unlinking a file, or renaming another over it, drops the store's descriptors of it (cached
+//! and dirty) once the kernel reports it has no link left (`st_nlink == 0`), so its space is
+//! freed at once and never fsynced; a file that still has another name stays dirty, to be
+//! fsynced under pressure or at shutdown like any other. Removed directories likewise. A write
+//! racing the unlink may mark the gone file dirty again; it is then closed by the pressure or
+//! the shutdown fsync, like any dirty file.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use iosets_proto::local::PeerRegion;
@@ -31,8 +56,6 @@ use rustix::io::Errno;
 
 /// Longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH: usize = 4096;
-/// Open files kept in the cache.
-const CACHE_CAPACITY: usize = 4096;
 
 /// A failed file operation: the errno the client receives and a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,31 +223,293 @@ fn can_chown() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// An open file in the cache, and whether it could be opened for writing.
+/// A file's or directory's identity: its device and inode numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Key {
+    dev: u64,
+    ino: u64,
+}
+
+impl Key {
+    fn of(st: &rustix::fs::Stat) -> Key {
+        Key {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        }
+    }
+}
+
+/// How many descriptors each of the backing store's bounded sets may keep (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    /// Open files cached by path.
+    pub cached_files: usize,
+    /// Files written since their last fsync; more are fsynced and closed, oldest first.
+    pub dirty_files: usize,
+    /// Directories whose entries changed; more are fsynced and closed, oldest first.
+    pub dirty_dirs: usize,
+}
+
+impl Capacity {
+    fn check(&self) -> std::io::Result<()> {
+        for (what, n) in [
+            ("cached_files", self.cached_files),
+            ("dirty_files", self.dirty_files),
+            ("dirty_dirs", self.dirty_dirs),
+        ] {
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("backing store capacity {what} = 0: must be at least 1"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the backing store holds and has done under pressure, for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RootStats {
+    /// Open files in the cache.
+    pub cached_files: usize,
+    /// Files written since their last fsync.
+    pub dirty_files: usize,
+    /// Directories whose entries changed since they were last fsynced.
+    pub dirty_dirs: usize,
+    /// Dirty files fsynced and closed early because the dirty set was full.
+    pub pressure_fsyncs_files: u64,
+    /// Dirty directories fsynced and closed early because their set was full.
+    pub pressure_fsyncs_dirs: u64,
+    /// Of those fsyncs, how many failed (each is reported again at shutdown, the first one as
+    /// the shutdown's error).
+    pub pressure_fsync_errors: u64,
+}
+
+/// An open file in the cache, its identity, and whether it could be opened for writing.
 #[derive(Debug, Clone)]
 struct Open {
     file: Arc<File>,
+    key: Key,
     writable: bool,
 }
 
-/// Open files by path. `generation` grows with every namespace change; a file opened while it
+/// A cached file and its CLOCK reference bit.
+#[derive(Debug)]
+struct Slot {
+    path: String,
+    open: Open,
+    referenced: bool,
+}
+
+/// Open files by path, at most `capacity`, evicted by CLOCK: a hit sets the file's reference
+/// bit; to make room, the hand sweeps the slots, clearing set bits, and evicts the first file
+/// whose bit is clear. `generation` grows with every namespace change; a file opened while it
 /// changed is not cached (it may be the file that was just renamed or unlinked).
-#[derive(Debug, Default)]
+///
+/// Evicted and removed files are handed back, to be dropped (closed, if no request holds them)
+/// after the lock is released.
+#[derive(Debug)]
 struct Cache {
     generation: u64,
-    files: HashMap<String, Open>,
+    capacity: usize,
+    index: HashMap<String, usize>,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    hand: usize,
+}
+
+impl Cache {
+    fn new(capacity: usize) -> Cache {
+        Cache {
+            generation: 0,
+            capacity,
+            index: HashMap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hand: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    fn get(&mut self, path: &str) -> Option<Open> {
+        let i = *self.index.get(path)?;
+        let slot = self.slots[i].as_mut()?;
+        slot.referenced = true;
+        Some(slot.open.clone())
+    }
+
+    /// Caches `open` under `path`; returns what it replaced or evicted.
+    #[must_use]
+    fn insert(&mut self, path: &str, open: Open) -> Option<Open> {
+        if let Some(&i) = self.index.get(path) {
+            if let Some(slot) = self.slots[i].as_mut() {
+                slot.referenced = true;
+                return Some(std::mem::replace(&mut slot.open, open));
+            }
+        }
+        let (i, evicted) = if let Some(i) = self.free.pop() {
+            (i, None)
+        } else if self.slots.len() < self.capacity {
+            self.slots.push(None);
+            (self.slots.len() - 1, None)
+        } else {
+            let (i, old) = self.evict();
+            (i, Some(old))
+        };
+        self.slots[i] = Some(Slot {
+            path: path.to_string(),
+            open,
+            referenced: false,
+        });
+        self.index.insert(path.to_string(), i);
+        evicted
+    }
+
+    /// Frees the slot of a file not referenced since the hand last passed. Only called when
+    /// every slot is full (no free slot, `capacity` slots), so two sweeps at most.
+    fn evict(&mut self) -> (usize, Open) {
+        loop {
+            let i = self.hand;
+            self.hand = (self.hand + 1) % self.slots.len();
+            match self.slots[i].as_mut() {
+                Some(slot) if slot.referenced => slot.referenced = false,
+                Some(_) => {
+                    let Some(slot) = self.slots[i].take() else {
+                        unreachable!("the slot was just seen full")
+                    };
+                    self.index.remove(&slot.path);
+                    return (i, slot.open);
+                }
+                None => {}
+            }
+        }
+    }
+
+    #[must_use]
+    fn remove(&mut self, path: &str) -> Option<Open> {
+        let i = self.index.remove(path)?;
+        self.free.push(i);
+        self.slots[i].take().map(|s| s.open)
+    }
+
+    /// Empties the cache; returns what it held.
+    #[must_use]
+    fn clear(&mut self) -> Vec<Option<Slot>> {
+        self.index.clear();
+        self.free.clear();
+        self.hand = 0;
+        std::mem::take(&mut self.slots)
+    }
+}
+
+/// Objects by identity in the order they entered, at most `capacity`: the dirty files and the
+/// dirty directories.
+#[derive(Debug)]
+struct Fifo<V> {
+    capacity: usize,
+    next: u64,
+    entries: HashMap<Key, (u64, V)>,
+    order: BTreeMap<u64, Key>,
+}
+
+impl<V> Fifo<V> {
+    fn new(capacity: usize) -> Fifo<V> {
+        Fifo {
+            capacity,
+            next: 0,
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn contains(&self, key: &Key) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    fn get(&self, key: &Key) -> Option<&V> {
+        self.entries.get(key).map(|(_, v)| v)
+    }
+
+    /// Adds `value` as the newest entry (the caller checked `key` is absent); returns the
+    /// oldest entry if that made one too many.
+    #[must_use]
+    fn push(&mut self, key: Key, value: V) -> Option<(Key, V)> {
+        let seq = self.next;
+        self.next += 1;
+        if let Some((old, _)) = self.entries.insert(key, (seq, value)) {
+            self.order.remove(&old);
+        }
+        self.order.insert(seq, key);
+        if self.entries.len() > self.capacity {
+            let (_, oldest) = self.order.pop_first()?;
+            return self.entries.remove(&oldest).map(|(_, v)| (oldest, v));
+        }
+        None
+    }
+
+    #[must_use]
+    fn remove(&mut self, key: &Key) -> Option<V> {
+        let (seq, v) = self.entries.remove(key)?;
+        self.order.remove(&seq);
+        Some(v)
+    }
+
+    /// Every entry, oldest first, leaving the set empty.
+    fn drain(&mut self) -> Vec<(Key, V)> {
+        let order = std::mem::take(&mut self.order);
+        let mut entries = std::mem::take(&mut self.entries);
+        order
+            .into_values()
+            .filter_map(|k| entries.remove(&k).map(|(_, v)| (k, v)))
+            .collect()
+    }
+}
+
+/// A dirty file: the descriptor written through, and the path it was last written under (for
+/// messages).
+#[derive(Debug)]
+struct DirtyFile {
+    file: Arc<File>,
+    path: String,
+}
+
+/// A directory whose entries changed: a descriptor of it (`O_RDONLY`, which `fsync` needs) and
+/// the path it had then (for messages).
+#[derive(Debug)]
+struct DirtyDir {
+    fd: OwnedFd,
+    path: String,
 }
 
 /// The backing store.
 #[derive(Debug)]
 pub struct Root {
     dir: OwnedFd,
+    capacity: Capacity,
     cache: Mutex<Cache>,
-    /// Files written since their last fsync, by the path they were written under, with the
-    /// descriptor written through (so a file renamed or unlinked since is still made durable).
-    dirty: Mutex<HashMap<String, Arc<File>>>,
-    /// Directories whose entries changed (create, mkdir, rename, unlink), fsynced at shutdown.
-    dirty_dirs: Mutex<HashSet<String>>,
+    /// Files written since their last fsync.
+    dirty: Mutex<Fifo<DirtyFile>>,
+    /// Directories whose entries changed since they were last fsynced.
+    dirty_dirs: Mutex<Fifo<DirtyDir>>,
+    pressure_fsyncs_files: AtomicU64,
+    pressure_fsyncs_dirs: AtomicU64,
+    pressure_fsync_errors: AtomicU64,
+    /// The first failed fsync under pressure, reported by [`Root::fsync_dirty`].
+    pressure_error: Mutex<Option<FsError>>,
+    /// Every object fsynced through the dirty sets (under pressure or at shutdown), in order.
+    #[cfg(test)]
+    synced: Mutex<Vec<Key>>,
+    /// How many of the next dirty-set fsyncs fail with `EIO`.
+    #[cfg(test)]
+    fail_fsyncs: std::sync::atomic::AtomicU32,
 }
 
 const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGICLINKS);
@@ -234,10 +519,33 @@ fn parent_of(path: &str) -> &str {
     path.rsplit_once('/').map_or(".", |(p, _)| p)
 }
 
+/// The identity of the entry `name` in `dir` (a final symlink not followed), if there is one.
+fn key_at(dir: &OwnedFd, name: &str) -> Option<Key> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| Key::of(&st))
+}
+
+/// Whether the object `fd` refers to has no name left.
+fn unlinked(fd: impl AsFd) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| st.st_nlink == 0)
+}
+
 impl Root {
-    /// Opens `dir` as the root. Fails with a clear message on kernels without `openat2` (Linux
-    /// before 5.6), which the confinement of every path relies on.
+    /// Opens `dir` as the root, with capacities for the current descriptor limit and the
+    /// default 4 workers (the server's descriptor budget). Fails with a clear message on kernels without
+    /// `openat2` (Linux before 5.6), which the confinement of every path relies on, and when the
+    /// descriptor limit is too low for a server.
     pub fn open(dir: &Path) -> std::io::Result<Root> {
+        let budget = crate::limits::FdBudget::current(4)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        Root::open_bounded(dir, budget.root_capacity())
+    }
+
+    /// Opens `dir` as the root, keeping at most `capacity` descriptors in each set. Fails on
+    /// kernels without `openat2` and on a capacity of 0.
+    pub fn open_bounded(dir: &Path, capacity: Capacity) -> std::io::Result<Root> {
+        capacity.check()?;
         let fd = rustix::fs::open(
             dir,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -261,13 +569,49 @@ impl Root {
         }
         Ok(Root {
             dir: fd,
-            cache: Mutex::new(Cache::default()),
-            dirty: Mutex::new(HashMap::new()),
-            dirty_dirs: Mutex::new(HashSet::new()),
+            capacity,
+            cache: Mutex::new(Cache::new(capacity.cached_files)),
+            dirty: Mutex::new(Fifo::new(capacity.dirty_files)),
+            dirty_dirs: Mutex::new(Fifo::new(capacity.dirty_dirs)),
+            pressure_fsyncs_files: AtomicU64::new(0),
+            pressure_fsyncs_dirs: AtomicU64::new(0),
+            pressure_fsync_errors: AtomicU64::new(0),
+            pressure_error: Mutex::new(None),
+            #[cfg(test)]
+            synced: Mutex::new(Vec::new()),
+            #[cfg(test)]
+            fail_fsyncs: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
+    /// The capacities the store was opened with.
+    pub fn capacity(&self) -> Capacity {
+        self.capacity
+    }
+
+    /// What the store holds now, and its pressure fsyncs so far.
+    pub fn stats(&self) -> RootStats {
+        RootStats {
+            cached_files: self.cache.lock().len(),
+            dirty_files: self.dirty.lock().len(),
+            dirty_dirs: self.dirty_dirs.lock().len(),
+            pressure_fsyncs_files: self.pressure_fsyncs_files.load(Ordering::Relaxed),
+            pressure_fsyncs_dirs: self.pressure_fsyncs_dirs.load(Ordering::Relaxed),
+            pressure_fsync_errors: self.pressure_fsync_errors.load(Ordering::Relaxed),
+        }
+    }
+
     fn open_beneath(&self, path: &str, flags: OFlags, mode: u32) -> Result<OwnedFd, Errno> {
+        Self::open_beneath_at(&self.dir, path, flags, mode)
+    }
+
+    /// Opens `path` beneath the directory `dir` (itself beneath the root).
+    fn open_beneath_at(
+        dir: &OwnedFd,
+        path: &str,
+        flags: OFlags,
+        mode: u32,
+    ) -> Result<OwnedFd, Errno> {
         // openat2 refuses a mode without O_CREAT.
         let mode = if flags.contains(OFlags::CREATE) {
             mode
@@ -275,7 +619,7 @@ impl Root {
             0
         };
         rustix::fs::openat2(
-            &self.dir,
+            dir,
             path,
             flags | OFlags::CLOEXEC,
             Mode::from_raw_mode(mode),
@@ -283,17 +627,25 @@ impl Root {
         )
     }
 
+    /// The directory `parent`, to change an entry of: `O_RDONLY`, so that the same descriptor
+    /// can be kept and fsynced ([`Root::dir_changed`]).
     fn parent(&self, parent: &str, what: &str, path: &str) -> Result<OwnedFd, FsError> {
+        self.open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY, 0)
+            .map_err(|e| FsError::io(e, what, path))
+    }
+
+    /// The directory `parent`, to look at an entry of (`O_PATH`: no read permission needed).
+    fn parent_path(&self, parent: &str, what: &str, path: &str) -> Result<OwnedFd, FsError> {
         self.open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY, 0)
             .map_err(|e| FsError::io(e, what, path))
     }
 
     /// The open file at `path`, from the cache or opened (never created) now.
     fn cached(&self, path: &str) -> Result<Open, FsError> {
-        if let Some(o) = self.cache.lock().files.get(path) {
-            return Ok(o.clone());
+        if let Some(o) = self.cache.lock().get(path) {
+            return Ok(o);
         }
-        self.open_file(path, OFlags::empty(), 0o644)
+        self.open_file(None, path, OFlags::empty(), 0o644)
     }
 
     /// The open file at `path` (for reading, fsync, truncate).
@@ -301,15 +653,25 @@ impl Root {
         Ok(self.cached(path)?.file)
     }
 
-    fn open_file(&self, path: &str, extra: OFlags, mode: u32) -> Result<Open, FsError> {
+    /// Opens the regular file at `path` and caches it (unless the namespace changed meanwhile).
+    /// With `at` = (directory, name), the file is opened as `name` in that directory, which
+    /// must be `path`'s parent; otherwise `path` is resolved from the root.
+    fn open_file(
+        &self,
+        at: Option<(&OwnedFd, &str)>,
+        path: &str,
+        extra: OFlags,
+        mode: u32,
+    ) -> Result<Open, FsError> {
         let generation = self.cache.lock().generation;
         // NONBLOCK: opening a FIFO must not hang a worker (it is refused below); it changes
         // nothing for regular files.
         let extra = extra | OFlags::NONBLOCK;
-        let (fd, writable) = match self.open_beneath(path, OFlags::RDWR | extra, mode) {
-            Err(Errno::ACCESS) | Err(Errno::ROFS) => self
-                .open_beneath(path, OFlags::RDONLY | extra, mode)
-                .map(|fd| (fd, false)),
+        let (dir, rel) = at.unwrap_or((&self.dir, path));
+        let (fd, writable) = match Self::open_beneath_at(dir, rel, OFlags::RDWR | extra, mode) {
+            Err(Errno::ACCESS) | Err(Errno::ROFS) => {
+                Self::open_beneath_at(dir, rel, OFlags::RDONLY | extra, mode).map(|fd| (fd, false))
+            }
             r => r.map(|fd| (fd, true)),
         }
         .map_err(|e| FsError::io(e, "open", path))?;
@@ -326,15 +688,18 @@ impl Root {
         }
         let open = Open {
             file: Arc::new(File::from(fd)),
+            key: Key::of(&st),
             writable,
         };
         let mut cache = self.cache.lock();
-        if cache.generation == generation {
-            if cache.files.len() >= CACHE_CAPACITY {
-                cache.files.clear();
-            }
-            cache.files.insert(path.to_string(), open.clone());
-        }
+        let evicted = if cache.generation == generation {
+            cache.insert(path, open.clone())
+        } else {
+            None
+        };
+        drop(cache);
+        // Closed (if no request holds it) after the lock is released.
+        drop(evicted);
         Ok(open)
     }
 
@@ -383,7 +748,7 @@ impl Root {
         open.file
             .write_all_at(data, offset)
             .map_err(|e| FsError::io(std_errno(&e), "write", path))?;
-        self.written(path, open.file);
+        self.written(path, open);
         Ok(data.len() as u32)
     }
 
@@ -404,7 +769,7 @@ impl Root {
                 errno: e.errno(),
                 message: format!("write {path:?}: {e}"),
             })?;
-        self.written(path, open.file);
+        self.written(path, open);
         Ok(n)
     }
 
@@ -420,21 +785,85 @@ impl Root {
         Ok(open)
     }
 
-    /// Remembers that `file` was written under `path` (fsynced at shutdown).
-    fn written(&self, path: &str, file: Arc<File>) {
+    /// Remembers that the file `open` was written under `path`: it is fsynced under pressure or
+    /// at shutdown.
+    fn written(&self, path: &str, open: Open) {
+        self.mark_dirty(open.key, || DirtyFile {
+            file: open.file,
+            path: path.to_string(),
+        });
+    }
+
+    /// Adds the file `key` to the dirty set unless it is there; if the set is then over its
+    /// capacity, fsyncs and closes the oldest dirty file (outside the lock).
+    fn mark_dirty(&self, key: Key, make: impl FnOnce() -> DirtyFile) {
         let mut dirty = self.dirty.lock();
-        if !dirty.contains_key(path) {
-            dirty.insert(path.to_string(), file);
+        if dirty.contains(&key) {
+            return;
         }
+        let pushed_out = dirty.push(key, make());
+        drop(dirty);
+        if let Some((key, old)) = pushed_out {
+            self.sync_early(
+                key,
+                old.file.as_fd(),
+                &old.path,
+                &self.pressure_fsyncs_files,
+            );
+            // `old` is dropped here: its descriptor closes unless cached or in use.
+        }
+    }
+
+    /// Fsyncs an object pushed out of a dirty set (counted in `counter`); a failure is
+    /// counted, logged, and kept for [`Root::fsync_dirty`].
+    fn sync_early(&self, key: Key, fd: BorrowedFd<'_>, path: &str, counter: &AtomicU64) {
+        match self.durable(key, fd) {
+            Ok(true) => {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                counter.fetch_add(1, Ordering::Relaxed);
+                self.pressure_fsync_errors.fetch_add(1, Ordering::Relaxed);
+                let err = FsError::io(e, "fsync", path);
+                tracing::warn!(
+                    error = %err.message,
+                    "fsync under descriptor pressure failed (reported again at shutdown)"
+                );
+                self.pressure_error.lock().get_or_insert(err);
+            }
+        }
+    }
+
+    /// Fsyncs the object `key` through `fd` for a dirty set: `Ok(false)` without fsync if the
+    /// object has no name left (nothing to make durable).
+    fn durable(&self, key: Key, fd: BorrowedFd<'_>) -> Result<bool, Errno> {
+        if unlinked(fd) {
+            return Ok(false);
+        }
+        #[cfg(test)]
+        if self
+            .fail_fsyncs
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(Errno::IO);
+        }
+        rustix::fs::fsync(fd)?;
+        #[cfg(test)]
+        self.synced.lock().push(key);
+        #[cfg(not(test))]
+        let _ = key;
+        Ok(true)
     }
 
     /// `fsync` of one file. A write that lands while it runs stays marked dirty.
     pub fn fsync(&self, path: &str) -> Result<(), FsError> {
-        let file = self.file(path)?;
-        let was = self.dirty.lock().remove(path);
-        if let Err(e) = rustix::fs::fsync(&*file) {
-            if let Some(f) = was {
-                self.dirty.lock().entry(path.to_string()).or_insert(f);
+        let open = self.cached(path)?;
+        let was = self.dirty.lock().remove(&open.key);
+        if let Err(e) = rustix::fs::fsync(&*open.file) {
+            if let Some(d) = was {
+                self.mark_dirty(open.key, || d);
             }
             return Err(FsError::io(e, "fsync", path));
         }
@@ -442,41 +871,90 @@ impl Root {
     }
 
     /// Fsyncs every file written since its last fsync (through the descriptor it was written
-    /// with, wherever it lives now) and every directory whose entries changed (at shutdown).
-    /// Returns how many files, and the first failure.
+    /// with, wherever it lives now) and every directory whose entries changed (through the
+    /// descriptor taken when they changed), at shutdown, and closes them. Returns how many
+    /// files it fsynced (files with no name left are closed without), and the first failure —
+    /// an fsync that failed under pressure earlier counts first.
     pub fn fsync_dirty(&self) -> (usize, Option<FsError>) {
-        let files: Vec<(String, Arc<File>)> = self.dirty.lock().drain().collect();
-        let mut first_err = None;
-        for (p, f) in &files {
-            if let Err(e) = rustix::fs::fsync(&**f) {
-                first_err.get_or_insert(FsError::io(e, "fsync", p));
-            }
-        }
-        let dirs: Vec<String> = self.dirty_dirs.lock().drain().collect();
-        for d in &dirs {
-            match self.open_beneath(d, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
-                Ok(fd) => {
-                    if let Err(e) = rustix::fs::fsync(&fd) {
-                        first_err.get_or_insert(FsError::io(e, "fsync", d));
-                    }
-                }
-                // Removed or renamed since: its parent's entry is what matters, and that
-                // directory is in the set too.
-                Err(Errno::NOENT) | Err(Errno::NOTDIR) => {}
+        let mut first_err = self.pressure_error.lock().take();
+        let mut synced = 0;
+        let files = self.dirty.lock().drain();
+        for (key, d) in &files {
+            match self.durable(*key, d.file.as_fd()) {
+                Ok(true) => synced += 1,
+                Ok(false) => {}
                 Err(e) => {
-                    first_err.get_or_insert(FsError::io(e, "fsync", d));
+                    first_err.get_or_insert(FsError::io(e, "fsync", &d.path));
                 }
             }
         }
-        (files.len(), first_err)
+        drop(files);
+        let dirs = self.dirty_dirs.lock().drain();
+        for (key, d) in &dirs {
+            if let Err(e) = self.durable(*key, d.fd.as_fd()) {
+                first_err.get_or_insert(FsError::io(e, "fsync directory", &d.path));
+            }
+        }
+        (synced, first_err)
     }
 
-    fn dir_changed(&self, path: &str) {
-        let parent = parent_of(path);
+    /// Remembers that entries of the directory `dir` (open `O_RDONLY`, found at `path`)
+    /// changed: it is fsynced through that descriptor under pressure or at shutdown.
+    fn dir_changed(&self, dir: OwnedFd, path: &str) {
+        let key = match rustix::fs::fstat(&dir) {
+            Ok(st) => Key::of(&st),
+            // Which directory it is cannot be told: make it durable now.
+            Err(_) => {
+                let key = Key { dev: 0, ino: 0 };
+                self.sync_early(key, dir.as_fd(), path, &self.pressure_fsyncs_dirs);
+                return;
+            }
+        };
         let mut dirs = self.dirty_dirs.lock();
-        if !dirs.contains(parent) {
-            dirs.insert(parent.to_string());
+        if dirs.contains(&key) {
+            return;
         }
+        let pushed_out = dirs.push(
+            key,
+            DirtyDir {
+                fd: dir,
+                path: path.to_string(),
+            },
+        );
+        drop(dirs);
+        if let Some((key, old)) = pushed_out {
+            self.sync_early(key, old.fd.as_fd(), &old.path, &self.pressure_fsyncs_dirs);
+        }
+    }
+
+    /// Opens the parent of `path` and remembers that its entries changed, for the changes made
+    /// by path from the root (`open` with `O_CREAT`). Fails if the parent is gone meanwhile (a
+    /// concurrent rename): the client is then not told the entry is safe.
+    fn parent_changed(&self, path: &str) -> Result<(), FsError> {
+        let parent = parent_of(path);
+        let dir = self.parent(parent, "open", path)?;
+        self.dir_changed(dir, parent);
+        Ok(())
+    }
+
+    /// Drops the dirty descriptors of the object `key` if it has no name left (the caller just
+    /// unlinked, removed or renamed over it): there is nothing to make durable, and its space is
+    /// freed as soon as no request holds it. An object with another name stays dirty.
+    fn removed(&self, key: Key) {
+        let mut dirty = self.dirty.lock();
+        let file = match dirty.get(&key) {
+            Some(d) if unlinked(&*d.file) => dirty.remove(&key),
+            _ => None,
+        };
+        drop(dirty);
+        drop(file);
+        let mut dirs = self.dirty_dirs.lock();
+        let dir = match dirs.get(&key) {
+            Some(d) if unlinked(&d.fd) => dirs.remove(&key),
+            _ => None,
+        };
+        drop(dirs);
+        drop(dir);
     }
 
     /// Attributes of `path` (following a symlink that stays beneath the root).
@@ -566,16 +1044,25 @@ impl Root {
         exclusive: bool,
         creds: Option<Creds>,
     ) -> Result<Attr, FsError> {
-        split(path)?;
-        self.cache.lock().files.remove(path);
+        let (parent, name) = split(path)?;
+        let stale = self.cache.lock().remove(path);
+        drop(stale);
         let (initial, exact) = Self::modes(creds, mode, 0o777);
-        let created = match self.open_file(path, OFlags::CREATE | OFlags::EXCL, initial) {
+        // Created in the parent's descriptor (with O_EXCL no symlink is followed), so that the
+        // directory marked changed is the one that got the entry.
+        let dir = self.parent(parent, "create", path)?;
+        let created = match self.open_file(
+            Some((&dir, name)),
+            path,
+            OFlags::CREATE | OFlags::EXCL,
+            initial,
+        ) {
             Ok(_) => true,
             Err(e) if e.errno == Errno::EXIST.raw_os_error() && !exclusive => false,
             Err(e) => return Err(e),
         };
         if created {
-            self.dir_changed(path);
+            self.dir_changed(dir, parent);
             if creds.is_some() {
                 self.own(path, creds, exact)?;
             }
@@ -607,7 +1094,7 @@ impl Root {
         let (initial, exact) = Self::modes(creds, mode, 0o777);
         rustix::fs::mknodat(&dir, name, file_type, Mode::from_raw_mode(initial), rdev)
             .map_err(|e| FsError::io(e, "mknod", path))?;
-        self.dir_changed(path);
+        self.dir_changed(dir, parent);
         if creds.is_some() {
             self.own(path, creds, exact)?;
         }
@@ -625,7 +1112,7 @@ impl Root {
         }
         let dir = self.parent(parent, "symlink", path)?;
         rustix::fs::symlinkat(target, &dir, name).map_err(|e| FsError::io(e, "symlink", path))?;
-        self.dir_changed(path);
+        self.dir_changed(dir, parent);
         if creds.is_some() {
             self.own(path, creds, None)?;
         }
@@ -635,7 +1122,7 @@ impl Root {
     /// The target of the symbolic link at `path`.
     pub fn readlink(&self, path: &str) -> Result<Vec<u8>, FsError> {
         let (parent, name) = split(path)?;
-        let dir = self.parent(parent, "readlink", path)?;
+        let dir = self.parent_path(parent, "readlink", path)?;
         rustix::fs::readlinkat(&dir, name, Vec::new())
             .map(|t| t.into_bytes())
             .map_err(|e| FsError::io(e, "readlink", path))
@@ -645,11 +1132,11 @@ impl Root {
     pub fn link(&self, from: &str, to: &str) -> Result<Attr, FsError> {
         let (fp, fname) = split(from)?;
         let (tp, tname) = split(to)?;
-        let fdir = self.parent(fp, "link", from)?;
+        let fdir = self.parent_path(fp, "link", from)?;
         let tdir = self.parent(tp, "link", to)?;
         rustix::fs::linkat(&fdir, fname, &tdir, tname, AtFlags::empty())
             .map_err(|e| FsError::io(e, "link", from))?;
-        self.dir_changed(to);
+        self.dir_changed(tdir, tp);
         self.lstat(to)
     }
 
@@ -727,10 +1214,12 @@ impl Root {
             split(path)?;
             extra |= OFlags::CREATE;
         }
-        self.cache.lock().files.remove(path);
-        let o = self.open_file(path, extra, 0o644)?;
+        let stale = self.cache.lock().remove(path);
+        drop(stale);
+        let o = self.open_file(None, path, extra, 0o644)?;
         if extra.contains(OFlags::CREATE) {
-            self.dir_changed(path);
+            // Whether the file was created cannot be told: the parent is marked either way.
+            self.parent_changed(path)?;
         }
         if (flags.has(OpenFlags::WRITE) || flags.has(OpenFlags::TRUNCATE)) && !o.writable {
             return Err(FsError::new(
@@ -761,12 +1250,19 @@ impl Root {
     pub fn unlink(&self, path: &str) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
         let r = self.parent(parent, "unlink", path).and_then(|dir| {
+            let victim = key_at(&dir, name);
             rustix::fs::unlinkat(&dir, name, AtFlags::empty())
-                .map_err(|e| FsError::io(e, "unlink", path))
+                .map_err(|e| FsError::io(e, "unlink", path))?;
+            Ok((dir, victim))
         });
         // Even on failure: another server may have made the change in a shared root.
         self.forget_all();
-        r.map(|()| self.dir_changed(path))
+        let (dir, victim) = r?;
+        if let Some(k) = victim {
+            self.removed(k);
+        }
+        self.dir_changed(dir, parent);
+        Ok(())
     }
 
     /// Creates a directory owned by `creds` when given (without credentials, permission bits
@@ -777,7 +1273,7 @@ impl Root {
         let (initial, exact) = Self::modes(creds, mode, 0o1777);
         rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(initial))
             .map_err(|e| FsError::io(e, "mkdir", path))?;
-        self.dir_changed(path);
+        self.dir_changed(dir, parent);
         if creds.is_some() {
             self.own(path, creds, exact)?;
         }
@@ -788,11 +1284,18 @@ impl Root {
     pub fn rmdir(&self, path: &str) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
         let r = self.parent(parent, "rmdir", path).and_then(|dir| {
+            let victim = key_at(&dir, name);
             rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
-                .map_err(|e| FsError::io(e, "rmdir", path))
+                .map_err(|e| FsError::io(e, "rmdir", path))?;
+            Ok((dir, victim))
         });
         self.forget_all();
-        r.map(|()| self.dir_changed(path))
+        let (dir, victim) = r?;
+        if let Some(k) = victim {
+            self.removed(k);
+        }
+        self.dir_changed(dir, parent);
+        Ok(())
     }
 
     /// Renames `from` to `to`.
@@ -801,14 +1304,20 @@ impl Root {
         let (tp, tname) = split(to)?;
         let r = self.parent(fp, "rename", from).and_then(|fdir| {
             let tdir = self.parent(tp, "rename", to)?;
+            // What `to` names now, replaced by the rename.
+            let victim = key_at(&tdir, tname);
             rustix::fs::renameat(&fdir, fname, &tdir, tname)
-                .map_err(|e| FsError::io(e, "rename", from))
+                .map_err(|e| FsError::io(e, "rename", from))?;
+            Ok((fdir, tdir, victim))
         });
         self.forget_all();
-        r.map(|()| {
-            self.dir_changed(from);
-            self.dir_changed(to);
-        })
+        let (fdir, tdir, victim) = r?;
+        if let Some(k) = victim {
+            self.removed(k);
+        }
+        self.dir_changed(fdir, fp);
+        self.dir_changed(tdir, tp);
+        Ok(())
     }
 
     /// Lists a directory, sorted by name, without `.` and `..`.
@@ -866,13 +1375,255 @@ impl Root {
     fn forget_all(&self) {
         let mut cache = self.cache.lock();
         cache.generation += 1;
-        cache.files.clear();
+        let held = cache.clear();
+        drop(cache);
+        // Closed (unless a request holds them) after the lock is released.
+        drop(held);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+
+    /// A fresh directory, removed on drop.
+    struct Tmp(PathBuf);
+
+    impl Tmp {
+        fn new(name: &str) -> Tmp {
+            static NEXT: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "iosets-root-{}-{name}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Tmp(p)
+        }
+    }
+
+    impl Drop for Tmp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn small(dir: &Tmp, cached: usize, dirty: usize, dirs: usize) -> Root {
+        Root::open_bounded(
+            &dir.0,
+            Capacity {
+                cached_files: cached,
+                dirty_files: dirty,
+                dirty_dirs: dirs,
+            },
+        )
+        .unwrap()
+    }
+
+    fn key(path: &Path) -> Key {
+        Key::of(&rustix::fs::lstat(path).unwrap())
+    }
+
+    /// How many times each object was fsynced through the dirty sets.
+    fn sync_counts(root: &Root) -> HashMap<Key, usize> {
+        let mut n = HashMap::new();
+        for k in root.synced.lock().iter() {
+            *n.entry(*k).or_default() += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn bounded_dirty_sets_fsync_every_written_file_exactly_once() {
+        let tmp = Tmp::new("bounded");
+        let root = small(&tmp, 4, 3, 2);
+        let mut files = Vec::new();
+        for d in 0..5 {
+            root.mkdir(&format!("d{d}"), 0o755, None).unwrap();
+            for f in 0..10 {
+                let path = format!("d{d}/f{f}");
+                root.create(&path, 0o644, false, None).unwrap();
+                let data = format!("contents of {path}");
+                root.write(&path, 0, data.as_bytes()).unwrap();
+                let st = root.stats();
+                assert!(st.cached_files <= 4 && st.dirty_files <= 3 && st.dirty_dirs <= 2);
+                files.push((path, data));
+            }
+        }
+        let pressure = root.stats().pressure_fsyncs_files;
+        assert_eq!(pressure, 50 - 3, "all but the 3 newest were fsynced early");
+        // The directory set holds 2: creating in d1 pushes the root out (fsynced), mkdir d2
+        // dirties it again and pushes d0 out, and so on — 6 early fsyncs, 2 left at shutdown.
+        assert_eq!(root.stats().pressure_fsyncs_dirs, 6);
+        let (at_shutdown, err) = root.fsync_dirty();
+        assert_eq!(err, None);
+        assert_eq!(at_shutdown, 3);
+        let counts = sync_counts(&root);
+        for (path, _) in &files {
+            assert_eq!(counts.get(&key(&tmp.0.join(path))), Some(&1), "{path}");
+        }
+        for d in ["d0", "d1", "d2", "d3", "d4"] {
+            assert_eq!(counts.get(&key(&tmp.0.join(d))), Some(&1), "directory {d}");
+        }
+        // Changed again by mkdir d2 and d4 after each of its 2 early fsyncs.
+        assert_eq!(counts.get(&key(&tmp.0)), Some(&3), "the root");
+        assert_eq!(counts.len(), 50 + 6);
+        let st = root.stats();
+        assert_eq!((st.dirty_files, st.dirty_dirs), (0, 0));
+        drop(root);
+        // No byte lost: read back through a fresh store.
+        let root = small(&tmp, 4, 3, 2);
+        for (path, data) in &files {
+            assert_eq!(root.read(path, 0, 100).unwrap(), data.as_bytes(), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_file_written_again_after_its_early_fsync_is_fsynced_again() {
+        let tmp = Tmp::new("again");
+        let root = small(&tmp, 2, 1, 1);
+        root.create("a", 0o644, false, None).unwrap();
+        root.create("b", 0o644, false, None).unwrap();
+        root.write("a", 0, b"1").unwrap();
+        root.write("b", 0, b"2").unwrap(); // pushes `a` out: fsynced
+        root.write("a", 1, b"3").unwrap(); // dirty again; pushes `b` out
+        assert_eq!(root.fsync_dirty(), (1, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts[&key(&tmp.0.join("a"))], 2);
+        assert_eq!(counts[&key(&tmp.0.join("b"))], 1);
+        assert_eq!(std::fs::read(tmp.0.join("a")).unwrap(), b"13");
+    }
+
+    #[test]
+    fn the_cache_evicts_by_clock_and_stays_within_capacity() {
+        let tmp = Tmp::new("clock");
+        for f in ["a", "b", "c", "d", "e"] {
+            std::fs::write(tmp.0.join(f), f).unwrap();
+        }
+        let root = small(&tmp, 4, 4, 4);
+        for f in ["a", "b", "c", "d"] {
+            root.read(f, 0, 1).unwrap();
+        }
+        root.read("a", 0, 1).unwrap(); // `a` used again: kept
+        root.read("e", 0, 1).unwrap(); // evicts `b`, the first not used since
+        let cache = root.cache.lock();
+        let mut cached: Vec<&str> = cache.index.keys().map(String::as_str).collect();
+        cached.sort_unstable();
+        assert_eq!(cached, ["a", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn dirty_files_are_known_by_identity_across_renames() {
+        let tmp = Tmp::new("identity");
+        let root = small(&tmp, 8, 8, 8);
+        root.create("a", 0o644, false, None).unwrap();
+        root.write("a", 0, b"x").unwrap();
+        root.rename("a", "b").unwrap();
+        root.write("b", 1, b"y").unwrap();
+        assert_eq!(
+            root.stats().dirty_files,
+            1,
+            "one file, under two names in turn"
+        );
+        assert_eq!(root.fsync_dirty(), (1, None));
+    }
+
+    /// D4: the dirty set and the cache held the descriptor of an unlinked file, so its space was
+    /// not freed while the server ran.
+    #[test]
+    fn unlink_and_rename_over_drop_the_descriptors_of_files_without_a_name() {
+        let tmp = Tmp::new("unlink");
+        let root = small(&tmp, 8, 8, 8);
+        for f in ["gone", "target", "source", "linked"] {
+            root.create(f, 0o644, false, None).unwrap();
+            root.write(f, 0, f.as_bytes()).unwrap();
+        }
+        assert_eq!(root.stats().dirty_files, 4);
+        root.unlink("gone").unwrap();
+        assert_eq!(root.stats().dirty_files, 3);
+        assert_eq!(root.stats().cached_files, 0);
+        // `target` is replaced: its inode has no name left. `source` lives on as `target`.
+        let source = key(&tmp.0.join("source"));
+        root.rename("source", "target").unwrap();
+        assert_eq!(root.stats().dirty_files, 2);
+        // A file with another name stays dirty.
+        root.link("linked", "other").unwrap();
+        root.unlink("linked").unwrap();
+        assert_eq!(root.stats().dirty_files, 2);
+        let other = key(&tmp.0.join("other"));
+        assert_eq!(root.fsync_dirty(), (2, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts.get(&source), Some(&1));
+        assert_eq!(counts.get(&other), Some(&1));
+        assert_eq!(std::fs::read(tmp.0.join("target")).unwrap(), b"source");
+    }
+
+    #[test]
+    fn a_removed_directory_is_no_longer_held() {
+        let tmp = Tmp::new("rmdir");
+        let root = small(&tmp, 8, 8, 8);
+        root.mkdir("d", 0o755, None).unwrap();
+        root.create("d/f", 0o644, false, None).unwrap();
+        root.unlink("d/f").unwrap();
+        assert_eq!(root.stats().dirty_dirs, 2, "the root and d");
+        root.rmdir("d").unwrap();
+        assert_eq!(root.stats().dirty_dirs, 1, "the root");
+        assert_eq!(root.fsync_dirty(), (0, None));
+    }
+
+    /// D5: directories were fsynced at shutdown by a path re-resolved then, which a rename and
+    /// a symlink swap had pointed out of the root ("path escapes the server's root").
+    #[test]
+    fn directories_are_fsynced_by_descriptor_after_a_rename_and_a_symlink_swap() {
+        let tmp = Tmp::new("swap");
+        let root = small(&tmp, 8, 8, 8);
+        root.mkdir("a", 0o755, None).unwrap();
+        root.create("a/f", 0o644, false, None).unwrap();
+        root.write("a/f", 0, b"data").unwrap();
+        let a = key(&tmp.0.join("a"));
+        root.rename("a", "b").unwrap();
+        std::os::unix::fs::symlink("/", tmp.0.join("a")).unwrap();
+        assert_eq!(root.fsync_dirty(), (1, None));
+        let counts = sync_counts(&root);
+        assert_eq!(counts.get(&a), Some(&1), "the directory now named b");
+        assert_eq!(counts.get(&key(&tmp.0)), Some(&1), "the root");
+    }
+
+    #[test]
+    fn a_failed_fsync_under_pressure_is_reported_at_shutdown() {
+        let tmp = Tmp::new("fail");
+        let root = small(&tmp, 4, 1, 4);
+        root.create("first", 0o644, false, None).unwrap();
+        root.create("second", 0o644, false, None).unwrap();
+        root.write("first", 0, b"1").unwrap();
+        root.fail_fsyncs.store(1, Ordering::Relaxed);
+        root.write("second", 0, b"2").unwrap(); // pushes `first` out: its fsync fails
+        let st = root.stats();
+        assert_eq!((st.pressure_fsyncs_files, st.pressure_fsync_errors), (1, 1));
+        let (n, err) = root.fsync_dirty();
+        assert_eq!(n, 1);
+        let err = err.expect("the early failure is reported");
+        assert_eq!(err.errno, Errno::IO.raw_os_error());
+        assert!(err.message.contains("\"first\""), "{}", err.message);
+    }
+
+    #[test]
+    fn a_zero_capacity_is_refused() {
+        let tmp = Tmp::new("zero");
+        let e = Root::open_bounded(
+            &tmp.0,
+            Capacity {
+                cached_files: 1,
+                dirty_files: 0,
+                dirty_dirs: 1,
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("dirty_files = 0"), "{e}");
+    }
 
     #[test]
     fn paths_are_checked() {

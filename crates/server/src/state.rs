@@ -195,6 +195,8 @@ pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
     pub(crate) sched: Scheduler<Pending>,
     pub(crate) root: Root,
+    /// How the server spends its file descriptors (the connection cap is `fds.connections`).
+    pub(crate) fds: crate::limits::FdBudget,
     pub(crate) throttle: Option<Throttle>,
     pub(crate) counters: Counters,
     pub(crate) start: Instant,

@@ -93,9 +93,10 @@ fn shutdown_fsyncs_renamed_and_unlinked_files_and_succeeds() {
     let report = server
         .shutdown()
         .expect("a shutdown after renames and unlinks succeeds");
+    // The unlinked file was closed at its unlink (its space freed), with nothing to make durable.
     assert_eq!(
-        report.fsynced_files, 3,
-        "every written file, wherever it is now"
+        report.fsynced_files, 2,
+        "every written file that still has a name, wherever it is now"
     );
     assert!(report.balanced);
     assert_eq!(std::fs::read(root.0.join("renamed")).unwrap(), b"moved");
