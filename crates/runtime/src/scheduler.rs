@@ -606,7 +606,8 @@ impl<T: Send + 'static> Scheduler<T> {
 
     /// [`Scheduler::submit`] for a request whose sender is known: quota rules may match on its
     /// user, group and address ([`crate::quota`]). A request a rule governs is held until the
-    /// rule admits it; nothing is dropped.
+    /// rule admits it; nothing is dropped. The address is noted among the job's peers
+    /// ([`crate::Peers`], in [`JobStats::peers`]).
     ///
     /// # Errors
     /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
@@ -617,9 +618,15 @@ impl<T: Send + 'static> Scheduler<T> {
         payload: T,
     ) -> Result<RequestId, RuntimeError> {
         let raw = self.inner.clock.now();
+        let job = req.job;
         let mut st = self.inner.state.lock();
         let (id, _) = st.enqueue(req, Some(origin), payload, raw)?;
         self.inner.wake_one(&mut st);
+        drop(st);
+        // The book's locks are never taken under the scheduler's.
+        if let Some(addr) = origin.addr {
+            self.inner.book.note_peer(job, addr, raw);
+        }
         Ok(id)
     }
 
@@ -1317,6 +1324,7 @@ fn with_entry(mut j: JobStats, e: &BookEntry) -> JobStats {
     j.last_active = e.last_active;
     j.period = e.period;
     j.set = e.set;
+    j.peers = e.peers;
     j.priority = e.hint.map(|value| JobPriority {
         value,
         source: PrioritySource::Hint,
