@@ -391,7 +391,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
 fn print_jobs(r: &JobsReport) {
     println!("policy: {}", r.policy);
     println!(
-        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}  {}",
+        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}  peers",
         "job",
         "priority",
         "set",
@@ -405,8 +405,7 @@ fn print_jobs(r: &JobsReport) {
         "queued",
         "in svc",
         "wait p50",
-        "wait p99",
-        "peers"
+        "wait p99"
     );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let us = |u: f64| {
