@@ -864,13 +864,14 @@ impl JobBook {
         self.shard(job).lock().jobs.get(&job).map(|r| view(r, now))
     }
 
-    /// Every job's view, unsorted.
-    pub(crate) fn entries(&self, now: Nanos) -> Vec<(JobId, BookEntry)> {
-        let mut out = Vec::new();
+    /// Every job's view, unsorted, turned into `T` by `f` as it is read (so that the caller
+    /// holds one copy of them, not two).
+    pub(crate) fn entries<T>(&self, now: Nanos, f: impl Fn(JobId, &BookEntry) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.count());
         for s in self.shards.iter() {
             let s = s.lock();
             out.reserve(s.jobs.len());
-            out.extend(s.jobs.iter().map(|(&j, r)| (j, view(r, now))));
+            out.extend(s.jobs.iter().map(|(&j, r)| f(j, &view(r, now))));
         }
         out
     }

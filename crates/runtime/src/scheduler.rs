@@ -1157,22 +1157,38 @@ impl<T: Send + 'static> Scheduler<T> {
         drop(st);
         stats.evicted_jobs = self.inner.book.evicted();
         stats.forgotten_jobs = self.inner.book.forgotten();
-        let mut jobs: IdMap<JobId, JobStats> = IdMap::default();
-        for (job, entry) in self.inner.book.entries(now) {
-            jobs.insert(job, with_entry(JobStats::idle(job), &entry));
-        }
+        // One vector, sorted once: what a report of 100,000 jobs holds is their statistics,
+        // not also a map of them. The jobs with work or a priority (few) are merged in.
+        let mut jobs = self
+            .inner
+            .book
+            .entries(now, |job, e| with_entry(JobStats::idle(job), e));
+        jobs.sort_unstable_by_key(|j| j.job);
+        let known = jobs.len();
+        // The jobs not in the book, by id: where each was appended.
+        let mut extra: IdMap<JobId, usize> = IdMap::default();
+        let mut at = |jobs: &mut Vec<JobStats>, job: JobId| -> usize {
+            match jobs[..known].binary_search_by_key(&job, |j| j.job) {
+                Ok(i) => i,
+                Err(_) => *extra.entry(job).or_insert_with(|| {
+                    jobs.push(JobStats::idle(job));
+                    jobs.len() - 1
+                }),
+            }
+        };
         for (job, queued, in_service) in active {
-            let j = jobs.entry(job).or_insert_with(|| JobStats::idle(job));
-            j.queued = queued;
-            j.in_service = in_service;
+            let i = at(&mut jobs, job);
+            jobs[i].queued = queued;
+            jobs[i].in_service = in_service;
         }
         for (job, prov) in prios {
-            jobs.entry(job)
-                .or_insert_with(|| JobStats::idle(job))
-                .priority = prov.in_force();
+            let i = at(&mut jobs, job);
+            jobs[i].priority = prov.in_force();
         }
-        stats.jobs = jobs.into_values().collect();
-        stats.jobs.sort_unstable_by_key(|j| j.job);
+        if jobs.len() > known {
+            jobs.sort_unstable_by_key(|j| j.job);
+        }
+        stats.jobs = jobs;
         stats
     }
 
