@@ -1,9 +1,9 @@
 //! The `JobBook`: everything the runtime keeps per job, fed by the completion path.
 //!
 //! Per job: counts (requests, bytes each way, failures), bandwidth over the last second and the
-//! last ten seconds, one queue-wait histogram, the last priority hint its requests carried and,
-//! with automatic priorities, an online period detector whose confident estimates move the job to
-//! its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
+//! last ten seconds, one queue-wait histogram, the last priority hint its requests carried, the
+//! last few network addresses its requests came from and, with automatic priorities, an online
+//! period detector whose confident estimates move the job to its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
 //! `/metrics` exports). Every time is the scheduler's clock.
 //!
 //! # Automatic priorities
@@ -24,12 +24,18 @@
 //! set does not flap with each re-estimate of one behaviour.
 //!
 //! # Memory
-//! A job's record is [`JOB_RECORD_BYTES`] bytes with detection off (the record, its map slot and
-//! its histogram), plus at most [`DETECTOR_BYTES`] with detection on (the detector's segments; the
-//! analysis buffers are shared, one set per shard). The book holds at most
-//! [`BookConfig::max_jobs`] records: a new job arriving in a full book evicts the least recently
-//! active eighth of its shard. A job idle for [`BookConfig::forget_after`] is forgotten (its
-//! record dropped, its automatic priority withdrawn; a priority set by the control plane stays).
+//! A job's record is at most [`JOB_RECORD_BYTES`] bytes with detection off (the boxed record,
+//! its map slot, its queue-wait histogram at its largest), plus at most [`DETECTOR_BYTES`] with
+//! detection on (the detector's segments; the analysis buffers are shared, one set per shard).
+//! Typically far less: the histogram holds counters only over the buckets the job's waits
+//! reached, and the detector is made at the job's second transfer, so a job that did one
+//! request costs about 500 bytes (measured: `crates/server/tests/jobs_memory.rs`), and
+//! [`crate::Scheduler::book_memory`] reports what is held, allocator rounding included
+//! ([`malloc_chunk`]). The peers of a job ([`Peers`]) are a fixed array in the record. The book
+//! holds at most [`BookConfig::max_jobs`] records: a new job arriving in a full shard (each
+//! holds `max_jobs / 16`) evicts the least recently active eighth of it. A job idle for
+//! [`BookConfig::forget_after`] is forgotten (its record dropped, its automatic priority
+//! withdrawn; a priority set by the control plane stays).
 //!
 //! # Locks
 //! The book is split in [`SHARDS`] shards by job, each behind its own mutex, taken after the
@@ -313,7 +319,7 @@ impl Meter {
 const WAIT_SUB_BITS: u32 = 3;
 const WAIT_SUB: u64 = 1 << WAIT_SUB_BITS;
 
-/// Buckets of a queue-wait histogram from 0 to [`HIGHEST_NS`] (318).
+/// Buckets of a queue-wait histogram from 0 to one hour (318).
 pub const WAIT_BUCKETS: usize = wait_bucket(HIGHEST_NS) + 1;
 
 /// The bucket of a wait of `ns` nanoseconds: one per value below 8 ns, then 8 per power of two
