@@ -470,7 +470,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
 fn print_jobs(r: &JobsReport) {
     println!("policy: {}", r.policy);
     println!(
-        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}",
+        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}  peers",
         "job",
         "priority",
         "set",
@@ -498,7 +498,7 @@ fn print_jobs(r: &JobsReport) {
     };
     for j in &r.jobs {
         println!(
-            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}",
+            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}  {}",
             j.job,
             j.priority.map_or("-".into(), |p| format!("{p}")),
             j.set.map_or("-".into(), |s| s.to_string()),
@@ -513,6 +513,11 @@ fn print_jobs(r: &JobsReport) {
             j.in_service,
             us(j.queue_wait.p50_us),
             us(j.queue_wait.p99_us),
+            if j.peers.is_empty() {
+                "-".to_string()
+            } else {
+                j.peers.join(",")
+            },
         );
     }
 }

@@ -54,6 +54,11 @@ pub struct JobReport {
     /// (admitted) and keeps waiting (held); empty without quotas.
     #[serde(default)]
     pub rules: Vec<JobRuleReport>,
+    /// The network addresses the job's requests came from, most recent first (at most 4: the
+    /// runtime keeps no more per job); empty for requests with no address (same-host or
+    /// library callers) and from servers that do not report them.
+    #[serde(default)]
+    pub peers: Vec<String>,
 }
 
 /// A job under one quota rule (`iosets ctl jobs`).

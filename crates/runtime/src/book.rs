@@ -1,9 +1,9 @@
 //! The `JobBook`: everything the runtime keeps per job, fed by the completion path.
 //!
 //! Per job: counts (requests, bytes each way, failures), bandwidth over the last second and the
-//! last ten seconds, one queue-wait histogram, the last priority hint its requests carried and,
-//! with automatic priorities, an online period detector whose confident estimates move the job to
-//! its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
+//! last ten seconds, one queue-wait histogram, the last priority hint its requests carried, the
+//! last few network addresses its requests came from and, with automatic priorities, an online
+//! period detector whose confident estimates move the job to its Set-10 set. Per policy and operation: queue-wait and service-time histograms (what
 //! `/metrics` exports). Every time is the scheduler's clock.
 //!
 //! # Automatic priorities
@@ -24,12 +24,18 @@
 //! set does not flap with each re-estimate of one behaviour.
 //!
 //! # Memory
-//! A job's record is [`JOB_RECORD_BYTES`] bytes with detection off (the record, its map slot and
-//! its histogram), plus at most [`DETECTOR_BYTES`] with detection on (the detector's segments; the
-//! analysis buffers are shared, one set per shard). The book holds at most
-//! [`BookConfig::max_jobs`] records: a new job arriving in a full book evicts the least recently
-//! active eighth of its shard. A job idle for [`BookConfig::forget_after`] is forgotten (its
-//! record dropped, its automatic priority withdrawn; a priority set by the control plane stays).
+//! A job's record is at most [`JOB_RECORD_BYTES`] bytes with detection off (the boxed record,
+//! its map slot, its queue-wait histogram at its largest), plus at most [`DETECTOR_BYTES`] with
+//! detection on (the detector's segments; the analysis buffers are shared, one set per shard).
+//! Typically far less: the histogram holds counters only over the buckets the job's waits
+//! reached, and the detector is made at the job's second transfer, so a job that did one
+//! request costs about 500 bytes (measured: `crates/server/tests/jobs_memory.rs`), and
+//! [`crate::Scheduler::book_memory`] reports what is held, allocator rounding included
+//! ([`malloc_chunk`]). The peers of a job ([`Peers`]) are a fixed array in the record. The book
+//! holds at most [`BookConfig::max_jobs`] records: a new job arriving in a full shard (each
+//! holds `max_jobs / 16`) evicts the least recently active eighth of it. A job idle for
+//! [`BookConfig::forget_after`] is forgotten (its record dropped, its automatic priority
+//! withdrawn; a priority set by the control plane stays).
 //!
 //! # Locks
 //! The book is split in [`SHARDS`] shards by job, each behind its own mutex, taken after the
@@ -38,9 +44,9 @@
 //! state) and one precedence (control > auto > hint).
 
 use std::mem::size_of;
+use std::net::IpAddr;
 use std::time::Duration;
 
-use hdrhistogram::Histogram;
 use iosets_period::online::{Direction, JobDetector, OnlineConfig};
 use iosets_period::starts::PhaseStarts;
 use iosets_period::{Analyzer, Config, Event};
@@ -48,7 +54,7 @@ use iosets_policy::set10::SetMapping;
 use iosets_types::hash::IdMap;
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
 
-use crate::stats::OpLatency;
+use crate::stats::{OpLatency, Peers};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
 use crate::work::moved_bytes;
 
@@ -80,18 +86,56 @@ fn analysis() -> Config {
     }
 }
 
-/// Bytes of one job's record with detection off: the record in its map slot (with the map's
-/// control byte) and its queue-wait histogram (624 `u32` counters: one significant digit from
-/// 1 ns to one hour).
-pub const JOB_RECORD_BYTES: usize = size_of::<(JobId, JobRecord)>() + 1 + 624 * 4;
+/// Bytes of one job's record with detection off, at most: the record (boxed), its slot in its
+/// shard's map (a map is at least 7/16 full once it has grown, so a slot of 16 bytes and its
+/// control byte cost at most 39 bytes per record), and its queue-wait histogram at its largest
+/// ([`WAIT_BUCKETS`] `u32` counters; a histogram is allocated only over the buckets the job's
+/// waits reached, so a job whose requests all waited about as long holds a few counters).
+pub const JOB_RECORD_BYTES: usize = malloc_chunk(size_of::<JobRecord>())
+    + (size_of::<(JobId, Box<JobRecord>)>() + 1) * 16 / 7
+    + 1
+    + malloc_chunk(WAIT_BUCKETS * 4);
 
 /// Most heap bytes a job's detector holds: two directions of 128 segments of 24 bytes, their
-/// detectors' fields, plus its own fields.
+/// detectors' fields, plus its own fields (each allocation rounded up as [`malloc_chunk`] does).
+/// A job gets a detector at its second completion that moved bytes (its first is kept in a
+/// 64-byte box until then): a job that did one request never holds one.
 pub const DETECTOR_BYTES: usize = 2
-    * ((DETECTOR_SEGMENTS + 1) * size_of::<Event>()
-        + size_of::<iosets_period::online::OnlineDetector>())
-    + size_of::<Detect>()
+    * (malloc_chunk((DETECTOR_SEGMENTS + 1) * size_of::<Event>())
+        + malloc_chunk(size_of::<iosets_period::online::OnlineDetector>()))
+    + malloc_chunk(size_of::<Detect>())
     + 64;
+
+/// The bytes the allocator takes for a request of `n` bytes: glibc's chunk (the request plus an
+/// 8-byte header, rounded up to 16, at least 32); none for `n` = 0 (no allocation). Other
+/// allocators' size classes are of the same order.
+pub const fn malloc_chunk(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        let c = (n + 8 + 15) & !15;
+        if c < 32 {
+            32
+        } else {
+            c
+        }
+    }
+}
+
+/// Bytes a hash map of capacity `capacity` over entries of `entry` bytes allocates
+/// (hashbrown's table: a power-of-two number of slots, 1/8 of them kept free, one control byte
+/// per slot and 16 more).
+fn map_bytes(capacity: usize, entry: usize) -> usize {
+    if capacity == 0 {
+        return 0;
+    }
+    let slots = if capacity < 8 {
+        (capacity + 1).next_power_of_two()
+    } else {
+        (capacity * 8 / 7).next_power_of_two()
+    };
+    malloc_chunk(slots * (entry + 1) + 16)
+}
 
 /// Settings of the book. Build from [`BookConfig::default`] with the setters.
 #[derive(Clone, Debug)]
@@ -271,6 +315,94 @@ impl Meter {
     }
 }
 
+/// Significant bits of the queue-wait histograms: 8 buckets per power of two.
+const WAIT_SUB_BITS: u32 = 3;
+const WAIT_SUB: u64 = 1 << WAIT_SUB_BITS;
+
+/// Buckets of a queue-wait histogram from 0 to one hour (318).
+pub const WAIT_BUCKETS: usize = wait_bucket(HIGHEST_NS) + 1;
+
+/// The bucket of a wait of `ns` nanoseconds: one per value below 8 ns, then 8 per power of two
+/// (a bucket's width is at most 1/8 of its lowest value).
+const fn wait_bucket(ns: u64) -> usize {
+    if ns < WAIT_SUB {
+        ns as usize
+    } else {
+        let octave = 63 - ns.leading_zeros();
+        let sub = (ns >> (octave - WAIT_SUB_BITS)) & (WAIT_SUB - 1);
+        (WAIT_SUB + (octave - WAIT_SUB_BITS) as u64 * WAIT_SUB + sub) as usize
+    }
+}
+
+/// The lowest value of bucket `i` and its width.
+fn wait_bucket_range(i: usize) -> (u64, u64) {
+    let i = i as u64;
+    if i < WAIT_SUB {
+        (i, 1)
+    } else {
+        let shift = (i - WAIT_SUB) / WAIT_SUB;
+        let sub = (i - WAIT_SUB) % WAIT_SUB;
+        ((WAIT_SUB + sub) << shift, 1 << shift)
+    }
+}
+
+/// One job's queue waits: a log-linear histogram (8 buckets per power of two, from 0 to
+/// [`HIGHEST_NS`]; longer waits are counted as that) whose `u32` counters are allocated only
+/// from the lowest to the highest bucket reached. A quantile is the middle of its bucket: within
+/// 1/16 of the true value. Counters saturate at `u32::MAX` (4 billion waits in one bucket).
+#[derive(Debug, Default)]
+struct WaitHistogram {
+    /// The bucket of `counts[0]`.
+    first: u16,
+    counts: Box<[u32]>,
+}
+
+impl WaitHistogram {
+    fn record(&mut self, ns: u64) {
+        let i = wait_bucket(ns.min(HIGHEST_NS));
+        let first = usize::from(self.first);
+        if self.counts.is_empty() {
+            self.first = i as u16;
+            self.counts = Box::new([1]);
+            return;
+        }
+        let end = first + self.counts.len();
+        if i < first || i >= end {
+            // Widen to cover `i` (at most WAIT_BUCKETS times over a job's life).
+            let (lo, hi) = (i.min(first), (i + 1).max(end));
+            let mut counts = vec![0u32; hi - lo].into_boxed_slice();
+            counts[first - lo..end - lo].copy_from_slice(&self.counts);
+            self.counts = counts;
+            self.first = lo as u16;
+        }
+        let c = &mut self.counts[i - usize::from(self.first)];
+        *c = c.saturating_add(1);
+    }
+
+    /// The wait at quantile `q` (0 to 1): the middle of the bucket holding it; 0 when empty.
+    fn quantile(&self, q: f64) -> u64 {
+        let total: u64 = self.counts.iter().map(|&c| u64::from(c)).sum();
+        if total == 0 {
+            return 0;
+        }
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        let mut seen = 0;
+        for (k, &c) in self.counts.iter().enumerate() {
+            seen += u64::from(c);
+            if seen >= rank {
+                let (lo, width) = wait_bucket_range(usize::from(self.first) + k);
+                return lo + (width - 1) / 2;
+            }
+        }
+        unreachable!("the rank is at most the total")
+    }
+
+    /// Heap bytes held.
+    fn heap_bytes(&self) -> usize {
+        malloc_chunk(self.counts.len() * size_of::<u32>())
+    }
+}
+
 /// A job's period detection.
 #[derive(Debug)]
 struct Detect {
@@ -307,6 +439,46 @@ struct Detect {
     stamps: [PhaseStarts; 2],
 }
 
+/// A job's first completion that moved bytes, kept until its second gives it a detector (most
+/// of the jobs a server sees may do a single request: they never hold one).
+#[derive(Debug)]
+struct FirstEvent {
+    direction: Direction,
+    event: Event,
+    stamp: Option<Nanos>,
+    now: Nanos,
+}
+
+/// A job's period detection, allocated as it is needed.
+#[derive(Debug, Default)]
+enum Detection {
+    /// No completion that moved bytes yet.
+    #[default]
+    None,
+    /// One.
+    First(Box<FirstEvent>),
+    /// The detector, from the second on.
+    On(Box<Detect>),
+}
+
+impl Detection {
+    fn detect(&self) -> Option<&Detect> {
+        match self {
+            Detection::On(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Heap bytes held (each allocation as the allocator rounds it, [`malloc_chunk`]).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Detection::None => 0,
+            Detection::First(_) => malloc_chunk(size_of::<FirstEvent>()),
+            Detection::On(d) => malloc_chunk(size_of::<Detect>()) + d.detector.heap_bytes(),
+        }
+    }
+}
+
 /// One job's record.
 #[derive(Debug)]
 pub(crate) struct JobRecord {
@@ -316,11 +488,12 @@ pub(crate) struct JobRecord {
     failed: u64,
     last_active: Nanos,
     meter: Meter,
-    wait: Histogram<u32>,
+    wait: WaitHistogram,
     wait_sum: u64,
     wait_max: u64,
     hint: Option<Priority>,
-    detect: Option<Box<Detect>>,
+    peers: Peers,
+    detect: Detection,
 }
 
 impl JobRecord {
@@ -332,13 +505,18 @@ impl JobRecord {
             failed: 0,
             last_active: now,
             meter: Meter::default(),
-            wait: Histogram::new_with_bounds(1, HIGHEST_NS, 1)
-                .expect("constant histogram bounds are valid"),
+            wait: WaitHistogram::default(),
             wait_sum: 0,
             wait_max: 0,
             hint: None,
-            detect: None,
+            peers: Peers::default(),
+            detect: Detection::None,
         }
+    }
+
+    /// Heap bytes the record holds besides itself.
+    fn heap_bytes(&self) -> usize {
+        self.wait.heap_bytes() + self.detect.heap_bytes()
     }
 }
 
@@ -355,10 +533,11 @@ pub(crate) struct BookEntry {
     pub(crate) hint: Option<Priority>,
     pub(crate) period: Option<Nanos>,
     pub(crate) set: Option<i32>,
+    pub(crate) peers: Peers,
 }
 
 struct Shard {
-    jobs: IdMap<JobId, JobRecord>,
+    jobs: IdMap<JobId, Box<JobRecord>>,
     latency: Vec<OpLatency>,
     /// The analysis buffers this shard's detectors share.
     analyzer: Option<Analyzer>,
@@ -457,24 +636,13 @@ impl JobBook {
                     shard.latency.push(l);
                 }
             }
-            if !shard.jobs.contains_key(&req.job) {
-                if shard.jobs.len() >= self.per_shard {
-                    let n = evict_oldest(&mut shard.jobs);
-                    shard.evicted += n;
-                    self.count.fetch_sub(n as usize, Ordering::Relaxed);
-                }
-                self.count.fetch_add(1, Ordering::Relaxed);
-            }
-            let rec = shard
-                .jobs
-                .entry(req.job)
-                .or_insert_with(|| JobRecord::new(now));
+            let rec = self.record_of(&mut shard.jobs, &mut shard.evicted, req.job, now);
             rec.ops += 1;
             rec.last_active = rec.last_active.max(now);
             if req.priority.is_some() {
                 rec.hint = req.priority;
             }
-            rec.wait.saturating_record(wait.0);
+            rec.wait.record(wait.0);
             rec.wait_sum = rec.wait_sum.saturating_add(wait.0);
             rec.wait_max = rec.wait_max.max(wait.0);
             if !outcome.is_ok() {
@@ -493,17 +661,86 @@ impl JobBook {
                     Op::Write | Op::Other => Direction::Write,
                 };
                 let event = Event::new(req.arrival, now, moved);
-                let m = self.detect(
-                    rec,
-                    &mut shard.analyzer,
-                    req.job,
-                    (direction, event, req.phase),
-                    now,
-                );
-                moves.extend(m);
+                match std::mem::take(&mut rec.detect) {
+                    Detection::None => {
+                        rec.detect = Detection::First(Box::new(FirstEvent {
+                            direction,
+                            event,
+                            stamp: req.phase,
+                            now,
+                        }));
+                    }
+                    Detection::First(first) => {
+                        // The detector sees the first completion as it would have then.
+                        let first = *first;
+                        let m = self.detect(
+                            rec,
+                            &mut shard.analyzer,
+                            req.job,
+                            (first.direction, first.event, first.stamp),
+                            first.now,
+                        );
+                        moves.extend(m);
+                        let m = self.detect(
+                            rec,
+                            &mut shard.analyzer,
+                            req.job,
+                            (direction, event, req.phase),
+                            now,
+                        );
+                        moves.extend(m);
+                    }
+                    on @ Detection::On(_) => {
+                        rec.detect = on;
+                        let m = self.detect(
+                            rec,
+                            &mut shard.analyzer,
+                            req.job,
+                            (direction, event, req.phase),
+                            now,
+                        );
+                        moves.extend(m);
+                    }
+                }
             }
         }
         moves
+    }
+
+    /// `job`'s record among a shard's `jobs`, made (room made first, in a full shard, counted
+    /// in its `evicted`) if it has none.
+    fn record_of<'s>(
+        &self,
+        jobs: &'s mut IdMap<JobId, Box<JobRecord>>,
+        evicted: &mut u64,
+        job: JobId,
+        now: Nanos,
+    ) -> &'s mut JobRecord {
+        if !jobs.contains_key(&job) {
+            if jobs.len() >= self.per_shard {
+                let n = evict_oldest(jobs);
+                *evicted += n;
+                self.count.fetch_sub(n as usize, Ordering::Relaxed);
+            }
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        jobs.entry(job)
+            .or_insert_with(|| Box::new(JobRecord::new(now)))
+    }
+
+    /// A request of `job` came from `addr`: it is first among the job's peers (see
+    /// [`Peers`]). A job seen for the first time gets its record now (active at `now`).
+    pub(crate) fn note_peer(&self, job: JobId, addr: IpAddr, now: Nanos) {
+        let mut shard = self.shard(job).lock();
+        if let Some(rec) = shard.jobs.get_mut(&job) {
+            // The common case: the job is known and its peer is the latest one.
+            rec.peers.note(addr);
+            return;
+        }
+        let shard = &mut *shard;
+        self.record_of(&mut shard.jobs, &mut shard.evicted, job, now)
+            .peers
+            .note(addr);
     }
 
     fn detect(
@@ -515,13 +752,13 @@ impl JobBook {
         now: Nanos,
     ) -> Option<Move> {
         let every = Nanos(u64::try_from(self.config.estimate_every.as_nanos()).unwrap_or(u64::MAX));
-        let d = rec.detect.get_or_insert_with(|| {
+        if !matches!(rec.detect, Detection::On(_)) {
             let config = OnlineConfig {
                 analysis: analysis(),
                 capacity: DETECTOR_SEGMENTS,
                 ..OnlineConfig::default()
             };
-            Box::new(Detect {
+            rec.detect = Detection::On(Box::new(Detect {
                 detector: JobDetector::new(config).expect("constant detector settings"),
                 since: now,
                 next_check: now,
@@ -536,8 +773,11 @@ impl JobBook {
                 drawn_for: None,
                 set: None,
                 stamps: [PhaseStarts::default(); 2],
-            })
-        });
+            }));
+        }
+        let Detection::On(d) = &mut rec.detect else {
+            unreachable!("set just above")
+        };
         if let Some(stamp) = stamp {
             // The client stamps its phases: their starts say the period, the completions
             // need no analysis.
@@ -630,13 +870,14 @@ impl JobBook {
         self.shard(job).lock().jobs.get(&job).map(|r| view(r, now))
     }
 
-    /// Every job's view, unsorted.
-    pub(crate) fn entries(&self, now: Nanos) -> Vec<(JobId, BookEntry)> {
-        let mut out = Vec::new();
+    /// Every job's view, unsorted, turned into `T` by `f` as it is read (so that the caller
+    /// holds one copy of them, not two).
+    pub(crate) fn entries<T>(&self, now: Nanos, f: impl Fn(JobId, &BookEntry) -> T) -> Vec<T> {
+        let mut out = Vec::with_capacity(self.count());
         for s in self.shards.iter() {
             let s = s.lock();
             out.reserve(s.jobs.len());
-            out.extend(s.jobs.iter().map(|(&j, r)| (j, view(r, now))));
+            out.extend(s.jobs.iter().map(|(&j, r)| f(j, &view(r, now))));
         }
         out
     }
@@ -721,18 +962,16 @@ impl JobBook {
         self.shard(job).lock().jobs.contains_key(&job)
     }
 
-    /// Heap and record bytes held by the job records (the figure the memory bound documents).
+    /// Bytes held by the job records (the figure the memory bound documents): each shard's map
+    /// table, each record's allocation and what it holds (histogram, detector), every
+    /// allocation rounded up as the allocator does ([`malloc_chunk`]).
     pub(crate) fn job_bytes(&self) -> usize {
         let mut total = 0;
         for s in self.shards.iter() {
             let s = s.lock();
-            total += s.jobs.capacity() * (size_of::<(JobId, JobRecord)>() + 1);
-            for r in s.jobs.values() {
-                total += r.wait.distinct_values() * size_of::<u32>();
-                if let Some(d) = &r.detect {
-                    total += size_of::<Detect>() + d.detector.heap_bytes();
-                }
-            }
+            total += map_bytes(s.jobs.capacity(), size_of::<(JobId, Box<JobRecord>)>());
+            total += s.jobs.len() * malloc_chunk(size_of::<JobRecord>());
+            total += s.jobs.values().map(|r| r.heap_bytes()).sum::<usize>();
         }
         total
     }
@@ -753,7 +992,7 @@ fn changed(from: Nanos, to: Nanos) -> bool {
 }
 
 /// Drops the least recently active eighth of `jobs`; returns how many.
-fn evict_oldest(jobs: &mut IdMap<JobId, JobRecord>) -> u64 {
+fn evict_oldest(jobs: &mut IdMap<JobId, Box<JobRecord>>) -> u64 {
     let mut ages: Vec<(Nanos, JobId)> = jobs.iter().map(|(&j, r)| (r.last_active, j)).collect();
     let n = (ages.len() / 8).max(1);
     ages.select_nth_unstable(n - 1);
@@ -764,18 +1003,19 @@ fn evict_oldest(jobs: &mut IdMap<JobId, JobRecord>) -> u64 {
 }
 
 fn view(r: &JobRecord, now: Nanos) -> BookEntry {
-    let count = r.wait.len();
+    let count = r.ops;
     let wait = if count == 0 {
         crate::stats::WaitSummary::default()
     } else {
         crate::stats::WaitSummary {
             count,
             mean_ns: r.wait_sum / count,
-            p50_ns: r.wait.value_at_quantile(0.5).min(r.wait_max),
-            p99_ns: r.wait.value_at_quantile(0.99).min(r.wait_max),
+            p50_ns: r.wait.quantile(0.5).min(r.wait_max),
+            p99_ns: r.wait.quantile(0.99).min(r.wait_max),
             max_ns: r.wait_max,
         }
     };
+    let detect = r.detect.detect();
     BookEntry {
         ops: r.ops,
         bytes_read: r.bytes_read,
@@ -785,8 +1025,9 @@ fn view(r: &JobRecord, now: Nanos) -> BookEntry {
         bandwidth: r.meter.rates(now),
         wait,
         hint: r.hint,
-        period: r.detect.as_ref().and_then(|d| d.period),
-        set: r.detect.as_ref().and_then(|d| d.set),
+        period: detect.and_then(|d| d.period),
+        set: detect.and_then(|d| d.set),
+        peers: r.peers,
     }
 }
 
@@ -846,10 +1087,148 @@ mod tests {
     }
 
     #[test]
+    fn wait_buckets_tile_the_range_each_at_most_an_eighth_wide() {
+        assert_eq!(WAIT_BUCKETS, 318);
+        let mut next = 0;
+        for i in 0..WAIT_BUCKETS {
+            let (lo, width) = wait_bucket_range(i);
+            assert_eq!(lo, next, "bucket {i} starts where {} ends", i.max(1) - 1);
+            assert!(
+                lo < 8 || width * 8 <= lo,
+                "bucket {i}: {width} wide at {lo}"
+            );
+            assert_eq!(wait_bucket(lo), i);
+            assert_eq!(wait_bucket(lo + width - 1), i);
+            next = lo + width;
+        }
+        assert!(next > HIGHEST_NS);
+    }
+
+    /// Log-uniform waits from 1 ns to 10 s (a fixed pseudo-random sequence).
+    fn waits(n: usize, seed: u64) -> Vec<u64> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let u = (x >> 11) as f64 / (1u64 << 53) as f64;
+                10f64.powf(u * 10.0) as u64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn wait_quantiles_are_within_a_sixteenth() {
+        for (n, seed) in [(1, 1), (2, 2), (17, 3), (1_000, 4), (20_000, 5)] {
+            let mut h = WaitHistogram::default();
+            let mut v = waits(n, seed);
+            for &w in &v {
+                h.record(w);
+            }
+            v.sort_unstable();
+            for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+                let exact = v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+                let got = h.quantile(q);
+                assert!(
+                    got.abs_diff(exact) * 16 <= exact.max(1),
+                    "n {n}, q {q}: {got} for {exact}"
+                );
+            }
+        }
+        assert_eq!(WaitHistogram::default().quantile(0.5), 0);
+        // Past the longest resolved wait: counted as that.
+        let mut h = WaitHistogram::default();
+        h.record(u64::MAX);
+        assert_eq!(h.counts.len(), 1);
+        assert_eq!(usize::from(h.first), WAIT_BUCKETS - 1);
+    }
+
+    #[test]
+    fn a_wait_histogram_holds_only_the_buckets_reached() {
+        let mut h = WaitHistogram::default();
+        assert_eq!(h.heap_bytes(), 0);
+        for _ in 0..1_000 {
+            h.record(50_000);
+        }
+        assert_eq!(h.counts.len(), 1);
+        assert_eq!(h.heap_bytes(), 32);
+        // 50 µs to 100 µs: the buckets from [49,152, 53,248) to [98,304, 106,496).
+        h.record(100_000);
+        assert_eq!(h.counts.len(), 9);
+        // Down to [36,864, 40,960).
+        h.record(40_000);
+        assert_eq!(h.counts.len(), 12);
+        assert_eq!(h.counts.iter().map(|&c| u64::from(c)).sum::<u64>(), 1_002);
+        // 50,000 ns is in [49,152, 53,248): its middle.
+        assert_eq!(h.quantile(0.5), 49_152 + 2_047);
+        for w in waits(10_000, 9) {
+            h.record(w);
+        }
+        assert!(h.counts.len() <= WAIT_BUCKETS);
+        assert!(h.heap_bytes() <= malloc_chunk(WAIT_BUCKETS * 4));
+    }
+
+    #[test]
+    fn peers_keep_four_most_recent_first() {
+        let a = |i: u8| IpAddr::from([127, 0, 0, i]);
+        let mut p = Peers::default();
+        assert!(p.is_empty());
+        p.note(a(1));
+        p.note(a(1));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![a(1)]);
+        p.note(a(2));
+        p.note(a(3));
+        p.note(a(1));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![a(1), a(3), a(2)]);
+        p.note(a(4));
+        p.note(a(5));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![a(5), a(4), a(1), a(3)]);
+        assert_eq!(p.len(), 4);
+        p.note(a(3));
+        assert_eq!(p.iter().collect::<Vec<_>>(), vec![a(3), a(5), a(4), a(1)]);
+    }
+
+    #[test]
+    fn a_job_gets_its_detector_at_its_second_transfer() {
+        let book = JobBook::new(BookConfig::default().auto_priority(true));
+        let write = |job: u64, at: u64| {
+            let req = iosets_types::Request::builder(JobId(job), Op::Write)
+                .range(0, 4096)
+                .build();
+            let batch = Batch::single(req);
+            book.record(
+                &batch,
+                Outcome::Done { bytes: 4096 },
+                Nanos(at),
+                Nanos(at + 1_000),
+                "noop",
+            );
+        };
+        let detector = |job: u64| {
+            let s = book.shard(JobId(job)).lock();
+            match &s.jobs[&JobId(job)].detect {
+                Detection::None => "none",
+                Detection::First(_) => "first",
+                Detection::On(_) => "on",
+            }
+        };
+        write(1, 1_000);
+        assert_eq!(detector(1), "first");
+        let one = book.job_bytes();
+        write(1, 2_000_000);
+        assert_eq!(detector(1), "on");
+        assert!(
+            book.job_bytes() > one + 500,
+            "{} then {one}",
+            book.job_bytes()
+        );
+        assert!(book.job_bytes() <= one + DETECTOR_BYTES);
+    }
+
+    #[test]
     fn eviction_drops_the_oldest_eighth() {
         let mut jobs = IdMap::default();
         for j in 0..64u64 {
-            jobs.insert(JobId(j), JobRecord::new(Nanos(1_000 - j)));
+            jobs.insert(JobId(j), Box::new(JobRecord::new(Nanos(1_000 - j))));
         }
         assert_eq!(evict_oldest(&mut jobs), 8);
         assert_eq!(jobs.len(), 56);

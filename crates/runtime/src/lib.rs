@@ -100,7 +100,8 @@ pub use iosets_policy::{Counted, Counters};
 pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
 pub use scheduler::Scheduler;
 pub use stats::{
-    JobPriority, JobStats, Latency, OpLatency, PrioritySource, SchedulerStats, WaitSummary,
+    JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource, SchedulerStats, WaitSummary,
+    PEERS_KEPT,
 };
 pub use work::{Completion, CompletionEvent, Next, Work};
 

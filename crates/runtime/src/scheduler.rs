@@ -606,7 +606,8 @@ impl<T: Send + 'static> Scheduler<T> {
 
     /// [`Scheduler::submit`] for a request whose sender is known: quota rules may match on its
     /// user, group and address ([`crate::quota`]). A request a rule governs is held until the
-    /// rule admits it; nothing is dropped.
+    /// rule admits it; nothing is dropped. The address is noted among the job's peers
+    /// ([`crate::Peers`], in [`JobStats::peers`]).
     ///
     /// # Errors
     /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
@@ -617,9 +618,15 @@ impl<T: Send + 'static> Scheduler<T> {
         payload: T,
     ) -> Result<RequestId, RuntimeError> {
         let raw = self.inner.clock.now();
+        let job = req.job;
         let mut st = self.inner.state.lock();
         let (id, _) = st.enqueue(req, Some(origin), payload, raw)?;
         self.inner.wake_one(&mut st);
+        drop(st);
+        // The book's locks are never taken under the scheduler's.
+        if let Some(addr) = origin.addr {
+            self.inner.book.note_peer(job, addr, raw);
+        }
         Ok(id)
     }
 
@@ -1150,22 +1157,38 @@ impl<T: Send + 'static> Scheduler<T> {
         drop(st);
         stats.evicted_jobs = self.inner.book.evicted();
         stats.forgotten_jobs = self.inner.book.forgotten();
-        let mut jobs: IdMap<JobId, JobStats> = IdMap::default();
-        for (job, entry) in self.inner.book.entries(now) {
-            jobs.insert(job, with_entry(JobStats::idle(job), &entry));
-        }
+        // One vector, sorted once: what a report of 100,000 jobs holds is their statistics,
+        // not also a map of them. The jobs with work or a priority (few) are merged in.
+        let mut jobs = self
+            .inner
+            .book
+            .entries(now, |job, e| with_entry(JobStats::idle(job), e));
+        jobs.sort_unstable_by_key(|j| j.job);
+        let known = jobs.len();
+        // The jobs not in the book, by id: where each was appended.
+        let mut extra: IdMap<JobId, usize> = IdMap::default();
+        let mut at = |jobs: &mut Vec<JobStats>, job: JobId| -> usize {
+            match jobs[..known].binary_search_by_key(&job, |j| j.job) {
+                Ok(i) => i,
+                Err(_) => *extra.entry(job).or_insert_with(|| {
+                    jobs.push(JobStats::idle(job));
+                    jobs.len() - 1
+                }),
+            }
+        };
         for (job, queued, in_service) in active {
-            let j = jobs.entry(job).or_insert_with(|| JobStats::idle(job));
-            j.queued = queued;
-            j.in_service = in_service;
+            let i = at(&mut jobs, job);
+            jobs[i].queued = queued;
+            jobs[i].in_service = in_service;
         }
         for (job, prov) in prios {
-            jobs.entry(job)
-                .or_insert_with(|| JobStats::idle(job))
-                .priority = prov.in_force();
+            let i = at(&mut jobs, job);
+            jobs[i].priority = prov.in_force();
         }
-        stats.jobs = jobs.into_values().collect();
-        stats.jobs.sort_unstable_by_key(|j| j.job);
+        if jobs.len() > known {
+            jobs.sort_unstable_by_key(|j| j.job);
+        }
+        stats.jobs = jobs;
         stats
     }
 
@@ -1317,6 +1340,7 @@ fn with_entry(mut j: JobStats, e: &BookEntry) -> JobStats {
     j.last_active = e.last_active;
     j.period = e.period;
     j.set = e.set;
+    j.peers = e.peers;
     j.priority = e.hint.map(|value| JobPriority {
         value,
         source: PrioritySource::Hint,

@@ -1,5 +1,7 @@
 //! What the scheduler reports: aggregate counters and per-job service statistics.
 
+use std::net::IpAddr;
+
 use hdrhistogram::Histogram;
 use iosets_policy::Counters;
 use iosets_types::{JobId, Nanos, Op, Priority};
@@ -10,8 +12,9 @@ pub(crate) const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 
 /// A summary of a job's queue waits (dispatch time − arrival time), in nanoseconds.
 ///
-/// `p50_ns` and `p99_ns` come from an HDR histogram with one significant digit (within 1/16);
-/// `count`, `mean_ns` and `max_ns` are exact.
+/// `p50_ns` and `p99_ns` come from a log-linear histogram with 8 buckets per power of two, as
+/// the middle of their bucket (within 1/16 of the true value, never above the maximum); `count`,
+/// `mean_ns` and `max_ns` are exact.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct WaitSummary {
@@ -81,8 +84,8 @@ pub struct JobStats {
     /// Requests dispatched and not yet completed.
     pub in_service: u64,
     /// Queue waits (dispatch time − arrival time) of the requests completed so far. Quantiles
-    /// from an HDR histogram with one significant digit (within 1/16 of the true value, never
-    /// above the maximum); count, mean and maximum exact.
+    /// within 1/16 of the true value, never above the maximum (see [`WaitSummary`]); count,
+    /// mean and maximum exact.
     pub queue_wait: WaitSummary,
     /// Bytes per second over the last second and over the last ten seconds.
     pub bandwidth: (f64, f64),
@@ -94,6 +97,8 @@ pub struct JobStats {
     pub period: Option<Nanos>,
     /// The job's Set-10 set, when automatic priorities placed it.
     pub set: Option<i32>,
+    /// The network addresses its requests came from, most recent first.
+    pub peers: Peers,
 }
 
 impl JobStats {
@@ -113,7 +118,46 @@ impl JobStats {
             priority: None,
             period: None,
             set: None,
+            peers: Peers::default(),
         }
+    }
+}
+
+/// Most peer addresses kept per job ([`Peers`]).
+pub const PEERS_KEPT: usize = 4;
+
+/// The distinct network addresses a job's requests came from (those submitted with
+/// [`crate::Scheduler::submit_from`] and an address), most recent first: at most
+/// [`PEERS_KEPT`], a new address pushing out the one unseen for longest. Fixed size, no
+/// allocation: a job id claimed from many hosts costs no more than one claimed from one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peers([Option<IpAddr>; PEERS_KEPT]);
+
+impl Peers {
+    /// `addr` sent the job's latest request: it moves (or enters) first.
+    pub fn note(&mut self, addr: IpAddr) {
+        let at = self
+            .0
+            .iter()
+            .position(|p| *p == Some(addr))
+            .unwrap_or(PEERS_KEPT - 1);
+        self.0[..=at].rotate_right(1);
+        self.0[0] = Some(addr);
+    }
+
+    /// The addresses, most recent first.
+    pub fn iter(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.0.iter().map_while(|p| *p)
+    }
+
+    /// How many addresses are kept.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether no address was seen.
+    pub fn is_empty(&self) -> bool {
+        self.0[0].is_none()
     }
 }
 

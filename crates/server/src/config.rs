@@ -48,6 +48,10 @@ pub struct ServerConfig {
     pub period_error_seed: u64,
     /// Jobs the server keeps statistics for at once (the least recently active go first).
     pub max_jobs: usize,
+    /// Jobs given their own series in `/metrics` (the most recently active; the others are
+    /// summed under `job="other"`), so that the page stays small whatever the number of jobs.
+    /// In `0..=100000`; default 100.
+    pub metrics_max_jobs: usize,
     /// Offer the same-host transport: a Unix-domain socket beside the TCP listener, on which a
     /// client of this node passes a shared memory region once and then moves data through it
     /// without copying it through a socket. Clients find it by asking over TCP. Default on.
@@ -207,6 +211,7 @@ impl ServerConfig {
             period_error: 0.0,
             period_error_seed: 0,
             max_jobs: 16_384,
+            metrics_max_jobs: 100,
             local: true,
             local_socket: None,
             local_region_max_mib: 1024,
@@ -229,7 +234,8 @@ impl ServerConfig {
 
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
-    /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`, `local`,
+    /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`,
+    /// `metrics_max_jobs`, `local`,
     /// `local_socket`,
     /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, `auth_file`,
     /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `frame_timeout_s`,
@@ -322,6 +328,9 @@ impl ServerConfig {
         }
         if let Some(n) = file.max_jobs {
             c.max_jobs = n;
+        }
+        if let Some(n) = file.metrics_max_jobs {
+            c.metrics_max_jobs = n;
         }
         if let Some(l) = file.local {
             c.local = l;
@@ -459,6 +468,13 @@ impl ServerConfig {
             return bad(format!(
                 "max_jobs = {}: must be in 16..=100000000",
                 self.max_jobs
+            ));
+        }
+        if self.metrics_max_jobs > 100_000 {
+            return bad(format!(
+                "metrics_max_jobs = {}: must be in 0..=100000 (jobs with their own series in \
+                 /metrics; the others are summed under job=\"other\")",
+                self.metrics_max_jobs
             ));
         }
         if !(1..=65_536).contains(&self.local_region_max_mib) {
@@ -631,6 +647,7 @@ struct FileConfig {
     period_error: Option<f64>,
     period_error_seed: Option<u64>,
     max_jobs: Option<usize>,
+    metrics_max_jobs: Option<usize>,
     local: Option<bool>,
     local_socket: Option<PathBuf>,
     local_region_max_mib: Option<u64>,
@@ -736,6 +753,25 @@ mod tests {
             let e = c.validate().unwrap_err().to_string();
             assert!(e.contains("meta_cost_bytes"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn metrics_max_jobs_key_and_its_range() {
+        let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
+        assert_eq!(c.metrics_max_jobs, 100);
+        let c =
+            ServerConfig::from_toml_str("root = \"x\"\nmetrics_max_jobs = 0\n", Path::new("/srv"))
+                .unwrap();
+        assert_eq!(c.metrics_max_jobs, 0);
+        let mut c = ServerConfig::new(std::env::temp_dir());
+        c.metrics_max_jobs = 100_000;
+        c.validate().unwrap();
+        c.metrics_max_jobs = 100_001;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("metrics_max_jobs") && e.contains("0..=100000"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -164,6 +164,7 @@ fn set_of(priority: f64) -> Option<i32> {
     ((p - priority).abs() <= 1e-9 * p).then_some(i)
 }
 
+/// One line per known job (linear in the number of jobs: the rules' jobs are grouped once).
 pub(crate) fn jobs(shared: &Shared) -> JobsReport {
     let stats = shared.sched.stats();
     // Which rules each job's requests fall under now.
@@ -206,6 +207,7 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
                     max_us: us(j.queue_wait.max_ns),
                 },
                 rules: by_job.remove(&j.job.0).unwrap_or_default(),
+                peers: j.peers.iter().map(|a| a.to_string()).collect(),
             }
         })
         .collect();

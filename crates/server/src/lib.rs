@@ -216,7 +216,7 @@ impl Server {
             inflight_bytes: guard::ByteBudget::new(config.max_inflight_bytes),
             max_connections: config
                 .max_connections
-                .unwrap_or_else(default_connection_cap),
+                .unwrap_or(fds.connections),
             hints_overridden: Default::default(),
             admin: admin_addr,
             config,
@@ -362,14 +362,6 @@ pub(crate) fn admit(shared: &Shared, peer: Option<SocketAddr>) -> Option<guard::
             None
         }
     }
-}
-
-/// The connection cap when none is configured: half the descriptors the process may open.
-fn default_connection_cap() -> usize {
-    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
-        .current
-        .unwrap_or(1 << 20);
-    usize::try_from(limit / 2).unwrap_or(usize::MAX).max(16)
 }
 
 async fn main_loop(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use iosets_runtime::{JobStats, Latency};
+use iosets_runtime::{JobStats, Latency, SchedulerStats};
 use iosets_types::{Nanos, Op};
 
 use crate::state::Shared;
@@ -162,22 +162,13 @@ impl ClassLatency {
     }
 }
 
-/// Per-job series are exported for at most this many jobs (the most recently active); the
-/// others are counted in `iosets_jobs`, so that `/metrics` stays bounded whatever the number of
-/// jobs the server remembers.
-pub(crate) const MAX_JOB_SERIES: usize = 1_000;
-
-/// A job is listed in the per-job series if it has work queued or in service, or completed a
-/// request in this many last seconds.
-const ACTIVE_WINDOW: Nanos = Nanos(60_000_000_000);
-
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// A job's value for one series.
-type JobValue = fn(&iosets_runtime::JobStats) -> u64;
+type JobValue = fn(&JobStats) -> u64;
 /// A per-job metric: name, type, help, and its series (label suffix, value of a job).
 type JobMetric = (
     &'static str,
@@ -482,150 +473,7 @@ pub(crate) fn render(shared: &Shared) -> String {
         n.backend_blocked_ns() as f64 / 1e9
     );
 
-    let now = shared.sched.now();
-    let listed = listed_jobs(&stats.jobs, now);
-    header(
-        &mut out,
-        "iosets_jobs",
-        "gauge",
-        "Jobs the server remembers: listed in the per-job series (active lately), or not.",
-    );
-    let _ = writeln!(out, "iosets_jobs{{state=\"listed\"}} {}", listed.len());
-    let _ = writeln!(
-        out,
-        "iosets_jobs{{state=\"unlisted\"}} {}",
-        stats.jobs.len() - listed.len()
-    );
-    header(
-        &mut out,
-        "iosets_jobs_forgotten_total",
-        "counter",
-        "Jobs forgotten after being idle for the forget interval.",
-    );
-    let _ = writeln!(out, "iosets_jobs_forgotten_total {}", stats.forgotten_jobs);
-    header(
-        &mut out,
-        "iosets_jobs_evicted_total",
-        "counter",
-        "Job records dropped to keep the job book within max_jobs.",
-    );
-    let _ = writeln!(out, "iosets_jobs_evicted_total {}", stats.evicted_jobs);
-    header(
-        &mut out,
-        "iosets_job_book_bytes",
-        "gauge",
-        "Bytes held by the job book's per-job records.",
-    );
-    let _ = writeln!(
-        out,
-        "iosets_job_book_bytes {}",
-        shared.sched.book_memory().0
-    );
-    let per_job: [JobMetric; 5] = [
-        (
-            "iosets_job_ops_total",
-            "counter",
-            "Requests completed per job.",
-            &[("", |j| j.ops)],
-        ),
-        (
-            "iosets_job_bytes_total",
-            "counter",
-            "Bytes moved per job and direction.",
-            &[
-                (",direction=\"read\"", |j| j.bytes_read),
-                (",direction=\"write\"", |j| j.bytes_written),
-            ],
-        ),
-        (
-            "iosets_job_failed_total",
-            "counter",
-            "Failed requests per job.",
-            &[("", |j| j.failed)],
-        ),
-        (
-            "iosets_job_queued_requests",
-            "gauge",
-            "Queued requests per job.",
-            &[("", |j| j.queued)],
-        ),
-        (
-            "iosets_job_in_service_requests",
-            "gauge",
-            "Requests in service per job.",
-            &[("", |j| j.in_service)],
-        ),
-    ];
-    for (name, kind, help, series) in per_job {
-        header(&mut out, name, kind, help);
-        for j in &listed {
-            for (label, value) in series {
-                let _ = writeln!(out, "{name}{{job=\"{}\"{label}}} {}", j.job, value(j));
-            }
-        }
-    }
-    header(
-        &mut out,
-        "iosets_job_bandwidth_mib_s",
-        "gauge",
-        "Bandwidth per job over the last 1 s and 10 s.",
-    );
-    for j in &listed {
-        let (one, ten) = j.bandwidth;
-        let mib = 1024.0 * 1024.0;
-        for (window, v) in [("1s", one / mib), ("10s", ten / mib)] {
-            let _ = writeln!(
-                out,
-                "iosets_job_bandwidth_mib_s{{job=\"{}\",window=\"{window}\"}} {v}",
-                j.job
-            );
-        }
-    }
-    header(
-        &mut out,
-        "iosets_job_queue_wait_seconds",
-        "summary",
-        "Queue wait per job (quantiles from an HDR histogram, within 1/16).",
-    );
-    for j in &listed {
-        let w = &j.queue_wait;
-        for (q, v) in [("0.5", w.p50_ns), ("0.99", w.p99_ns)] {
-            let _ = writeln!(
-                out,
-                "iosets_job_queue_wait_seconds{{job=\"{}\",quantile=\"{q}\"}} {}",
-                j.job,
-                v as f64 / 1e9
-            );
-        }
-        let _ = writeln!(
-            out,
-            "iosets_job_queue_wait_seconds_sum{{job=\"{}\"}} {}",
-            j.job,
-            w.mean_ns as f64 * w.count as f64 / 1e9
-        );
-        let _ = writeln!(
-            out,
-            "iosets_job_queue_wait_seconds_count{{job=\"{}\"}} {}",
-            j.job, w.count
-        );
-    }
-    header(
-        &mut out,
-        "iosets_job_priority",
-        "gauge",
-        "Priority in force per job.",
-    );
-    for j in &listed {
-        if let Some(p) = j.priority {
-            let _ = writeln!(
-                out,
-                "iosets_job_priority{{job=\"{}\",source=\"{}\"}} {}",
-                j.job,
-                p.source.as_str(),
-                p.value
-            );
-        }
-    }
+    render_jobs(&mut out, shared, &stats, shared.config.metrics_max_jobs);
     render_rules(&mut out, &stats.rules);
     out
 }
@@ -706,24 +554,244 @@ fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
     }
 }
 
-/// The jobs given per-job series: those with work, a control priority, or activity in the last
-/// [`ACTIVE_WINDOW`]; at most [`MAX_JOB_SERIES`], the most recently active first.
-fn listed_jobs(jobs: &[JobStats], now: Nanos) -> Vec<&JobStats> {
-    let recent = now.saturating_sub(ACTIVE_WINDOW);
-    let mut listed: Vec<&JobStats> = jobs
-        .iter()
-        .filter(|j| {
-            j.queued > 0
-                || j.in_service > 0
-                || (j.ops > 0 && j.last_active >= recent)
-                || j.priority
-                    .is_some_and(|p| p.source == iosets_runtime::PrioritySource::Control)
-        })
-        .collect();
-    if listed.len() > MAX_JOB_SERIES {
-        listed.sort_by_key(|j| std::cmp::Reverse((j.queued + j.in_service, j.last_active)));
-        listed.truncate(MAX_JOB_SERIES);
-        listed.sort_by_key(|j| j.job);
+/// The jobs given their own series: at most `max`, those with requests queued or in service
+/// first, then the most recently active (latest completion first; the lower id on a tie). The
+/// others are summed under `job="other"`.
+fn listed_jobs(jobs: &[JobStats], max: usize) -> (Vec<&JobStats>, Vec<&JobStats>) {
+    let mut all: Vec<&JobStats> = jobs.iter().collect();
+    if all.len() <= max {
+        return (all, Vec::new());
     }
-    listed
+    let rank = |j: &&JobStats| {
+        (
+            std::cmp::Reverse(j.queued + j.in_service > 0),
+            std::cmp::Reverse(j.last_active),
+            j.job,
+        )
+    };
+    if max > 0 {
+        // Linear in the number of jobs: only the listed ones are sorted.
+        all.select_nth_unstable_by_key(max - 1, rank);
+    }
+    let rest = all.split_off(max);
+    all.sort_unstable_by_key(|j| j.job);
+    (all, rest)
+}
+
+/// The per-job part of the exposition (`iosets_jobs_*` and `iosets_job_*`): series for at most
+/// `max` jobs ([`listed_jobs`]) and, when there are more, their sums under `job="other"` for
+/// the series that add up (counts, bytes, bandwidth, the queue wait's sum and count; not its
+/// quantiles, nor priorities). A job enters and leaves the listed set as it becomes active or
+/// idle, so `other`'s counters can go down between two scrapes (Prometheus reads that as a
+/// reset): they say how much the unlisted jobs did in total, not a rate to follow.
+fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: usize) {
+    let (listed, rest) = listed_jobs(&stats.jobs, max);
+    header(
+        out,
+        "iosets_jobs_known",
+        "gauge",
+        "Jobs the server remembers (statistics, work or a priority).",
+    );
+    let _ = writeln!(out, "iosets_jobs_known {}", stats.jobs.len());
+    header(
+        out,
+        "iosets_jobs_in_metrics",
+        "gauge",
+        "Jobs with their own per-job series (metrics_max_jobs at most, the most recently \
+         active); the others are summed under job=\"other\".",
+    );
+    let _ = writeln!(out, "iosets_jobs_in_metrics {}", listed.len());
+    header(
+        out,
+        "iosets_jobs_forgotten_total",
+        "counter",
+        "Jobs forgotten after being idle for the forget interval.",
+    );
+    let _ = writeln!(out, "iosets_jobs_forgotten_total {}", stats.forgotten_jobs);
+    header(
+        out,
+        "iosets_jobs_evicted_total",
+        "counter",
+        "Job records dropped to keep the job book within max_jobs.",
+    );
+    let _ = writeln!(out, "iosets_jobs_evicted_total {}", stats.evicted_jobs);
+    header(
+        out,
+        "iosets_job_book_bytes",
+        "gauge",
+        "Bytes held by the job book's per-job records.",
+    );
+    let _ = writeln!(
+        out,
+        "iosets_job_book_bytes {}",
+        shared.sched.book_memory().0
+    );
+
+    // The sums of the unlisted jobs, as one more row.
+    let other = (!rest.is_empty()).then(|| {
+        let mut o = JobStats::idle(iosets_types::JobId(0));
+        let mut wait_sum_ns = 0u128;
+        for j in &rest {
+            o.ops += j.ops;
+            o.bytes_read += j.bytes_read;
+            o.bytes_written += j.bytes_written;
+            o.failed += j.failed;
+            o.queued += j.queued;
+            o.in_service += j.in_service;
+            o.bandwidth.0 += j.bandwidth.0;
+            o.bandwidth.1 += j.bandwidth.1;
+            o.queue_wait.count += j.queue_wait.count;
+            wait_sum_ns += u128::from(j.queue_wait.mean_ns) * u128::from(j.queue_wait.count);
+        }
+        (o, wait_sum_ns)
+    });
+    let rows: Vec<(String, &JobStats)> = listed
+        .iter()
+        .map(|j| (j.job.0.to_string(), *j))
+        .chain(other.as_ref().map(|(o, _)| ("other".to_string(), o)))
+        .collect();
+
+    let per_job: [JobMetric; 5] = [
+        (
+            "iosets_job_ops_total",
+            "counter",
+            "Requests completed per job.",
+            &[("", |j| j.ops)],
+        ),
+        (
+            "iosets_job_bytes_total",
+            "counter",
+            "Bytes moved per job and direction.",
+            &[
+                (",direction=\"read\"", |j| j.bytes_read),
+                (",direction=\"write\"", |j| j.bytes_written),
+            ],
+        ),
+        (
+            "iosets_job_failed_total",
+            "counter",
+            "Failed requests per job.",
+            &[("", |j| j.failed)],
+        ),
+        (
+            "iosets_job_queued_requests",
+            "gauge",
+            "Queued requests per job.",
+            &[("", |j| j.queued)],
+        ),
+        (
+            "iosets_job_in_service_requests",
+            "gauge",
+            "Requests in service per job.",
+            &[("", |j| j.in_service)],
+        ),
+    ];
+    for (name, kind, help, series) in per_job {
+        header(out, name, kind, help);
+        for (job, j) in &rows {
+            for (label, value) in series {
+                let _ = writeln!(out, "{name}{{job=\"{job}\"{label}}} {}", value(j));
+            }
+        }
+    }
+    header(
+        out,
+        "iosets_job_bandwidth_bytes_per_second",
+        "gauge",
+        "Bandwidth per job (reads and writes) over the last 1 s and 10 s.",
+    );
+    for (job, j) in &rows {
+        let (one, ten) = j.bandwidth;
+        for (window, v) in [("1s", one), ("10s", ten)] {
+            let _ = writeln!(
+                out,
+                "iosets_job_bandwidth_bytes_per_second{{job=\"{job}\",window=\"{window}\"}} {v}"
+            );
+        }
+    }
+    header(
+        out,
+        "iosets_job_queue_wait_seconds",
+        "summary",
+        "Queue wait per job (quantiles within 1/16, for listed jobs only).",
+    );
+    for j in &listed {
+        let w = &j.queue_wait;
+        for (q, v) in [("0.5", w.p50_ns), ("0.99", w.p99_ns)] {
+            let _ = writeln!(
+                out,
+                "iosets_job_queue_wait_seconds{{job=\"{}\",quantile=\"{q}\"}} {}",
+                j.job,
+                v as f64 / 1e9
+            );
+        }
+    }
+    for (job, j) in &rows {
+        let sum_ns = match (&other, job.as_str()) {
+            (Some((_, sum)), "other") => *sum,
+            _ => u128::from(j.queue_wait.mean_ns) * u128::from(j.queue_wait.count),
+        };
+        let _ = writeln!(
+            out,
+            "iosets_job_queue_wait_seconds_sum{{job=\"{job}\"}} {}",
+            sum_ns as f64 / 1e9
+        );
+        let _ = writeln!(
+            out,
+            "iosets_job_queue_wait_seconds_count{{job=\"{job}\"}} {}",
+            j.queue_wait.count
+        );
+    }
+    header(
+        out,
+        "iosets_job_priority",
+        "gauge",
+        "Priority in force per listed job.",
+    );
+    for j in &listed {
+        if let Some(p) = j.priority {
+            let _ = writeln!(
+                out,
+                "iosets_job_priority{{job=\"{}\",source=\"{}\"}} {}",
+                j.job,
+                p.source.as_str(),
+                p.value
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iosets_types::JobId;
+
+    fn job(id: u64, last_active_s: u64, queued: u64) -> JobStats {
+        let mut j = JobStats::idle(JobId(id));
+        j.last_active = Nanos::from_millis(last_active_s * 1_000);
+        j.queued = queued;
+        j.ops = 1;
+        j
+    }
+
+    #[test]
+    fn jobs_with_work_then_the_most_recent_are_listed() {
+        let jobs: Vec<JobStats> = (0..50u64)
+            .map(|i| job(i, (i * 37) % 50, u64::from(i == 3)))
+            .collect();
+        let (listed, rest) = listed_jobs(&jobs, 4);
+        // Job 3 has work; then last activity 49, 48, 47 s: jobs 27, 4, 31 ((i * 37) % 50).
+        let ids: Vec<u64> = listed.iter().map(|j| j.job.0).collect();
+        assert_eq!(ids, vec![3, 4, 27, 31]);
+        assert_eq!(rest.len(), 46);
+        assert!(rest.iter().all(|j| !ids.contains(&j.job.0)));
+        // Few enough: all listed, in id order.
+        let (listed, rest) = listed_jobs(&jobs[..4], 4);
+        assert_eq!(listed.len(), 4);
+        assert!(rest.is_empty());
+        // None asked for: all summed.
+        let (listed, rest) = listed_jobs(&jobs, 0);
+        assert!(listed.is_empty());
+        assert_eq!(rest.len(), 50);
+    }
 }

@@ -90,7 +90,7 @@ fn six_thousand_files_at_a_limit_of_1024_descriptors() {
         Reply::Data(d) => assert_eq!(&d[..], name(0).as_bytes()),
         r => panic!("{r:?}"),
     }
-    let m = metrics(server.addr());
+    let m = metrics(server.admin_addr().unwrap());
     assert_eq!(metric(&m, "iosets_fd_limit"), 1024);
     let early = metric(&m, "iosets_pressure_fsyncs_total{kind=\"file\"}");
     let dirty = metric(&m, "iosets_dirty_files");
