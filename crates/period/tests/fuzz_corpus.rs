@@ -124,6 +124,7 @@ fn seeds() -> BTreeMap<String, String> {
     let requests_zero = written(&[full.clone(), fsync], Some(1_764_000_000_000_000_000));
     let completed = written(&[full, failed, other], Some(5));
     let minimal = "job,op,offset,len,arrival_ns\n1,read,0,4096,10\n1,WRITE,4096,4096,20\n";
+    let cr = minimal.replace('\n', "\r");
     let reordered = "# a comment\n\nArrival_ns , LEN,offset,op,job,complete_ns\n\
                      10,4096,0,read,1,30\n\n# between\n20,0,0,fsync,2,\n";
     let seconds = "start,end,bytes,job\n0.5,1.5,1048576,1\n2,2.25,4096,2\n";
@@ -160,6 +161,8 @@ fn seeds() -> BTreeMap<String, String> {
     add(b'5', "clock-zero", &requests_zero);
     add(b'5', "minimal", minimal);
     add(b'5', "reordered", reordered);
+    add(b'5', "cr-line-ends", &cr);
+    add(b'0', "cr-line-ends", &cr);
     add(b'6', "csv", &completed);
     add(b'6', "seconds", seconds);
     add(b'6', "jsonl", jsonl);
@@ -182,4 +185,22 @@ fn write_seed_corpus() {
         bytes.extend_from_slice(text.as_bytes());
         std::fs::write(dir.join(name), bytes).unwrap();
     }
+}
+
+/// Regression (found by this loop): a request trace whose lines end in a lone `\r` was read by
+/// `parse_requests` (the CSV reader ends records there) but not recognized by
+/// `is_request_trace` (it split lines at `\n` only), so `detect` read it as the older seconds
+/// dialect and refused its header.
+#[test]
+fn request_trace_with_cr_line_ends_is_recognized() {
+    use iosets_period::trace::requests::is_request_trace;
+    use iosets_period::trace::{parse, parse_requests, Format};
+
+    let text = "job,op,offset,len,complete_ns,arrival_ns\r\
+                1,read,0,4096,20,10\r1,write,4096,4096,30,20\r";
+    assert!(is_request_trace(text));
+    assert_eq!(parse_requests(text).unwrap().len(), 2);
+    let events = parse(text, Format::Csv).unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[1].event.bytes, 4096);
 }

@@ -364,9 +364,10 @@ pub fn clock_zero(text: &str) -> Option<u64> {
 
 /// True if `text`'s header (its first line that is neither blank nor a `#` comment) names the
 /// `arrival_ns` column: the text is a request trace rather than one of the older seconds
-/// dialects (`start,end,bytes` for `detect`, `time_s,job,size` for `replay`).
+/// dialects (`start,end,bytes` for `detect`, `time_s,job,size` for `replay`). Lines end at `\n`
+/// or `\r`, as the CSV reader's records do (a lone `\r` too).
 pub fn is_request_trace(text: &str) -> bool {
-    text.lines()
+    text.split(['\n', '\r'])
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'))
         .is_some_and(|header| {
