@@ -162,6 +162,11 @@ fn seeds() -> BTreeMap<String, String> {
     add(b'5', "minimal", minimal);
     add(b'5', "reordered", reordered);
     add(b'5', "cr-line-ends", &cr);
+    add(
+        b'5',
+        "comment-cr",
+        "# note\r1,read,0\njob,op,offset,len,arrival_ns\n1,read,0,1,2\n",
+    );
     add(b'0', "cr-line-ends", &cr);
     add(b'6', "csv", &completed);
     add(b'6', "seconds", seconds);
@@ -190,7 +195,8 @@ fn write_seed_corpus() {
 /// Regression (found by this loop): a request trace whose lines end in a lone `\r` was read by
 /// `parse_requests` (the CSV reader ends records there) but not recognized by
 /// `is_request_trace` (it split lines at `\n` only), so `detect` read it as the older seconds
-/// dialect and refused its header.
+/// dialect and refused its header. Splitting at `\r` too was not it either: a `#` comment runs
+/// to the `\n` for the CSV reader. `is_request_trace` now finds the header with that reader.
 #[test]
 fn request_trace_with_cr_line_ends_is_recognized() {
     use iosets_period::trace::requests::is_request_trace;
@@ -203,4 +209,7 @@ fn request_trace_with_cr_line_ends_is_recognized() {
     let events = parse(text, Format::Csv).unwrap();
     assert_eq!(events.len(), 2);
     assert_eq!(events[1].event.bytes, 4096);
+    let commented = "# note\r1,read,0\njob,op,offset,len,arrival_ns\n1,read,0,1,2\n";
+    assert!(is_request_trace(commented));
+    assert_eq!(parse_requests(commented).unwrap().len(), 1);
 }
