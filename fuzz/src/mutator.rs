@@ -317,7 +317,10 @@ fn save_crash(dir: &Path, target: &str, input: &[u8]) -> PathBuf {
     });
     let path = dir.join(format!("crash-{target}-{hash:016x}"));
     if let Err(e) = std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, input)) {
-        eprintln!("could not save the crashing input to {}: {e}", path.display());
+        eprintln!(
+            "could not save the crashing input to {}: {e}",
+            path.display()
+        );
     }
     path
 }

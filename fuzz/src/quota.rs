@@ -93,7 +93,10 @@ pub fn quota_match(data: &[u8]) -> bool {
             let printed = m.to_string();
             let back = Match::parse(&printed)
                 .unwrap_or_else(|e| panic!("{printed:?} (printed from {text:?}) fails: {e}"));
-            assert_eq!(back, m, "{text:?} printed as {printed:?} parses differently");
+            assert_eq!(
+                back, m,
+                "{text:?} printed as {printed:?} parses differently"
+            );
             assert!(m.covers(&m), "{printed} does not cover itself");
             assert!(Match::all().covers(&m));
             for (job, class, origin) in origins() {

@@ -135,7 +135,10 @@ fn requests(text: &str) -> bool {
     let Some(records) = checked(text, parse_requests(text)) else {
         return false;
     };
-    assert!(is_trace, "parse_requests read a text whose header lacks arrival_ns");
+    assert!(
+        is_trace,
+        "parse_requests read a text whose header lacks arrival_ns"
+    );
     let mut w = TraceWriter::new(Vec::new()).expect("writing to a Vec");
     for r in &records {
         w.write(r).expect("writing to a Vec");
@@ -144,7 +147,10 @@ fn requests(text: &str) -> bool {
         .expect("the writer writes UTF-8");
     let again = parse_requests(&written)
         .unwrap_or_else(|e| panic!("a written trace does not read back ({e}):\n{written}"));
-    assert_eq!(again, records, "the write-read round trip changed the records");
+    assert_eq!(
+        again, records,
+        "the write-read round trip changed the records"
+    );
     true
 }
 

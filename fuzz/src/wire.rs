@@ -115,7 +115,11 @@ fn round_trip(body: &[u8], frame: &Frame) {
     let again = decode(Bytes::copy_from_slice(&enc[4..]))
         .unwrap_or_else(|e| panic!("a re-encoded frame does not decode ({e}): {frame:?}"));
     assert_eq!(&again, frame, "the round trip changed the frame");
-    assert_eq!(encode(&again).to_vec(), enc, "the encoding is not canonical");
+    assert_eq!(
+        encode(&again).to_vec(),
+        enc,
+        "the encoding is not canonical"
+    );
 }
 
 /// What the server does with a request's untrusted same-host fields: a shared read's or
@@ -130,10 +134,16 @@ fn same_host(req: &Request) {
                 .is_some_and(|end| end <= region.len());
             match region.check(at, u64::from(len)) {
                 Ok(start) => {
-                    assert!(inside, "check accepted {len} bytes at {at} outside the region");
+                    assert!(
+                        inside,
+                        "check accepted {len} bytes at {at} outside the region"
+                    );
                     assert_eq!(start as u64, at);
                 }
-                Err(_) => assert!(!inside, "check refused {len} bytes at {at} inside the region"),
+                Err(_) => assert!(
+                    !inside,
+                    "check refused {len} bytes at {at} inside the region"
+                ),
             }
         }
         Request::AttachRegion { len } => {

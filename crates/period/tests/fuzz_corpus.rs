@@ -131,7 +131,8 @@ fn seeds() -> BTreeMap<String, String> {
     let seconds_free = "# old dialect\nbytes, end_s ,start_s\n100,2.0,1.0\n0,3,3\n";
     let jsonl = "{\"start\": 1.0, \"end\": 2.0, \"bytes\": 4096, \"job\": 2}\n\
                  # comment\n{\"start\": 3, \"end\": 3.5, \"bytes\": 0}\n";
-    let ftio = "{\n  \"t\": [0.0, 1.0, 2.5, 4.0],\n  \"b\": [1000.0, 0.0, 2e6, 0.0],\n  \"job\": 4\n}\n";
+    let ftio =
+        "{\n  \"t\": [0.0, 1.0, 2.5, 4.0],\n  \"b\": [1000.0, 0.0, 2e6, 0.0],\n  \"job\": 4\n}\n";
     let tmio_rank = "{\"write_async_t\": {\"bandwidth\": {\"b_rank_avr\": [1e6, 2e6], \
                      \"t_rank_s\": [0.0, 1.0], \"t_rank_e\": [0.5, 1.25]}}}\n";
     let dxt = "# DXT, file_id: 1, file_name: /a\n# jobid: 12\n\

@@ -98,7 +98,10 @@ fn headers() -> [Header; 2] {
             tag: u64::MAX,
             job: JobId(u64::MAX),
             priority: Priority::new(0.001),
-            creds: Some(iosets_proto::Creds { uid: 1000, gid: 100 }),
+            creds: Some(iosets_proto::Creds {
+                uid: 1000,
+                gid: 100,
+            }),
             phase: Some(1_764_000_000_000_000_000),
             elsewhere: Some(iosets_proto::Elsewhere {
                 ops: 3,
@@ -117,8 +120,8 @@ fn seed_frames() -> BTreeMap<String, Vec<u8>> {
     let add = |name: String, frame: &Frame, out: &mut BTreeMap<String, Vec<u8>>| {
         for i in 0..3 {
             let key = format!("{name}-{i}");
-            if !out.contains_key(&key) {
-                out.insert(key, encode(frame).to_vec());
+            if let std::collections::btree_map::Entry::Vacant(slot) = out.entry(key) {
+                slot.insert(encode(frame).to_vec());
                 return;
             }
         }
