@@ -138,6 +138,17 @@ impl Cidr {
                 cidr.network()
             ));
         }
+        // An IPv4-mapped IPv6 block is its IPv4 block: `contains` sees a mapped client as its
+        // IPv4 address, so kept as IPv6 the block would match nothing, not even itself. (Host
+        // bits are clear, so the prefix covers the `::ffff:` part: it is at least 96.)
+        if let IpAddr::V6(v6) = addr {
+            if let (Some(v4), Some(prefix)) = (v6.to_ipv4_mapped(), prefix.checked_sub(96)) {
+                return Ok(Cidr {
+                    addr: IpAddr::V4(v4),
+                    prefix,
+                });
+            }
+        }
         Ok(cidr)
     }
 

@@ -362,18 +362,16 @@ pub fn clock_zero(text: &str) -> Option<u64> {
         .and_then(|n| n.trim().parse().ok())
 }
 
-/// True if `text`'s header (its first line that is neither blank nor a `#` comment) names the
-/// `arrival_ns` column: the text is a request trace rather than one of the older seconds
-/// dialects (`start,end,bytes` for `detect`, `time_s,job,size` for `replay`).
+/// True if `text`'s header (its first record that is neither blank nor a `#` comment, found
+/// as [`parse_requests`] finds it) names the `arrival_ns` column: the text is a request trace
+/// rather than one of the older seconds dialects (`start,end,bytes` for `detect`,
+/// `time_s,job,size` for `replay`).
 pub fn is_request_trace(text: &str) -> bool {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .is_some_and(|header| {
-            header
-                .split(',')
-                .any(|c| c.trim().eq_ignore_ascii_case("arrival_ns"))
-        })
+    let mut records = reader(text).into_records();
+    records
+        .find(|r| !matches!(r, Ok(r) if is_blank(r)))
+        .and_then(Result::ok)
+        .is_some_and(|header| header.iter().any(|c| c.eq_ignore_ascii_case("arrival_ns")))
 }
 
 /// Reads a request trace held in memory.
@@ -424,12 +422,7 @@ fn parse(line: usize, message: String) -> Error {
 
 /// The rows of `text` with their 1-based line numbers.
 fn parse_lines(text: &str) -> Result<Vec<(usize, RequestRecord)>> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .comment(Some(b'#'))
-        .trim(csv::Trim::All)
-        .flexible(true)
-        .from_reader(text.as_bytes());
+    let mut reader = reader(text);
     let lines = Lines::new(text);
     let mut records = reader.records();
     let header = loop {
@@ -475,6 +468,17 @@ fn parse_lines(text: &str) -> Result<Vec<(usize, RequestRecord)>> {
         });
     }
     Ok(out)
+}
+
+/// The CSV reader of a request trace: `#` comments, fields trimmed, rows of any length (checked
+/// against the header by the caller, for a clearer message).
+fn reader(text: &str) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .comment(Some(b'#'))
+        .trim(csv::Trim::All)
+        .flexible(true)
+        .from_reader(text.as_bytes())
 }
 
 fn is_blank(r: &csv::StringRecord) -> bool {

@@ -1,0 +1,6 @@
+//! `cargo +nightly fuzz run quota_match`: see `fuzz/src/quota.rs` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    iosets_fuzz::quota::quota_match(data);
+});

@@ -1,0 +1,6 @@
+//! `cargo +nightly fuzz run trace_parse`: see `fuzz/src/trace.rs` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    iosets_fuzz::trace::trace_parse(data);
+});

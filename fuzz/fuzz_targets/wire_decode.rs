@@ -1,0 +1,6 @@
+//! `cargo +nightly fuzz run wire_decode`: see `fuzz/src/wire.rs` for what it checks.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    iosets_fuzz::wire::wire_decode(data);
+});
