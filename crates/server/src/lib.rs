@@ -214,9 +214,7 @@ impl Server {
             guard: guard::Guard::default(),
             connections: guard::Connections::new(),
             inflight_bytes: guard::ByteBudget::new(config.max_inflight_bytes),
-            max_connections: config
-                .max_connections
-                .unwrap_or(fds.connections),
+            max_connections: config.max_connections.unwrap_or(fds.connections),
             hints_overridden: Default::default(),
             admin: admin_addr,
             config,
