@@ -111,6 +111,10 @@ pub(crate) struct ServeArgs {
     /// MiB of requests all connections together may have in the server (default 2048).
     #[arg(long, value_name = "MIB")]
     max_inflight_mib: Option<f64>,
+    /// Jobs with their own series in /metrics (default 100; the others are summed under
+    /// job="other").
+    #[arg(long, value_name = "N")]
+    metrics_max_jobs: Option<usize>,
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
@@ -206,6 +210,9 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(m) = args.max_inflight_mib {
         config.max_inflight_bytes = mib(m, "max-inflight-mib")?;
+    }
+    if let Some(n) = args.metrics_max_jobs {
+        config.metrics_max_jobs = n;
     }
     config.handle_signals = true;
     let handle = Server::start(config.clone())?;

@@ -117,7 +117,6 @@ impl Server {
                 reason: e.to_string(),
             }
         })?;
-        tracing::info!(?fds, "descriptor budget");
         let root =
             root::Root::open_bounded(&config.root, fds.root_capacity()).map_err(|source| {
                 ServerError::Io {
@@ -256,6 +255,9 @@ impl Server {
             workers = c.workers,
             hints = %c.hints,
             max_connections = shared.max_connections,
+            fd_limit = shared.fds.limit,
+            cached_files = shared.fds.cached_files,
+            dirty_files = shared.fds.dirty_files,
             authentication = if c.auth.is_some() { "cluster secret" } else { "none" },
             "serving"
         );
