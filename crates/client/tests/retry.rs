@@ -100,7 +100,12 @@ impl Fake {
                 let (f, reply) = (f.clone(), reply.clone());
                 std::thread::spawn(move || {
                     while let Some(Frame::Request(h, req)) = read_frame(&mut s) {
-                        f.fetch_add(1, Ordering::SeqCst);
+                        // A phase end follows an answered request when the job has nothing
+                        // left in flight: not one of the requests these tests count (it made
+                        // them flaky on a loaded machine).
+                        if !matches!(req, Request::PhaseEnd) {
+                            f.fetch_add(1, Ordering::SeqCst);
+                        }
                         if dropping {
                             return; // closes the connection, the request unanswered
                         }
