@@ -80,7 +80,13 @@ pub(crate) async fn serve(
     let peer = stream.peer_addr().ok().map(|a| a.ip().to_canonical());
     let (mut rd, mut wr) = stream.split();
     let first = if shared.config.auth.is_some() {
-        match authenticate(&shared, &mut rd, &mut wr, peer).await {
+        let handshake = tokio::select! {
+            biased;
+            _ = stop.changed() => return,
+            _ = reg.entry.evict.notified() => return,
+            h = authenticate(&shared, &mut rd, &mut wr, peer) => h,
+        };
+        match handshake {
             Handshake::Passed => None,
             Handshake::Http => {
                 crate::http::misdirected(&shared, &mut wr).await;
@@ -323,7 +329,13 @@ pub(crate) async fn serve_frames<R, W>(
             let read = rd.read_exact(&mut prefix);
             tokio::pin!(read);
             let read = loop {
-                let wait = idle_limit.saturating_sub(entry.idle_for());
+                // While requests are in flight the connection is not idle: look again a whole
+                // timeout later (not in a tight loop).
+                let wait = if entry.in_flight() > 0 {
+                    idle_limit
+                } else {
+                    idle_limit.saturating_sub(entry.idle_for())
+                };
                 tokio::select! {
                     biased;
                     _ = stop.changed() => break None,

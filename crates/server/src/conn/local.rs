@@ -320,15 +320,19 @@ async fn serve(
     let passed = tokio::select! {
         biased;
         _ = stop.changed() => return,
+        _ = reg.entry.evict.notified() => return,
         h = super::authenticate(&shared, &mut rd, &mut wr, None) => h,
     };
     if passed != super::Handshake::Passed {
         return;
     }
     let mut first = vec![0u8; 4096];
+    let silent = Duration::from_secs_f64(shared.config.idle_timeout_s);
     let got = tokio::select! {
         biased;
         _ = stop.changed() => return,
+        _ = reg.entry.evict.notified() => return,
+        _ = tokio::time::sleep(silent) => return,
         r = stream.async_io(Interest::READABLE, || recv_with_fd(stream.as_fd(), &mut first)) => r,
     };
     let (n, fd) = match got {
