@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
 use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport};
-use iosets_server::{read_auth_file, read_token_file, Server, ServerConfig};
+use iosets_server::{mib_bytes, read_auth_file, read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
 #[derive(Debug, Args)]
@@ -93,23 +93,23 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "POLICY")]
     hints: Option<String>,
     /// Seconds a frame may take to arrive whole once started (default 30).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     frame_timeout_s: Option<f64>,
     /// Seconds a connection may stay silent with nothing in flight (default 300).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     idle_timeout_s: Option<f64>,
     /// Seconds an answer may wait for a client that does not read (default 60).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     write_timeout_s: Option<f64>,
     /// Connections at once (default: from the descriptor limit); at the cap the longest-idle
     /// connection is closed for a new one.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
     /// MiB of requests (frames and read data) one connection may have in the server (default 256).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
     max_inflight_mib_per_conn: Option<f64>,
     /// MiB of requests all connections together may have in the server (default 2048).
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
     max_inflight_mib: Option<f64>,
     /// Jobs with their own series in /metrics (default 100; the others are summed under
     /// job="other").
@@ -199,17 +199,11 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     if args.max_connections.is_some() {
         config.max_connections = args.max_connections;
     }
-    let mib = |m: f64, flag: &str| -> Result<u64> {
-        if !(m.is_finite() && m > 0.0) {
-            bail!("--{flag} {m}: must be a positive number of MiB");
-        }
-        Ok((m * 1024.0 * 1024.0) as u64)
-    };
     if let Some(m) = args.max_inflight_mib_per_conn {
-        config.max_inflight_bytes_per_conn = mib(m, "max-inflight-mib-per-conn")?;
+        config.max_inflight_bytes_per_conn = mib_bytes(m, "--max-inflight-mib-per-conn")?;
     }
     if let Some(m) = args.max_inflight_mib {
-        config.max_inflight_bytes = mib(m, "max-inflight-mib")?;
+        config.max_inflight_bytes = mib_bytes(m, "--max-inflight-mib")?;
     }
     if let Some(n) = args.metrics_max_jobs {
         config.metrics_max_jobs = n;

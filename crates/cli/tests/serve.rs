@@ -230,6 +230,41 @@ fn serve_and_ctl_refuse_bad_input() {
         &["serve", "--root", "r", "--listen", "256.0.0.1:1"],
         &["binding"],
     );
+    // The bounds, the hint policy, the admin address and the cluster secret (issue 16).
+    for (flag, value, needle) in [
+        ("--hints", "maybe", "hints"),
+        ("--hints", "cap=0", "hints"),
+        ("--max-inflight-mib", "0", "max-inflight-mib"),
+        (
+            "--max-inflight-mib-per-conn",
+            "-3",
+            "max-inflight-mib-per-conn",
+        ),
+        ("--idle-timeout-s", "0", "idle_timeout_s"),
+        ("--frame-timeout-s", "nan", "frame_timeout_s"),
+        ("--max-connections", "0", "max_connections"),
+        ("--admin-listen", "256.0.0.1:1", "admin address"),
+        ("--auth-file", "no-such-file", "no-such-file"),
+    ] {
+        fails(&dir, &["serve", "--root", "r", flag, value], &[needle]);
+    }
+    std::fs::write(dir.join("open.key"), "0123456789abcdef0123456789abcdef").unwrap();
+    fails(
+        &dir,
+        &["serve", "--root", "r", "--auth-file", "open.key"],
+        &["must not be readable"],
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("short.key");
+        std::fs::write(&p, "short").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    fails(
+        &dir,
+        &["serve", "--root", "r", "--auth-file", "short.key"],
+        &["16"],
+    );
     fails(
         &dir,
         &["serve", "--root", "r", "--forget-idle-s", "0"],

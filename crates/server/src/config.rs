@@ -597,8 +597,9 @@ pub const MIN_INFLIGHT_BYTES: u64 = 1024 * 1024;
 /// The largest in-flight byte bound accepted (4 TiB, what a semaphore of KiB can count).
 pub const MAX_INFLIGHT_BYTES: u64 = 4 * 1024 * 1024 * 1024 * 1024 - 1024;
 
-/// `mib` MiB in bytes, for a key given in MiB.
-fn mib_bytes(mib: f64, key: &str) -> Result<u64, ServerError> {
+/// `mib` MiB in bytes, for an in-flight bound given in MiB (`key` names it in the error): a
+/// positive number up to 4 TiB.
+pub fn mib_bytes(mib: f64, key: &str) -> Result<u64, ServerError> {
     if !(mib.is_finite() && mib > 0.0 && mib * 1024.0 * 1024.0 <= MAX_INFLIGHT_BYTES as f64) {
         return Err(ServerError::Config {
             reason: format!("{key} = {mib}: must be a positive number of MiB up to 4 TiB"),

@@ -70,7 +70,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 pub use config::{
-    read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
+    mib_bytes, read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
     MAX_INFLIGHT_BYTES, MIN_INFLIGHT_BYTES,
 };
 pub use error::ServerError;
