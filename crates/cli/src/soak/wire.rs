@@ -89,7 +89,6 @@ impl Conn {
         Ok(r)
     }
 }
-}
 
 /// A request header for `tag` and `job`, without hints.
 pub(crate) fn header(tag: u64, job: u64) -> Header {
