@@ -113,7 +113,9 @@ pub(crate) fn table(rows: &[Row]) -> String {
             r.seconds,
             pairs(&r.params)
         );
-        let _ = writeln!(out, "{:<w$}  {:<6} {:>8}  {}", "", "", "", pairs(&r.figures));
+        if !r.figures.is_empty() {
+            let _ = writeln!(out, "{:<w$}  {:<6} {:>8}  {}", "", "", "", pairs(&r.figures));
+        }
         if !r.verdict.reason().is_empty() {
             let _ = writeln!(
                 out,

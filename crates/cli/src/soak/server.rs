@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::experiment::cluster::{tail, this_program};
+use crate::experiment::cluster::tail;
 
 /// How long a server may take to print its address.
 const START: Duration = Duration::from_secs(30);
@@ -93,7 +93,8 @@ impl ServerSpec {
         let stdout_path = self.logs.join(format!("{}-{attempt}.stdout", self.name));
         let stderr = self.logs.join(format!("{}-{attempt}.stderr", self.name));
         let err = File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
-        let exe = this_program()?;
+        // The real path (`/proc/self/exe` would name `prlimit` once it runs).
+        let exe = std::env::current_exe().context("locating this program")?;
         let mut cmd = match self.nofile {
             Some(n) => {
                 let mut c = Command::new("prlimit");
