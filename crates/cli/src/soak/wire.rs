@@ -231,6 +231,17 @@ pub(crate) fn metrics_size(addr: &str, timeout: Duration) -> Result<usize> {
     Ok(raw.len() - end - 4)
 }
 
+/// An I/O error in words: a read timeout (`EAGAIN` on a socket) is "no answer within N s".
+pub(crate) fn io_text(e: &io::Error, timeout: Duration) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+            format!("no answer within {} s", timeout.as_secs())
+        }
+        io::ErrorKind::UnexpectedEof => "the server closed the connection".into(),
+        _ => e.to_string(),
+    }
+}
+
 /// What a well-behaved client saw: served (with its latency) or not (and why), and how many of
 /// its answers were `EMFILE`.
 #[derive(Debug)]
@@ -272,12 +283,12 @@ pub(crate) fn new_client_served(addr: SocketAddr, path: &str, timeout: Duration)
                 }
                 a => Ok(a),
             },
-            Err(e) => Err(format!("{what}: {e}")),
+            Err(e) => Err(format!("{what}: {}", io_text(&e, timeout))),
         }
     };
     let result = (|| {
         let mut conn =
-            Conn::connect(addr, 7, timeout).map_err(|e| format!("connecting: {e}"))?;
+            Conn::connect(addr, 7, timeout).map_err(|e| format!("connecting: {}", io_text(&e, timeout)))?;
         step(&mut conn, create(path), "create")?;
         let data = pattern(0xc11e47, 4096);
         match step(&mut conn, write(path, 0, data.clone()), "write")? {
