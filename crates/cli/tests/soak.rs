@@ -22,7 +22,10 @@ fn quick_soak_of_restarts_and_clients_passes_and_writes_its_figures() {
     );
     let text = stdout(&o);
     assert!(o.status.success(), "{text}\n{}", stderr(&o));
-    assert!(text.contains("3 scenarios: 3 passed, 0 failed, 0 skipped"), "{text}");
+    assert!(
+        text.contains("3 scenarios: 3 passed, 0 failed, 0 skipped"),
+        "{text}"
+    );
     let csv = std::fs::read_to_string(out.join("soak.csv")).unwrap();
     for (scenario, figure) in [
         ("kill9", "figure,restarts,3"),
@@ -49,6 +52,9 @@ fn unknown_scenarios_are_refused_with_the_list() {
     let o = iosets(&dir, &["soak", "--only", "kill9,nosuch"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.contains("no such scenario") && err.contains("fulldisk"), "{err}");
+    assert!(
+        err.contains("no such scenario") && err.contains("fulldisk"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -171,7 +171,11 @@ impl Client {
         match area {
             Area::Own => (self.own.path.clone(), 0, OWN_BLOCKS),
             Area::Stripe => (SHARED.into(), self.stripe.base, STRIPE_BLOCKS),
-            Area::Common => (SHARED.into(), clients * STRIPE_BLOCKS * BLOCK, COMMON_BLOCKS),
+            Area::Common => (
+                SHARED.into(),
+                clients * STRIPE_BLOCKS * BLOCK,
+                COMMON_BLOCKS,
+            ),
         }
     }
 
@@ -265,12 +269,18 @@ impl Client {
                         self.tally.wrong(format!(
                             "client {c}: read of {} blocks {}..{} ({:?}) returned {} bytes not \
                              matching the model",
-                            m.path, p.first, p.end, p.area, d.len()
+                            m.path,
+                            p.first,
+                            p.end,
+                            p.area,
+                            d.len()
                         ));
                     }
                 } else if d.len() as u64 > (p.end - p.first) * BLOCK {
-                    self.tally
-                        .wrong(format!("client {c}: read returned {} bytes, more than asked", d.len()));
+                    self.tally.wrong(format!(
+                        "client {c}: read returned {} bytes, more than asked",
+                        d.len()
+                    ));
                 }
             }
             (Kind::Fsync, Answer::Ok) => {}
@@ -295,7 +305,9 @@ impl Client {
             let mut wrong = 0;
             for (i, want) in m.bytes.chunks(BLOCK as usize).enumerate() {
                 let a = i * BLOCK as usize;
-                let g = got.get(a..(a + BLOCK as usize).min(got.len())).unwrap_or(&[]);
+                let g = got
+                    .get(a..(a + BLOCK as usize).min(got.len()))
+                    .unwrap_or(&[]);
                 if g == want || (g.is_empty() && want.iter().all(|&b| b == 0)) {
                     continue;
                 }
@@ -313,7 +325,14 @@ impl Client {
 }
 
 /// One client: `requests` requests, then the drain and the final check.
-fn client(addr: SocketAddr, c: u64, clients: u64, requests: u64, seed: u64, deadline: Instant) -> Tally {
+fn client(
+    addr: SocketAddr,
+    c: u64,
+    clients: u64,
+    requests: u64,
+    seed: u64,
+    deadline: Instant,
+) -> Tally {
     let conn = match Conn::connect(addr, 1000 + c, IO_TIMEOUT) {
         Ok(conn) => conn,
         Err(e) => {
@@ -378,7 +397,9 @@ pub(crate) fn run(ctx: &Ctx, row: &mut Row) -> Result<()> {
                 sc.spawn(move || client(addr, c, clients, requests, seed, deadline))
             })
             .collect();
-        hs.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     let elapsed = t0.elapsed().as_secs_f64();
     let mut t = Tally::default();
@@ -392,7 +413,10 @@ pub(crate) fn run(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let expected = clients * s.requests as u64;
     row.figure("sent", t.sent);
     row.figure("answered", t.answered);
-    row.figure("requests_per_s", format!("{:.0}", t.answered as f64 / elapsed));
+    row.figure(
+        "requests_per_s",
+        format!("{:.0}", t.answered as f64 / elapsed),
+    );
     row.figure("lost", t.lost);
     row.figure("duplicated", t.duplicated);
     row.figure("wrong", t.wrong);
@@ -400,10 +424,15 @@ pub(crate) fn run(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("final_wrong_blocks", t.final_wrong);
     row.figure("stop", &stop);
     row.check(t.sent == expected && t.answered == expected, || {
-        format!("{} of {expected} requests sent, {} answered", t.sent, t.answered)
+        format!(
+            "{} of {expected} requests sent, {} answered",
+            t.sent, t.answered
+        )
     });
     row.check(t.lost == 0, || format!("{} requests lost", t.lost));
-    row.check(t.duplicated == 0, || format!("{} duplicated answers", t.duplicated));
+    row.check(t.duplicated == 0, || {
+        format!("{} duplicated answers", t.duplicated)
+    });
     row.check(t.wrong == 0, || {
         format!(
             "{} wrong answers, first: {}",
@@ -417,7 +446,9 @@ pub(crate) fn run(ctx: &Ctx, row: &mut Row) -> Result<()> {
             t.final_lost, t.final_wrong
         )
     });
-    row.check(stop == "exit 0", || format!("the server stopped with {stop} on SIGTERM"));
+    row.check(stop == "exit 0", || {
+        format!("the server stopped with {stop} on SIGTERM")
+    });
     Ok(())
 }
 
@@ -437,11 +468,17 @@ mod tests {
         let mut three = two.clone();
         three.extend(vec![0u8; BLOCK as usize]);
         assert!(m.matches(0, 4, &three));
-        assert!(!m.matches(0, 4, &two[..BLOCK as usize]), "the acknowledged block is missing");
+        assert!(
+            !m.matches(0, 4, &two[..BLOCK as usize]),
+            "the acknowledged block is missing"
+        );
         let mut bad = two.clone();
         bad[BLOCK as usize] = 8;
         assert!(!m.matches(0, 4, &bad));
-        assert!(m.matches(2, 4, &[]), "nothing acknowledged there: EOF is fine");
+        assert!(
+            m.matches(2, 4, &[]),
+            "nothing acknowledged there: EOF is fine"
+        );
     }
 
     #[test]

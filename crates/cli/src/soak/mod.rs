@@ -52,15 +52,30 @@ static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Every scenario, in the order run, with what it checks.
 pub(crate) const SCENARIOS: [(&str, &str); 9] = [
-    ("kill9", "SIGKILL restarts under load: no acknowledged write lost"),
-    ("sigterm", "SIGTERM under load: exit 0 after a clean drain, nothing lost"),
-    ("clients", "many clients x many mixed requests against a model"),
+    (
+        "kill9",
+        "SIGKILL restarts under load: no acknowledged write lost",
+    ),
+    (
+        "sigterm",
+        "SIGTERM under load: exit 0 after a clean drain, nothing lost",
+    ),
+    (
+        "clients",
+        "many clients x many mixed requests against a model",
+    ),
     ("idle", "silent connections: a new client is still served"),
-    ("slow", "frames trickled at 1 byte/s: a new client is still served"),
+    (
+        "slow",
+        "frames trickled at 1 byte/s: a new client is still served",
+    ),
     ("noread", "never-reading flood: server RSS within the bound"),
     ("jobs", "many job ids: RSS <= 200 MB, /metrics <= 1 MB"),
     ("fdlimit", "fd limit: a new client served, no EMFILE to it"),
-    ("fulldisk", "ENOSPC, unlink, write again: the second write succeeds"),
+    (
+        "fulldisk",
+        "ENOSPC, unlink, write again: the second write succeeds",
+    ),
 ];
 
 /// `iosets soak` flags.
@@ -154,7 +169,8 @@ pub(crate) struct Sizes {
 impl Sizes {
     fn of(a: &SoakArgs) -> Result<Sizes> {
         let q = a.quick;
-        let pick = |v: Option<usize>, full: usize, quick: usize| v.unwrap_or(if q { quick } else { full });
+        let pick =
+            |v: Option<usize>, full: usize, quick: usize| v.unwrap_or(if q { quick } else { full });
         let s = Sizes {
             writers: pick(a.writers, 8, 8),
             restarts: pick(a.restarts, 20, 3),
@@ -360,8 +376,7 @@ pub(crate) fn run(args: &SoakArgs) -> Result<()> {
     raise_own_fd_limit(sizes.own_fds())?;
     let scratch = std::env::temp_dir().join(format!("iosets-soak-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch)
-        .with_context(|| format!("creating {}", scratch.display()))?;
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let _cleanup = Scratch(scratch.clone());
     let logs = match &args.out {
         Some(d) => d.join("logs"),
@@ -423,10 +438,18 @@ pub(crate) fn run(args: &SoakArgs) -> Result<()> {
     print!("{}", report::table(&rows));
     if let Some(dir) = &args.out {
         report::save(dir, &rows)?;
-        println!("wrote {} and {}", dir.join("soak.csv").display(), dir.join("summary.txt").display());
+        println!(
+            "wrote {} and {}",
+            dir.join("soak.csv").display(),
+            dir.join("summary.txt").display()
+        );
     }
     if interrupted() {
-        bail!("interrupted after {} of {} scenarios", rows.len(), names.len());
+        bail!(
+            "interrupted after {} of {} scenarios",
+            rows.len(),
+            names.len()
+        );
     }
     let failed: Vec<&str> = rows
         .iter()
@@ -459,8 +482,14 @@ mod tests {
     #[test]
     fn quick_scales_down_and_flags_win() {
         let full = sizes(&[]).unwrap();
-        assert_eq!((full.restarts, full.clients, full.requests), (20, 64, 10_000));
-        assert_eq!((full.idle_conns, full.jobs, full.fd_files), (2000, 100_000, 6000));
+        assert_eq!(
+            (full.restarts, full.clients, full.requests),
+            (20, 64, 10_000)
+        );
+        assert_eq!(
+            (full.idle_conns, full.jobs, full.fd_files),
+            (2000, 100_000, 6000)
+        );
         let quick = sizes(&["--quick"]).unwrap();
         assert_eq!((quick.restarts, quick.clients, quick.requests), (3, 8, 500));
         let mixed = sizes(&["--quick", "--restarts", "7"]).unwrap();
@@ -476,15 +505,22 @@ mod tests {
     #[test]
     fn only_selects_in_suite_order_and_refuses_unknown_names() {
         let pick = |v: &[&str]| selected(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-        assert_eq!(pick(&["clients", "kill9"]).unwrap(), vec!["kill9", "clients"]);
+        assert_eq!(
+            pick(&["clients", "kill9"]).unwrap(),
+            vec!["kill9", "clients"]
+        );
         assert_eq!(pick(&[]).unwrap().len(), SCENARIOS.len());
         let e = pick(&["kill"]).unwrap_err().to_string();
-        assert!(e.contains("no such scenario") && e.contains("fulldisk"), "{e}");
+        assert!(
+            e.contains("no such scenario") && e.contains("fulldisk"),
+            "{e}"
+        );
     }
 
     #[test]
     fn server_args_take_flags() {
-        let c = Cli::try_parse_from(["soak", "--server-arg", "--workers", "--server-arg=8"]).unwrap();
+        let c =
+            Cli::try_parse_from(["soak", "--server-arg", "--workers", "--server-arg=8"]).unwrap();
         assert_eq!(c.soak.server_args, vec!["--workers", "8"]);
     }
 }

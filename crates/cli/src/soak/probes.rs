@@ -125,7 +125,9 @@ pub(crate) fn idle(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("fds_before", before.fds);
     row.figure("fds_during", during.fds.max(held.fds));
     stop(&mut server, row);
-    row.check(served.ok(), || format!("a new client was not served: {}", served.describe()));
+    row.check(served.ok(), || {
+        format!("a new client was not served: {}", served.describe())
+    });
     row.check(served_late.ok(), || {
         format!(
             "a new client was not served after {} s: {}",
@@ -182,7 +184,9 @@ pub(crate) fn slow(ctx: &Ctx, row: &mut Row) -> Result<()> {
                 closed_at[i] = Some(t0.elapsed().as_secs_f64());
             }
         }
-        Ok(check.join().map_err(|_| anyhow::anyhow!("the served check panicked"))?)
+        Ok(check
+            .join()
+            .map_err(|_| anyhow::anyhow!("the served check panicked"))?)
     })?;
     drop(conns);
     let times: Vec<f64> = closed_at.iter().flatten().copied().collect();
@@ -196,7 +200,9 @@ pub(crate) fn slow(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("rss_mib_during", mib(&during));
     row.figure("fds_during", during.fds);
     stop(&mut server, row);
-    row.check(served.ok(), || format!("a new client was not served: {}", served.describe()));
+    row.check(served.ok(), || {
+        format!("a new client was not served: {}", served.describe())
+    });
     Ok(())
 }
 
@@ -241,7 +247,10 @@ fn flooder(addr: SocketAddr, k: u64, end: Instant, flood: &Flood) {
         let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
         flood.reconnects.fetch_add(1, Ordering::Relaxed);
         tag += 1;
-        let mut ok = matches!(write_until(&mut s, &frame_bytes(tag, 300 + k, create(&path)), end), Ok(true));
+        let mut ok = matches!(
+            write_until(&mut s, &frame_bytes(tag, 300 + k, create(&path)), end),
+            Ok(true)
+        );
         while ok && Instant::now() < end {
             tag += 1;
             let mut f = frame_bytes(tag, 300 + k, write(&path, (tag % 64) * 65536, data.clone()));
@@ -311,7 +320,13 @@ pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     std::thread::sleep(Duration::from_secs(1));
     let after = server.usage().unwrap_or_default();
     let growth = peak.rss_mib() - before.rss_mib();
-    row.figure("sent_mib", format!("{:.0}", flood.bytes.load(Ordering::Relaxed) as f64 / 1048576.0));
+    row.figure(
+        "sent_mib",
+        format!(
+            "{:.0}",
+            flood.bytes.load(Ordering::Relaxed) as f64 / 1048576.0
+        ),
+    );
     row.figure("frames", flood.frames.load(Ordering::Relaxed));
     row.figure("invalid_frames", flood.invalid.load(Ordering::Relaxed));
     row.figure("connections", flood.reconnects.load(Ordering::Relaxed));
@@ -325,7 +340,9 @@ pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.check(growth <= bound as f64, || {
         format!("the server's RSS grew by {growth:.1} MiB, more than {bound} MiB")
     });
-    row.check(served.ok(), || format!("a new client was not served: {}", served.describe()));
+    row.check(served.ok(), || {
+        format!("a new client was not served: {}", served.describe())
+    });
     Ok(())
 }
 
@@ -366,7 +383,10 @@ pub(crate) fn jobs(ctx: &Ctx, row: &mut Row) -> Result<()> {
                         let mut sent_any = false;
                         while in_flight < DEPTH {
                             let Some(&i) = next.next() else { break };
-                            conn.send_as(FIRST_JOB + i, write(&path, (i / CONNS) * 16, vec![7u8; 16]))?;
+                            conn.send_as(
+                                FIRST_JOB + i,
+                                write(&path, (i / CONNS) * 16, vec![7u8; 16]),
+                            )?;
                             in_flight += 1;
                             sent_any = true;
                         }
@@ -388,7 +408,10 @@ pub(crate) fn jobs(ctx: &Ctx, row: &mut Row) -> Result<()> {
             })
             .collect();
         hs.into_iter()
-            .map(|h| h.join().map_err(|_| anyhow::anyhow!("a jobs connection panicked"))?)
+            .map(|h| {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a jobs connection panicked"))?
+            })
             .collect()
     });
     let elapsed = t0.elapsed().as_secs_f64();
@@ -412,17 +435,26 @@ pub(crate) fn jobs(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("fds_after", after.fds);
     row.figure(
         "metrics_bytes",
-        metrics.as_ref().map_or_else(|e| format!("error: {e:#}"), |b| b.to_string()),
+        metrics
+            .as_ref()
+            .map_or_else(|e| format!("error: {e:#}"), |b| b.to_string()),
     );
     row.param("metrics_at", &server.metrics);
     stop(&mut server, row);
     let rss_mb = after.rss_kib as f64 * 1024.0 / 1e6;
     row.check(ok == n, || {
-        format!("{ok} of {n} writes acknowledged; first error: {}", first.unwrap_or_default())
+        format!(
+            "{ok} of {n} writes acknowledged; first error: {}",
+            first.unwrap_or_default()
+        )
     });
-    row.check(rss_mb <= rss_max_mb, || format!("RSS {rss_mb:.0} MB > {rss_max_mb} MB"));
+    row.check(rss_mb <= rss_max_mb, || {
+        format!("RSS {rss_mb:.0} MB > {rss_max_mb} MB")
+    });
     match metrics {
-        Ok(b) => row.check(b <= metrics_max_bytes, || format!("/metrics is {b} bytes > 1 MB")),
+        Ok(b) => row.check(b <= metrics_max_bytes, || {
+            format!("/metrics is {b} bytes > 1 MB")
+        }),
         Err(e) => row.check(false, || format!("/metrics: {e:#}")),
     }
     Ok(())
@@ -522,14 +554,23 @@ pub(crate) fn fdlimit(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("rss_mib_after", mib(&after));
     stop(&mut server, row);
     ctx.check()?;
-    row.check(served.ok(), || format!("a new client was not served: {}", served.describe()));
-    row.check(emfile == 0, || format!("{emfile} EMFILE answers reached well-behaved clients"));
+    row.check(served.ok(), || {
+        format!("a new client was not served: {}", served.describe())
+    });
+    row.check(emfile == 0, || {
+        format!("{emfile} EMFILE answers reached well-behaved clients")
+    });
     row.check(writer.is_ok() && files_ok == s.fd_files, || {
         format!(
             "{files_ok} of {} files written ({}){}",
             s.fd_files,
-            writer.as_ref().err().map_or_else(String::new, |e| format!("{e:#}")),
-            first_error.as_ref().map_or_else(String::new, |e| format!("; first error {e}"))
+            writer
+                .as_ref()
+                .err()
+                .map_or_else(String::new, |e| format!("{e:#}")),
+            first_error
+                .as_ref()
+                .map_or_else(String::new, |e| format!("; first error {e}"))
         )
     });
     Ok(())
@@ -607,7 +648,10 @@ pub(crate) fn fulldisk(ctx: &Ctx, row: &mut Row) -> Result<()> {
             a => bail!("writing a at {i} MiB: {a:?}"),
         }
     }
-    let unlink = match call(&mut conn, iosets_proto::Request::Unlink { path: "a".into() })? {
+    let unlink = match call(
+        &mut conn,
+        iosets_proto::Request::Unlink { path: "a".into() },
+    )? {
         Answer::Err(e, m) => format!("errno {e} ({m})"),
         _ => "ok".into(),
     };
@@ -620,7 +664,10 @@ pub(crate) fn fulldisk(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let second = call(&mut conn, write("b", 0, vec![4u8; MIB]))?;
     let second_ok = second == Answer::Written(MIB as u32);
     drop(conn);
-    row.figure("written_before_enospc_mib", format!("{:.1}", written as f64 / MIB as f64));
+    row.figure(
+        "written_before_enospc_mib",
+        format!("{:.1}", written as f64 / MIB as f64),
+    );
     row.figure("enospc", if enospc { "yes" } else { "no" });
     row.figure("unlink", &unlink);
     row.figure("free_mib_after_unlink", free_mib);
@@ -634,9 +681,16 @@ pub(crate) fn fulldisk(ctx: &Ctx, row: &mut Row) -> Result<()> {
     );
     stop(&mut server, row);
     drop(server);
-    row.check(enospc, || format!("no ENOSPC after writing {} MiB into {size} MiB", written >> 20));
+    row.check(enospc, || {
+        format!(
+            "no ENOSPC after writing {} MiB into {size} MiB",
+            written >> 20
+        )
+    });
     row.check(unlink == "ok", || format!("unlink: {unlink}"));
-    row.check(second_ok, || format!("the write after unlink answered {second:?}"));
+    row.check(second_ok, || {
+        format!("the write after unlink answered {second:?}")
+    });
     drop(mnt);
     Ok(())
 }

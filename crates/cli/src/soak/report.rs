@@ -114,7 +114,14 @@ pub(crate) fn table(rows: &[Row]) -> String {
             pairs(&r.params)
         );
         if !r.figures.is_empty() {
-            let _ = writeln!(out, "{:<w$}  {:<6} {:>8}  {}", "", "", "", pairs(&r.figures));
+            let _ = writeln!(
+                out,
+                "{:<w$}  {:<6} {:>8}  {}",
+                "",
+                "",
+                "",
+                pairs(&r.figures)
+            );
         }
         if !r.verdict.reason().is_empty() {
             let _ = writeln!(
@@ -128,7 +135,9 @@ pub(crate) fn table(rows: &[Row]) -> String {
             );
         }
     }
-    let fails = rows.iter().filter(|r| matches!(r.verdict, Verdict::Fail(_)));
+    let fails = rows
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Fail(_)));
     let _ = writeln!(
         out,
         "{} scenarios: {} passed, {} failed, {} skipped",

@@ -238,14 +238,8 @@ pub(crate) fn kill9(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("restarts", restarted.as_ref().map_or(0, |r| *r));
     row.figure("acked", acked);
     row.figure("writes_per_s", format!("{:.0}", acked as f64 / elapsed));
-    row.figure(
-        "unanswered",
-        logs.iter().map(|l| l.unanswered).sum::<u64>(),
-    );
-    row.figure(
-        "connects",
-        logs.iter().map(|l| l.connects).sum::<u64>(),
-    );
+    row.figure("unanswered", logs.iter().map(|l| l.unanswered).sum::<u64>());
+    row.figure("connects", logs.iter().map(|l| l.connects).sum::<u64>());
     let errors: u64 = logs.iter().map(|l| l.errors).sum();
     row.figure("error_answers", errors);
     restarted?;
@@ -436,10 +430,7 @@ pub(crate) fn sigterm(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("lost", lost);
     row.figure("corrupted", corrupted);
     row.check(clean == exits.len(), || {
-        format!(
-            "exits on SIGTERM: {}",
-            exits.join(", ")
-        )
+        format!("exits on SIGTERM: {}", exits.join(", "))
     });
     row.check(acked > 0, || "no write was acknowledged".into());
     row.check(lost == 0, || format!("{lost} acknowledged records lost"));

@@ -92,7 +92,8 @@ impl ServerSpec {
             .with_context(|| format!("creating {}", self.logs.display()))?;
         let stdout_path = self.logs.join(format!("{}-{attempt}.stdout", self.name));
         let stderr = self.logs.join(format!("{}-{attempt}.stderr", self.name));
-        let err = File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
+        let err =
+            File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
         // The real path (`/proc/self/exe` would name `prlimit` once it runs).
         let exe = std::env::current_exe().context("locating this program")?;
         let mut cmd = match self.nofile {
@@ -288,8 +289,8 @@ impl Drop for ServerProc {
 /// `VmRSS` and the open descriptors of process `pid`.
 pub(crate) fn usage_of(pid: u32) -> Result<Usage> {
     let status_path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&status_path)
-        .with_context(|| format!("reading {status_path}"))?;
+    let status =
+        std::fs::read_to_string(&status_path).with_context(|| format!("reading {status_path}"))?;
     let rss_kib = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -325,8 +326,12 @@ mod tests {
             banner(line),
             Some(("127.0.0.1:4242".into(), "127.0.0.1:4242".into()))
         );
-        let admin = "iosets serve: listening on 127.0.0.1:1 (x); metrics at http://127.0.0.1:2/metrics";
-        assert_eq!(banner(admin), Some(("127.0.0.1:1".into(), "127.0.0.1:2".into())));
+        let admin =
+            "iosets serve: listening on 127.0.0.1:1 (x); metrics at http://127.0.0.1:2/metrics";
+        assert_eq!(
+            banner(admin),
+            Some(("127.0.0.1:1".into(), "127.0.0.1:2".into()))
+        );
         assert_eq!(
             banner("iosets serve: listening on 127.0.0.1:5"),
             Some(("127.0.0.1:5".into(), "127.0.0.1:5".into()))

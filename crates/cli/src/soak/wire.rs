@@ -272,23 +272,24 @@ impl Served {
 pub(crate) fn new_client_served(addr: SocketAddr, path: &str, timeout: Duration) -> Served {
     let t0 = Instant::now();
     let mut emfile = 0;
-    let mut step = |conn: &mut Conn, req: Request, what: &str| -> std::result::Result<Answer, String> {
-        match conn.call(req) {
-            Ok(r) => match Answer::from(r) {
-                Answer::Err(errno, m) => {
-                    if errno == EMFILE {
-                        emfile += 1;
+    let mut step =
+        |conn: &mut Conn, req: Request, what: &str| -> std::result::Result<Answer, String> {
+            match conn.call(req) {
+                Ok(r) => match Answer::from(r) {
+                    Answer::Err(errno, m) => {
+                        if errno == EMFILE {
+                            emfile += 1;
+                        }
+                        Err(format!("{what}: errno {errno} ({m})"))
                     }
-                    Err(format!("{what}: errno {errno} ({m})"))
-                }
-                a => Ok(a),
-            },
-            Err(e) => Err(format!("{what}: {}", io_text(&e, timeout))),
-        }
-    };
+                    a => Ok(a),
+                },
+                Err(e) => Err(format!("{what}: {}", io_text(&e, timeout))),
+            }
+        };
     let result = (|| {
-        let mut conn =
-            Conn::connect(addr, 7, timeout).map_err(|e| format!("connecting: {}", io_text(&e, timeout)))?;
+        let mut conn = Conn::connect(addr, 7, timeout)
+            .map_err(|e| format!("connecting: {}", io_text(&e, timeout)))?;
         step(&mut conn, create(path), "create")?;
         let data = pattern(0xc11e47, 4096);
         match step(&mut conn, write(path, 0, data.clone()), "write")? {
