@@ -124,7 +124,7 @@ pub(crate) struct SoakArgs {
     /// slow: connections trickling 1 byte/s (default 50; quick 10).
     #[arg(long, value_name = "N")]
     slow_conns: Option<usize>,
-    /// noread: flooding connections (default 8; quick 4).
+    /// noread: flooding connections (default 32; quick 4).
     #[arg(long, value_name = "N")]
     flooders: Option<usize>,
     /// noread: the bound on the server's RSS growth during the flood, MiB (the server's
@@ -179,7 +179,7 @@ impl Sizes {
             requests: pick(a.requests, 10_000, 500),
             idle_conns: pick(a.idle_conns, 2000, 200),
             slow_conns: pick(a.slow_conns, 50, 10),
-            flooders: pick(a.flooders, 8, 4),
+            flooders: pick(a.flooders, 32, 4),
             rss_bound_mib: a.rss_bound_mib.unwrap_or(256),
             jobs: pick(a.jobs, 100_000, 10_000),
             fd_limit: 1024,

@@ -24,8 +24,8 @@ use anyhow::{bail, Context, Result};
 use super::report::{Row, Verdict};
 use super::server::{describe_status, ServerProc, Usage};
 use super::wire::{
-    create, frame_bytes, io_text, metrics_size, new_client_served, write, Answer, Conn, EMFILE,
-    ENOSPC,
+    create, frame_bytes, io_text, metrics_size, new_client_served, read, write, Answer, Conn,
+    EMFILE, ENOSPC,
 };
 use super::Ctx;
 
@@ -233,8 +233,9 @@ struct Flood {
     reconnects: AtomicU64,
 }
 
-/// One never-reading connection after another until `end`: writes of 64 KiB, and every 16th
-/// frame an invalid one (an unknown protocol version).
+/// One never-reading connection after another until `end`: writes and reads of 64 KiB in turn
+/// (a read's answer is 64 KiB that cannot be sent), and every 16th frame an invalid one (an
+/// unknown protocol version).
 fn flooder(addr: SocketAddr, k: u64, end: Instant, flood: &Flood) {
     let path = format!("noread-{k}.dat");
     let data = vec![0x5au8; 64 * 1024];
@@ -253,7 +254,13 @@ fn flooder(addr: SocketAddr, k: u64, end: Instant, flood: &Flood) {
         );
         while ok && Instant::now() < end {
             tag += 1;
-            let mut f = frame_bytes(tag, 300 + k, write(&path, (tag % 64) * 65536, data.clone()));
+            let offset = (tag % 64) * 65536;
+            let req = if tag % 2 == 0 {
+                write(&path, offset, data.clone())
+            } else {
+                read(&path, offset, 65536)
+            };
+            let mut f = frame_bytes(tag, 300 + k, req);
             let invalid = tag % 16 == 0;
             if invalid {
                 f[4] = 0xee; // the version byte
@@ -279,7 +286,8 @@ pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let bound = ctx.sizes.rss_bound_mib;
     row.param("flooders", k);
     row.param("hold_s", hold.as_secs());
-    row.param("write_bytes", 65536);
+    row.param("request_bytes", 65536);
+    row.param("mix", "write/read 50/50");
     row.param("invalid_every", 16);
     row.param("rss_growth_bound_mib", bound);
     let root = ctx.fresh_root("noread")?;
