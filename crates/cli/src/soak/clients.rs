@@ -352,9 +352,8 @@ fn client(
     };
     let r = (|| -> Result<()> {
         for path in [cl.own.path.clone(), SHARED.to_string()] {
-            match Answer::from(cl.conn.call(create(&path))?) {
-                Answer::Err(e, m) => anyhow::bail!("creating {path}: errno {e} ({m})"),
-                _ => {}
+            if let Answer::Err(e, m) = Answer::from(cl.conn.call(create(&path))?) {
+                anyhow::bail!("creating {path}: errno {e} ({m})");
             }
         }
         while cl.tally.sent < requests {

@@ -161,7 +161,7 @@ impl From<Response> for Answer {
 /// The `len` bytes of record `key`: a deterministic stream of the key, so that any record read
 /// back can be checked without keeping a copy (never all zero: a lost record reads as zeros).
 pub(crate) fn pattern(key: u64, len: usize) -> Vec<u8> {
-    let mut rng = Rng::new(key ^ 0x5eed_0f_50a4);
+    let mut rng = Rng::new(key ^ 0x005e_ed0f_50a4);
     let mut out = Vec::with_capacity(len + 8);
     while out.len() < len {
         out.extend_from_slice(&rng.next().to_le_bytes());
