@@ -19,6 +19,7 @@ mod io_demo;
 mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
+mod soak;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -122,6 +123,9 @@ enum Command {
     App(app_cmd::AppArgs),
     /// Reproduce a seed's experiment end to end through a real mount.
     Experiment(experiment::ExperimentArgs),
+    /// The reliability suite: kill -9 and SIGTERM restarts under load, many clients against a
+    /// model, and resource probes, against a real `iosets serve` on loopback.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Debug, Args)]
@@ -663,6 +667,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim_cmd::sim(args),
         Command::App(args) => app_cmd::run(args),
         Command::Experiment(args) => experiment::run(args),
+        Command::Soak(args) => soak::run(args),
         Command::Policies => {
             policies();
             Ok(())
