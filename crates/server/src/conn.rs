@@ -272,35 +272,22 @@ pub(crate) async fn serve_frames<R, W>(
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer_shared = shared.clone();
     let writer = tokio::spawn(async move {
+        let s = &writer_shared;
         let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
-        // An answer that cannot be written in time: the client does not read. Close.
-        let timed_out = |s: &Shared| {
-            s.guard.refuse(
-                Refusal::WriteTimeout,
-                peer,
-                "closing a connection whose client does not read its answers",
-            )
-        };
         while let Some((msg, permit)) = rx.recv().await {
-            match tokio::time::timeout(write_limit, write_one(&mut wr, &msg)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return,
-                Err(_) => return timed_out(&writer_shared),
+            if !unstuck(s, peer, write_limit, write_one(&mut wr, &msg)).await {
+                return;
             }
             drop(permit);
             // Gather what is already waiting before flushing.
             while let Ok((msg, permit)) = rx.try_recv() {
-                match tokio::time::timeout(write_limit, write_one(&mut wr, &msg)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return,
-                    Err(_) => return timed_out(&writer_shared),
+                if !unstuck(s, peer, write_limit, write_one(&mut wr, &msg)).await {
+                    return;
                 }
                 drop(permit);
             }
-            match tokio::time::timeout(write_limit, wr.flush()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return,
-                Err(_) => return timed_out(&writer_shared),
+            if !unstuck(s, peer, write_limit, wr.flush()).await {
+                return;
             }
         }
         let _ = wr.shutdown().await;
@@ -479,6 +466,55 @@ pub(crate) async fn serve_frames<R, W>(
     drop(tx);
     let _ = writer.await;
     drop(reg);
+}
+
+/// How often a blocked write looks at the server's byte budget.
+const PRESSURE_CHECK: Duration = Duration::from_millis(250);
+/// How long a write may make no progress while the server's byte budget is nearly all used
+/// before its connection is closed.
+const PRESSURE_STALL: Duration = Duration::from_secs(1);
+
+/// Runs one write to a client; `false` (the connection is to close) if it failed, took longer
+/// than `limit` (the client does not read its answers), or made no progress for
+/// [`PRESSURE_STALL`] while the server's byte budget was nearly all used: answers a client does
+/// not read must not hold the budget every other client needs (closing the connection drops
+/// them, and the requests behind them were done either way).
+async fn unstuck<F>(
+    shared: &Shared,
+    peer: Option<std::net::IpAddr>,
+    limit: Duration,
+    write: F,
+) -> bool
+where
+    F: std::future::Future<Output = std::io::Result<()>>,
+{
+    tokio::pin!(write);
+    let start = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            r = &mut write => return r.is_ok(),
+            _ = tokio::time::sleep(PRESSURE_CHECK) => {
+                let waited = start.elapsed();
+                if waited >= limit {
+                    shared.guard.refuse(
+                        Refusal::WriteTimeout,
+                        peer,
+                        "closing a connection whose client does not read its answers",
+                    );
+                    return false;
+                }
+                if waited >= PRESSURE_STALL && shared.inflight_bytes.pressed() {
+                    shared.guard.refuse(
+                        Refusal::WriteTimeout,
+                        peer,
+                        "closing a connection whose client does not read its answers while \
+                         the server's in-flight bytes are nearly all used",
+                    );
+                    return false;
+                }
+            }
+        }
+    }
 }
 
 /// Takes `bytes` (KiB, rounded up) from `budget`, at most what is left of it beyond the `held`

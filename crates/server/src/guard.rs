@@ -344,6 +344,11 @@ impl ByteBudget {
         }
     }
 
+    /// Whether nine tenths or more of the budget is in use.
+    pub(crate) fn pressed(&self) -> bool {
+        self.used_kib() * 10 >= u64::from(self.kib) * 9
+    }
+
     /// KiB in use now.
     pub(crate) fn used_kib(&self) -> u64 {
         u64::from(self.kib) - self.sem.available_permits() as u64

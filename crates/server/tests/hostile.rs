@@ -437,3 +437,49 @@ fn priority_hints_are_capped_by_default_and_the_policy_is_the_servers() {
     }
     let _ = OpCode::Auth;
 }
+
+#[test]
+fn clients_that_never_read_cannot_hold_the_servers_bytes_from_the_others() {
+    // The server's byte budget full of answers nobody reads: their connections are closed
+    // (after a second without progress), so a new client is served.
+    let root = TempDir::new("hostile-pressure");
+    let mut config = ServerConfig::new(&root.0);
+    config.max_inflight_bytes = 4 << 20;
+    let server = Server::start(config).unwrap();
+    let admin = server.admin_addr().unwrap();
+    let mut setup = Conn::connect(server.addr(), 1);
+    setup.ok(create("big"));
+    setup.ok(write("big", 0, vec![1u8; 64 << 10]));
+    // Four connections each ask for 64 KiB reads, 256 at a time, and never read an answer.
+    let flooders: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let s = TcpStream::connect(server.addr()).unwrap();
+            let mut c = Conn::from_stream(s.try_clone().unwrap(), 2);
+            std::thread::spawn(move || {
+                for _ in 0..256 {
+                    if c.stream
+                        .write_all(&{
+                            let h = header(2, None);
+                            encode(&Frame::Request(h, read("big", 0, 64 << 10))).head.to_vec()
+                        })
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+            s
+        })
+        .collect();
+    eventually("the budget to fill, or the flooders to be closed", || {
+        value(&metrics(admin), "iosets_inflight_bytes") >= 0.9 * 4.0 * 1048576.0
+            || refusals(admin, "write_timeout") >= 1.0
+    });
+    // A new client is served, and the flooders were closed to make that possible.
+    let mut good = Conn::connect(server.addr(), 3);
+    good.ok(create("f"));
+    good.ok(write("f", 0, b"served".to_vec()));
+    assert!(refusals(admin, "write_timeout") >= 1.0);
+    drop(flooders);
+    assert!(server.shutdown().unwrap().balanced);
+}
