@@ -460,7 +460,9 @@ fn clients_that_never_read_cannot_hold_the_servers_bytes_from_the_others() {
                     if c.stream
                         .write_all(&{
                             let h = header(2, None);
-                            encode(&Frame::Request(h, read("big", 0, 64 << 10))).head.to_vec()
+                            encode(&Frame::Request(h, read("big", 0, 64 << 10)))
+                                .head
+                                .to_vec()
                         })
                         .is_err()
                     {

@@ -127,8 +127,9 @@ pub(crate) struct SoakArgs {
     /// noread: flooding connections (default 32; quick 4).
     #[arg(long, value_name = "N")]
     flooders: Option<usize>,
-    /// noread: the bound on the server's RSS growth during the flood, MiB (the server's
-    /// configured in-flight bound plus its working memory; default 256).
+    /// noread: the bound on the server's RSS growth during the flood, MiB (default 192: the
+    /// 128 MiB in-flight bound the probe gives its server, `--max-inflight-mib`, plus 64 MiB of
+    /// working memory).
     #[arg(long, value_name = "MIB")]
     rss_bound_mib: Option<u64>,
     /// jobs: distinct job ids, one small write each (default 100000; quick 10000).
@@ -180,7 +181,7 @@ impl Sizes {
             idle_conns: pick(a.idle_conns, 2000, 200),
             slow_conns: pick(a.slow_conns, 50, 10),
             flooders: pick(a.flooders, 32, 4),
-            rss_bound_mib: a.rss_bound_mib.unwrap_or(256),
+            rss_bound_mib: a.rss_bound_mib.unwrap_or(probes::NOREAD_INFLIGHT_MIB + 64),
             jobs: pick(a.jobs, 100_000, 10_000),
             fd_limit: 1024,
             fd_conns: pick(a.fd_conns, 2000, 1100),

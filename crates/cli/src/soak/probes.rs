@@ -280,6 +280,9 @@ fn flooder(addr: SocketAddr, k: u64, end: Instant, flood: &Flood) {
     }
 }
 
+/// The in-flight byte bound `noread` gives its server (`--max-inflight-mib`), MiB.
+pub(crate) const NOREAD_INFLIGHT_MIB: u64 = 128;
+
 /// `noread`.
 pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let k = ctx.sizes.flooders;
@@ -292,7 +295,18 @@ pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("invalid_every", 16);
     row.param("rss_growth_bound_mib", bound);
     let root = ctx.fresh_root("noread")?;
-    let mut server = ctx.spec("noread", &root, None).start("127.0.0.1:0", 0)?;
+    let mut spec = ctx.spec("noread", &root, None);
+    // The bound the server is configured with: its in-flight bytes (unless given).
+    if !spec
+        .extra
+        .iter()
+        .any(|a| a.starts_with("--max-inflight-mib"))
+    {
+        spec.extra
+            .push(format!("--max-inflight-mib={NOREAD_INFLIGHT_MIB}"));
+        row.param("server_max_inflight_mib", NOREAD_INFLIGHT_MIB);
+    }
+    let mut server = spec.start("127.0.0.1:0", 0)?;
     let addr = server.addr;
     let pid = server.pid();
     let before = server.usage()?;
