@@ -1,7 +1,7 @@
 //! `kill9` and `sigterm`: the server stopped under load, and every acknowledged write checked.
 //!
 //! Writer `c` writes record `seq` of `RECORD` bytes at offset `seq × RECORD` of its own file,
-//! with contents derived from `(scenario, c, seq)` ([`wire::pattern`]), and remembers every
+//! with contents derived from `(scenario, c, seq)` ([`super::wire::pattern`]), and remembers every
 //! record the server acknowledged (`Written(RECORD)`). A record is *lost* when it reads back
 //! as zeros or past the end of the file, *corrupted* when it reads back as other bytes.
 //!
