@@ -776,6 +776,70 @@ mod tests {
     }
 
     #[test]
+    fn bounds_hints_admin_and_secret_keys() {
+        let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
+        assert_eq!(c.hints, HintPolicy::default());
+        assert_eq!(c.admin_listen.as_deref(), Some("127.0.0.1:0"));
+        assert!(c.auth.is_none() && c.max_connections.is_none());
+        let dir = std::env::temp_dir().join(format!("iosets-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let key = dir.join("cluster.key");
+        std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nauth_file = \"cluster.key\"\nadmin_listen = \"none\"\nhints = \"cap=0.1\"\n\
+             frame_timeout_s = 5\nidle_timeout_s = 60\nwrite_timeout_s = 10\nmax_connections = 100\n\
+             max_inflight_mib_per_conn = 16\nmax_inflight_mib = 64.5\n",
+            &dir,
+        )
+        .unwrap();
+        assert!(c.auth.is_some() && c.admin_listen.is_none());
+        assert_eq!(c.hints.to_string(), "cap=0.1");
+        assert_eq!(
+            (c.frame_timeout_s, c.idle_timeout_s, c.write_timeout_s),
+            (5.0, 60.0, 10.0)
+        );
+        assert_eq!(c.max_connections, Some(100));
+        assert_eq!(c.max_inflight_bytes_per_conn, 16 << 20);
+        assert_eq!(c.max_inflight_bytes, 129 << 19);
+        std::fs::remove_dir_all(&dir).unwrap();
+        for bad in [
+            "hints = \"all\"",
+            "max_inflight_mib = 0",
+            "auth_file = \"missing.key\"",
+        ] {
+            let text = format!("root = \"x\"\n{bad}\n");
+            assert!(
+                ServerConfig::from_toml_str(&text, Path::new("/nonexistent")).is_err(),
+                "{bad}"
+            );
+        }
+        let mut c = ServerConfig::new(std::env::temp_dir());
+        c.validate().unwrap();
+        c.idle_timeout_s = 0.0;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("idle_timeout_s"));
+        c.idle_timeout_s = 300.0;
+        c.max_inflight_bytes = 1000;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_inflight_bytes"));
+        c.max_inflight_bytes = 1 << 30;
+        c.admin_listen = Some("nonsense".into());
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("admin_listen"));
+    }
+
+    #[test]
     fn same_host_transport_keys() {
         let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
         assert!(c.local && c.local_socket.is_none());
