@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [inputs] [seconds]
 #
-# With a nightly toolchain and cargo-fuzz installed (`cargo install cargo-fuzz`), runs
+# With a nightly toolchain (cargo-fuzz is installed when missing), runs
 # `cargo +nightly fuzz run` on each target (wire_decode, trace_parse, quota_match) for
 # `seconds` (default 300) with debug assertions and overflow checks on; otherwise, or with
 # IOSETS_FUZZ_ENGINE=stable, runs the stable-toolchain loop of each crate's
@@ -25,6 +25,12 @@ esac
 if [ "$inputs" -eq 0 ] || [ "$seconds" -eq 0 ]; then
   echo "usage: $0 [inputs] [seconds]: both must be positive" >&2
   exit 2
+fi
+# With a nightly toolchain, install cargo-fuzz if it is missing (crates.io; cached in ~/.cargo/bin).
+if [ "$engine" != stable ] && cargo +nightly --version >/dev/null 2>&1 \
+    && ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "== installing cargo-fuzz" >&2
+  cargo install --locked cargo-fuzz >&2 || echo "cargo-fuzz could not be installed: the stable loop runs" >&2
 fi
 if [ "$engine" = auto ]; then
   if cargo +nightly --version >/dev/null 2>&1 && cargo +nightly fuzz --version >/dev/null 2>&1; then
