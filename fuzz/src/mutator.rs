@@ -325,6 +325,58 @@ fn save_crash(dir: &Path, target: &str, input: &[u8]) -> PathBuf {
     path
 }
 
+/// The seed corpus directory of `target` (`fuzz/corpus/<target>` of the repository), from the
+/// manifest directory of a crate of `crates/`.
+pub fn corpus_dir(manifest_dir: &str, target: &str) -> PathBuf {
+    Path::new(manifest_dir)
+        .join("../../fuzz/corpus")
+        .join(target)
+}
+
+/// [`run`] over the seed corpus of `setup.target` ([`corpus_dir`]), its summary printed (the
+/// line `scripts/fuzz.sh` reads).
+///
+/// # Panics
+/// If the corpus cannot be read.
+pub fn run_on_corpus(
+    setup: Setup<'_>,
+    manifest_dir: &str,
+    check: impl Fn(&[u8]) -> bool,
+) -> Report {
+    let dir = corpus_dir(manifest_dir, setup.target);
+    let corpus = read_corpus(&dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()));
+    let report = run(setup, &corpus, check);
+    println!("{}", report.summary());
+    report
+}
+
+/// The seed of a long run: `IOSETS_FUZZ_SEED` if set, else `default`.
+///
+/// # Panics
+/// If `IOSETS_FUZZ_SEED` is set but not a whole number.
+pub fn seed_from_env(default: u64) -> u64 {
+    std::env::var("IOSETS_FUZZ_SEED").map_or(default, |s| {
+        s.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("IOSETS_FUZZ_SEED={s:?} is not a whole number"))
+    })
+}
+
+/// Checks a run of the test command: no panic, every input made, and mutants that reach past
+/// the error paths (more than 1,000 accepted beyond the seeds).
+///
+/// # Panics
+/// When one of those does not hold, with the run's summary.
+pub fn assert_clean_run(report: &Report, inputs: u64) {
+    assert_eq!(report.panic, None, "{}", report.summary());
+    assert_eq!(report.inputs, inputs, "{}", report.summary());
+    assert!(
+        report.accepted > report.corpus as u64 + 1000,
+        "{}",
+        report.summary()
+    );
+}
+
 /// Every file of `dir`, sorted by name (a missing directory is an empty corpus).
 pub fn read_corpus(dir: &Path) -> std::io::Result<Vec<Vec<u8>>> {
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(dir) {

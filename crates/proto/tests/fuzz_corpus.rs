@@ -27,7 +27,7 @@ use proptest::test_runner::TestRunner;
 const TARGET: &str = "wire_decode";
 
 fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/wire_decode")
+    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
 }
 
 fn corpus() -> Vec<Vec<u8>> {
@@ -35,8 +35,7 @@ fn corpus() -> Vec<Vec<u8>> {
 }
 
 fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    let corpus = corpus();
-    let report = mutator::run(
+    mutator::run_on_corpus(
         mutator::Setup {
             target: TARGET,
             inputs,
@@ -45,11 +44,9 @@ fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
             max_len: 4096,
             crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
         },
-        &corpus,
+        env!("CARGO_MANIFEST_DIR"),
         wire::wire_decode,
-    );
-    println!("{}", report.summary());
-    report
+    )
 }
 
 #[test]
@@ -64,21 +61,14 @@ fn every_seed_is_a_valid_frame_stream() {
 #[test]
 fn seeds_and_mutants_never_panic_and_round_trip() {
     let report = fuzz(200_000, 1);
-    assert_eq!(report.panic, None, "{}", report.summary());
-    assert_eq!(report.inputs, 200_000);
-    // The mutants reach past the error paths: some decode.
-    assert!(
-        report.accepted > report.corpus as u64 + 1000,
-        "{}",
-        report.summary()
-    );
+    mutator::assert_clean_run(&report, 200_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
     let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = std::env::var("IOSETS_FUZZ_SEED").map_or(2, |s| s.parse().expect("a seed"));
+    let seed = mutator::seed_from_env(2);
     let report = fuzz(inputs, seed);
     assert_eq!(report.panic, None, "{}", report.summary());
 }

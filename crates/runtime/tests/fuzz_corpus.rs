@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const TARGET: &str = "quota_match";
 
 fn corpus_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/quota_match")
+    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
 }
 
 fn corpus() -> Vec<Vec<u8>> {
@@ -27,8 +27,7 @@ fn corpus() -> Vec<Vec<u8>> {
 }
 
 fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    let corpus = corpus();
-    let report = mutator::run(
+    mutator::run_on_corpus(
         mutator::Setup {
             target: TARGET,
             inputs,
@@ -37,11 +36,9 @@ fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
             max_len: 2048,
             crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
         },
-        &corpus,
+        env!("CARGO_MANIFEST_DIR"),
         quota::quota_match,
-    );
-    println!("{}", report.summary());
-    report
+    )
 }
 
 #[test]
@@ -59,20 +56,14 @@ fn every_parser_has_seeds_that_it_reads() {
 #[test]
 fn seeds_and_mutants_never_panic() {
     let report = fuzz(100_000, 1);
-    assert_eq!(report.panic, None, "{}", report.summary());
-    assert_eq!(report.inputs, 100_000);
-    assert!(
-        report.accepted > report.corpus as u64 + 1000,
-        "{}",
-        report.summary()
-    );
+    mutator::assert_clean_run(&report, 100_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
     let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = std::env::var("IOSETS_FUZZ_SEED").map_or(2, |s| s.parse().expect("a seed"));
+    let seed = mutator::seed_from_env(2);
     let report = fuzz(inputs, seed);
     assert_eq!(report.panic, None, "{}", report.summary());
 }
