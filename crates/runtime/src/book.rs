@@ -661,7 +661,8 @@ impl JobBook {
                     Op::Write | Op::Other => Direction::Write,
                 };
                 let event = Event::new(req.arrival, now, moved);
-                match std::mem::take(&mut rec.detect) {
+                // The current completion goes to the detector unless it is the job's first.
+                let detect_now = match std::mem::take(&mut rec.detect) {
                     Detection::None => {
                         rec.detect = Detection::First(Box::new(FirstEvent {
                             direction,
@@ -669,6 +670,7 @@ impl JobBook {
                             stamp: req.phase,
                             now,
                         }));
+                        false
                     }
                     Detection::First(first) => {
                         // The detector sees the first completion as it would have then.
@@ -681,26 +683,22 @@ impl JobBook {
                             first.now,
                         );
                         moves.extend(m);
-                        let m = self.detect(
-                            rec,
-                            &mut shard.analyzer,
-                            req.job,
-                            (direction, event, req.phase),
-                            now,
-                        );
-                        moves.extend(m);
+                        true
                     }
                     on @ Detection::On(_) => {
                         rec.detect = on;
-                        let m = self.detect(
-                            rec,
-                            &mut shard.analyzer,
-                            req.job,
-                            (direction, event, req.phase),
-                            now,
-                        );
-                        moves.extend(m);
+                        true
                     }
+                };
+                if detect_now {
+                    let m = self.detect(
+                        rec,
+                        &mut shard.analyzer,
+                        req.job,
+                        (direction, event, req.phase),
+                        now,
+                    );
+                    moves.extend(m);
                 }
             }
         }

@@ -492,6 +492,8 @@ where
     let start = tokio::time::Instant::now();
     loop {
         tokio::select! {
+            // The write first: one that completes at once (the common case) never arms a timer.
+            biased;
             r = &mut write => return r.is_ok(),
             _ = tokio::time::sleep(PRESSURE_CHECK) => {
                 let waited = start.elapsed();

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::{create, json, metrics, read, write, Conn, TempDir};
 use iosets_client::{BlockingClient, ClientConfig, ClientError, Secret};
 use iosets_proto::{
-    encode, Control, Frame, Header, JobsReport, OpCode, Reply, Request, Response, RulesReport,
+    encode, Control, Frame, Header, JobsReport, Reply, Request, Response, RulesReport,
 };
 use iosets_server::{HintPolicy, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
@@ -372,7 +372,7 @@ fn without_a_secret_only_loopback_peers_are_served() {
         "the admin address defaults to loopback"
     );
     let mut off_host = TcpStream::connect((ip, port)).unwrap();
-    let _ = off_host.write_all(&encode(&Frame::Request(header(1, None), create_req())).head);
+    let _ = off_host.write_all(&encode(&Frame::Request(header(1, None), create("x"))).head);
     assert!(closed_by_server(&mut off_host));
     assert_eq!(refusals(admin, "not_loopback"), 1.0);
     let mut local = Conn::connect(SocketAddr::from(([127, 0, 0, 1], port)), 1);
@@ -389,10 +389,6 @@ fn header(job: u64, priority: Option<f64>) -> Header {
         creds: None,
         elsewhere: None,
     }
-}
-
-fn create_req() -> Request {
-    create("x")
 }
 
 fn jobs_over_http(admin: SocketAddr) -> JobsReport {
@@ -438,7 +434,6 @@ fn priority_hints_are_capped_by_default_and_the_policy_is_the_servers() {
         let e = bad.parse::<HintPolicy>().unwrap_err().to_string();
         assert!(e.contains("trust"), "{bad}: {e}");
     }
-    let _ = OpCode::Auth;
 }
 
 #[test]
