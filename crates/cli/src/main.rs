@@ -13,6 +13,7 @@
 //! logs).
 
 mod app_cmd;
+mod conventions;
 mod detect_cmd;
 mod experiment;
 mod io_demo;
@@ -25,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use iosets_period::trace::{parse_requests, requests::is_request_trace};
 use iosets_policy::registry::POLICIES;
@@ -126,6 +127,13 @@ enum Command {
     /// The reliability suite: kill -9 and SIGTERM restarts under load, many clients against a
     /// model, and resource probes, against a real `iosets serve` on loopback.
     Soak(soak::SoakArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
+    Completions(conventions::CompletionsArgs),
+    /// Write the manual pages (`--out DIR`: every page; otherwise iosets.1 to standard output).
+    Man(conventions::ManArgs),
+    /// Configuration files: `iosets config check FILE` checks one without starting a server.
+    #[command(subcommand)]
+    Config(conventions::ConfigCommand),
 }
 
 #[derive(Debug, Args)]
@@ -649,8 +657,30 @@ fn policies() {
     }
 }
 
+/// Whether `command` only prints to standard output and exits. Those die quietly of SIGPIPE when
+/// the reader goes away (`iosets policies | head`), as coreutils do; the others keep Rust's
+/// default (SIGPIPE ignored, EPIPE an error): a server, a mount or an experiment must outlive a
+/// closed pipe or socket and shut down cleanly.
+fn prints_and_exits(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Replay(_)
+            | Command::DemoWfq(_)
+            | Command::Ctl(_)
+            | Command::Policies
+            | Command::Detect(_)
+            | Command::Sim(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Config(_)
+    )
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if prints_and_exits(&cli.command) {
+        sigpipe::reset();
+    }
     if let Err(e) = init_logging(cli.log_format) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
@@ -668,6 +698,9 @@ fn main() -> ExitCode {
         Command::App(args) => app_cmd::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Soak(args) => soak::run(args),
+        Command::Completions(args) => conventions::completions(args, Cli::command()),
+        Command::Man(args) => conventions::man(args, Cli::command()),
+        Command::Config(command) => conventions::config(command),
         Command::Policies => {
             policies();
             Ok(())

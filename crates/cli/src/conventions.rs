@@ -1,0 +1,274 @@
+//! What a Unix tool is expected to ship beside its commands: shell completions
+//! (`iosets completions SHELL`), manual pages (`iosets man`), and a check of a configuration file
+//! before a server is started with it (`iosets config check FILE`).
+//!
+//! Completions and pages are generated from the same clap definition as the parser, so they
+//! cannot drift from it; the Debian package (`scripts/package.sh`) ships both.
+
+use std::io::Write;
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use clap_complete::Shell;
+
+use iosets_server::ServerConfig;
+
+/// Arguments of `iosets completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// Arguments of `iosets man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write every page (iosets.1, iosets-serve.1, iosets-ctl-rule-add.1, …) into this
+    /// directory (created if missing); without it, the main page goes to standard output.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `iosets config`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Check a server configuration file (iosets.toml) as `iosets serve --config FILE` would
+    /// read it, without starting anything: every key, value, path, address, policy and quota
+    /// rule. Prints the effective settings; exits 1 with one line naming the first error.
+    Check {
+        /// The configuration file.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+}
+
+/// Prints the completion script for `args.shell` to standard output.
+pub fn completions(args: &CompletionsArgs, mut cmd: clap::Command) -> Result<()> {
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "iosets", &mut out);
+    std::io::stdout()
+        .write_all(&out)
+        .context("writing the completion script")
+}
+
+/// Writes the manual pages (see [`ManArgs`]).
+pub fn man(args: &ManArgs, cmd: clap::Command) -> Result<()> {
+    match &args.out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(cmd, dir)
+                .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+            let pages = std::fs::read_dir(dir)
+                .with_context(|| format!("listing {}", dir.display()))?
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".1"))
+                .count();
+            println!("wrote {pages} manual pages into {}", dir.display());
+            Ok(())
+        }
+        None => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd)
+                .render(&mut out)
+                .context("rendering the manual page")?;
+            std::io::stdout()
+                .write_all(&out)
+                .context("writing the manual page")
+        }
+    }
+}
+
+/// Runs `iosets config ...`.
+pub fn config(command: &ConfigCommand) -> Result<()> {
+    match command {
+        ConfigCommand::Check { file } => {
+            let config = check(file)?;
+            for w in warnings(&config) {
+                eprintln!("warning: {}: {w}", file.display());
+            }
+            println!("{}: ok", file.display());
+            print!("{}", describe(&config));
+            Ok(())
+        }
+    }
+}
+
+/// Everything `iosets serve --config FILE` checks before it binds a socket: the file's keys and
+/// values ([`ServerConfig::from_toml_file`], [`ServerConfig::validate`]), the policy and its
+/// tunables, and that the listen and admin addresses resolve.
+fn check(file: &Path) -> Result<ServerConfig> {
+    let config = ServerConfig::from_toml_file(file)?;
+    config
+        .validate()
+        .with_context(|| file.display().to_string())?;
+    iosets_policy::registry::build(&config.policy, &config.policy_options)
+        .with_context(|| format!("{}: policy {:?}", file.display(), config.policy))?;
+    resolves(file, "listen", &config.listen)?;
+    if let Some(admin) = &config.admin_listen {
+        resolves(file, "admin_listen", admin)?;
+    }
+    Ok(config)
+}
+
+fn resolves(file: &Path, key: &str, addr: &str) -> Result<()> {
+    match addr.to_socket_addrs().map(|mut a| a.next()) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => bail!(
+            "{}: {key} = {addr:?} resolves to no address",
+            file.display()
+        ),
+        Err(e) => bail!(
+            "{}: {key} = {addr:?} is not a host:port address ({e})",
+            file.display()
+        ),
+    }
+}
+
+/// Settings that are valid but probably not what a site wants.
+fn warnings(c: &ServerConfig) -> Vec<String> {
+    let mut w = Vec::new();
+    let loopback = |addr: &str| {
+        addr.to_socket_addrs()
+            .map(|mut a| a.all(|a| a.ip().is_loopback()))
+            .unwrap_or(false)
+    };
+    if c.auth.is_none() && !loopback(&c.listen) {
+        w.push(format!(
+            "listen = {:?} without auth_file: only clients on this host will be served \
+             (others are refused until the servers share a cluster secret)",
+            c.listen
+        ));
+    }
+    if c.token.is_none() {
+        w.push("no token or token_file: every control request (priorities, rules, policy) will be refused".into());
+    }
+    w
+}
+
+/// The effective settings, one `key = value` per line, as the server will run with them.
+fn describe(c: &ServerConfig) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "none".into());
+    let options: Vec<String> = c
+        .policy_options
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let mut lines = vec![
+        format!("root = {}", c.root.display()),
+        format!("listen = {}", c.listen),
+        format!("admin_listen = {}", opt(c.admin_listen.clone())),
+        format!(
+            "policy = {}{}",
+            c.policy,
+            if options.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", options.join(", "))
+            }
+        ),
+        format!("workers = {}", c.workers),
+        format!(
+            "throttle_mib_s = {}",
+            opt(c.throttle_mib_s.map(|r| r.to_string()))
+        ),
+        format!(
+            "control = {}",
+            if c.token.is_some() {
+                "token set"
+            } else {
+                "refused (no token)"
+            }
+        ),
+        format!(
+            "authentication = {}",
+            if c.auth.is_some() {
+                "cluster secret"
+            } else {
+                "none (loopback clients only)"
+            }
+        ),
+        format!("auto_priority = {}", c.auto_priority),
+        format!("max_jobs = {}", c.max_jobs),
+        format!("forget_idle_s = {}", c.forget_idle_s),
+        format!(
+            "trace = {}",
+            opt(c.trace.as_ref().map(|p| p.display().to_string()))
+        ),
+    ];
+    if let Some(q) = &c.quota {
+        lines.push(format!("quota = {} rule(s)", q.rules.len()));
+    }
+    let mut out = lines.join("\n");
+    out.push('\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_good_file_passes_and_every_kind_of_mistake_is_named() {
+        let dir = std::env::temp_dir().join(format!("iosets-config-check-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let good = write(
+            &dir,
+            "good.toml",
+            "root = \"data\"\nlisten = \"127.0.0.1:0\"\npolicy = \"wfq\"\nworkers = 4\n",
+        );
+        let c = check(&good).unwrap();
+        assert_eq!(c.workers, 4);
+        assert!(describe(&c).contains("policy = wfq"));
+
+        let cases = [
+            (
+                "unknown-key.toml",
+                "root = \"data\"\nwrokers = 4\n",
+                "wrokers",
+            ),
+            ("no-root.toml", "listen = \"127.0.0.1:0\"\n", "root"),
+            (
+                "missing-dir.toml",
+                "root = \"nowhere\"\n",
+                "not a directory",
+            ),
+            (
+                "policy.toml",
+                "root = \"data\"\npolicy = \"fastest\"\n",
+                "fastest",
+            ),
+            (
+                "tunable.toml",
+                "root = \"data\"\npolicy = \"wfq\"\n[policy_options]\ndefault_weight = \"x\"\n",
+                "default_weight",
+            ),
+            (
+                "listen.toml",
+                "root = \"data\"\nlisten = \"7070\"\n",
+                "listen",
+            ),
+            ("workers.toml", "root = \"data\"\nworkers = 0\n", "workers"),
+            ("syntax.toml", "root = \"data\nworkers = 4\n", "line"),
+        ];
+        for (name, text, needle) in cases {
+            let err = format!("{:#}", check(&write(&dir, name, text)).unwrap_err());
+            assert!(
+                err.contains(needle),
+                "{name}: {err:?} does not name {needle:?}"
+            );
+            assert!(!err.contains('\n'), "{name}: not one line: {err:?}");
+        }
+        let missing = format!("{:#}", check(&dir.join("absent.toml")).unwrap_err());
+        assert!(missing.contains("absent.toml"), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
