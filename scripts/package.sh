@@ -2,7 +2,7 @@
 # Builds the Debian package with `cargo deb` and checks it for real, then checks
 # `cargo install --path crates/cli`.
 #
-#   bash scripts/package.sh            # build target/package/iosets_<v>-1_<arch>.deb and check it
+#   bash scripts/package.sh            # build target/release/package/iosets_<v>-1_<arch>.deb, check it
 #   bash scripts/package.sh --no-install   # build and inspect only (no dpkg -i / dpkg -P)
 #
 # The package holds the command, libiosets (.so, .a, headers, pkg-config file, libagios.so),
@@ -24,7 +24,7 @@ esac
 target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 if [[ "$target" != "$root/target" ]]; then
-  # cargo deb's asset paths (target/release/..., target/package/...) name the workspace's target/.
+  # cargo deb's asset paths (target/release/...) name the workspace's target/.
   echo "package.sh: CARGO_TARGET_DIR must be $root/target (cargo deb's assets live there)" >&2
   exit 2
 fi
@@ -36,7 +36,7 @@ bin="$target/release/iosets"
 version="$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -1)"
 
 echo "-- generated files: manual pages, completions, iosets.pc"
-gen="$target/package"
+gen="$target/release/package"
 rm -rf "$gen"
 mkdir -p "$gen/completions"
 "$bin" man --out "$gen/man" >/dev/null
@@ -55,7 +55,7 @@ if ! cargo deb --version >/dev/null 2>&1; then
   cargo install cargo-deb --locked --quiet
 fi
 echo "-- cargo deb"
-cargo deb -p iosets-cli --no-build --locked --output "$gen/" >/dev/null
+cargo deb -p iosets-cli --no-build --locked --strip --output "$gen/" >/dev/null
 deb="$(ls "$gen"/iosets_"$version"-*.deb)"
 echo "built $deb ($(du -k "$deb" | cut -f1) KiB)"
 

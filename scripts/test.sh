@@ -31,5 +31,7 @@ RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE
   cargo test -p iosets-runtime --locked --release --test loom_protocol --target-dir target/loom
 echo "== iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
+echo "== the Debian package (cargo deb; installed, used and purged) and cargo install --path"
+bash scripts/package.sh
 echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
