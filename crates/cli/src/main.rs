@@ -20,6 +20,7 @@ mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
 mod soak;
+mod top;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -126,6 +127,9 @@ enum Command {
     /// The reliability suite: kill -9 and SIGTERM restarts under load, many clients against a
     /// model, and resource probes, against a real `iosets serve` on loopback.
     Soak(soak::SoakArgs),
+    /// A live view of one or many servers: jobs with their set, priority and its source,
+    /// bandwidth, queues, waits, quota rules (plain-text frames without a terminal).
+    Top(top::TopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -668,6 +672,7 @@ fn main() -> ExitCode {
         Command::App(args) => app_cmd::run(args),
         Command::Experiment(args) => experiment::run(args),
         Command::Soak(args) => soak::run(args),
+        Command::Top(args) => top::run(args),
         Command::Policies => {
             policies();
             Ok(())
