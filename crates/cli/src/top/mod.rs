@@ -129,11 +129,14 @@ fn batch(mut poller: Poller, mut model: Model, frames: Option<u64>) -> Result<()
     }
     if model.up_down().0 == 0 {
         bail!(
-            "no server answered: {}",
+            "no server answered ({})",
             model
                 .servers
                 .iter()
-                .map(|s| format!("{} ({:?})", s.name, s.health))
+                .map(|s| match &s.health {
+                    model::Health::Down(why) => format!("{}: {why}", s.name),
+                    _ => format!("{}: not asked", s.name),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         );

@@ -74,7 +74,7 @@ impl Poller {
                 self.rt.spawn(async move {
                     match tokio::time::timeout(timeout, ask(&addr, client, cfg, &token)).await {
                         Ok(Ok((snap, client))) => (Ok(snap), Some(client)),
-                        Ok(Err(e)) => (Err(format!("{e:#}")), None),
+                        Ok(Err(e)) => (Err(reason(&e)), None),
                         Err(_) => (Err(format!("no answer within {timeout:?}")), None),
                     }
                 })
@@ -121,5 +121,63 @@ async fn json(client: &Client, token: &str, op: Control) -> Result<String> {
     match client.control(0, token, op).await? {
         Reply::Json(text) => Ok(text),
         other => anyhow::bail!("{what}: unexpected reply {other:?}"),
+    }
+}
+
+/// An error with its causes, each cause only if the text so far does not already say it (the
+/// client's errors repeat their source in their own message).
+fn reason(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&c);
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reason_does_not_repeat_its_causes() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let e = anyhow::Error::new(io).context("cannot connect to a:1: refused");
+        assert_eq!(reason(&e), "cannot connect to a:1: refused");
+        let e = anyhow::anyhow!("bad json").context("jobs: not the expected report");
+        assert_eq!(reason(&e), "jobs: not the expected report: bad json");
+    }
+
+    #[test]
+    fn a_round_reports_a_server_that_refuses_connections_as_down() {
+        // Bind then drop a listener: nothing listens on that port any more.
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .to_string();
+        let mut p = Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2))
+            .unwrap();
+        let answers = p.round();
+        let why = answers[0].as_ref().unwrap_err();
+        assert!(why.contains(&addr), "{why}");
+    }
+
+    #[test]
+    fn a_round_is_bounded_by_the_timeout_for_a_server_that_never_answers() {
+        // A listener that accepts connections (the kernel does) but never reads or answers.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let mut p = Poller::new(vec![addr], "t".into(), None, Duration::from_millis(300))
+            .unwrap();
+        let answers = p.round();
+        let why = answers[0].as_ref().unwrap_err();
+        assert!(why.contains("no answer within") || why.contains("no response"), "{why}");
+        drop(l);
     }
 }

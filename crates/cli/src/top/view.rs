@@ -151,11 +151,12 @@ fn sort_label(model: &Model) -> String {
 fn header_lines(model: &Model) -> Vec<Line<'static>> {
     let (up, down) = model.up_down();
     let t = model.totals();
-    let policies = model
-        .policies()
+    let policies = model.policies();
+    let mixed = policies.len() > 1;
+    let policies = policies
         .iter()
         .map(|(p, n)| {
-            if model.servers.len() > 1 {
+            if mixed {
                 format!("{p}\u{d7}{n}")
             } else {
                 p.clone()
@@ -552,7 +553,7 @@ mod tests {
         let mut m = Model::new(&["a".into()], 1.0, 30);
         m.ingest_round(Duration::from_secs(1), two_jobs());
         let (lines, _) = render(&m, 40, 20);
-        let heading = lines.iter().find(|l| l.contains("JOB")).unwrap();
+        let heading = lines.iter().find(|l| l.starts_with("\u{2502}JOB")).unwrap();
         assert!(heading.contains("PRIORITY") && heading.contains("SOURCE"), "{heading}");
         assert!(!heading.contains("PEERS") && !heading.contains("TREND"), "{heading}");
         assert_eq!(job_order(&lines), [11, 22]);
