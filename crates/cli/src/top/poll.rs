@@ -168,6 +168,48 @@ mod tests {
         assert!(why.contains(&addr), "{why}");
     }
 
+    /// A real server on `listen` serving a fresh directory, with control token `t`.
+    fn server(listen: &str, root: &std::path::Path) -> iosets_server::ServerHandle {
+        let mut cfg = iosets_server::ServerConfig::new(root);
+        cfg.listen = listen.into();
+        cfg.token = Some("t".into());
+        cfg.admin_listen = None;
+        iosets_server::Server::start(cfg).unwrap()
+    }
+
+    #[test]
+    fn a_server_that_stops_shows_down_and_up_again_when_it_is_back() {
+        let root = std::env::temp_dir().join(format!("iosets-top-poll-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let s = server("127.0.0.1:0", &root);
+        let addr = s.addr().to_string();
+        let mut p = Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2))
+            .unwrap();
+        let snap = p.round().remove(0).unwrap();
+        assert_eq!(snap.stats.policy, "iosets");
+        assert!(snap.jobs.jobs.is_empty() && snap.rules.rules.is_empty());
+        s.shutdown().unwrap();
+        assert!(p.round().remove(0).is_err(), "down once it stopped");
+        assert!(p.round().remove(0).is_err(), "and still down");
+        let s = server(&addr, &root);
+        assert!(p.round().remove(0).is_ok(), "up again on the same address");
+        s.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_wrong_token_is_reported_as_the_reason() {
+        let root = std::env::temp_dir().join(format!("iosets-top-tok-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let s = server("127.0.0.1:0", &root);
+        let mut p = Poller::new(vec![s.addr().to_string()], "nope".into(), None, Duration::from_secs(2))
+            .unwrap();
+        let why = p.round().remove(0).unwrap_err();
+        assert!(why.contains("wrong token"), "{why}");
+        s.shutdown().unwrap();
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
     #[test]
     fn a_round_is_bounded_by_the_timeout_for_a_server_that_never_answers() {
         // A listener that accepts connections (the kernel does) but never reads or answers.
