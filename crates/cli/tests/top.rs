@@ -82,7 +82,9 @@ fn writer(addr: String, job: u64, hint: f64, stop: Arc<AtomicBool>) -> JoinHandl
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            written += c.write_at(&path, (i % 64) * (64 << 10), block.clone()).unwrap();
+            written += c
+                .write_at(&path, (i % 64) * (64 << 10), block.clone())
+                .unwrap();
             thread::sleep(Duration::from_millis(5));
         }
         written
@@ -180,8 +182,10 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
     };
     // Job 11 hints set 2 (priority 0.01), job 22 set 0 (priority 1): sorted by job id 11 comes
     // first, sorted by set 22 does.
-    rig.writers.push(writer(addr.clone(), 11, 0.01, stop.clone()));
-    rig.writers.push(writer(addr.clone(), 22, 1.0, stop.clone()));
+    rig.writers
+        .push(writer(addr.clone(), 11, 0.01, stop.clone()));
+    rig.writers
+        .push(writer(addr.clone(), 22, 1.0, stop.clone()));
 
     let socket = format!("iosets-top-test-{}", std::process::id());
     rig.tmux_socket = Some(socket.clone());
@@ -195,32 +199,56 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
     let o = tmux(
         &socket,
         &[
-            "new-session", "-d", "-s", "top", "-x", "120", "-y", "40", &command,
+            "new-session",
+            "-d",
+            "-s",
+            "top",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command,
         ],
     );
     assert!(o.status.success(), "tmux new-session: {o:?}");
 
     let limit = Duration::from_secs(30);
-    let s = wait_for(&socket, "two jobs with priorities and bandwidth", limit, |s| {
-        let bw = |j| {
-            row(s, j).is_some_and(|r| r.len() > 5 && r[5].parse::<f64>().is_ok_and(|w| w > 0.0))
-        };
-        job_order(s) == [11, 22] && bw(11) && bw(22)
-    });
-    assert_eq!(row(&s, 11).unwrap()[..4], ["11", "2", "0.01", "hint"], "{s}");
+    let s = wait_for(
+        &socket,
+        "two jobs with priorities and bandwidth",
+        limit,
+        |s| {
+            let bw = |j| {
+                row(s, j).is_some_and(|r| r.len() > 5 && r[5].parse::<f64>().is_ok_and(|w| w > 0.0))
+            };
+            job_order(s) == [11, 22] && bw(11) && bw(22)
+        },
+    );
+    assert_eq!(
+        row(&s, 11).unwrap()[..4],
+        ["11", "2", "0.01", "hint"],
+        "{s}"
+    );
     assert_eq!(row(&s, 22).unwrap()[..4], ["22", "0", "1", "hint"], "{s}");
     assert!(s.contains("servers 1 up, 0 down"), "{s}");
     assert!(s.contains("sort JOB"), "{s}");
 
-    assert!(tmux(&socket, &["send-keys", "-t", "top", "s"]).status.success());
+    assert!(tmux(&socket, &["send-keys", "-t", "top", "s"])
+        .status
+        .success());
     let s = wait_for(&socket, "rows sorted by set", limit, |s| {
         job_order(s) == [22, 11] && s.contains("sort SET")
     });
     assert!(s.contains("servers 1 up"), "{s}");
 
-    assert!(tmux(&socket, &["send-keys", "-t", "top", "q"]).status.success());
+    assert!(tmux(&socket, &["send-keys", "-t", "top", "q"])
+        .status
+        .success());
     let deadline = Instant::now() + limit;
-    while tmux(&socket, &["has-session", "-t", "top"]).status.success() {
+    while tmux(&socket, &["has-session", "-t", "top"])
+        .status
+        .success()
+    {
         assert!(
             Instant::now() < deadline,
             "top still running {limit:?} after q:\n{}",
@@ -266,7 +294,16 @@ fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers()
     };
     let ctl = iosets(
         &dir,
-        &["ctl", "--server", &addr, "--token-file", "tok", "set-priority", "42", "0.001"],
+        &[
+            "ctl",
+            "--server",
+            &addr,
+            "--token-file",
+            "tok",
+            "set-priority",
+            "42",
+            "0.001",
+        ],
     );
     assert!(ctl.status.success(), "{ctl:?}");
     // A port nothing listens on: the second server is down, the frame still comes.
@@ -276,8 +313,16 @@ fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers()
         .unwrap()
         .to_string();
     let args = [
-        "top", "--server", &addr, "--server", &dead, "--token-file", "tok", "--once",
-        "--interval", "0.1",
+        "top",
+        "--server",
+        &addr,
+        "--server",
+        &dead,
+        "--token-file",
+        "tok",
+        "--once",
+        "--interval",
+        "0.1",
     ];
     let o = iosets(&dir, &args);
     let text = stdout(&o);
@@ -293,15 +338,36 @@ fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers()
     assert_eq!(row[..4], ["42", "3", "0.001", "control"], "{text}");
     let o = iosets(
         &dir,
-        &["top", "--server", &dead, "--token-file", "tok", "--once", "--interval", "0.1"],
+        &[
+            "top",
+            "--server",
+            &dead,
+            "--token-file",
+            "tok",
+            "--once",
+            "--interval",
+            "0.1",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no server answered"), "{}", stderr(&o));
     let o = iosets(
         &dir,
-        &["top", "--server", &addr, "--token-file", "tok", "--interval", "0"],
+        &[
+            "top",
+            "--server",
+            &addr,
+            "--token-file",
+            "tok",
+            "--interval",
+            "0",
+        ],
     );
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("--interval 0: expected"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--interval 0: expected"),
+        "{}",
+        stderr(&o)
+    );
     drop(rig);
 }

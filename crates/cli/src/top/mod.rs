@@ -40,11 +40,21 @@ pub(crate) struct TopArgs {
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
     /// Seconds between two rounds of questions to the servers (0.05 to 3600).
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     interval: f64,
     /// Seconds a server has to answer one round, connecting included, before it shows as
     /// down (0.05 to 60).
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 2.0,
+        allow_negative_numbers = true
+    )]
     timeout: f64,
     /// Bandwidth values kept per job for its sparkline (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = 60)]

@@ -211,8 +211,7 @@ impl JobRow {
 
     /// Adds one server's line for the job, with its rates if that server gave some.
     fn add(&mut self, j: &JobReport, rates: Option<(f64, f64)>) {
-        if self.servers > 0 && (j.priority != self.priority || j.priority_source != self.source)
-        {
+        if self.servers > 0 && (j.priority != self.priority || j.priority_source != self.source) {
             self.priority_differs = true;
             if source_rank(&j.priority_source) > source_rank(&self.source) {
                 self.priority = j.priority;
@@ -500,10 +499,7 @@ impl Model {
                     .extend(j.peers.iter().map(String::as_str));
             }
             for r in &snap.rules.rules {
-                rule_jobs
-                    .entry(r.name.clone())
-                    .or_default()
-                    .extend(&r.jobs);
+                rule_jobs.entry(r.name.clone()).or_default().extend(&r.jobs);
                 match rules.iter_mut().find(|x| x.name == r.name) {
                     Some(x) => {
                         x.differs |= x.matcher != r.matcher || x.limits != r.limits;
@@ -572,11 +568,7 @@ impl Model {
 
     /// The largest bandwidth value in any job's history, MiB/s (the sparklines' common scale).
     pub fn history_max(&self) -> f64 {
-        self.history
-            .values()
-            .flatten()
-            .copied()
-            .fold(0.0, f64::max)
+        self.history.values().flatten().copied().fold(0.0, f64::max)
     }
 
     /// Servers up and servers not up (down or not answered yet).
@@ -595,7 +587,10 @@ impl Model {
         let last = self.rows.len().saturating_sub(1);
         match action {
             Action::NextSort => {
-                let at = Column::ALL.iter().position(|c| *c == self.sort).unwrap_or(0);
+                let at = Column::ALL
+                    .iter()
+                    .position(|c| *c == self.sort)
+                    .unwrap_or(0);
                 self.sort = Column::ALL
                     .iter()
                     .cycle()
@@ -617,9 +612,7 @@ impl Model {
             },
             Action::Faster => match INTERVAL_STEPS.iter().rev().find(|s| **s < self.interval_s) {
                 Some(s) => self.interval_s = *s,
-                None => {
-                    self.note = Some(format!("{} s is the shortest interval", self.interval_s))
-                }
+                None => self.note = Some(format!("{} s is the shortest interval", self.interval_s)),
             },
             Action::Up => self.scroll = self.scroll.saturating_sub(1),
             Action::Down => self.scroll = (self.scroll + 1).min(last),
@@ -681,7 +674,13 @@ pub(crate) mod fixtures {
     use iosets_proto::{JobRuleReport, RuleReport, WaitReport};
 
     /// A job line: `job` with `priority` from `source`, counters and queue depths.
-    pub fn job(job: u64, priority: Option<f64>, source: &str, read: u64, written: u64) -> JobReport {
+    pub fn job(
+        job: u64,
+        priority: Option<f64>,
+        source: &str,
+        read: u64,
+        written: u64,
+    ) -> JobReport {
         JobReport {
             job,
             priority,
@@ -787,11 +786,22 @@ mod tests {
     #[test]
     fn rates_come_from_counter_deltas_and_split_reads_from_writes() {
         let mut m = Model::new(&["a".into()], 1.0, 10);
-        m.ingest_round(secs(1), vec![Ok(snapshot("wfq", vec![job(1, None, "none", 0, 0)], vec![]))]);
+        m.ingest_round(
+            secs(1),
+            vec![Ok(snapshot(
+                "wfq",
+                vec![job(1, None, "none", 0, 0)],
+                vec![],
+            ))],
+        );
         assert_eq!(m.rows()[0].read_mib_s, None, "one answer gives no rate");
         m.ingest_round(
             secs(3),
-            vec![Ok(snapshot("wfq", vec![job(1, None, "none", 4 * M, 10 * M)], vec![]))],
+            vec![Ok(snapshot(
+                "wfq",
+                vec![job(1, None, "none", 4 * M, 10 * M)],
+                vec![],
+            ))],
         );
         let r = &m.rows()[0];
         assert_eq!((r.read_mib_s, r.write_mib_s), (Some(2.0), Some(5.0)));
@@ -803,7 +813,14 @@ mod tests {
     fn counters_going_backwards_give_no_rate_instead_of_a_huge_one() {
         let mut m = Model::new(&["a".into()], 1.0, 10);
         let at = |m: &mut Model, t, w| {
-            m.ingest_round(secs(t), vec![Ok(snapshot("wfq", vec![job(1, None, "none", 0, w)], vec![]))])
+            m.ingest_round(
+                secs(t),
+                vec![Ok(snapshot(
+                    "wfq",
+                    vec![job(1, None, "none", 0, w)],
+                    vec![],
+                ))],
+            )
         };
         at(&mut m, 1, 100 * M);
         at(&mut m, 2, M);
@@ -830,7 +847,11 @@ mod tests {
             secs(1),
             vec![
                 Ok(snapshot("wfq", vec![a], vec![rule("r", "*", 1, 2, &[7])])),
-                Ok(snapshot("wfq", vec![b], vec![rule("r", "*", 3, 0, &[7, 8])])),
+                Ok(snapshot(
+                    "wfq",
+                    vec![b],
+                    vec![rule("r", "*", 3, 0, &[7, 8])],
+                )),
             ],
         );
         let r = &m.rows()[0];
@@ -863,7 +884,10 @@ mod tests {
         m.ingest_round(secs(2), round(false));
         assert_eq!(m.rows()[0].queued, 2);
         assert_eq!(m.up_down(), (1, 1));
-        assert_eq!(m.servers[1].health, Health::Down("no response within 2s".into()));
+        assert_eq!(
+            m.servers[1].health,
+            Health::Down("no response within 2s".into())
+        );
         assert_eq!(m.policies(), vec![("wfq".to_string(), 1)]);
         m.ingest_round(secs(3), round(true));
         assert_eq!((m.rows()[0].queued, m.up_down()), (4, (2, 0)));
@@ -904,7 +928,11 @@ mod tests {
         for t in 0..6 {
             m.ingest_round(
                 secs(t),
-                vec![Ok(snapshot("wfq", vec![job(1, None, "none", 0, t * t * M)], vec![]))],
+                vec![Ok(snapshot(
+                    "wfq",
+                    vec![job(1, None, "none", 0, t * t * M)],
+                    vec![],
+                ))],
             );
         }
         assert_eq!(m.history(1), vec![5.0, 7.0, 9.0]);

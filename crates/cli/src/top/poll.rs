@@ -161,8 +161,8 @@ mod tests {
             .local_addr()
             .unwrap()
             .to_string();
-        let mut p = Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2))
-            .unwrap();
+        let mut p =
+            Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2)).unwrap();
         let answers = p.round();
         let why = answers[0].as_ref().unwrap_err();
         assert!(why.contains(&addr), "{why}");
@@ -183,8 +183,8 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         let s = server("127.0.0.1:0", &root);
         let addr = s.addr().to_string();
-        let mut p = Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2))
-            .unwrap();
+        let mut p =
+            Poller::new(vec![addr.clone()], "t".into(), None, Duration::from_secs(2)).unwrap();
         let snap = p.round().remove(0).unwrap();
         assert_eq!(snap.stats.policy, "iosets");
         assert!(snap.jobs.jobs.is_empty() && snap.rules.rules.is_empty());
@@ -202,8 +202,13 @@ mod tests {
         let root = std::env::temp_dir().join(format!("iosets-top-tok-{}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
         let s = server("127.0.0.1:0", &root);
-        let mut p = Poller::new(vec![s.addr().to_string()], "nope".into(), None, Duration::from_secs(2))
-            .unwrap();
+        let mut p = Poller::new(
+            vec![s.addr().to_string()],
+            "nope".into(),
+            None,
+            Duration::from_secs(2),
+        )
+        .unwrap();
         let why = p.round().remove(0).unwrap_err();
         assert!(why.contains("wrong token"), "{why}");
         s.shutdown().unwrap();
@@ -215,11 +220,13 @@ mod tests {
         // A listener that accepts connections (the kernel does) but never reads or answers.
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
-        let mut p = Poller::new(vec![addr], "t".into(), None, Duration::from_millis(300))
-            .unwrap();
+        let mut p = Poller::new(vec![addr], "t".into(), None, Duration::from_millis(300)).unwrap();
         let answers = p.round();
         let why = answers[0].as_ref().unwrap_err();
-        assert!(why.contains("no answer within") || why.contains("no response"), "{why}");
+        assert!(
+            why.contains("no answer within") || why.contains("no response"),
+            "{why}"
+        );
         drop(l);
     }
 }

@@ -164,22 +164,20 @@ fn header_lines(model: &Model) -> Vec<Line<'static>> {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    let mut first = vec![
-        Span::raw("iosets top  ").bold(),
-        Span::styled(
-            format!("servers {up} up"),
-            Style::new().fg(Color::Green),
-        ),
-        Span::raw(", "),
-        Span::styled(
-            format!("{down} down"),
-            if down > 0 {
-                Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
-            } else {
-                Style::new()
-            },
-        ),
-        Span::raw(format!(
+    let mut first =
+        vec![
+            Span::raw("iosets top  ").bold(),
+            Span::styled(format!("servers {up} up"), Style::new().fg(Color::Green)),
+            Span::raw(", "),
+            Span::styled(
+                format!("{down} down"),
+                if down > 0 {
+                    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+                } else {
+                    Style::new()
+                },
+            ),
+            Span::raw(format!(
             "  policy {}  jobs {}  queued {}  in service {}  read {} write {} MiB/s  every {} s",
             if policies.is_empty() { "-".into() } else { policies },
             model.rows().len(),
@@ -189,9 +187,12 @@ fn header_lines(model: &Model) -> Vec<Line<'static>> {
             mib_s(t.write_mib_s),
             model.interval_s,
         )),
-    ];
+        ];
     if model.paused {
-        first.push(Span::styled("  PAUSED", Style::new().fg(Color::Yellow).bold()));
+        first.push(Span::styled(
+            "  PAUSED",
+            Style::new().fg(Color::Yellow).bold(),
+        ));
     }
     let mut servers: Vec<Span<'static>> = Vec::new();
     for s in &model.servers {
@@ -220,7 +221,10 @@ fn header_lines(model: &Model) -> Vec<Line<'static>> {
     ));
     let mut third = vec![Span::raw(third)];
     if let Some(n) = &model.note {
-        third.push(Span::styled(format!("  {n}"), Style::new().fg(Color::Yellow)));
+        third.push(Span::styled(
+            format!("  {n}"),
+            Style::new().fg(Color::Yellow),
+        ));
     }
     vec![Line::from(first), Line::from(servers), Line::from(third)]
 }
@@ -261,7 +265,12 @@ fn draw_jobs(frame: &mut Frame<'_>, model: &Model, area: Rect) -> usize {
     let title = if rows.is_empty() {
         " jobs: none yet ".to_string()
     } else {
-        format!(" jobs {}\u{2013}{} of {} ", first + 1, first + shown.len(), rows.len())
+        format!(
+            " jobs {}\u{2013}{} of {} ",
+            first + 1,
+            first + shown.len(),
+            rows.len()
+        )
     };
     let heading = Row::new(columns.iter().map(|c| {
         let style = if *c == model.sort {
@@ -331,9 +340,14 @@ fn draw_rules(frame: &mut Frame<'_>, model: &Model, area: Rect) {
     ];
     let titles = RULE_TITLES.iter().take(if n > 1 { 8 } else { 7 });
     let table = Table::new(
-        rules
-            .iter()
-            .map(|r| Row::new(rule_cells(r, n).into_iter().map(Cell::from).collect::<Vec<_>>())),
+        rules.iter().map(|r| {
+            Row::new(
+                rule_cells(r, n)
+                    .into_iter()
+                    .map(Cell::from)
+                    .collect::<Vec<_>>(),
+            )
+        }),
         widths,
     )
     .header(Row::new(titles.map(|t| Cell::from(*t))).bold())
@@ -493,7 +507,11 @@ mod tests {
         );
         let (lines, _) = render(&m, 140, 30);
         assert!(lines[0].contains("servers 1 up, 1 down"), "{}", lines[0]);
-        assert!(lines[1].contains("gone:2 DOWN (cannot connect"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("gone:2 DOWN (cannot connect"),
+            "{}",
+            lines[1]
+        );
         assert!(lines[2].contains("upper bound"), "{}", lines[2]);
         assert_eq!(job_order(&lines), [11, 22]);
     }
@@ -515,7 +533,10 @@ mod tests {
         }
         assert_eq!(m.history(5), [0.0, 8.0, 1.0, 0.0]);
         assert_eq!(sparkline(&m.history(5), 8.0, 8), "     \u{2588}\u{2581} ");
-        assert_eq!(sparkline(&m.history(6), 8.0, 8), "    \u{2582}\u{2582}\u{2582}\u{2582}");
+        assert_eq!(
+            sparkline(&m.history(6), 8.0, 8),
+            "    \u{2582}\u{2582}\u{2582}\u{2582}"
+        );
         let (lines, _) = render(&m, 120, 20);
         let row = lines.iter().find(|l| l.starts_with("\u{2502}5 ")).unwrap();
         assert!(row.contains("     \u{2588}\u{2581} "), "{row}");
@@ -526,7 +547,10 @@ mod tests {
     fn a_long_job_list_scrolls() {
         let mut m = Model::new(&["a".into()], 1.0, 8);
         let jobs = (1..=100).map(|j| job(j, None, "none", 0, 0)).collect();
-        m.ingest_round(Duration::from_secs(1), vec![Ok(snapshot("wfq", jobs, vec![]))]);
+        m.ingest_round(
+            Duration::from_secs(1),
+            vec![Ok(snapshot("wfq", jobs, vec![]))],
+        );
         let (lines, page) = render(&m, 100, 24);
         // 24 lines: header 3, rules 3, footer 1, borders 2 and the heading 1 leave 14 rows.
         assert_eq!(page, 14);
@@ -554,8 +578,14 @@ mod tests {
         m.ingest_round(Duration::from_secs(1), two_jobs());
         let (lines, _) = render(&m, 40, 20);
         let heading = lines.iter().find(|l| l.starts_with("\u{2502}JOB")).unwrap();
-        assert!(heading.contains("PRIORITY") && heading.contains("SOURCE"), "{heading}");
-        assert!(!heading.contains("PEERS") && !heading.contains("TREND"), "{heading}");
+        assert!(
+            heading.contains("PRIORITY") && heading.contains("SOURCE"),
+            "{heading}"
+        );
+        assert!(
+            !heading.contains("PEERS") && !heading.contains("TREND"),
+            "{heading}"
+        );
         assert_eq!(job_order(&lines), [11, 22]);
         // Smaller than anything sensible: drawn without a panic.
         for (w, h) in [(1, 1), (10, 3), (20, 8)] {
@@ -569,7 +599,10 @@ mod tests {
         m.ingest_round(Duration::from_secs(1), two_jobs());
         let text = text_frame(&m);
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].starts_with("iosets top  servers 1 up, 0 down"), "{text}");
+        assert!(
+            lines[0].starts_with("iosets top  servers 1 up, 0 down"),
+            "{text}"
+        );
         let heading: Vec<&str> = lines[3].split("  ").filter(|c| !c.is_empty()).collect();
         assert_eq!(heading[..4], ["JOB", "SET", "PRIORITY", "SOURCE"], "{text}");
         let row: Vec<&str> = lines[4].split_whitespace().collect();
