@@ -97,6 +97,8 @@ fn tmux(socket: &str, args: &[&str]) -> std::process::Output {
         .args(["-L", socket])
         .args(args)
         .env("TERM", "xterm-256color")
+        // Started from inside a tmux session, tmux would refuse to nest.
+        .env_remove("TMUX")
         .stdin(Stdio::null())
         .output()
         .unwrap()

@@ -71,6 +71,17 @@ fn fitting_columns(model: &Model, room: u16) -> Vec<Column> {
         .collect()
 }
 
+/// A priority in at most four decimals (`0.01`, `1`, `0.0015`), or in scientific notation when
+/// that would hide it (`1.0e-5`).
+fn priority(p: f64) -> String {
+    if (0.001..1e6).contains(&p) {
+        let s = format!("{p:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{p:.1e}")
+    }
+}
+
 /// `v` MiB/s as a cell.
 fn mib_s(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.1}"))
@@ -114,7 +125,7 @@ fn cell(c: Column, r: &JobRow, model: &Model) -> String {
         Column::Job => r.job.to_string(),
         Column::Set => r.set.map_or("-".into(), |s| s.to_string()),
         Column::Priority => {
-            let p = r.priority.map_or("-".into(), |p| format!("{p}"));
+            let p = r.priority.map_or("-".into(), priority);
             if r.priority_differs {
                 format!("{p}*")
             } else {
@@ -455,6 +466,21 @@ mod tests {
             ],
             vec![rule("batch", "job={11}", 1, 3, &[11])],
         ))]
+    }
+
+    #[test]
+    fn priorities_read_short() {
+        let cases = [
+            (1.0, "1"),
+            (0.01, "0.01"),
+            (0.1 + 0.2, "0.3"),
+            (0.0015, "0.0015"),
+        ];
+        for (p, text) in cases {
+            assert_eq!(priority(p), text);
+        }
+        assert_eq!(priority(1e-5), "1.0e-5");
+        assert_eq!(priority(10f64.powi(-3)), "0.001");
     }
 
     #[test]
