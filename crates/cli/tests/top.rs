@@ -16,12 +16,23 @@ use common::{iosets, scratch, stderr, stdout};
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_types::{JobId, Priority};
 
-/// Starts `iosets serve ARGS` in `dir`; returns the child and the address it printed.
-fn serve(dir: &Path, args: &[&str]) -> (Child, String) {
+/// Starts `iosets serve` in `dir` on a free loopback port, serving `dir/root` with the control
+/// token in `dir/tok`; returns the child and the address it printed.
+fn serve(dir: &Path, root: &str) -> (Child, String) {
+    std::fs::create_dir_all(dir.join(root)).unwrap();
+    std::fs::write(dir.join("tok"), "secret\n").unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
         .current_dir(dir)
         .arg("serve")
-        .args(args)
+        .args([
+            "--root",
+            root,
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "tok",
+        ])
+        .args(["--admin-listen", "none"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -43,7 +54,7 @@ fn serve(dir: &Path, args: &[&str]) -> (Child, String) {
 /// server (and with it `iosets top`), the I/O server, the scratch directory.
 struct Rig {
     dir: PathBuf,
-    server: Child,
+    servers: Vec<Child>,
     tmux_socket: Option<String>,
     stop: Arc<AtomicBool>,
     writers: Vec<JoinHandle<u64>>,
@@ -61,8 +72,10 @@ impl Drop for Rig {
                 .stderr(Stdio::null())
                 .status();
         }
-        let _ = self.server.kill();
-        let _ = self.server.wait();
+        for s in &mut self.servers {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -159,25 +172,13 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
         "tmux is not installed: run scripts/ecosystem-tools.sh (it installs tmux)"
     );
     let dir = scratch("top-tmux");
-    std::fs::create_dir_all(dir.join("r")).unwrap();
-    std::fs::write(dir.join("tok"), "secret\n").unwrap();
-    let (server, addr) = serve(
-        &dir,
-        &[
-            "--root",
-            "r",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            "tok",
-            "--admin-listen",
-            "none",
-        ],
-    );
+    let (server, addr) = serve(&dir, "r");
     let stop = Arc::new(AtomicBool::new(false));
+    // A second server, killed once the screen is up: it must show as down, the rest going on.
+    let (doomed, doomed_addr) = serve(&dir, "r2");
     let mut rig = Rig {
         dir: dir.clone(),
-        server,
+        servers: vec![server, doomed],
         tmux_socket: None,
         stop: stop.clone(),
         writers: Vec::new(),
@@ -193,7 +194,7 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
     rig.tmux_socket = Some(socket.clone());
     let status = dir.join("top-status");
     let command = format!(
-        "'{}' top --server {addr} --token-file '{}' --interval 0.25; echo $? > '{}'",
+        "'{}' top --server {addr} --server {doomed_addr} --token-file '{}' --interval 0.25; echo $? > '{}'",
         env!("CARGO_BIN_EXE_iosets"),
         dir.join("tok").display(),
         status.display()
@@ -232,8 +233,15 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
         "{s}"
     );
     assert_eq!(row(&s, 22).unwrap()[..4], ["22", "0", "1", "hint"], "{s}");
-    assert!(s.contains("servers 1 up, 0 down"), "{s}");
+    assert!(s.contains("servers 2 up, 0 down"), "{s}");
     assert!(s.contains("sort JOB"), "{s}");
+
+    rig.servers[1].kill().unwrap();
+    rig.servers[1].wait().unwrap();
+    let s = wait_for(&socket, "the killed server shown down", limit, |s| {
+        s.contains("servers 1 up, 1 down") && s.contains(&format!("{doomed_addr} DOWN"))
+    });
+    assert_eq!(job_order(&s), [11, 22], "the live server's jobs stay:\n{s}");
 
     assert!(tmux(&socket, &["send-keys", "-t", "top", "s"])
         .status
@@ -272,24 +280,10 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
 #[test]
 fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers() {
     let dir = scratch("top-once");
-    std::fs::create_dir_all(dir.join("r")).unwrap();
-    std::fs::write(dir.join("tok"), "secret\n").unwrap();
-    let (server, addr) = serve(
-        &dir,
-        &[
-            "--root",
-            "r",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            "tok",
-            "--admin-listen",
-            "none",
-        ],
-    );
+    let (server, addr) = serve(&dir, "r");
     let rig = Rig {
         dir: dir.clone(),
-        server,
+        servers: vec![server],
         tmux_socket: None,
         stop: Arc::new(AtomicBool::new(false)),
         writers: Vec::new(),
