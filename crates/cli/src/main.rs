@@ -21,6 +21,7 @@ mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
 mod soak;
+mod top;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -134,6 +135,9 @@ enum Command {
     /// Configuration files: `iosets config check FILE` checks one without starting a server.
     #[command(subcommand)]
     Config(conventions::ConfigCommand),
+    /// A live view of one or many servers: jobs with their set, priority and its source,
+    /// bandwidth, queues, waits, quota rules (plain-text frames without a terminal).
+    Top(top::TopArgs),
 }
 
 #[derive(Debug, Args)]
@@ -701,6 +705,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => conventions::completions(args, Cli::command()),
         Command::Man(args) => conventions::man(args, Cli::command()),
         Command::Config(command) => conventions::config(command),
+        Command::Top(args) => top::run(args),
         Command::Policies => {
             policies();
             Ok(())
