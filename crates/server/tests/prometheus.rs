@@ -480,13 +480,21 @@ fn prometheus_scrapes_a_jobs_byte_rate() {
 
     let series = format!("iosets_job_bytes_total{{job_id=\"{JOB}\",direction=\"write\"}}");
     let rate_query = format!("rate({series}[{WINDOW_S}s])");
-    // Prometheus' rate and the writer's own over the same window, once the writer has been
-    // running for longer than the window (both rates then cover steady writing only).
+    // Samples of the series within one more second than the window: once there are that
+    // many (one a second), Prometheus has scraped the job's steady writing across the whole
+    // window; before, rate() extrapolates a few samples over part of it and divides by the
+    // whole window (0.4 of the true rate with two samples), which is not what is tested.
+    let covered_query = format!("count_over_time({series}[{}s])", WINDOW_S + 1);
+    // Prometheus' rate and the writer's own over the same window.
     let (labels, rate, own) = loop {
         let t = unix_now();
         let result = prom.query(&rate_query, t);
+        let covered = prom
+            .query(&covered_query, t)
+            .first()
+            .is_some_and(|(_, n)| *n >= (WINDOW_S + 1) as f64);
         if let [(labels, rate)] = result.as_slice() {
-            if *rate > 0.0 && t - writer.started() > WINDOW_S as f64 + 1.0 {
+            if *rate > 0.0 && covered && t - writer.started() > WINDOW_S as f64 + 1.0 {
                 let own = (writer.written_by(t) - writer.written_by(t - WINDOW_S as f64)) as f64
                     / WINDOW_S as f64;
                 break (labels.clone(), *rate, own);
