@@ -444,6 +444,40 @@ fn the_dashboard_queries_only_exported_metrics() {
     }
 }
 
+/// The families of an exposition, from its `# TYPE` lines.
+fn families(body: &str) -> BTreeSet<String> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|rest| rest.split_whitespace().next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_metrics_doc_lists_exactly_the_exported_families() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    // The tables of the "## Metrics" section: rows starting with a metric name.
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Metrics\n"))
+        .expect("a `## Metrics` section");
+    let documented: BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `iosets_"))
+        .map(|rest| format!("iosets_{}", rest.split('`').next().unwrap()))
+        .collect();
+    let root = TempDir::new("doc");
+    let server = server(&root);
+    let exported = families(&exposition(server.admin_addr().unwrap()));
+    let missing: Vec<_> = exported.difference(&documented).collect();
+    let stale: Vec<_> = documented.difference(&exported).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "{}: undocumented {missing:?}; documented but not exported {stale:?}",
+        path.display()
+    );
+}
+
 #[test]
 fn the_example_scrape_config_passes_promtool() {
     let promtool = tool("promtool");
