@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the external programs that the ecosystem integrations' tests drive (Prometheus, ...).
+# Idempotent and quiet: installs only what is missing; fails loudly (non-zero, the apt log on
+# stderr) when an install fails. Needs root, as on the project's machines.
+#
+# Usage: bash scripts/ecosystem-tools.sh
+set -euo pipefail
+
+apt_updated=0
+# apt_install PKG...: installs the Debian packages given, running `apt-get update` once first.
+apt_install() {
+  local log
+  log=$(mktemp)
+  if [ "$apt_updated" = 0 ]; then
+    apt-get update -qq >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$log" 2>&1 \
+    || { echo "ecosystem-tools.sh: apt-get install $* failed:" >&2; cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+}
+
+# --- prom ---
+# Debian's prometheus package: the `prometheus` server that crates/server/tests/prometheus.rs
+# starts (its own config, temp storage, a free loopback port) to scrape a running iosets
+# server, and `promtool` (check metrics / check config). On a host with systemd the package
+# also enables a prometheus.service on :9090; the test does not use it.
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  apt_install prometheus
+fi
+# --- end prom ---
