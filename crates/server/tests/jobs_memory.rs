@@ -229,7 +229,10 @@ fn metrics_list_the_latest_jobs_and_sum_the_others() {
         (1..=15).sum::<u64>() as f64
     );
     assert_eq!(
-        value(&text, "iosets_job_queue_wait_seconds_count{job_id=\"other\"}"),
+        value(
+            &text,
+            "iosets_job_queue_wait_seconds_count{job_id=\"other\"}"
+        ),
         16.0
     );
     assert_eq!(

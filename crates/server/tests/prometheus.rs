@@ -151,7 +151,10 @@ impl Prometheus {
         let out = std::fs::File::create(&log).unwrap();
         let child = Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.0.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.0.join("data").display()
+            ))
             .arg(format!("--web.listen-address={addr}"))
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
@@ -197,16 +200,14 @@ impl Prometheus {
     /// The instant-vector result of `query` evaluated at `time` (UNIX seconds): each series'
     /// labels and value.
     fn query(&self, query: &str, time: f64) -> Vec<(serde_json::Value, f64)> {
-        let path = format!(
-            "/api/v1/query?query={}&time={time:.3}",
-            url_encode(query)
-        );
+        let path = format!("/api/v1/query?query={}&time={time:.3}", url_encode(query));
         let (status, body) = match http_get(self.addr, &path) {
             Ok(r) => r,
             Err(e) => self.fail(&format!("querying {query}: {e}")),
         };
-        let v: serde_json::Value = serde_json::from_str(&body)
-            .unwrap_or_else(|e| self.fail(&format!("{query}: HTTP {status}, not JSON ({e}): {body}")));
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_else(|e| {
+            self.fail(&format!("{query}: HTTP {status}, not JSON ({e}): {body}"))
+        });
         if v["status"] != "success" || v["data"]["resultType"] != "vector" {
             self.fail(&format!("{query}: HTTP {status}: {body}"));
         }
@@ -266,7 +267,10 @@ impl Writer {
     /// Bytes written by UNIX time `t` (as of the last write logged at or before it).
     fn written_by(&self, t: f64) -> u64 {
         let log = self.log.lock().unwrap();
-        log.iter().take_while(|(at, _)| *at <= t).last().map_or(0, |&(_, b)| b)
+        log.iter()
+            .take_while(|(at, _)| *at <= t)
+            .last()
+            .map_or(0, |&(_, b)| b)
     }
 
     /// When it started (UNIX seconds).
@@ -396,8 +400,8 @@ fn dashboard_queries(v: &serde_json::Value, out: &mut Vec<String>) {
 fn the_dashboard_queries_only_exported_metrics() {
     let path = deploy().join("grafana/iosets.json");
     let text = std::fs::read_to_string(&path).unwrap();
-    let dashboard: serde_json::Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
     let mut queries = Vec::new();
     dashboard_queries(&dashboard, &mut queries);
 
@@ -537,7 +541,9 @@ fn prometheus_scrapes_a_jobs_byte_rate() {
             prom.fail(&format!("{rate_query}: several series: {result:?}"));
         }
         if Instant::now() > deadline {
-            prom.fail(&format!("{rate_query}: no positive result in {DEADLINE:?}: {result:?}"));
+            prom.fail(&format!(
+                "{rate_query}: no positive result in {DEADLINE:?}: {result:?}"
+            ));
         }
         std::thread::sleep(Duration::from_millis(500));
     };
@@ -572,7 +578,9 @@ fn prometheus_scrapes_a_jobs_byte_rate() {
             }
         }
         if Instant::now() > deadline {
-            prom.fail(&format!("{series}: {result:?}, not the {written} bytes written"));
+            prom.fail(&format!(
+                "{series}: {result:?}, not the {written} bytes written"
+            ));
         }
         std::thread::sleep(Duration::from_millis(500));
     }
