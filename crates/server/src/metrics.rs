@@ -177,7 +177,6 @@ type JobMetric = (
     &'static [(&'static str, JobValue)],
 );
 
-/// The whole exposition.
 /// Connections, byte budgets, refusals and hints: the server's defences (issue 16).
 fn render_guard(out: &mut String, shared: &Shared) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -245,6 +244,9 @@ fn render_guard(out: &mut String, shared: &Shared) {
     );
 }
 
+/// The whole exposition: every family with `# HELP` and `# TYPE` lines, names and labels as
+/// listed in docs/metrics.md (per-job series labelled `job_id`, since Prometheus keeps `job`
+/// for the scrape job).
 pub(crate) fn render(shared: &Shared) -> String {
     let mut out = String::with_capacity(8192);
     let stats = shared.sched.stats();
