@@ -773,11 +773,16 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         out,
         "iosets_job_set",
         "gauge",
-        "The IO-SETS set automatic priorities placed each listed job in (Set-b mapping: \
-         round(log_b of its I/O period in seconds), b = 10 by default); none before placement.",
+        "The IO-SETS set of each listed job, as `iosets ctl jobs` shows it: where automatic \
+         priorities placed it (round(log10 of its I/O period in seconds)), else the set whose \
+         priority (10^-set) is the one in force; none otherwise.",
     );
     for j in &listed {
-        if let Some(set) = j.set {
+        let set = j.set.or_else(|| {
+            j.priority
+                .and_then(|p| crate::control::set_of(p.value.get()))
+        });
+        if let Some(set) = set {
             let _ = writeln!(out, "iosets_job_set{{job_id=\"{}\"}} {set}", j.job);
         }
     }

@@ -18,10 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{metrics, TempDir};
+use common::{metrics, Conn, TempDir};
 use iosets_client::{BlockingClient, ClientConfig, JobId, Priority};
+use iosets_proto::{Control, Reply, Response};
 use iosets_server::{Server, ServerConfig, ServerHandle};
 
+/// The control token of the tests' servers.
+const TOKEN: &str = "prom";
 /// The job whose writes the tests follow.
 const JOB: u64 = 7;
 /// Its writes: this many bytes each, over a file of `FILE_BLOCKS` of them (rewritten in turn,
@@ -60,6 +63,7 @@ fn tool(name: &str) -> PathBuf {
 /// of the exposition has series).
 fn server(root: &TempDir) -> ServerHandle {
     let mut cfg = ServerConfig::new(&root.0);
+    cfg.token = Some(TOKEN.into());
     cfg.throttle_mib_s = Some(THROTTLE_MIB_S);
     cfg.set_quota_toml("[[rule]]\nname = \"writers\"\nmatch = \"job=7\"\nthreads_pct = 50\n")
         .unwrap();
@@ -303,9 +307,28 @@ fn the_exposition_passes_promtool() {
     }
     c.read_at("f", 0, BLOCK).unwrap();
     c.fsync("f").unwrap();
+    // Job 8 put into set 2 (priority 10^-2) by the control plane.
+    let mut ctl = Conn::connect(server.addr(), 0);
+    let set = ctl.control(
+        TOKEN,
+        Control::SetPriority {
+            job: JobId(8),
+            priority: Priority::new(0.01).unwrap(),
+        },
+    );
+    assert_eq!(set, Response::Ok(Reply::Done));
     let body = exposition(server.admin_addr().unwrap());
-    // The page has what the check is about: per-job series with the job_id label, a rule's.
+    // The page has what the check is about: per-job series with the job_id label, set
+    // membership, a rule's series.
     assert!(body.contains("iosets_job_bytes_total{job_id=\"7\",direction=\"write\"} 131072"));
+    assert!(
+        body.contains("\niosets_job_set{job_id=\"8\"} 2\n"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("iosets_job_set{job_id=\"7\"}"),
+        "job 7's hint 0.5 is no set's priority"
+    );
     assert!(body.contains("iosets_rule_admitted_total{rule=\"writers\"}"));
 
     let mut child = Command::new(promtool)
