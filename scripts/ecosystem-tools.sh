@@ -1,15 +1,41 @@
 #!/usr/bin/env bash
-# Installs the external programs the HPC-ecosystem integrations are tested with (issue 17).
-# Idempotent and quiet: installs only what is missing; fails loudly on error. Needs root.
+# Installs the external programs the HPC-ecosystem integrations are tested with (issue 17):
+# Prometheus, tmux, Slurm and munge, Python's venv. Idempotent and quiet: installs only what is
+# missing; fails loudly (non-zero, the apt log on stderr) when an install fails. Needs root, as
+# on the project's machines. scripts/test.sh runs it before the tests.
+#
+# Usage: bash scripts/ecosystem-tools.sh
 # One block per integration, delimited by `# --- <name> ---` / `# --- end <name> ---`.
 set -euo pipefail
+
+apt_updated=0
+# apt_install PKG...: installs the Debian packages given, running `apt-get update` once first.
+apt_install() {
+  local log
+  log=$(mktemp)
+  if [ "$apt_updated" = 0 ]; then
+    apt-get update -qq >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$log" 2>&1 \
+    || { echo "ecosystem-tools.sh: apt-get install $* failed:" >&2; cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+}
+
+# --- prom ---
+# Debian's prometheus package: the `prometheus` server that crates/server/tests/prometheus.rs
+# starts (its own config, temp storage, a free loopback port) to scrape a running iosets
+# server, and `promtool` (check metrics / check config). On a host with systemd the package
+# also enables a prometheus.service on :9090; the test does not use it.
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+  apt_install prometheus
+fi
+# --- end prom ---
 
 # --- top ---
 # tmux: crates/cli/tests/top.rs runs `iosets top` in a real tmux session.
 if ! command -v tmux >/dev/null 2>&1; then
-  echo "ecosystem-tools: installing tmux" >&2
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
-  command -v tmux >/dev/null 2>&1 || { echo "ecosystem-tools: tmux did not install" >&2; exit 1; }
+  apt_install tmux
+  command -v tmux >/dev/null 2>&1 || { echo "ecosystem-tools.sh: tmux did not install" >&2; exit 1; }
 fi
 # --- end top ---

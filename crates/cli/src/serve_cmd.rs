@@ -112,7 +112,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
     max_inflight_mib: Option<f64>,
     /// Jobs with their own series in /metrics (default 100; the others are summed under
-    /// job="other").
+    /// job_id="other").
     #[arg(long, value_name = "N")]
     metrics_max_jobs: Option<usize>,
 }

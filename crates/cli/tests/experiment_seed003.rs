@@ -213,8 +213,8 @@ fn a_tiny_run_of_the_three_settings_measures_and_draws_them() {
     // The on run: the server's metrics show both jobs and the rule's 17 threads of 24.
     let metrics = std::fs::read_to_string(out.join("runs/on-1/snapshot-metrics.txt")).unwrap();
     for needle in [
-        "iosets_job_ops_total{job=\"1\"",
-        "iosets_job_ops_total{job=\"2\"",
+        "iosets_job_ops_total{job_id=\"1\"",
+        "iosets_job_ops_total{job_id=\"2\"",
         "iosets_rule_threads{rule=\"compute\"} 17",
     ] {
         assert!(

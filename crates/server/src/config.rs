@@ -49,7 +49,7 @@ pub struct ServerConfig {
     /// Jobs the server keeps statistics for at once (the least recently active go first).
     pub max_jobs: usize,
     /// Jobs given their own series in `/metrics` (the most recently active; the others are
-    /// summed under `job="other"`), so that the page stays small whatever the number of jobs.
+    /// summed under `job_id="other"`), so that the page stays small whatever the number of jobs.
     /// In `0..=100000`; default 100.
     pub metrics_max_jobs: usize,
     /// Offer the same-host transport: a Unix-domain socket beside the TCP listener, on which a
@@ -473,7 +473,7 @@ impl ServerConfig {
         if self.metrics_max_jobs > 100_000 {
             return bad(format!(
                 "metrics_max_jobs = {}: must be in 0..=100000 (jobs with their own series in \
-                 /metrics; the others are summed under job=\"other\")",
+                 /metrics; the others are summed under job_id=\"other\")",
                 self.metrics_max_jobs
             ));
         }

@@ -153,7 +153,7 @@ pub(crate) fn rules(shared: &Shared) -> RulesReport {
 }
 
 /// The Set-10 index of a priority, if it is one of Set-10's (`10^-i`).
-fn set_of(priority: f64) -> Option<i32> {
+pub(crate) fn set_of(priority: f64) -> Option<i32> {
     let map = SetMapping::new(10.0, Priority::new(0.02).expect("positive"))?;
     let i = (-priority.log10()).round();
     if !i.is_finite() || i.abs() > 300.0 {

@@ -177,7 +177,6 @@ type JobMetric = (
     &'static [(&'static str, JobValue)],
 );
 
-/// The whole exposition.
 /// Connections, byte budgets, refusals and hints: the server's defences (issue 16).
 fn render_guard(out: &mut String, shared: &Shared) {
     use std::sync::atomic::Ordering::Relaxed;
@@ -188,7 +187,7 @@ fn render_guard(out: &mut String, shared: &Shared) {
             shared.connections.len() as f64,
         ),
         (
-            "iosets_connections_max",
+            "iosets_connections_limit",
             "The connection cap (max_connections).",
             shared.max_connections as f64,
         ),
@@ -198,7 +197,7 @@ fn render_guard(out: &mut String, shared: &Shared) {
             (shared.inflight_bytes.used_kib() * 1024) as f64,
         ),
         (
-            "iosets_inflight_bytes_max",
+            "iosets_inflight_limit_bytes",
             "The bound on in-flight bytes (max_inflight_bytes).",
             (u64::from(shared.inflight_bytes.kib) * 1024) as f64,
         ),
@@ -245,6 +244,9 @@ fn render_guard(out: &mut String, shared: &Shared) {
     );
 }
 
+/// The whole exposition: every family with `# HELP` and `# TYPE` lines, names and labels as
+/// listed in docs/metrics.md (per-job series labelled `job_id`, since Prometheus keeps `job`
+/// for the scrape job).
 pub(crate) fn render(shared: &Shared) -> String {
     let mut out = String::with_capacity(8192);
     let stats = shared.sched.stats();
@@ -253,14 +255,14 @@ pub(crate) fn render(shared: &Shared) -> String {
 
     header(
         &mut out,
-        "iosets_up_seconds",
+        "iosets_start_time_seconds",
         "gauge",
-        "Seconds since the server started.",
+        "When the server started (its scheduler clock's zero), in seconds since the UNIX epoch.",
     );
     let _ = writeln!(
         out,
-        "iosets_up_seconds {}",
-        shared.start.elapsed().as_secs_f64()
+        "iosets_start_time_seconds {}",
+        shared.clock_zero_unix_ns as f64 / 1e9
     );
     header(
         &mut out,
@@ -271,24 +273,43 @@ pub(crate) fn render(shared: &Shared) -> String {
     let _ = writeln!(out, "iosets_policy_info{{policy=\"{policy}\"}} 1");
     render_guard(&mut out, shared);
 
-    header(
-        &mut out,
-        "iosets_policy_requests_total",
-        "counter",
-        "Conservation counters, summed over every policy instance the server has run.",
-    );
-    for (what, v) in [
-        ("inserted", c.inserted),
-        ("merged", c.merged),
-        ("dispatched", c.dispatched),
-        ("completed", c.completed),
-        ("failed", c.failed),
-        ("withdrawn", c.withdrawn),
+    // The conservation counters, one family each: they are stages of one request, so a sum
+    // over a label joining them would mean nothing. No policy label: they are summed over
+    // every policy instance the server has run (`iosets_policy_info` says which runs now).
+    for (name, help, v) in [
+        (
+            "iosets_requests_inserted_total",
+            "Requests inserted into the policy (every policy instance the server has run).",
+            c.inserted,
+        ),
+        (
+            "iosets_requests_merged_total",
+            "Requests merged into a queued neighbour by the policy.",
+            c.merged,
+        ),
+        (
+            "iosets_requests_dispatched_total",
+            "Requests dispatched by the policy to a worker.",
+            c.dispatched,
+        ),
+        (
+            "iosets_requests_completed_total",
+            "Requests completed (successfully or not) after dispatch.",
+            c.completed,
+        ),
+        (
+            "iosets_requests_failed_total",
+            "Requests whose batch failed or was abandoned.",
+            c.failed,
+        ),
+        (
+            "iosets_requests_withdrawn_total",
+            "Requests withdrawn from the policy before dispatch.",
+            c.withdrawn,
+        ),
     ] {
-        let _ = writeln!(
-            out,
-            "iosets_policy_requests_total{{policy=\"{policy}\",counter=\"{what}\"}} {v}"
-        );
+        header(&mut out, name, "counter", help);
+        let _ = writeln!(out, "{name} {v}");
     }
     header(
         &mut out,
@@ -296,11 +317,7 @@ pub(crate) fn render(shared: &Shared) -> String {
         "gauge",
         "Requests waiting in the policy.",
     );
-    let _ = writeln!(
-        out,
-        "iosets_queued_requests{{policy=\"{policy}\"}} {}",
-        stats.queued
-    );
+    let _ = writeln!(out, "iosets_queued_requests {}", stats.queued);
     header(
         &mut out,
         "iosets_in_service_requests",
@@ -309,7 +326,7 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     let _ = writeln!(
         out,
-        "iosets_in_service_requests{{policy=\"{policy}\"}} {}",
+        "iosets_in_service_requests {}",
         stats.requests_in_service
     );
     header(
@@ -321,13 +338,6 @@ pub(crate) fn render(shared: &Shared) -> String {
     let _ = writeln!(out, "iosets_policy_switches_total {}", stats.switches);
 
     let n = &shared.counters;
-    header(
-        &mut out,
-        "iosets_connections",
-        "gauge",
-        "Open client connections.",
-    );
-    let _ = writeln!(out, "iosets_connections {}", n.connections());
     header(
         &mut out,
         "iosets_frames_total",
@@ -556,7 +566,7 @@ fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
 
 /// The jobs given their own series: at most `max`, those with requests queued or in service
 /// first, then the most recently active (latest completion first; the lower id on a tie). The
-/// others are summed under `job="other"`.
+/// others are summed under `job_id="other"`.
 fn listed_jobs(jobs: &[JobStats], max: usize) -> (Vec<&JobStats>, Vec<&JobStats>) {
     let mut all: Vec<&JobStats> = jobs.iter().collect();
     if all.len() <= max {
@@ -579,7 +589,7 @@ fn listed_jobs(jobs: &[JobStats], max: usize) -> (Vec<&JobStats>, Vec<&JobStats>
 }
 
 /// The per-job part of the exposition (`iosets_jobs_*` and `iosets_job_*`): series for at most
-/// `max` jobs ([`listed_jobs`]) and, when there are more, their sums under `job="other"` for
+/// `max` jobs ([`listed_jobs`]) and, when there are more, their sums under `job_id="other"` for
 /// the series that add up (counts, bytes, bandwidth, the queue wait's sum and count; not its
 /// quantiles, nor priorities). A job enters and leaves the listed set as it becomes active or
 /// idle, so `other`'s counters can go down between two scrapes (Prometheus reads that as a
@@ -598,7 +608,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         "iosets_jobs_in_metrics",
         "gauge",
         "Jobs with their own per-job series (metrics_max_jobs at most, the most recently \
-         active); the others are summed under job=\"other\".",
+         active); the others are summed under job_id=\"other\".",
     );
     let _ = writeln!(out, "iosets_jobs_in_metrics {}", listed.len());
     header(
@@ -690,7 +700,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         header(out, name, kind, help);
         for (job, j) in &rows {
             for (label, value) in series {
-                let _ = writeln!(out, "{name}{{job=\"{job}\"{label}}} {}", value(j));
+                let _ = writeln!(out, "{name}{{job_id=\"{job}\"{label}}} {}", value(j));
             }
         }
     }
@@ -705,7 +715,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         for (window, v) in [("1s", one), ("10s", ten)] {
             let _ = writeln!(
                 out,
-                "iosets_job_bandwidth_bytes_per_second{{job=\"{job}\",window=\"{window}\"}} {v}"
+                "iosets_job_bandwidth_bytes_per_second{{job_id=\"{job}\",window=\"{window}\"}} {v}"
             );
         }
     }
@@ -720,7 +730,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         for (q, v) in [("0.5", w.p50_ns), ("0.99", w.p99_ns)] {
             let _ = writeln!(
                 out,
-                "iosets_job_queue_wait_seconds{{job=\"{}\",quantile=\"{q}\"}} {}",
+                "iosets_job_queue_wait_seconds{{job_id=\"{}\",quantile=\"{q}\"}} {}",
                 j.job,
                 v as f64 / 1e9
             );
@@ -733,12 +743,12 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         };
         let _ = writeln!(
             out,
-            "iosets_job_queue_wait_seconds_sum{{job=\"{job}\"}} {}",
+            "iosets_job_queue_wait_seconds_sum{{job_id=\"{job}\"}} {}",
             sum_ns as f64 / 1e9
         );
         let _ = writeln!(
             out,
-            "iosets_job_queue_wait_seconds_count{{job=\"{job}\"}} {}",
+            "iosets_job_queue_wait_seconds_count{{job_id=\"{job}\"}} {}",
             j.queue_wait.count
         );
     }
@@ -752,10 +762,44 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         if let Some(p) = j.priority {
             let _ = writeln!(
                 out,
-                "iosets_job_priority{{job=\"{}\",source=\"{}\"}} {}",
+                "iosets_job_priority{{job_id=\"{}\",source=\"{}\"}} {}",
                 j.job,
                 p.source.as_str(),
                 p.value
+            );
+        }
+    }
+    header(
+        out,
+        "iosets_job_set",
+        "gauge",
+        "The IO-SETS set of each listed job, as `iosets ctl jobs` shows it: where automatic \
+         priorities placed it (round(log10 of its I/O period in seconds)), else the set whose \
+         priority (10^-set) is the one in force; none otherwise.",
+    );
+    for j in &listed {
+        let set = j.set.or_else(|| {
+            j.priority
+                .and_then(|p| crate::control::set_of(p.value.get()))
+        });
+        if let Some(set) = set {
+            let _ = writeln!(out, "iosets_job_set{{job_id=\"{}\"}} {set}", j.job);
+        }
+    }
+    header(
+        out,
+        "iosets_job_period_seconds",
+        "gauge",
+        "The I/O period automatic priorities found per listed job (mean time between the \
+         starts of its I/O phases).",
+    );
+    for j in &listed {
+        if let Some(p) = j.period {
+            let _ = writeln!(
+                out,
+                "iosets_job_period_seconds{{job_id=\"{}\"}} {}",
+                j.job,
+                p.0 as f64 / 1e9
             );
         }
     }

@@ -86,7 +86,7 @@ fn run(jobs: u64, auto_priority: bool, max_jobs: usize) -> Measured {
     let (rss_kib, hwm_kib) = rss_kib();
     let text = metrics(server.admin_addr().unwrap());
     let metrics_lines = text.lines().count();
-    let metrics_job_lines = text.lines().filter(|l| l.contains("{job=\"")).count();
+    let metrics_job_lines = text.lines().filter(|l| l.contains("{job_id=\"")).count();
     let report_bytes = match c.control(TOKEN, Control::Jobs) {
         Response::Ok(Reply::Json(t)) => {
             let r: JobsReport = serde_json::from_str(&t).unwrap();
@@ -176,9 +176,9 @@ fn twenty_thousand_job_ids_cost_a_bounded_book_and_metrics_page() {
         r.job_book_bytes,
         r.jobs_known
     );
-    // 100 listed jobs and job="other": 12 lines each at most.
+    // 100 listed jobs and job_id="other": 14 lines each at most.
     assert!(
-        m.metrics_job_lines <= 12 * 101,
+        m.metrics_job_lines <= 14 * 101,
         "{} per-job lines",
         m.metrics_job_lines
     );
@@ -215,32 +215,35 @@ fn metrics_list_the_latest_jobs_and_sum_the_others() {
     assert_eq!(value(&text, "iosets_jobs_in_metrics"), 5.0);
     let listed: Vec<u64> = text
         .lines()
-        .filter_map(|l| l.strip_prefix("iosets_job_ops_total{job=\""))
+        .filter_map(|l| l.strip_prefix("iosets_job_ops_total{job_id=\""))
         .filter_map(|l| l.split('"').next()?.parse().ok())
         .collect();
     assert_eq!(listed, vec![16, 17, 18, 19, 20], "the five latest");
     // The others: job 100's create and jobs 1 to 15's writes.
-    assert_eq!(value(&text, "iosets_job_ops_total{job=\"other\"}"), 16.0);
+    assert_eq!(value(&text, "iosets_job_ops_total{job_id=\"other\"}"), 16.0);
     assert_eq!(
         value(
             &text,
-            "iosets_job_bytes_total{job=\"other\",direction=\"write\"}"
+            "iosets_job_bytes_total{job_id=\"other\",direction=\"write\"}"
         ),
         (1..=15).sum::<u64>() as f64
     );
     assert_eq!(
-        value(&text, "iosets_job_queue_wait_seconds_count{job=\"other\"}"),
+        value(
+            &text,
+            "iosets_job_queue_wait_seconds_count{job_id=\"other\"}"
+        ),
         16.0
     );
     assert_eq!(
         value(
             &text,
-            "iosets_job_bytes_total{job=\"18\",direction=\"write\"}"
+            "iosets_job_bytes_total{job_id=\"18\",direction=\"write\"}"
         ),
         18.0
     );
     assert!(
-        !text.contains("job=\"other\",quantile"),
+        !text.contains("job_id=\"other\",quantile"),
         "no quantiles of a sum"
     );
     server.shutdown().unwrap();

@@ -128,7 +128,7 @@ fn bad_frames_are_answered_and_others_keep_being_served() {
     http.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
     assert!(text.contains("# TYPE iosets_queue_wait_seconds histogram"));
-    assert!(text.contains("iosets_job_bytes_total{job=\"8\",direction=\"write\"} 3"));
+    assert!(text.contains("iosets_job_bytes_total{job_id=\"8\",direction=\"write\"} 3"));
     let bad_frames: u64 = text
         .lines()
         .find_map(|l| l.strip_prefix("iosets_bad_frames_total "))

@@ -232,13 +232,13 @@ fn a_job_doing_only_metadata_counts_its_operations_and_no_bytes() {
     assert_eq!(j.queue_wait.count, n + 1);
     let text = metrics(admin);
     assert_eq!(
-        value(&text, "iosets_job_ops_total{job=\"7\"}"),
+        value(&text, "iosets_job_ops_total{job_id=\"7\"}"),
         (n + 1) as f64
     );
     assert_eq!(
         value(
             &text,
-            "iosets_job_bytes_total{job=\"7\",direction=\"write\"}"
+            "iosets_job_bytes_total{job_id=\"7\",direction=\"write\"}"
         ),
         0.0
     );
