@@ -18,6 +18,8 @@ done
 
 echo "== file system tools (fuse3, fio, bindfs, pjdfstest, fsx) for the mount's tests"
 bash scripts/fs-tools.sh >/dev/null
+echo "== ecosystem tools (prometheus, tmux, slurm, munge, python venv) for the integrations' tests"
+bash scripts/ecosystem-tools.sh
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
