@@ -475,11 +475,16 @@ fn clients_that_never_read_cannot_hold_the_servers_bytes_from_the_others() {
         value(&metrics(admin), "iosets_inflight_bytes") >= 0.9 * 4.0 * 1048576.0
             || refusals(admin, "write_timeout") >= 1.0
     });
-    // A new client is served, and the flooders were closed to make that possible.
+    // A new client is served, and the flooders are closed (after a second without progress
+    // under pressure). The client may be served before the first close when the budget is at
+    // 90 % but not yet full, so the close is awaited, not expected at once (it failed 1 run in
+    // 6 under load when it was).
     let mut good = Conn::connect(server.addr(), 3);
     good.ok(create("f"));
     good.ok(write("f", 0, b"served".to_vec()));
-    assert!(refusals(admin, "write_timeout") >= 1.0);
+    eventually("a flooder to be closed for making no progress", || {
+        refusals(admin, "write_timeout") >= 1.0
+    });
     drop(flooders);
     assert!(server.shutdown().unwrap().balanced);
 }
