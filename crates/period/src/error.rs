@@ -61,6 +61,21 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// A file that is neither text (at `line`, it is not UTF-8) nor a MessagePack trace.
+    #[error(
+        "cannot read trace {}: not text (line {line} is not UTF-8; a Darshan log must first be \
+         printed with darshan-dxt-parser) nor {}",
+        path.display(),
+        describe(std::slice::from_ref(msgpack))
+    )]
+    NotText {
+        /// The file.
+        path: PathBuf,
+        /// The first line that is not UTF-8.
+        line: usize,
+        /// Why the MessagePack reader refused it.
+        msgpack: Box<Error>,
+    },
     /// One record of a binary trace (MessagePack) is malformed.
     #[error("{format} trace, record {record} (byte {offset}): {message}")]
     Decode {

@@ -311,7 +311,23 @@ pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
     }
     let order = match format.or_else(|| Format::sniff(&bytes)) {
         Some(f) => vec![f],
-        None => Format::by_name(path),
+        None => {
+            if let Err(e) = std::str::from_utf8(&bytes) {
+                // Not text: only the binary reader can read it; say so once.
+                return match parse_bytes(&bytes, Format::TmioMsgpack) {
+                    Ok(events) => Ok(Trace {
+                        format: Format::TmioMsgpack,
+                        events,
+                    }),
+                    Err(m) => Err(Error::NotText {
+                        path: path.to_path_buf(),
+                        line: 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+                        msgpack: Box::new(m),
+                    }),
+                };
+            }
+            Format::by_name(path)
+        }
     };
     let mut attempts = Vec::new();
     for format in order {
