@@ -277,6 +277,12 @@ fn sections(
 }
 
 fn json_doc(f: Format, text: &str) -> Result<(Cow<'_, str>, Map<String, Value>)> {
+    if text.trim().is_empty() {
+        return Err(Error::Empty {
+            format: f,
+            detail: "the text is empty".into(),
+        });
+    }
     let text = nan_to_null(text);
     let doc: Value = serde_json::from_str(&text)
         .map_err(|e| parse_err(f, e.line().max(1), format!("not JSON ({e})")))?;
