@@ -150,7 +150,9 @@ impl Format {
                     "write_sync",
                     "io_time",
                 ];
-                if keys.len() == 1 && TMIO.contains(&keys[0].as_str()) {
+                // TMIO writes seven lines per flush; one line alone is one JSON document.
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                if keys.len() == 1 && TMIO.contains(&keys[0].as_str()) && lines > 1 {
                     return Some(Format::Tmio);
                 }
                 if keys.iter().any(|k| k == "start") {
