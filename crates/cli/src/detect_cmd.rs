@@ -73,7 +73,14 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         Some(m) => (m, "--mode"),
         None => {
             let m = trace.default_mode();
-            (m, if m == Mode::Write { "default" } else { "default: the trace has no write" })
+            (
+                m,
+                if m == Mode::Write {
+                    "default"
+                } else {
+                    "default: the trace has no write"
+                },
+            )
         }
     };
     let mut jobs = trace.by_job_in(mode);

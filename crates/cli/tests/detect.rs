@@ -45,7 +45,10 @@ fn table_gives_each_job_period_set_priority_and_phases() {
     let all: Vec<&str> = out.lines().collect();
     assert_eq!(all.len(), 4, "{out}");
     // The first line says what was read and how.
-    assert!(all[0].starts_with("# ") && all[0].contains("csv trace, mode all"), "{out}");
+    assert!(
+        all[0].starts_with("# ") && all[0].contains("csv trace, mode all"),
+        "{out}"
+    );
     let lines = &all[1..];
     assert!(lines[0].split_whitespace().eq([
         "job",
@@ -164,8 +167,18 @@ fn bad_inputs_fail_with_one_line_naming_the_problem() {
         &["detect", &e],
         &["empty csv trace", "no request after the header"],
     );
-    fails(&["detect", &b], &["cannot read trace", "blank.json: the file is empty"]);
-    fails(&["detect", &o], &["notes.txt: not any of ftio-txt (line 1", "csv (line 1", "--format"]);
+    fails(
+        &["detect", &b],
+        &["cannot read trace", "blank.json: the file is empty"],
+    );
+    fails(
+        &["detect", &o],
+        &[
+            "notes.txt: not any of ftio-txt (line 1",
+            "csv (line 1",
+            "--format",
+        ],
+    );
     fails(
         &["detect", &c, "--format", "xml"],
         &["unknown trace format \"xml\"", "dxt"],
@@ -198,7 +211,11 @@ fn fixture(name: &str) -> String {
 #[test]
 fn mode_picks_reads_or_writes_and_defaults_to_writes() {
     let f = fixture("tmio-mixed.jsonl");
-    for (mode, want, phases) in [(Some("write"), 10.0, 8), (None, 10.0, 8), (Some("read"), 7.0, 9)] {
+    for (mode, want, phases) in [
+        (Some("write"), 10.0, 8),
+        (None, 10.0, 8),
+        (Some("read"), 7.0, 9),
+    ] {
         let mut args = vec!["detect", f.as_str(), "--json"];
         if let Some(m) = mode {
             args.extend(["--mode", m]);
@@ -207,7 +224,10 @@ fn mode_picks_reads_or_writes_and_defaults_to_writes() {
         assert_eq!(v["format"], "tmio-jsonl", "{v}");
         assert_eq!(v["mode"], mode.unwrap_or("write"), "{v}");
         let j = &v["jobs"][0];
-        assert!(close(&j["period_s"], want) && j["phases"] == phases, "{mode:?}: {j}");
+        assert!(
+            close(&j["period_s"], want) && j["phases"] == phases,
+            "{mode:?}: {j}"
+        );
     }
     // Mixed, neither period stands out.
     let v = json(&["detect", &f, "--json", "--mode", "all"]);
@@ -216,7 +236,10 @@ fn mode_picks_reads_or_writes_and_defaults_to_writes() {
     let o = iosets(&["detect", &f]);
     let out = stdout(&o);
     assert!(
-        out.lines().next().unwrap().ends_with("tmio-jsonl trace, mode write (default), 32 of 68 events"),
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("tmio-jsonl trace, mode write (default), 32 of 68 events"),
         "{out}"
     );
 }
@@ -252,7 +275,11 @@ fn unreadable_traces_get_one_exact_line() {
         format!("error: cannot read trace {m}: No such file or directory (os error 2)\n")
     );
     let bad = dir.join("bad.json");
-    std::fs::write(&bad, "{\"write_sync\": {\"bandwidth\": {\"b_rank_avr\": [1, 2], \"t_rank_s\": [0]}}}\n").unwrap();
+    std::fs::write(
+        &bad,
+        "{\"write_sync\": {\"bandwidth\": {\"b_rank_avr\": [1, 2], \"t_rank_s\": [0]}}}\n",
+    )
+    .unwrap();
     let b = bad.display().to_string();
     assert_eq!(
         error_line(&["detect", &b]),

@@ -119,9 +119,9 @@ impl Error {
     /// The format a reader's error is about, if any.
     pub fn format(&self) -> Option<Format> {
         match self {
-            Error::Parse { format, .. } | Error::Decode { format, .. } | Error::Empty { format, .. } => {
-                Some(*format)
-            }
+            Error::Parse { format, .. }
+            | Error::Decode { format, .. }
+            | Error::Empty { format, .. } => Some(*format),
             _ => None,
         }
     }

@@ -167,10 +167,12 @@ impl Format {
             }
             return Some(Format::Ftio);
         }
-        if line
-            .split_once(':')
-            .is_some_and(|(k, v)| k.contains("_t_micro") || k.starts_with("avg_thr") || (k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && v.trim_start().starts_with('[')))
-        {
+        if line.split_once(':').is_some_and(|(k, v)| {
+            k.contains("_t_micro")
+                || k.starts_with("avg_thr")
+                || (k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && v.trim_start().starts_with('['))
+        }) {
             return Some(Format::FtioTxt);
         }
         let lower = line.to_ascii_lowercase();
@@ -323,7 +325,10 @@ pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
                     }),
                     Err(m) => Err(Error::NotText {
                         path: path.to_path_buf(),
-                        line: 1 + bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count(),
+                        line: 1 + bytes[..e.valid_up_to()]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count(),
                         msgpack: Box::new(m),
                     }),
                 };
@@ -488,7 +493,13 @@ pub(crate) fn seconds(format: Format, line: usize, what: &str, v: f64) -> Result
     Ok(Nanos::from_secs_f64(v))
 }
 
-pub(crate) fn event(format: Format, line: usize, start: f64, end: f64, bytes: u64) -> Result<Event> {
+pub(crate) fn event(
+    format: Format,
+    line: usize,
+    start: f64,
+    end: f64,
+    bytes: u64,
+) -> Result<Event> {
     let (s, e) = (
         seconds(format, line, "start", start)?,
         seconds(format, line, "end", end)?,
@@ -633,7 +644,11 @@ fn parse_jsonl(text: &str) -> Result<Vec<JobEvent>> {
             .map_err(|e| parse_err(F, n, format!("not a request record ({e})")))?;
         let dir = match &r.op {
             Some(op) => direction(op).ok_or_else(|| {
-                parse_err(F, n, format!("op {op:?} is not read, write, fsync or other"))
+                parse_err(
+                    F,
+                    n,
+                    format!("op {op:?} is not read, write, fsync or other"),
+                )
             })?,
             None => Direction::Unspecified,
         };

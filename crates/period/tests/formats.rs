@@ -207,7 +207,12 @@ fn corrupt_ftio_json_names_the_problem() {
     refused("{\"t\": [1, 2,\n", Format::Ftio, 2, "not JSON");
     refused("[1, 2]", Format::Ftio, 1, "expected a JSON object");
     refused("{\"b\": [1]}", Format::Ftio, 1, "b without t");
-    refused("{\"x\": [1]}", Format::Ftio, 1, "no bandwidth: expected a mode section");
+    refused(
+        "{\"x\": [1]}",
+        Format::Ftio,
+        1,
+        "no bandwidth: expected a mode section",
+    );
     refused(
         "{\"t\": [1, 2],\n \"b\": [1]}",
         Format::Ftio,
@@ -473,7 +478,10 @@ fn ftio_application_level_json_gives_its_period() {
     // FTIO's own example: one burst, 1 to 8 s, stepping 1, 2, 5, 2, 1 GB/s.
     let t = read_fixture("ftio-custom-app.json", Format::Ftio);
     let bytes: u64 = t.events.iter().map(|e| e.event.bytes).sum();
-    assert_eq!(bytes, 1_000_000_000 + 2 * 2_000_000_000 + 2 * 5_000_000_000 + 2_000_000_000 + 1_000_000_000);
+    assert_eq!(
+        bytes,
+        1_000_000_000 + 2 * 2_000_000_000 + 2 * 5_000_000_000 + 2_000_000_000 + 1_000_000_000
+    );
     assert_eq!(detected(&t, Mode::Write), None);
 }
 
@@ -485,7 +493,10 @@ fn ftio_rank_level_json_from_ftio_examples_is_read() {
     assert_eq!(t.counts().write, 32);
     let first = t.events[0].event;
     assert_eq!(first.start, iosets_period::Nanos::from_secs_f64(0.060111));
-    assert_eq!(first.bytes, (18854940.934542f64 * (2.840750 - 0.060111)).round() as u64);
+    assert_eq!(
+        first.bytes,
+        (18854940.934542f64 * (2.840750 - 0.060111)).round() as u64
+    );
     assert_eq!(detected(&t, Mode::Write), None);
 }
 
@@ -567,7 +578,11 @@ fn corrupt_fixtures_are_typed_errors() {
     for (name, format) in FIXTURES {
         let bytes = std::fs::read(fixture(name)).unwrap();
         let refused = |b: &[u8], what: &str| match parse_bytes(b, format) {
-            Err(Error::Parse { format: f, .. } | Error::Decode { format: f, .. } | Error::Empty { format: f, .. }) => {
+            Err(
+                Error::Parse { format: f, .. }
+                | Error::Decode { format: f, .. }
+                | Error::Empty { format: f, .. },
+            ) => {
                 assert_eq!(f, format, "{name} {what}")
             }
             other => panic!("{name} {what}: expected a typed error, got {other:?}"),

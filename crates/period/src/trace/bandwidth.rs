@@ -100,9 +100,10 @@ fn samples(f: Format, line: usize, what: &str, v: &Value) -> Result<Vec<Option<f
         .enumerate()
         .map(|(i, x)| match x {
             Value::Null => Ok(None),
-            x => x.as_f64().map(Some).ok_or_else(|| {
-                parse_err(f, line, format!("{what}[{i}] = {x} is not a number"))
-            }),
+            x => x
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| parse_err(f, line, format!("{what}[{i}] = {x} is not a number"))),
         })
         .collect()
 }
@@ -119,7 +120,10 @@ fn bandwidth_ok(f: Format, line: usize, what: &str, i: usize, b: f64) -> Result<
     }
 }
 
-fn first_key<'a>(obj: &'a Map<String, Value>, keys: &[&'static str]) -> Option<(&'static str, &'a Value)> {
+fn first_key<'a>(
+    obj: &'a Map<String, Value>,
+    keys: &[&'static str],
+) -> Option<(&'static str, &'a Value)> {
     keys.iter().find_map(|&k| obj.get(k).map(|v| (k, v)))
 }
 
@@ -161,7 +165,11 @@ fn bandwidth_events(
         let line = loc.at(bk);
         let b = samples(f, line, &name(bk), bv)?;
         let Some(sv) = bw.get(sk) else {
-            return Err(parse_err(f, line, format!("{} without {}", name(bk), name(sk))));
+            return Err(parse_err(
+                f,
+                line,
+                format!("{} without {}", name(bk), name(sk)),
+            ));
         };
         let s = samples(f, line, &name(sk), sv)?;
         let e = match bw.get(ek) {
@@ -201,7 +209,11 @@ fn bandwidth_events(
         let line = loc.at(bk);
         let b = samples(f, line, &name(bk), bv)?;
         let Some(tv) = bw.get(tk) else {
-            return Err(parse_err(f, line, format!("{} without {}", name(bk), name(tk))));
+            return Err(parse_err(
+                f,
+                line,
+                format!("{} without {}", name(bk), name(tk)),
+            ));
         };
         let tline = loc.at(tk);
         let t = samples(f, tline, &name(tk), tv)?;
@@ -266,10 +278,18 @@ fn sections(
         any = true;
         let line = loc.at(mode);
         let Some(bw) = section.get("bandwidth") else {
-            return Err(parse_err(f, line, format!("{mode} has no \"bandwidth\" object")));
+            return Err(parse_err(
+                f,
+                line,
+                format!("{mode} has no \"bandwidth\" object"),
+            ));
         };
         let Some(bw) = bw.as_object() else {
-            return Err(parse_err(f, line, format!("{mode}.bandwidth is not an object")));
+            return Err(parse_err(
+                f,
+                line,
+                format!("{mode}.bandwidth is not an object"),
+            ));
         };
         bandwidth_events(f, loc, mode, bw, dir, job, out)?;
     }
@@ -296,7 +316,11 @@ fn job_of(f: Format, loc: &Locator<'_>, obj: &Map<String, Value>) -> Result<JobI
     match obj.get("job") {
         None => Ok(JobId(0)),
         Some(j) => j.as_u64().map(JobId).ok_or_else(|| {
-            parse_err(f, loc.at("job"), format!("job {j} is not a whole number ≥ 0"))
+            parse_err(
+                f,
+                loc.at("job"),
+                format!("job {j} is not a whole number ≥ 0"),
+            )
         }),
     }
 }
@@ -319,12 +343,23 @@ pub(crate) fn parse_ftio_json(text: &str) -> Result<Vec<JobEvent>> {
     let dir = Direction::Unspecified;
     if let Some(bw) = obj.get("bandwidth") {
         let Some(bw) = bw.as_object() else {
-            return Err(parse_err(F, loc.at("bandwidth"), "\"bandwidth\" is not an object"));
+            return Err(parse_err(
+                F,
+                loc.at("bandwidth"),
+                "\"bandwidth\" is not an object",
+            ));
         };
         bandwidth_events(F, &loc, "", bw, dir, job, &mut out)?;
         return Ok(out);
     }
-    let known = ["b_ind", "b_rank_avr", "b_rank_sum", "b_overlap_avr", "b_overlap_sum", "b"];
+    let known = [
+        "b_ind",
+        "b_rank_avr",
+        "b_rank_sum",
+        "b_overlap_avr",
+        "b_overlap_sum",
+        "b",
+    ];
     if known.iter().any(|k| obj.contains_key(*k)) {
         bandwidth_events(F, &loc, "", &obj, dir, job, &mut out)?;
         return Ok(out);
@@ -339,7 +374,11 @@ pub(crate) fn parse_ftio_json(text: &str) -> Result<Vec<JobEvent>> {
             bw.insert("t".into(), obj[*t].clone());
         }
         ([b], [t1, t2]) => {
-            let (s, e) = if t1.ends_with('s') { (t1, t2) } else { (t2, t1) };
+            let (s, e) = if t1.ends_with('s') {
+                (t1, t2)
+            } else {
+                (t2, t1)
+            };
             if !(s.ends_with('s') && e.ends_with('e')) {
                 return Err(no_bandwidth(F));
             }
@@ -422,11 +461,7 @@ struct Column {
 
 /// Requests from GekkoFS-style arrays: `start_t_micro`/`end_t_micro` (µs) and `req_size`
 /// (bytes) or `avg_thruput_mib` / `avg_throughput_mib` (MiB/s).
-fn requests(
-    f: Format,
-    cols: &BTreeMap<String, Column>,
-    dir: Direction,
-) -> Result<Vec<JobEvent>> {
+fn requests(f: Format, cols: &BTreeMap<String, Column>, dir: Direction) -> Result<Vec<JobEvent>> {
     let find = |pred: &dyn Fn(&str) -> bool| cols.iter().find(|(k, _)| pred(k));
     let (Some((_, start)), Some((_, end))) = (
         find(&|k| k.contains("start_t_micro")),
@@ -449,13 +484,20 @@ fn requests(
         ));
     }
     let n = start.values.len();
-    for (k, c) in [("end_t_micro", Some(end)), ("req_size", size.map(|s| s.1)), ("avg_thruput_mib", thr.map(|t| t.1))] {
+    for (k, c) in [
+        ("end_t_micro", Some(end)),
+        ("req_size", size.map(|s| s.1)),
+        ("avg_thruput_mib", thr.map(|t| t.1)),
+    ] {
         if let Some(c) = c {
             if c.values.len() != n {
                 return Err(parse_err(
                     f,
                     c.line,
-                    format!("{k} has {} values but start_t_micro has {n}", c.values.len()),
+                    format!(
+                        "{k} has {} values but start_t_micro has {n}",
+                        c.values.len()
+                    ),
                 ));
             }
         }
@@ -469,7 +511,11 @@ fn requests(
             (Some((_, c)), _) => {
                 let b = c.values[i];
                 if !(b.is_finite() && b >= 0.0) {
-                    return Err(parse_err(f, c.line, format!("req_size[{i}] = {b} is not a byte count ≥ 0")));
+                    return Err(parse_err(
+                        f,
+                        c.line,
+                        format!("req_size[{i}] = {b} is not a byte count ≥ 0"),
+                    ));
                 }
                 b
             }
@@ -533,7 +579,10 @@ pub(crate) fn parse_ftio_txt(text: &str) -> Result<Vec<JobEvent>> {
             return Err(parse_err(
                 F,
                 n,
-                format!("expected `key: value` or `key: [v, v, ...]`, found {:?}", truncate(line)),
+                format!(
+                    "expected `key: value` or `key: [v, v, ...]`, found {:?}",
+                    truncate(line)
+                ),
             ));
         };
         let key = key.trim();
@@ -571,6 +620,9 @@ mod tests {
 
     #[test]
     fn nan_outside_strings_becomes_null() {
-        assert_eq!(nan_to_null(r#"{"a": [1, NaN], "NaN": "x NaN"}"#), r#"{"a": [1, null], "NaN": "x NaN"}"#);
+        assert_eq!(
+            nan_to_null(r#"{"a": [1, NaN], "NaN": "x NaN"}"#),
+            r#"{"a": [1, null], "NaN": "x NaN"}"#
+        );
     }
 }

@@ -76,7 +76,9 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<JobEvent>> {
             )));
         }
         let Some(phases) = a[13].as_array() else {
-            return Err(err(format!("{mode}: value 14 (the phases) is not an array")));
+            return Err(err(format!(
+                "{mode}: value 14 (the phases) is not an array"
+            )));
         };
         for (i, p) in phases.iter().enumerate() {
             let Some(p) = p.as_array().filter(|p| p.len() == 9) else {
@@ -86,8 +88,12 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<JobEvent>> {
                 )));
             };
             let num = |j: usize, what: &str| {
-                p[j].as_f64()
-                    .ok_or_else(|| err(format!("{mode}: phase {i}: {what} {} is not a number", p[j])))
+                p[j].as_f64().ok_or_else(|| {
+                    err(format!(
+                        "{mode}: phase {i}: {what} {} is not a number",
+                        p[j]
+                    ))
+                })
             };
             let data = num(0, "data")?;
             if !(data.is_finite() && data >= 0.0) {
