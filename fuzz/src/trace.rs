@@ -11,7 +11,7 @@
 //! | `'3'` | `parse(text, Format::Tmio)` |
 //! | `'4'` | `parse(text, Format::Dxt)` |
 //! | `'5'` | `parse_requests`, `clock_zero`, `is_request_trace`, and the write-read round trip |
-//! | `'6'` | `Format::sniff` under four file names, then the sniffed format's reader |
+//! | `'6'` | `Format::sniff` on the content, then the sniffed format's reader; and the first reader `Format::by_name` gives four file names |
 //!
 //! Other bytes count modulo 7 from `'0'`. Bytes that are not UTF-8 are read lossily (U+FFFD
 //! for each bad sequence): the readers take `&str`, and the file readers refuse non-UTF-8 before
@@ -118,10 +118,11 @@ pub fn trace_parse(data: &[u8]) -> bool {
         5 => requests(text),
         _ => {
             let mut any = false;
+            if let Some(f) = Format::sniff(text.as_bytes()) {
+                any |= format(f);
+            }
             for name in ["trace", "trace.csv", "trace.json", "trace.jsonl"] {
-                if let Some(f) = Format::sniff(Path::new(name), text) {
-                    any |= format(f);
-                }
+                any |= format(Format::by_name(Path::new(name))[0]);
             }
             any
         }

@@ -1,5 +1,9 @@
-//! `iosets detect TRACE [--format F] [--job J] [--json]`: each job's I/O period, confidence,
-//! Set-10 set and priority, and the number of I/O phases seen.
+//! `iosets detect TRACE [--format F] [--mode read|write|all] [--job J] [--json]`: each job's I/O
+//! period, confidence, Set-10 set and priority, and the number of I/O phases seen.
+//!
+//! The trace's format is recognised from its content (`--format` overrides); `--mode` keeps the
+//! reads, the writes or both before detection (default: writes, FTIO's default, or all events
+//! when the trace has no write). The first line says the format and mode used.
 //!
 //! The detection is `iosets-period`'s offline detector; the set and priority are the policy
 //! crate's Set-10 mapping (a job without a confident period gets seed 004's default priority,
@@ -9,25 +13,31 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
 use iosets_period::trace::{read_trace, Format};
-use iosets_period::{detect, Detection, JobId};
+use iosets_period::{detect, Detection, JobId, Mode};
 use iosets_policy::set10::{Assignment, SetMapping};
 
 /// Arguments of `iosets detect`.
 #[derive(Debug, Args)]
 pub struct DetectArgs {
     /// The trace: iosets' request trace (CSV, the server's --trace file; see
-    /// docs/trace-format.md) or JSON Lines requests, FTIO bandwidth JSON, TMIO JSON Lines, or
-    /// Darshan DXT text (darshan-dxt-parser output).
+    /// docs/trace-format.md) or JSON Lines requests; TMIO JSON Lines, JSON or MessagePack;
+    /// FTIO's custom JSON (rank or application level) or text pattern; GekkoFS daemon JSON;
+    /// Darshan DXT text (darshan-dxt-parser output). The format is recognised from the content.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
-    /// The trace's format: csv, jsonl, ftio, tmio or dxt (default: guessed from the file name
-    /// and first lines).
+    /// The trace's format, if its content does not tell: csv, jsonl, tmio-jsonl, tmio-json,
+    /// ftio-json, gekkofs-json, ftio-txt, dxt or tmio-msgpack.
     #[arg(long, value_name = "F")]
     pub format: Option<String>,
+    /// Which events to look at: read, write or all. Default: write (FTIO's default) if the
+    /// trace has writes, else all. Events whose direction the trace does not say count in
+    /// every mode.
+    #[arg(long, value_name = "MODE")]
+    pub mode: Option<String>,
     /// Only this job.
     #[arg(long, value_name = "J")]
     pub job: Option<u64>,
@@ -51,9 +61,41 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         .as_deref()
         .map(str::parse::<Format>)
         .transpose()?;
-    let trace = read_trace(&args.trace, format)
-        .with_context(|| format!("reading {}", args.trace.display()))?;
-    let mut jobs = trace.by_job();
+    let mode = args
+        .mode
+        .as_deref()
+        .map(str::parse::<Mode>)
+        .transpose()
+        .map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
+    // The library's error names the file and what each reader found: no context added.
+    let trace = read_trace(&args.trace, format)?;
+    let (mode, why) = match mode {
+        Some(m) => (m, "--mode"),
+        None => {
+            let m = trace.default_mode();
+            (
+                m,
+                if m == Mode::Write {
+                    "default"
+                } else {
+                    "default: the trace has no write"
+                },
+            )
+        }
+    };
+    let mut jobs = trace.by_job_in(mode);
+    if jobs.is_empty() {
+        let c = trace.counts();
+        bail!(
+            "no {mode} event in {} ({} trace: {} reads, {} writes, {} other); try --mode {}",
+            args.trace.display(),
+            trace.format,
+            c.read,
+            c.write,
+            c.other,
+            if c.write > 0 { "write" } else { "all" }
+        );
+    }
     if let Some(j) = args.job {
         let job = JobId(j);
         if !jobs.contains_key(&job) {
@@ -79,9 +121,16 @@ pub fn run(args: &DetectArgs) -> Result<()> {
             }
         })
         .collect();
+    let events: usize = trace.events.iter().filter(|e| mode.keeps(e.dir)).count();
     if args.json {
-        println!("{}", to_json(&args.trace, trace.format, &rows));
+        println!("{}", to_json(&args.trace, trace.format, mode, &rows));
     } else {
+        println!(
+            "# {}: {} trace, mode {mode} ({why}), {events} of {} events",
+            args.trace.display(),
+            trace.format,
+            trace.events.len()
+        );
         print!("{}", table(&rows));
     }
     Ok(())
@@ -132,7 +181,7 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn to_json(path: &std::path::Path, format: Format, rows: &[Row]) -> String {
+fn to_json(path: &std::path::Path, format: Format, mode: Mode, rows: &[Row]) -> String {
     let jobs: Vec<serde_json::Value> = rows
         .iter()
         .map(|r| {
@@ -157,6 +206,7 @@ fn to_json(path: &std::path::Path, format: Format, rows: &[Row]) -> String {
     serde_json::json!({
         "trace": path.display().to_string(),
         "format": format.name(),
+        "mode": mode.name(),
         "jobs": jobs,
     })
     .to_string()

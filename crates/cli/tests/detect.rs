@@ -42,8 +42,14 @@ fn table_gives_each_job_period_set_priority_and_phases() {
     let o = iosets(&["detect", &sample("requests.csv")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
+    let all: Vec<&str> = out.lines().collect();
+    assert_eq!(all.len(), 4, "{out}");
+    // The first line says what was read and how.
+    assert!(
+        all[0].starts_with("# ") && all[0].contains("csv trace, mode all"),
+        "{out}"
+    );
+    let lines = &all[1..];
     assert!(lines[0].split_whitespace().eq([
         "job",
         "period_s",
@@ -124,7 +130,7 @@ fn an_aperiodic_job_gets_its_own_set_and_the_default_priority() {
     let o = iosets(&["detect", &p]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    let row: Vec<&str> = out.lines().nth(2).unwrap().split_whitespace().collect();
     assert_eq!(&row[..5], ["9", "-", "0.00", "own", "0.02"], "{out}");
     assert!(
         out.contains("not periodic: too few I/O phases (1)"),
@@ -161,18 +167,145 @@ fn bad_inputs_fail_with_one_line_naming_the_problem() {
         &["detect", &e],
         &["empty csv trace", "no request after the header"],
     );
-    fails(&["detect", &b], &["empty ftio trace"]);
-    fails(&["detect", &o], &["cannot tell the format", "--format"]);
+    fails(
+        &["detect", &b],
+        &["cannot read trace", "blank.json: the file is empty"],
+    );
+    fails(
+        &["detect", &o],
+        &[
+            "notes.txt: not any of ftio-txt (line 1",
+            "csv (line 1",
+            "--format",
+        ],
+    );
     fails(
         &["detect", &c, "--format", "xml"],
         &["unknown trace format \"xml\"", "dxt"],
     );
     fails(
         &["detect", "/nonexistent/trace.csv"],
-        &["cannot read /nonexistent/trace.csv"],
+        &["cannot read trace /nonexistent/trace.csv"],
     );
     fails(
         &["detect", &sample("requests.csv"), "--job", "7"],
         &["--job 7", "no such job", "jobs: 1, 2"],
+    );
+}
+
+/// Runs `iosets ARGS` and returns its exact stderr, expecting exit code 1.
+fn error_line(args: &[&str]) -> String {
+    let o = iosets(args);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stdout(&o));
+    stderr(&o)
+}
+
+fn fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../period/tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn mode_picks_reads_or_writes_and_defaults_to_writes() {
+    let f = fixture("tmio-mixed.jsonl");
+    for (mode, want, phases) in [
+        (Some("write"), 10.0, 8),
+        (None, 10.0, 8),
+        (Some("read"), 7.0, 9),
+    ] {
+        let mut args = vec!["detect", f.as_str(), "--json"];
+        if let Some(m) = mode {
+            args.extend(["--mode", m]);
+        }
+        let v = json(&args);
+        assert_eq!(v["format"], "tmio-jsonl", "{v}");
+        assert_eq!(v["mode"], mode.unwrap_or("write"), "{v}");
+        let j = &v["jobs"][0];
+        assert!(
+            close(&j["period_s"], want) && j["phases"] == phases,
+            "{mode:?}: {j}"
+        );
+    }
+    // Mixed, neither period stands out.
+    let v = json(&["detect", &f, "--json", "--mode", "all"]);
+    assert_eq!(v["jobs"][0]["periodic"], false, "{v}");
+    // The table's first line names the format and the mode, and why.
+    let o = iosets(&["detect", &f]);
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .next()
+            .unwrap()
+            .ends_with("tmio-jsonl trace, mode write (default), 32 of 68 events"),
+        "{out}"
+    );
+}
+
+#[test]
+fn each_format_is_recognised_from_its_content() {
+    let dir = scratch("sniff");
+    for (name, format, period) in [
+        ("tmio-mixed.msgpack", "tmio-msgpack", 10.0),
+        ("tmio-offline.json", "tmio-json", 20.0),
+        ("ftio-app.json", "ftio-json", 4.0),
+        ("gekkofs.json", "gekkofs-json", 2.0),
+        ("ftio.txt", "ftio-txt", 0.5),
+        ("dxt-real.txt", "dxt", 30.0),
+    ] {
+        // A misleading name: the content decides.
+        let renamed = dir.join("trace.csv");
+        std::fs::copy(fixture(name), &renamed).unwrap();
+        let v = json(&["detect", &renamed.display().to_string(), "--json"]);
+        assert_eq!(v["format"], format, "{name}: {v}");
+        assert!(close(&v["jobs"][0]["period_s"], period), "{name}: {v}");
+    }
+}
+
+#[test]
+fn unreadable_traces_get_one_exact_line() {
+    let dir = scratch("unreadable");
+    let missing = dir.join("missing.json");
+    let m = missing.display().to_string();
+    // Regression: the OS error was printed twice (context and source).
+    assert_eq!(
+        error_line(&["detect", &m]),
+        format!("error: cannot read trace {m}: No such file or directory (os error 2)\n")
+    );
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"write_sync\": {\"bandwidth\": {\"b_rank_avr\": [1, 2], \"t_rank_s\": [0]}}}\n",
+    )
+    .unwrap();
+    let b = bad.display().to_string();
+    assert_eq!(
+        error_line(&["detect", &b]),
+        format!(
+            "error: cannot read trace {b}: ftio-json trace, line 1: write_sync.b_rank_avr has 2 \
+             values, write_sync.t_rank_s 1 and write_sync.t_rank_e 1\n"
+        )
+    );
+    let binary = dir.join("core.bin");
+    std::fs::write(&binary, [0xffu8, 0xfe, 0x00, 0x41]).unwrap();
+    let c = binary.display().to_string();
+    assert_eq!(
+        error_line(&["detect", &c]),
+        format!(
+            "error: cannot read trace {c}: not text (line 1 is not UTF-8; a Darshan log must first be \
+             printed with darshan-dxt-parser) nor tmio-msgpack trace, record 1 (byte 0): expected a TMIO \
+             record (an array), found a number\n"
+        )
+    );
+    let f = fixture("tmio-offline.json");
+    assert_eq!(
+        error_line(&["detect", &f, "--mode", "read"]),
+        format!("error: no read event in {f} (tmio-json trace: 0 reads, 48 writes, 0 other); try --mode write\n")
+    );
+    assert_eq!(
+        error_line(&["detect", &f, "--mode", "up"]),
+        "error: --mode: unknown mode \"up\": expected read, write, all\n"
     );
 }

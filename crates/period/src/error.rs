@@ -11,13 +11,30 @@ use crate::trace::Format;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The trace file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    /// The trace file could not be read. (The OS error is part of the message, not a
+    /// `source()`: printed as a chain it would appear twice.)
+    #[error("cannot read trace {}: {error}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
         /// The operating system's error.
-        source: std::io::Error,
+        error: std::io::Error,
+    },
+    /// The trace file is empty (or only blank lines).
+    #[error("cannot read trace {}: the file is empty", path.display())]
+    EmptyFile {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No reader could read the file: each reader tried and what it found wrong (one entry when
+    /// the format was named or recognised from the content).
+    #[error("cannot read trace {}: {}", path.display(), describe(attempts))]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Each reader's error ([`Error::Parse`], [`Error::Decode`] or [`Error::Empty`]), in
+        /// the order tried.
+        attempts: Vec<Error>,
     },
     /// The trace holds no I/O event at all (an empty file, a header only, only zero-length
     /// bandwidth steps, ...).
@@ -44,15 +61,32 @@ pub enum Error {
         /// The name given.
         name: String,
     },
-    /// No format was given and the file's name and first lines did not tell which it is.
+    /// A file that is neither text (at `line`, it is not UTF-8) nor a MessagePack trace.
     #[error(
-        "cannot tell the format of {}: name it with --format ({})",
+        "cannot read trace {}: not text (line {line} is not UTF-8; a Darshan log must first be \
+         printed with darshan-dxt-parser) nor {}",
         path.display(),
-        Format::NAMES.join(", ")
+        describe(std::slice::from_ref(msgpack))
     )]
-    UnknownContent {
+    NotText {
         /// The file.
         path: PathBuf,
+        /// The first line that is not UTF-8.
+        line: usize,
+        /// Why the MessagePack reader refused it.
+        msgpack: Box<Error>,
+    },
+    /// One record of a binary trace (MessagePack) is malformed.
+    #[error("{format} trace, record {record} (byte {offset}): {message}")]
+    Decode {
+        /// The format it was read as.
+        format: Format,
+        /// 1-based record (top-level value) number.
+        record: usize,
+        /// Byte offset where the record starts.
+        offset: usize,
+        /// What is wrong.
+        message: String,
     },
     /// A detector setting out of its range.
     #[error("invalid detector setting {field} = {value}: {reason}")]
@@ -64,6 +98,55 @@ pub enum Error {
         /// The accepted range.
         reason: &'static str,
     },
+}
+
+impl Error {
+    /// The error without its format's name, for a list of attempts: `line 3: ...`.
+    fn brief(&self) -> String {
+        match self {
+            Error::Parse { line, message, .. } => format!("line {line}: {message}"),
+            Error::Decode {
+                record,
+                offset,
+                message,
+                ..
+            } => format!("record {record} (byte {offset}): {message}"),
+            Error::Empty { detail, .. } => format!("empty: {detail}"),
+            other => other.to_string(),
+        }
+    }
+
+    /// The format a reader's error is about, if any.
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Error::Parse { format, .. }
+            | Error::Decode { format, .. }
+            | Error::Empty { format, .. } => Some(*format),
+            _ => None,
+        }
+    }
+}
+
+/// `csv trace, line 3: ...` for one attempt; `not any of csv (line 3: ...), jsonl (...)` for
+/// several.
+fn describe(attempts: &[Error]) -> String {
+    match attempts {
+        [] => "no reader was tried".into(),
+        [one] => one.to_string(),
+        many => {
+            let each: Vec<String> = many
+                .iter()
+                .map(|e| match e.format() {
+                    Some(f) => format!("{f} ({})", e.brief()),
+                    None => e.to_string(),
+                })
+                .collect();
+            format!(
+                "not any of {} (name the format with --format)",
+                each.join(", ")
+            )
+        }
+    }
 }
 
 /// The crate's result type.

@@ -32,5 +32,5 @@ pub mod trace;
 
 pub use detect::{detect, Analyzer, Config, Detection, Estimate, NotPeriodicReason};
 pub use error::{Error, Result};
-pub use event::{Event, JobEvent};
+pub use event::{Direction, Event, JobEvent, Mode};
 pub use iosets_types::{JobId, Nanos};

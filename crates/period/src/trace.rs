@@ -1,15 +1,26 @@
-//! Trace readers: iosets' request traces, FTIO's bandwidth steps, TMIO and Darshan DXT.
+//! Trace readers: iosets' request traces, and what FTIO users have — TMIO's JSON Lines, JSON and
+//! MessagePack, FTIO's custom JSON and text pattern, GekkoFS's daemon JSON, Darshan DXT.
 //!
-//! | format | name | content |
+//! | [`Format`] | name | content |
 //! |---|---|---|
-//! | [`Format::Csv`] | `csv` | iosets' request trace ([`requests`]): the server's `--trace` file, one request a row, times in integer nanoseconds; each request is an event from `arrival_ns` to `complete_ns` of `len` bytes (0 if it failed). A header without `arrival_ns` is read as the older dialect `start,end,bytes[,job]` (seconds, bytes; column order free, `start_s`/`end_s` accepted, other columns ignored) |
-//! | [`Format::Jsonl`] | `jsonl` | one request a line: `{"start": s, "end": s, "bytes": n, "job": j}` (`job` optional) |
-//! | [`Format::Ftio`] | `ftio` | FTIO's application-level bandwidth: `{"t": [...], "b": [...]}`, `b[i]` bytes/s from `t[i]` to `t[i+1]` (optional `"job"`) |
-//! | [`Format::Tmio`] | `tmio` | TMIO's JSON Lines (FTIO's tracing library): per line one of `read_sync`, `write_sync`, `read_async_t`, `write_async_t` with per-request `b_ind`/`t_ind_s`/`t_ind_e` (or per-rank `b_rank_avr`/`t_rank_s`/`t_rank_e`) |
-//! | [`Format::Dxt`] | `dxt` | Darshan DXT as printed by `darshan-dxt-parser`: `X_POSIX rank op segment offset length start end [OST]`; the job from the `# jobid:` header line; X_MPIIO records are used only if there are no X_POSIX ones (MPI-IO calls turn into POSIX calls, which would count twice) |
+//! | [`Format::Csv`] | `csv` | iosets' request trace ([`requests`]): the server's `--trace` file, one request a row, times in integer nanoseconds; each request is an event from `arrival_ns` to `complete_ns` of `len` bytes (0 if it failed). A header without `arrival_ns` is read as the older dialect `start,end,bytes[,job][,op]` (seconds, bytes; column order free, `start_s`/`end_s` accepted, other columns ignored) |
+//! | [`Format::Jsonl`] | `jsonl` | one request a line: `{"start": s, "end": s, "bytes": n, "job": j, "op": "write"}` (`job`, `op` optional) |
+//! | [`Format::Ftio`] | `ftio-json` | FTIO's custom JSON ([`bandwidth`]): rank level `b_rank_avr`/`t_rank_s`/`t_rank_e`, application level `b_overlap_avr`/`t_overlap`, in a mode section (`write_sync`, ...) or not, or the minimal `{"b": [...], "t": [...]}` |
+//! | [`Format::Tmio`] | `tmio-jsonl` | TMIO's JSON Lines (online mode): per flush one line per section `read_sync`, `read_async_t`, `read_async_b`, `write_async_t`, `write_async_b`, `write_sync`, `io_time` |
+//! | [`Format::TmioJson`] | `tmio-json` | TMIO's JSON (offline mode): one object with those sections |
+//! | [`Format::TmioMsgpack`] | `tmio-msgpack` | TMIO's MessagePack stream ([`msgpack`]) |
+//! | [`Format::FtioTxt`] | `ftio-txt` | FTIO's documented text pattern: `avg_thruput_mib: [...]`, `start_t_micro: [...]`, `end_t_micro: [...]` lines |
+//! | [`Format::Gekko`] | `gekkofs-json` | GekkoFS's daemon JSON: the same arrays (and `req_size`) in one object |
+//! | [`Format::Dxt`] | `dxt` | Darshan DXT as printed by `darshan-dxt-parser`: `X_POSIX rank op segment offset length start end [OSTs] [pthread]`; the job from the `# jobid:` header line; X_MPIIO records are used only if there are no X_POSIX ones (MPI-IO calls turn into POSIX calls, which would count twice) |
 //!
-//! Every reader refuses a malformed line with an [`Error::Parse`] naming the line, and a trace
-//! without a single event with [`Error::Empty`]. None panics, whatever the input.
+//! Every event keeps its [`Direction`] (read or write) where the trace says it, so that a
+//! detection can look at one [`Mode`] ([`Trace::by_job_in`]). [`read_trace`] recognises the
+//! format from the content ([`Format::sniff`]), the file name only breaking ties; a file no
+//! reader accepts is one [`Error::Unreadable`] naming each format tried and what it found.
+//!
+//! Every reader refuses a malformed line with an [`Error::Parse`] naming the line (a MessagePack
+//! record: [`Error::Decode`]), and a trace without a single event with [`Error::Empty`]. None
+//! panics, whatever the input.
 //!
 //! The request trace is also what `iosets replay` replays; its reader and writer
 //! ([`requests::TraceWriter`], used by the server) are in [`requests`].
@@ -19,11 +30,12 @@ use std::path::Path;
 use std::str::FromStr;
 
 use iosets_types::{JobId, Nanos};
-use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, JobEvent};
+use crate::event::{Direction, Event, JobEvent, Mode};
 
+pub mod bandwidth;
+pub mod msgpack;
 pub mod requests;
 
 pub use requests::{
@@ -37,82 +49,162 @@ pub enum Format {
     Csv,
     /// iosets JSON Lines requests.
     Jsonl,
-    /// FTIO's `{"t": [...], "b": [...]}` bandwidth steps.
+    /// FTIO's custom JSON, rank or application level.
     Ftio,
     /// TMIO JSON Lines.
     Tmio,
+    /// TMIO JSON (one document).
+    TmioJson,
+    /// TMIO MessagePack.
+    TmioMsgpack,
+    /// FTIO's text pattern.
+    FtioTxt,
+    /// GekkoFS daemon JSON.
+    Gekko,
     /// Darshan DXT text.
     Dxt,
 }
 
 impl Format {
-    /// Every format's name, as accepted by [`Format::from_str`].
-    pub const NAMES: &'static [&'static str] = &["csv", "jsonl", "ftio", "tmio", "dxt"];
+    /// Every format, in the order [`read_trace`] tries them when the content does not tell.
+    pub const ALL: [Format; 9] = [
+        Format::Csv,
+        Format::Jsonl,
+        Format::Tmio,
+        Format::TmioJson,
+        Format::Ftio,
+        Format::Gekko,
+        Format::FtioTxt,
+        Format::Dxt,
+        Format::TmioMsgpack,
+    ];
+
+    /// Every format's name, as accepted by [`Format::from_str`], in the order of [`Format::ALL`].
+    pub const NAMES: &'static [&'static str] = &[
+        "csv",
+        "jsonl",
+        "tmio-jsonl",
+        "tmio-json",
+        "ftio-json",
+        "gekkofs-json",
+        "ftio-txt",
+        "dxt",
+        "tmio-msgpack",
+    ];
 
     /// The format's name.
     pub fn name(self) -> &'static str {
         match self {
             Format::Csv => "csv",
             Format::Jsonl => "jsonl",
-            Format::Ftio => "ftio",
-            Format::Tmio => "tmio",
+            Format::Ftio => "ftio-json",
+            Format::Tmio => "tmio-jsonl",
+            Format::TmioJson => "tmio-json",
+            Format::TmioMsgpack => "tmio-msgpack",
+            Format::FtioTxt => "ftio-txt",
+            Format::Gekko => "gekkofs-json",
             Format::Dxt => "dxt",
         }
     }
 
-    /// Guesses the format from the file name and its first lines; `None` if nothing fits.
-    pub fn sniff(path: &Path, text: &str) -> Option<Format> {
-        let first = text
+    /// The format the content says, if it says one: MessagePack's array marker, Darshan's
+    /// `# DXT`/`X_POSIX` lines, a JSON object's keys, `key: [...]` lines, a CSV header. The
+    /// file name is not looked at (see [`read_trace`]).
+    pub fn sniff(bytes: &[u8]) -> Option<Format> {
+        let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace())?;
+        // A TMIO MessagePack record is an array (fixarray, array 16 or array 32) whose first
+        // value is a string; never the start of UTF-8 text that a reader here accepts.
+        if matches!(first, 0x90..=0x9f | 0xdc | 0xdd) {
+            return Some(Format::TmioMsgpack);
+        }
+        let head = &bytes[..bytes.len().min(1 << 16)];
+        let text = match std::str::from_utf8(head) {
+            Ok(t) => t,
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+        };
+        let line = text
             .lines()
             .map(str::trim)
-            .find(|l| !l.is_empty() && (!l.starts_with('#') || l.starts_with("# DXT")));
-        let content = || -> Option<Format> {
-            let l = first?;
-            if l.starts_with("# DXT") || l.starts_with("X_") {
-                return Some(Format::Dxt);
-            }
-            if text.lines().any(|l| l.trim_start().starts_with("# DXT")) {
-                return Some(Format::Dxt);
-            }
-            if l.starts_with('{') {
-                if [
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .unwrap_or("");
+        if line.starts_with("X_")
+            || text.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with("# DXT") || l.starts_with("# darshan log version")
+            })
+        {
+            return Some(Format::Dxt);
+        }
+        if line.starts_with('{') {
+            let has = |k: &str| text.contains(&format!("\"{k}\""));
+            let one_line = serde_json::from_str::<serde_json::Value>(&bandwidth_nan(line))
+                .ok()
+                .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()));
+            if let Some(keys) = &one_line {
+                const TMIO: [&str; 7] = [
                     "read_sync",
+                    "read_async_t",
+                    "read_async_b",
+                    "write_async_t",
+                    "write_async_b",
                     "write_sync",
-                    "read_async",
-                    "write_async",
                     "io_time",
-                ]
-                .iter()
-                .any(|k| l.contains(&format!("\"{k}")))
-                {
+                ];
+                // TMIO writes seven lines per flush; one line alone is one JSON document.
+                let lines = text.lines().filter(|l| !l.trim().is_empty()).count();
+                if keys.len() == 1 && TMIO.contains(&keys[0].as_str()) && lines > 1 {
                     return Some(Format::Tmio);
                 }
-                if l.contains("\"start\"") {
+                if keys.iter().any(|k| k == "start") {
                     return Some(Format::Jsonl);
                 }
-                if l.contains("\"t\"") || l == "{" {
-                    return Some(Format::Ftio);
-                }
-                return None;
             }
-            let lower = l.to_ascii_lowercase();
-            (lower.contains(',') && (lower.contains("start") || lower.contains("arrival_ns")))
-                .then_some(Format::Csv)
-        };
+            if has("start_t_micro") {
+                return Some(Format::Gekko);
+            }
+            if has("io_time") || has("read_async_b") || has("write_async_b") {
+                return Some(Format::TmioJson);
+            }
+            return Some(Format::Ftio);
+        }
+        if line.split_once(':').is_some_and(|(k, v)| {
+            k.contains("_t_micro")
+                || k.starts_with("avg_thr")
+                || (k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && v.trim_start().starts_with('['))
+        }) {
+            return Some(Format::FtioTxt);
+        }
+        let lower = line.to_ascii_lowercase();
+        (lower.contains(',') && (lower.contains("start") || lower.contains("arrival_ns")))
+            .then_some(Format::Csv)
+    }
+
+    /// The formats a file named `path` most likely holds, by its extension (`.json`, `.jsonl`,
+    /// `.msgpack`, `.txt`, `.csv`), then every other one: the order in which [`read_trace`]
+    /// tries them when the content does not tell.
+    pub fn by_name(path: &Path) -> Vec<Format> {
         let ext = path
             .extension()
             .and_then(|e| e.to_str())
             .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
-            Some("csv") => Some(Format::Csv),
-            Some("json") => Some(Format::Ftio),
-            Some("jsonl" | "ndjson") => match content() {
-                Some(Format::Tmio) => Some(Format::Tmio),
-                _ => Some(Format::Jsonl),
-            },
-            _ => content(),
-        }
+        let first: &[Format] = match ext.as_deref() {
+            Some("csv") => &[Format::Csv],
+            Some("jsonl" | "ndjson") => &[Format::Tmio, Format::Jsonl],
+            Some("json") => &[Format::Ftio, Format::TmioJson, Format::Gekko],
+            Some("msgpack" | "mpk") => &[Format::TmioMsgpack],
+            Some("txt") => &[Format::FtioTxt, Format::Dxt],
+            _ => &[],
+        };
+        let mut order = first.to_vec();
+        order.extend(Format::ALL.iter().filter(|f| !first.contains(f)));
+        order
     }
+}
+
+/// The line with TMIO's `NaN` readable by serde_json (for sniffing).
+fn bandwidth_nan(line: &str) -> String {
+    line.replace("NaN", "null")
 }
 
 impl std::fmt::Display for Format {
@@ -129,6 +221,10 @@ impl FromStr for Format {
             "jsonl" | "ndjson" => Ok(Format::Jsonl),
             "ftio" | "ftio-json" | "json" => Ok(Format::Ftio),
             "tmio" | "tmio-jsonl" => Ok(Format::Tmio),
+            "tmio-json" => Ok(Format::TmioJson),
+            "tmio-msgpack" | "msgpack" => Ok(Format::TmioMsgpack),
+            "ftio-txt" | "txt" => Ok(Format::FtioTxt),
+            "gekkofs-json" | "gekkofs" | "gekko" => Ok(Format::Gekko),
             "dxt" | "darshan" | "darshan-dxt" => Ok(Format::Dxt),
             _ => Err(Error::UnknownFormat {
                 name: s.to_string(),
@@ -146,11 +242,30 @@ pub struct Trace {
     pub events: Vec<JobEvent>,
 }
 
+/// How many events of a trace go each way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirectionCounts {
+    /// Reads.
+    pub read: usize,
+    /// Writes.
+    pub write: usize,
+    /// Neither (fsync, other).
+    pub other: usize,
+    /// Direction not given by the trace.
+    pub unspecified: usize,
+}
+
 impl Trace {
-    /// The events of each job, each list sorted by start.
+    /// The events of each job, each list sorted by start: every event, whatever its direction.
     pub fn by_job(&self) -> BTreeMap<JobId, Vec<Event>> {
+        self.by_job_in(Mode::All)
+    }
+
+    /// The events that count in `mode`, by job, each list sorted by start. A job none of whose
+    /// events count is absent.
+    pub fn by_job_in(&self, mode: Mode) -> BTreeMap<JobId, Vec<Event>> {
         let mut jobs: BTreeMap<JobId, Vec<Event>> = BTreeMap::new();
-        for e in &self.events {
+        for e in self.events.iter().filter(|e| mode.keeps(e.dir)) {
             jobs.entry(e.job).or_default().push(e.event);
         }
         for v in jobs.values_mut() {
@@ -158,30 +273,91 @@ impl Trace {
         }
         jobs
     }
+
+    /// The mode `iosets detect` uses when none is named: [`Mode::Write`], FTIO's default, if
+    /// the trace has a write; else [`Mode::All`] (a read-only trace, or one that does not say).
+    pub fn default_mode(&self) -> Mode {
+        if self.events.iter().any(|e| e.dir == Direction::Write) {
+            Mode::Write
+        } else {
+            Mode::All
+        }
+    }
+
+    /// How many events go each way.
+    pub fn counts(&self) -> DirectionCounts {
+        let mut c = DirectionCounts::default();
+        for e in &self.events {
+            match e.dir {
+                Direction::Read => c.read += 1,
+                Direction::Write => c.write += 1,
+                Direction::Other => c.other += 1,
+                Direction::Unspecified => c.unspecified += 1,
+            }
+        }
+        c
+    }
 }
 
-/// Reads a trace file; without `format`, guesses it with [`Format::sniff`].
+/// Reads a trace file. With `format`, only that reader is tried. Without, the format the
+/// content says ([`Format::sniff`]) is tried alone; if the content does not tell, every reader
+/// is tried in the order of [`Format::by_name`] and the first that reads the file wins.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read, [`Error::EmptyFile`] if it holds nothing, and
+/// [`Error::Unreadable`] with each reader's error otherwise.
 pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
     let bytes = read_bytes(path)?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let format = format
-                .or_else(|| Format::sniff(path, &String::from_utf8_lossy(&bytes)))
-                .unwrap_or(Format::Csv);
-            return Err(not_utf8(&bytes, e, format));
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::EmptyFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let order = match format.or_else(|| Format::sniff(&bytes)) {
+        Some(f) => vec![f],
+        None => {
+            if let Err(e) = std::str::from_utf8(&bytes) {
+                // Not text: only the binary reader can read it; say so once.
+                return match parse_bytes(&bytes, Format::TmioMsgpack) {
+                    Ok(events) => Ok(Trace {
+                        format: Format::TmioMsgpack,
+                        events,
+                    }),
+                    Err(m) => Err(Error::NotText {
+                        path: path.to_path_buf(),
+                        line: 1 + bytes[..e.valid_up_to()]
+                            .iter()
+                            .filter(|&&b| b == b'\n')
+                            .count(),
+                        msgpack: Box::new(m),
+                    }),
+                };
+            }
+            Format::by_name(path)
         }
     };
-    let format = match format {
-        Some(f) => f,
-        None => Format::sniff(path, text).ok_or_else(|| Error::UnknownContent {
-            path: path.to_path_buf(),
-        })?,
-    };
-    Ok(Trace {
-        format,
-        events: parse(text, format)?,
+    let mut attempts = Vec::new();
+    for format in order {
+        match parse_bytes(&bytes, format) {
+            Ok(events) => return Ok(Trace { format, events }),
+            Err(e) => attempts.push(e),
+        }
+    }
+    Err(Error::Unreadable {
+        path: path.to_path_buf(),
+        attempts,
     })
+}
+
+/// Parses a trace held in memory as raw bytes (text formats must be UTF-8).
+pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<JobEvent>> {
+    if format == Format::TmioMsgpack {
+        return non_empty(msgpack::parse(bytes)?, format);
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse(text, format),
+        Err(e) => Err(not_utf8(bytes, e, format)),
+    }
 }
 
 /// The file at `path` as text; not UTF-8 is a parse error of `format` naming the line.
@@ -193,9 +369,9 @@ pub(crate) fn read_text(path: &Path, format: Format) -> Result<String> {
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::Io {
+    std::fs::read(path).map_err(|error| Error::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 
@@ -213,30 +389,42 @@ fn not_utf8(bytes: &[u8], e: std::str::Utf8Error, format: Format) -> Error {
     }
 }
 
-/// Parses a trace held in memory.
+/// Parses a trace held in memory. (A MessagePack trace given as text is decoded from its
+/// bytes; [`parse_bytes`] takes any bytes.)
 pub fn parse(text: &str, format: Format) -> Result<Vec<JobEvent>> {
     let events = match format {
         Format::Csv => parse_csv(text)?,
         Format::Jsonl => parse_jsonl(text)?,
-        Format::Ftio => parse_ftio(text)?,
-        Format::Tmio => parse_tmio(text)?,
+        Format::Ftio => bandwidth::parse_ftio_json(text)?,
+        Format::Tmio => bandwidth::parse_tmio_jsonl(text)?,
+        Format::TmioJson => bandwidth::parse_tmio_json(text)?,
+        Format::TmioMsgpack => msgpack::parse(text.as_bytes())?,
+        Format::FtioTxt => bandwidth::parse_ftio_txt(text)?,
+        Format::Gekko => bandwidth::parse_gekko_json(text)?,
         Format::Dxt => parse_dxt(text)?,
     };
-    if events.is_empty() {
-        return Err(Error::Empty {
-            format,
-            detail: match format {
-                Format::Csv => "no request after the header".into(),
-                Format::Jsonl => "no request line".into(),
-                Format::Ftio => "no step with a positive bandwidth and duration".into(),
-                Format::Tmio => {
-                    "no request in read_sync, write_sync, read_async_t or write_async_t".into()
-                }
-                Format::Dxt => "no X_POSIX or X_MPIIO record".into(),
-            },
-        });
+    non_empty(events, format)
+}
+
+fn non_empty(events: Vec<JobEvent>, format: Format) -> Result<Vec<JobEvent>> {
+    if !events.is_empty() {
+        return Ok(events);
     }
-    Ok(events)
+    Err(Error::Empty {
+        format,
+        detail: match format {
+            Format::Csv => "no request after the header",
+            Format::Jsonl => "no request line",
+            Format::Ftio => "no sample with a positive bandwidth and duration",
+            Format::Tmio | Format::TmioJson | Format::TmioMsgpack => {
+                "no sample in read_sync, write_sync, read_async_t or write_async_t"
+            }
+            Format::FtioTxt => "no `key: [...]` line",
+            Format::Gekko => "no request",
+            Format::Dxt => "no X_POSIX or X_MPIIO record",
+        }
+        .into(),
+    })
 }
 
 /// FTIO's application-level bandwidth of `events`: sample times `t` (seconds) and the total
@@ -276,7 +464,7 @@ pub fn to_ftio_json(events: &[Event]) -> String {
     serde_json::json!({ "t": t, "b": b }).to_string()
 }
 
-fn parse_err(format: Format, line: usize, message: impl Into<String>) -> Error {
+pub(crate) fn parse_err(format: Format, line: usize, message: impl Into<String>) -> Error {
     Error::Parse {
         format,
         line,
@@ -287,7 +475,7 @@ fn parse_err(format: Format, line: usize, message: impl Into<String>) -> Error {
 /// Largest time accepted, seconds (about 584 years: the range of `Nanos`).
 const MAX_SECS: f64 = 1.8e10;
 
-fn seconds(format: Format, line: usize, what: &str, v: f64) -> Result<Nanos> {
+pub(crate) fn seconds(format: Format, line: usize, what: &str, v: f64) -> Result<Nanos> {
     if !v.is_finite() || v < 0.0 {
         return Err(parse_err(
             format,
@@ -305,7 +493,13 @@ fn seconds(format: Format, line: usize, what: &str, v: f64) -> Result<Nanos> {
     Ok(Nanos::from_secs_f64(v))
 }
 
-fn event(format: Format, line: usize, start: f64, end: f64, bytes: u64) -> Result<Event> {
+pub(crate) fn event(
+    format: Format,
+    line: usize,
+    start: f64,
+    end: f64,
+    bytes: u64,
+) -> Result<Event> {
     let (s, e) = (
         seconds(format, line, "start", start)?,
         seconds(format, line, "end", end)?,
@@ -320,7 +514,7 @@ fn event(format: Format, line: usize, start: f64, end: f64, bytes: u64) -> Resul
     Ok(Event::new(s, e, bytes))
 }
 
-fn non_comment_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn non_comment_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines()
         .enumerate()
         .map(|(i, l)| (i + 1, l.trim()))
@@ -368,6 +562,7 @@ fn parse_seconds_csv(text: &str) -> Result<Vec<JobEvent>> {
         ));
     };
     let ji = find(&["job"]);
+    let oi = find(&["op"]);
     let mut out = Vec::new();
     for (n, line) in lines {
         let fields: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -401,9 +596,33 @@ fn parse_seconds_csv(text: &str) -> Result<Vec<JobEvent>> {
             Some(j) => JobId(int(j, "job")?),
             None => JobId(0),
         };
-        out.push(JobEvent { job, event: ev });
+        let dir = match oi {
+            Some(o) => direction(fields[o]).ok_or_else(|| {
+                parse_err(
+                    F,
+                    n,
+                    format!("op {:?} is not read, write, fsync or other", fields[o]),
+                )
+            })?,
+            None => Direction::Unspecified,
+        };
+        out.push(JobEvent {
+            job,
+            event: ev,
+            dir,
+        });
     }
     Ok(out)
+}
+
+/// The direction an `op` field names (`read`/`r`, `write`/`w`, `fsync`, `other`), any case.
+fn direction(op: &str) -> Option<Direction> {
+    match op.trim().to_ascii_lowercase().as_str() {
+        "read" | "r" => Some(Direction::Read),
+        "write" | "w" => Some(Direction::Write),
+        "fsync" | "other" => Some(Direction::Other),
+        _ => None,
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -413,6 +632,8 @@ struct JsonlRecord {
     bytes: u64,
     #[serde(default)]
     job: u64,
+    #[serde(default)]
+    op: Option<String>,
 }
 
 fn parse_jsonl(text: &str) -> Result<Vec<JobEvent>> {
@@ -421,178 +642,31 @@ fn parse_jsonl(text: &str) -> Result<Vec<JobEvent>> {
     for (n, line) in non_comment_lines(text) {
         let r: JsonlRecord = serde_json::from_str(line)
             .map_err(|e| parse_err(F, n, format!("not a request record ({e})")))?;
+        let dir = match &r.op {
+            Some(op) => direction(op).ok_or_else(|| {
+                parse_err(
+                    F,
+                    n,
+                    format!("op {op:?} is not read, write, fsync or other"),
+                )
+            })?,
+            None => Direction::Unspecified,
+        };
         out.push(JobEvent {
             job: JobId(r.job),
             event: event(F, n, r.start, r.end, r.bytes)?,
+            dir,
         });
     }
     Ok(out)
 }
 
 /// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     1 + text.as_bytes()[..offset.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
-}
-
-fn number_array(format: Format, line: usize, v: Option<&Value>, key: &str) -> Result<Vec<f64>> {
-    let Some(v) = v else {
-        return Err(parse_err(
-            format,
-            line,
-            format!("missing the {key:?} array"),
-        ));
-    };
-    let Some(a) = v.as_array() else {
-        return Err(parse_err(format, line, format!("{key:?} is not an array")));
-    };
-    a.iter()
-        .enumerate()
-        .map(|(i, x)| {
-            x.as_f64()
-                .ok_or_else(|| parse_err(format, line, format!("{key}[{i}] = {x} is not a number")))
-        })
-        .collect()
-}
-
-fn parse_ftio(text: &str) -> Result<Vec<JobEvent>> {
-    const F: Format = Format::Ftio;
-    if text.trim().is_empty() {
-        return Err(Error::Empty {
-            format: F,
-            detail: "the file is empty".into(),
-        });
-    }
-    let doc: Value = serde_json::from_str(text)
-        .map_err(|e| parse_err(F, e.line(), format!("not JSON ({e})")))?;
-    let Some(obj) = doc.as_object() else {
-        return Err(parse_err(
-            F,
-            1,
-            "expected an object {\"t\": [...], \"b\": [...]}",
-        ));
-    };
-    // Semantic errors point at the line where the array starts.
-    let at = |key: &str| {
-        text.find(&format!("\"{key}\""))
-            .map_or(1, |o| line_of(text, o))
-    };
-    let t = number_array(F, at("t"), obj.get("t"), "t")?;
-    let b = number_array(F, at("b"), obj.get("b"), "b")?;
-    if t.len() != b.len() {
-        return Err(parse_err(
-            F,
-            at("b"),
-            format!("\"t\" has {} samples but \"b\" has {}", t.len(), b.len()),
-        ));
-    }
-    let job = match obj.get("job") {
-        None => JobId(0),
-        Some(j) => JobId(j.as_u64().ok_or_else(|| {
-            parse_err(F, at("job"), format!("job {j} is not a whole number ≥ 0"))
-        })?),
-    };
-    let mut out = Vec::new();
-    for i in 0..t.len() {
-        seconds(F, at("t"), &format!("t[{i}] ="), t[i])?;
-        if !(b[i].is_finite() && b[i] >= 0.0) {
-            return Err(parse_err(
-                F,
-                at("b"),
-                format!("b[{i}] = {} is not a bandwidth ≥ 0", b[i]),
-            ));
-        }
-        if i > 0 && t[i] < t[i - 1] {
-            return Err(parse_err(
-                F,
-                at("t"),
-                format!("t[{i}] = {} is before t[{}] = {}", t[i], i - 1, t[i - 1]),
-            ));
-        }
-    }
-    for i in 0..t.len().saturating_sub(1) {
-        let bytes = (b[i] * (t[i + 1] - t[i])).round();
-        if bytes >= 1.0 {
-            let bytes = bytes.min(u64::MAX as f64) as u64;
-            out.push(JobEvent {
-                job,
-                event: event(F, at("t"), t[i], t[i + 1], bytes)?,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn parse_tmio(text: &str) -> Result<Vec<JobEvent>> {
-    const F: Format = Format::Tmio;
-    const MODES: [&str; 4] = ["read_sync", "write_sync", "read_async_t", "write_async_t"];
-    let mut out = Vec::new();
-    for (n, line) in non_comment_lines(text) {
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| parse_err(F, n, format!("not a JSON object ({e})")))?;
-        let Some(obj) = v.as_object() else {
-            return Err(parse_err(F, n, "not a JSON object"));
-        };
-        for mode in MODES {
-            let Some(section) = obj.get(mode) else {
-                continue;
-            };
-            let Some(bw) = section.get("bandwidth") else {
-                return Err(parse_err(
-                    F,
-                    n,
-                    format!("{mode} has no \"bandwidth\" object"),
-                ));
-            };
-            let names = if bw.get("b_ind").is_some() {
-                ["b_ind", "t_ind_s", "t_ind_e"]
-            } else {
-                ["b_rank_avr", "t_rank_s", "t_rank_e"]
-            };
-            if bw.get(names[0]).is_none() {
-                continue;
-            }
-            let b = number_array(F, n, bw.get(names[0]), names[0])?;
-            let s = number_array(F, n, bw.get(names[1]), names[1])?;
-            let e = number_array(F, n, bw.get(names[2]), names[2])?;
-            if b.len() != s.len() || b.len() != e.len() {
-                return Err(parse_err(
-                    F,
-                    n,
-                    format!(
-                        "{mode}: {} has {} values, {} {} and {} {}",
-                        names[0],
-                        b.len(),
-                        names[1],
-                        s.len(),
-                        names[2],
-                        e.len()
-                    ),
-                ));
-            }
-            for i in 0..b.len() {
-                if !(b[i].is_finite() && b[i] >= 0.0) {
-                    return Err(parse_err(
-                        F,
-                        n,
-                        format!(
-                            "{mode}: {}[{i}] = {} is not a bandwidth ≥ 0",
-                            names[0], b[i]
-                        ),
-                    ));
-                }
-                let ev = event(F, n, s[i], e[i], 0)?;
-                let bytes = (b[i] * (e[i] - s[i])).round().min(u64::MAX as f64) as u64;
-                out.push(JobEvent {
-                    job: JobId(0),
-                    event: Event { bytes, ..ev },
-                });
-            }
-        }
-    }
-    Ok(out)
 }
 
 fn parse_dxt(text: &str) -> Result<Vec<JobEvent>> {
@@ -649,20 +723,25 @@ fn parse_dxt(text: &str) -> Result<Vec<JobEvent>> {
                 .map_err(|_| parse_err(F, n, format!("{what} {s:?} is not a number of seconds")))
         };
         let ev = event(F, n, time(f[6], "start")?, time(f[7], "end")?, length)?;
-        if f[0] == "X_POSIX" {
-            posix.push(ev);
+        let dir = if f[2] == "read" {
+            Direction::Read
         } else {
-            other.push(ev);
+            Direction::Write
+        };
+        if f[0] == "X_POSIX" {
+            posix.push((ev, dir));
+        } else {
+            other.push((ev, dir));
         }
     }
     let chosen = if posix.is_empty() { other } else { posix };
     Ok(chosen
         .into_iter()
-        .map(|event| JobEvent { job, event })
+        .map(|(event, dir)| JobEvent { job, event, dir })
         .collect())
 }
 
-fn truncate(s: &str) -> String {
+pub(crate) fn truncate(s: &str) -> String {
     s.chars().take(60).collect()
 }
 

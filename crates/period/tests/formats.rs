@@ -79,14 +79,17 @@ fn a_named_format_overrides_the_guess() {
     let t = read_trace(&data("requests.csv"), Some(Format::Csv)).unwrap();
     assert_eq!(t.format, Format::Csv);
     let err = read_trace(&data("requests.csv"), Some(Format::Ftio)).unwrap_err();
+    let Error::Unreadable { attempts, .. } = &err else {
+        panic!("{err}");
+    };
     assert!(
         matches!(
-            err,
-            Error::Parse {
+            attempts[..],
+            [Error::Parse {
                 format: Format::Ftio,
                 line: 1,
                 ..
-            }
+            }]
         ),
         "{err}"
     );
@@ -202,13 +205,19 @@ fn corrupt_jsonl_names_the_line() {
 #[test]
 fn corrupt_ftio_json_names_the_problem() {
     refused("{\"t\": [1, 2,\n", Format::Ftio, 2, "not JSON");
-    refused("[1, 2]", Format::Ftio, 1, "expected an object");
-    refused("{\"b\": [1]}", Format::Ftio, 1, "missing the \"t\" array");
+    refused("[1, 2]", Format::Ftio, 1, "expected a JSON object");
+    refused("{\"b\": [1]}", Format::Ftio, 1, "b without t");
+    refused(
+        "{\"x\": [1]}",
+        Format::Ftio,
+        1,
+        "no bandwidth: expected a mode section",
+    );
     refused(
         "{\"t\": [1, 2],\n \"b\": [1]}",
         Format::Ftio,
         2,
-        "\"t\" has 2 samples but \"b\" has 1",
+        "t has 2 samples but b has 1",
     );
     refused(
         "{\"t\": [1, \"x\"], \"b\": [1, 0]}",
@@ -302,11 +311,17 @@ fn files_that_cannot_be_read_or_recognised_say_so() {
     let odd = dir.join("trace.bin");
     std::fs::write(&odd, "hello\nworld\n").unwrap();
     let err = read_trace(&odd, None).unwrap_err();
-    assert!(matches!(err, Error::UnknownContent { .. }), "{err}");
+    let Error::Unreadable { attempts, .. } = &err else {
+        panic!("{err}");
+    };
+    // Every reader was tried, each once.
+    assert_eq!(attempts.len(), Format::ALL.len(), "{err}");
     assert!(err.to_string().contains("--format"), "{err}");
     let binary = dir.join("log.darshan");
     std::fs::write(&binary, b"# DXT\n\xff\xfe\x00binary").unwrap();
     let err = read_trace(&binary, Some(Format::Dxt)).unwrap_err();
+    assert!(err.to_string().contains("line 2: not UTF-8"), "{err}");
+    let err = read_trace(&binary, None).unwrap_err();
     assert!(err.to_string().contains("line 2: not UTF-8"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -321,6 +336,25 @@ proptest! {
             let format: Format = name.parse().unwrap();
             let _ = parse(&text, format);
         }
+    }
+
+    #[test]
+    fn mangled_fixtures_never_panic_a_reader(
+        which in 0usize..FIXTURES.len(),
+        cut in 0usize..40000,
+        flip in 0usize..40000,
+        byte in any::<u8>(),
+    ) {
+        let (name, format) = FIXTURES[which];
+        let mut bytes = std::fs::read(fixture(name)).unwrap();
+        let n = bytes.len();
+        bytes[flip % n] = byte;
+        bytes.truncate(cut % (n + 1));
+        if let Ok(events) = parse_bytes(&bytes, format) {
+            let evs: Vec<_> = events.iter().map(|e| e.event).collect();
+            let _ = detect(&evs);
+        }
+        let _ = Format::sniff(&bytes);
     }
 
     #[test]
@@ -346,5 +380,228 @@ proptest! {
             let evs: Vec<_> = events.iter().map(|e| e.event).collect();
             let _ = detect(&evs);
         }
+    }
+}
+
+// ---- Fixtures of each format FTIO users have (tests/fixtures, see its README.md) ----
+
+use iosets_period::trace::{parse_bytes, Trace};
+use iosets_period::{Direction, Mode};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Reads a fixture, recognising its format from the content, and checks the format.
+fn read_fixture(name: &str, format: Format) -> Trace {
+    let trace = read_trace(&fixture(name), None).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(trace.format, format, "{name}");
+    trace
+}
+
+/// The one job's detection in `mode`: `Some((period s, phases))` if periodic.
+fn detected(trace: &Trace, mode: Mode) -> Option<(f64, usize)> {
+    let jobs = trace.by_job_in(mode);
+    assert_eq!(jobs.len(), 1, "{mode}: {jobs:?}");
+    let events = jobs.into_values().next().unwrap();
+    detect(&events)
+        .periodic()
+        .map(|e| (e.period.as_secs_f64(), e.phases))
+}
+
+fn assert_period(trace: &Trace, mode: Mode, want: f64, phases: usize) {
+    let got = detected(trace, mode);
+    assert!(
+        got.is_some_and(|(p, n)| close(p, want) && n == phases),
+        "{:?} {mode}: got {got:?}, want {want} s x {phases}",
+        trace.format
+    );
+}
+
+#[test]
+fn tmio_jsonl_mixes_reads_and_writes_and_each_mode_finds_its_period() {
+    let t = read_fixture("tmio-mixed.jsonl", Format::Tmio);
+    let c = t.counts();
+    // 2 ranks x 9 read phases x 2 requests; 2 x 8 x 2 writes. Rank-level samples are used.
+    assert_eq!((c.read, c.write, c.unspecified), (36, 32, 0), "{c:?}");
+    assert_eq!(t.default_mode(), Mode::Write);
+    assert_period(&t, Mode::Write, 10.0, 8);
+    assert_period(&t, Mode::Read, 7.0, 9);
+    // Mixed, the two rhythms hide each other: no confident period.
+    assert_eq!(detected(&t, Mode::All), None);
+}
+
+#[test]
+fn tmio_msgpack_holds_the_same_phases_as_the_jsonl() {
+    let m = read_fixture("tmio-mixed.msgpack", Format::TmioMsgpack);
+    let j = read_fixture("tmio-mixed.jsonl", Format::Tmio);
+    assert_eq!(m.counts(), j.counts());
+    let bytes = |t: &Trace, d| -> u64 {
+        t.events
+            .iter()
+            .filter(|e| e.dir == d)
+            .map(|e| e.event.bytes)
+            .sum()
+    };
+    assert_eq!(bytes(&m, Direction::Write), bytes(&j, Direction::Write));
+    assert_period(&m, Mode::Write, 10.0, 8);
+    assert_period(&m, Mode::Read, 7.0, 9);
+    assert_eq!(detected(&m, Mode::All), None);
+}
+
+#[test]
+fn tmio_offline_json_reads_per_request_samples() {
+    let t = read_fixture("tmio-offline.json", Format::TmioJson);
+    // b_ind is preferred: 2 ranks x 6 phases x 2 rank samples x 2 requests each.
+    assert_eq!(t.counts().write, 48);
+    assert_eq!(t.default_mode(), Mode::Write);
+    assert_period(&t, Mode::Write, 20.0, 6);
+    assert!(t.by_job_in(Mode::Read).is_empty());
+}
+
+#[test]
+fn tmio_collective_json_from_ftio_examples_is_read() {
+    // FTIO's examples/tmio/ior/collective/test.json: 73 reads of 1536 ranks within 50 ms.
+    let t = read_fixture("tmio-collective-test.json", Format::Ftio);
+    assert_eq!(t.counts().read, 73);
+    assert_eq!(t.default_mode(), Mode::All);
+    assert_eq!(detected(&t, Mode::Read), None);
+}
+
+#[test]
+fn ftio_application_level_json_gives_its_period() {
+    let t = read_fixture("ftio-app.json", Format::Ftio);
+    assert_eq!(t.counts().write, 10);
+    assert_period(&t, Mode::Write, 4.0, 10);
+    // FTIO's own example: one burst, 1 to 8 s, stepping 1, 2, 5, 2, 1 GB/s.
+    let t = read_fixture("ftio-custom-app.json", Format::Ftio);
+    let bytes: u64 = t.events.iter().map(|e| e.event.bytes).sum();
+    assert_eq!(
+        bytes,
+        1_000_000_000 + 2 * 2_000_000_000 + 2 * 5_000_000_000 + 2_000_000_000 + 1_000_000_000
+    );
+    assert_eq!(detected(&t, Mode::Write), None);
+}
+
+#[test]
+fn ftio_rank_level_json_from_ftio_examples_is_read() {
+    // FTIO's examples/custom/JSON/custom.json: 4 ranks x 8 phases, back to back: the I/O never
+    // pauses, so there is one phase and no period by gaps.
+    let t = read_fixture("ftio-custom-rank.json", Format::Ftio);
+    assert_eq!(t.counts().write, 32);
+    let first = t.events[0].event;
+    assert_eq!(first.start, iosets_period::Nanos::from_secs_f64(0.060111));
+    assert_eq!(
+        first.bytes,
+        (18854940.934542f64 * (2.840750 - 0.060111)).round() as u64
+    );
+    assert_eq!(detected(&t, Mode::Write), None);
+}
+
+#[test]
+fn gekkofs_json_times_are_microseconds() {
+    let t = read_fixture("gekkofs.json", Format::Gekko);
+    assert_eq!(t.events.len(), 32);
+    assert!(t.events.iter().all(|e| e.event.bytes == 16 << 20));
+    assert_period(&t, Mode::All, 2.0, 8);
+    // FTIO's examples/API/gekkoFs/JSON/write_..._x0025_60871.json: 180 requests, 10 phases.
+    let t = read_fixture("gekkofs-x0025.json", Format::Gekko);
+    assert_eq!(t.events.len(), 180);
+    let got = detected(&t, Mode::All).unwrap();
+    assert!((got.0 - 50.0).abs() < 1.0 && got.1 == 10, "{got:?}");
+}
+
+#[test]
+fn ftio_txt_pattern_gives_its_period() {
+    let t = read_fixture("ftio.txt", Format::FtioTxt);
+    assert_eq!(t.events.len(), 16);
+    assert_period(&t, Mode::All, 0.5, 8);
+    // FTIO's examples/custom/txt/2.txt: I/O (1000 MiB/s) from 10 to 15 ms, 30 to 35, 50 to 55;
+    // the other samples have no bandwidth.
+    let t = read_fixture("ftio-2.txt", Format::FtioTxt);
+    assert_period(&t, Mode::All, 0.02, 3);
+}
+
+#[test]
+fn dxt_as_darshan_prints_it_counts_posix_and_keeps_directions() {
+    let t = read_fixture("dxt-real.txt", Format::Dxt);
+    let c = t.counts();
+    // POSIX only: 2 ranks x (6 x 3 writes + 20 reads); the MPI-IO records are the same calls.
+    assert_eq!((c.write, c.read), (36, 40), "{c:?}");
+    assert!(t.events.iter().all(|e| e.job == JobId(777)));
+    assert_eq!(t.default_mode(), Mode::Write);
+    assert_period(&t, Mode::Write, 30.0, 6);
+    // The input is read once, in 20 requests 0.2 s apart.
+    assert_period(&t, Mode::Read, 0.2, 20);
+}
+
+#[test]
+fn content_decides_the_format_not_the_name() {
+    let dir = std::env::temp_dir().join(format!("iosets-period-sniff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, format) in [
+        ("tmio-mixed.jsonl", Format::Tmio),
+        ("tmio-mixed.msgpack", Format::TmioMsgpack),
+        ("tmio-offline.json", Format::TmioJson),
+        ("ftio-app.json", Format::Ftio),
+        ("gekkofs.json", Format::Gekko),
+        ("ftio.txt", Format::FtioTxt),
+        ("dxt-real.txt", Format::Dxt),
+    ] {
+        let renamed = dir.join("trace.csv");
+        std::fs::copy(fixture(name), &renamed).unwrap();
+        assert_eq!(read_trace(&renamed, None).unwrap().format, format, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Each fixture, and its corruptions: empty, cut, garbage appended, a byte flipped.
+const FIXTURES: [(&str, Format); 12] = [
+    ("tmio-mixed.jsonl", Format::Tmio),
+    ("tmio-mixed.msgpack", Format::TmioMsgpack),
+    ("tmio-offline.json", Format::TmioJson),
+    ("tmio-collective-test.json", Format::Ftio),
+    ("ftio-app.json", Format::Ftio),
+    ("ftio-custom-app.json", Format::Ftio),
+    ("ftio-custom-rank.json", Format::Ftio),
+    ("gekkofs.json", Format::Gekko),
+    ("gekkofs-x0025.json", Format::Gekko),
+    ("ftio.txt", Format::FtioTxt),
+    ("ftio-2.txt", Format::FtioTxt),
+    ("dxt-real.txt", Format::Dxt),
+];
+
+#[test]
+fn corrupt_fixtures_are_typed_errors() {
+    for (name, format) in FIXTURES {
+        let bytes = std::fs::read(fixture(name)).unwrap();
+        let refused = |b: &[u8], what: &str| match parse_bytes(b, format) {
+            Err(
+                Error::Parse { format: f, .. }
+                | Error::Decode { format: f, .. }
+                | Error::Empty { format: f, .. },
+            ) => {
+                assert_eq!(f, format, "{name} {what}")
+            }
+            other => panic!("{name} {what}: expected a typed error, got {other:?}"),
+        };
+        refused(b"", "empty");
+        // Cut in the middle of a record: every format here ends records with `]`, `}`, a value
+        // or a MessagePack item that the cut leaves incomplete.
+        let cut = match format {
+            Format::Dxt => bytes.len() - 8, // "  139823" cut off a record line's middle
+            _ => bytes.len() / 2 + 1,
+        };
+        if format != Format::Dxt {
+            refused(&bytes[..cut], "cut");
+        }
+        let mut garbage = bytes.clone();
+        garbage.extend_from_slice(b"\n@@ garbage @@\n");
+        if format != Format::TmioMsgpack {
+            refused(&garbage, "garbage appended");
+        }
+        refused(&[0xc1, 0xff, 0x00, 0x13], "binary garbage");
     }
 }

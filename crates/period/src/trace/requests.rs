@@ -40,7 +40,7 @@ use iosets_types::hash::fnv1a64;
 use iosets_types::{FileId, JobId, Nanos, Op};
 
 use crate::error::{Error, Result};
-use crate::event::{Event, JobEvent};
+use crate::event::{Direction, Event, JobEvent};
 use crate::trace::Format;
 
 /// What a traced request did. The server's three data operations, plus `other` for anything a
@@ -399,7 +399,15 @@ pub(crate) fn parse_events(text: &str) -> Result<Vec<JobEvent>> {
     rows.into_iter()
         .map(|(line, r)| {
             r.event()
-                .map(|event| JobEvent { job: r.job, event })
+                .map(|event| JobEvent {
+                    job: r.job,
+                    event,
+                    dir: match r.op {
+                        TraceOp::Read => Direction::Read,
+                        TraceOp::Write => Direction::Write,
+                        TraceOp::Fsync | TraceOp::Other => Direction::Other,
+                    },
+                })
                 .ok_or_else(|| {
                     parse(
                         line,
