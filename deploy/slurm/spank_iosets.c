@@ -1,0 +1,462 @@
+/*
+ * spank_iosets: a Slurm SPANK plugin giving a job an iosets I/O priority.
+ *
+ * User options (srun, sbatch, salloc):
+ *   --io-priority=P   the job's I/O priority: a finite positive number (IO-SETS set i has
+ *                     priority 10^-i). Anything else refuses the job with a clear message.
+ *   --io-auto         the job's priority comes from the servers' period detection: any
+ *                     priority set through the control path is cleared at job start.
+ *                     Mutually exclusive with --io-priority.
+ *
+ * Plugin arguments (plugstack.conf), exactly one mechanism per site:
+ *   mount=DIR             write through DIR/.iosets/jobs/<job id>/priority of an `iosets mount`
+ *   ctl=PATH servers=H:P[,H:P...] [token_file=FILE]
+ *                         run `PATH ctl --server H:P [--token-file FILE] set-priority|clear-priority`
+ *                         once per server
+ *   on_error=fail|continue  what a failed write does to the step (default fail: a job that
+ *                         asked for a priority does not run silently without it)
+ *   timeout=SECONDS       bound on one write or one `iosets ctl` run (default 10, 1..300);
+ *                         a stuck mount is killed and counts as a failure
+ *
+ * When it acts:
+ *   - at step start, in slurmstepd (remote context, still root: slurm_spank_init_post_opt),
+ *     it writes P (or `clear` for --io-auto) for the step's job id. Every step of a job that
+ *     carries the option writes it again (idempotent); the batch step carries sbatch's options.
+ *   - at job end, in slurmd's job epilog (slurm_spank_job_epilog, root), it writes `clear`
+ *     if the job carried --io-priority. The clear is per job, not per step: a step ending
+ *     while another step of the job still runs leaves the priority alone. On a multi-node job
+ *     every node's epilog clears (harmless: clearing twice is clearing once).
+ *
+ * Writes run in a forked child bounded by `timeout`, so a hung FUSE mount or server cannot hang
+ * slurmstepd or slurmd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <slurm/spank.h>
+
+SPANK_PLUGIN(iosets, 1);
+
+#define OPT_PRIORITY 1
+#define OPT_AUTO 2
+
+#define MAX_SERVERS 64
+#define MSG_LEN 512
+
+/* Plugin configuration, from plugstack.conf. */
+static char *mount_dir;
+static char *ctl_path;
+static char *token_file;
+static char *servers[MAX_SERVERS];
+static int n_servers;
+static int fail_on_error = 1;
+static int timeout_s = 10;
+
+/* What the options callbacks saw (in this process). */
+static int seen_priority;
+static int seen_auto;
+
+static int opt_cb(int val, const char *optarg, int remote);
+
+static struct spank_option opt_priority = {
+    "io-priority", "P",
+    "iosets I/O priority of the job: a finite positive number "
+    "(IO-SETS set i has priority 10^-i)",
+    1, OPT_PRIORITY, opt_cb};
+static struct spank_option opt_auto = {
+    "io-auto", NULL,
+    "iosets I/O priority from the servers' period detection "
+    "(clears a priority set by hand)",
+    0, OPT_AUTO, opt_cb};
+
+/* Parses a priority: the whole string is a finite number > 0. Returns 0 and sets *out, or -1. */
+static int parse_priority(const char *s, double *out)
+{
+    char *end;
+    double v;
+
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v) || !(v > 0.0))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int opt_cb(int val, const char *optarg, int remote)
+{
+    double p;
+
+    (void)remote;
+    if (val == OPT_PRIORITY) {
+        if (parse_priority(optarg, &p) != 0) {
+            slurm_error("iosets: --io-priority=%s: not a finite positive number "
+                        "(e.g. 1, 0.1, 1e-3)",
+                        optarg ? optarg : "");
+            return -1;
+        }
+        seen_priority = 1;
+    } else if (val == OPT_AUTO) {
+        seen_auto = 1;
+    }
+    if (seen_priority && seen_auto) {
+        slurm_error("iosets: --io-priority and --io-auto are mutually exclusive");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_args(int ac, char **av)
+{
+    int i;
+
+    for (i = 0; i < ac; i++) {
+        const char *a = av[i];
+        if (strncmp(a, "mount=", 6) == 0) {
+            mount_dir = strdup(a + 6);
+        } else if (strncmp(a, "ctl=", 4) == 0) {
+            ctl_path = strdup(a + 4);
+        } else if (strncmp(a, "token_file=", 11) == 0) {
+            token_file = strdup(a + 11);
+        } else if (strncmp(a, "servers=", 8) == 0) {
+            char *list = strdup(a + 8), *save = NULL, *tok;
+            for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (n_servers == MAX_SERVERS) {
+                    slurm_error("iosets: servers=: more than %d servers", MAX_SERVERS);
+                    return -1;
+                }
+                servers[n_servers++] = strdup(tok);
+            }
+            free(list);
+        } else if (strcmp(a, "on_error=fail") == 0) {
+            fail_on_error = 1;
+        } else if (strcmp(a, "on_error=continue") == 0) {
+            fail_on_error = 0;
+        } else if (strncmp(a, "timeout=", 8) == 0) {
+            char *end;
+            long t = strtol(a + 8, &end, 10);
+            if (end == a + 8 || *end != '\0' || t < 1 || t > 300) {
+                slurm_error("iosets: %s: timeout must be whole seconds in 1..300", a);
+                return -1;
+            }
+            timeout_s = (int)t;
+        } else {
+            slurm_error("iosets: unknown plugin argument '%s' (known: mount=, ctl=, "
+                        "servers=, token_file=, on_error=fail|continue, timeout=)",
+                        a);
+            return -1;
+        }
+    }
+    if ((mount_dir != NULL) == (ctl_path != NULL)) {
+        slurm_error("iosets: plugstack.conf must give exactly one of mount=DIR or ctl=PATH");
+        return -1;
+    }
+    if (mount_dir && (mount_dir[0] != '/' || n_servers || token_file)) {
+        slurm_error("iosets: mount= needs an absolute path and takes no servers=/token_file=");
+        return -1;
+    }
+    if (ctl_path && (ctl_path[0] != '/' || n_servers == 0)) {
+        slurm_error("iosets: ctl= needs an absolute path and servers=HOST:PORT[,...]");
+        return -1;
+    }
+    return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    if (parse_args(ac, av) != 0)
+        return -1;
+    if (spank_option_register(sp, &opt_priority) != ESPANK_SUCCESS ||
+        spank_option_register(sp, &opt_auto) != ESPANK_SUCCESS) {
+        slurm_error("iosets: cannot register --io-priority/--io-auto");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Waits for `pid` at most timeout_s seconds (then kills it). Returns its exit status (0..255),
+ * or -1 if it was killed or died of a signal (`*timed_out` says which).
+ */
+static int wait_bounded(pid_t pid, int *timed_out)
+{
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    long ticks = (long)timeout_s * 100;
+    int status;
+
+    *timed_out = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (ticks-- <= 0) {
+            *timed_out = 1;
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Reads what a child wrote to `fd` (at most MSG_LEN-1 bytes) into msg, without a final newline. */
+static void read_msg(int fd, char *msg)
+{
+    size_t n = 0;
+    ssize_t r;
+
+    while (n < MSG_LEN - 1 && (r = read(fd, msg + n, MSG_LEN - 1 - n)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        n += (size_t)r;
+    }
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        n--;
+    msg[n] = '\0';
+}
+
+/*
+ * Writes `value` ("0.1", "clear") to MOUNT/.iosets/jobs/<job>/priority in a child process.
+ * Returns 0, or -1 with the reason in msg.
+ */
+static int write_mount(uint32_t job, const char *value, char *msg)
+{
+    char path[4096], line[64];
+    int pfd[2], timed_out, rc, len;
+    pid_t pid;
+
+    if (snprintf(path, sizeof path, "%s/.iosets/jobs/%u/priority", mount_dir, job) >=
+        (int)sizeof path) {
+        snprintf(msg, MSG_LEN, "mount path too long");
+        return -1;
+    }
+    len = snprintf(line, sizeof line, "%s\n", value);
+    if (pipe(pfd) != 0) {
+        snprintf(msg, MSG_LEN, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        snprintf(msg, MSG_LEN, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        /* Child: only async-signal-safe calls; the errno goes back as 4 bytes. */
+        int fd, err = 0;
+        ssize_t w;
+        close(pfd[0]);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0) {
+            err = errno;
+        } else {
+            w = write(fd, line, (size_t)len);
+            if (w != len)
+                err = w < 0 ? errno : EIO;
+            if (close(fd) != 0 && err == 0)
+                err = errno;
+        }
+        if (err != 0) {
+            ssize_t ignored = write(pfd[1], &err, sizeof err);
+            (void)ignored;
+        }
+        _exit(err != 0);
+    }
+    close(pfd[1]);
+    rc = wait_bounded(pid, &timed_out);
+    if (rc == 0) {
+        close(pfd[0]);
+        return 0;
+    }
+    if (timed_out) {
+        snprintf(msg, MSG_LEN, "writing %s: no answer within %d s (mount hung?)", path,
+                 timeout_s);
+    } else {
+        int err = 0;
+        if (read(pfd[0], &err, sizeof err) == (ssize_t)sizeof err)
+            snprintf(msg, MSG_LEN, "writing '%s' to %s: %s", value, path, strerror(err));
+        else
+            snprintf(msg, MSG_LEN, "writing '%s' to %s: the writer died", value, path);
+    }
+    close(pfd[0]);
+    return -1;
+}
+
+/*
+ * Runs `CTL ctl --server S [--token-file F] set-priority JOB P` (or clear-priority JOB) for
+ * every server. Returns 0, or -1 with the first failure's reason (and ctl's stderr) in msg.
+ */
+static int run_ctl(uint32_t job, const char *value, char *msg)
+{
+    char jobstr[16];
+    int i, clear = strcmp(value, "clear") == 0;
+
+    snprintf(jobstr, sizeof jobstr, "%u", job);
+    for (i = 0; i < n_servers; i++) {
+        char *argv[12], out[MSG_LEN];
+        int n = 0, pfd[2], timed_out, rc;
+        pid_t pid;
+
+        argv[n++] = ctl_path;
+        argv[n++] = "ctl";
+        argv[n++] = "--server";
+        argv[n++] = servers[i];
+        if (token_file) {
+            argv[n++] = "--token-file";
+            argv[n++] = token_file;
+        }
+        argv[n++] = clear ? "clear-priority" : "set-priority";
+        argv[n++] = jobstr;
+        if (!clear)
+            argv[n++] = (char *)value;
+        argv[n] = NULL;
+
+        if (pipe(pfd) != 0) {
+            snprintf(msg, MSG_LEN, "pipe: %s", strerror(errno));
+            return -1;
+        }
+        pid = fork();
+        if (pid < 0) {
+            snprintf(msg, MSG_LEN, "fork: %s", strerror(errno));
+            close(pfd[0]);
+            close(pfd[1]);
+            return -1;
+        }
+        if (pid == 0) {
+            int devnull = open("/dev/null", O_RDWR);
+            close(pfd[0]);
+            if (devnull >= 0) {
+                dup2(devnull, 0);
+                dup2(devnull, 1);
+            }
+            dup2(pfd[1], 2);
+            execv(ctl_path, argv);
+            _exit(127);
+        }
+        close(pfd[1]);
+        rc = wait_bounded(pid, &timed_out);
+        read_msg(pfd[0], out);
+        close(pfd[0]);
+        if (rc != 0) {
+            if (timed_out)
+                snprintf(msg, MSG_LEN, "%s ctl --server %s: no answer within %d s", ctl_path,
+                         servers[i], timeout_s);
+            else if (rc == 127 && out[0] == '\0')
+                snprintf(msg, MSG_LEN, "cannot run %s", ctl_path);
+            else
+                snprintf(msg, MSG_LEN, "%s ctl --server %s %s %s: exit %d: %s", ctl_path,
+                         servers[i], clear ? "clear-priority" : "set-priority", jobstr, rc, out);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Sets (value = a number) or clears ("clear") the job's priority. 0 or -1 (logged). */
+static int apply(uint32_t job, const char *value, const char *when)
+{
+    char msg[MSG_LEN] = "";
+    int rc = mount_dir ? write_mount(job, value, msg) : run_ctl(job, value, msg);
+
+    if (rc != 0)
+        slurm_error("iosets: %s of job %u: %s", when, job, msg);
+    else
+        slurm_debug("iosets: %s of job %u: priority %s", when, job, value);
+    return rc;
+}
+
+/* The job's --io-priority (formatted for the mount) or --io-auto, as getopt sees them. */
+static int job_options(spank_t sp, char *value, size_t len, int *is_auto)
+{
+    char *arg = NULL;
+    double p;
+
+    *is_auto = 0;
+    value[0] = '\0';
+    if (spank_option_getopt(sp, &opt_priority, &arg) == ESPANK_SUCCESS) {
+        if (parse_priority(arg, &p) != 0) {
+            slurm_error("iosets: --io-priority=%s: not a finite positive number",
+                        arg ? arg : "");
+            return -1;
+        }
+        snprintf(value, len, "%.17g", p);
+    }
+    if (spank_option_getopt(sp, &opt_auto, &arg) == ESPANK_SUCCESS)
+        *is_auto = 1;
+    if (value[0] && *is_auto) {
+        slurm_error("iosets: --io-priority and --io-auto are mutually exclusive");
+        return -1;
+    }
+    return 0;
+}
+
+/* Step start, in slurmstepd as root (before privileges are dropped): set or clear. */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+    char value[64];
+    uint32_t job = 0;
+    int is_auto, rc;
+
+    (void)ac;
+    (void)av;
+    if (spank_context() != S_CTX_REMOTE)
+        return 0;
+    if (job_options(sp, value, sizeof value, &is_auto) != 0)
+        return -1;
+    if (!value[0] && !is_auto)
+        return 0;
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+        slurm_error("iosets: cannot get the job id");
+        return fail_on_error ? -1 : 0;
+    }
+    rc = apply(job, is_auto ? "clear" : value, is_auto ? "--io-auto at step start"
+                                                       : "--io-priority at step start");
+    if (rc != 0 && fail_on_error) {
+        slurm_error("iosets: refusing to run job %u without its I/O priority "
+                    "(plugstack.conf on_error=fail)",
+                    job);
+        return -1;
+    }
+    return 0;
+}
+
+/* Job end, in slurmd's epilog as root: clear what --io-priority set. */
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+    char value[64];
+    uint32_t job = 0;
+    int is_auto;
+
+    (void)ac;
+    (void)av;
+    if (job_options(sp, value, sizeof value, &is_auto) != 0 || !value[0])
+        return 0;
+    if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+        slurm_error("iosets: epilog: cannot get the job id");
+        return 0;
+    }
+    /* A failed clear is logged, never fails the epilog: that would drain the node. */
+    apply(job, "clear", "clear at job end");
+    return 0;
+}
