@@ -63,9 +63,10 @@ static int n_servers;
 static int fail_on_error = 1;
 static int timeout_s = 10;
 
-/* What the options callbacks saw (in this process). */
+/* What the options callbacks saw (in this process), the priority formatted for the mount. */
 static int seen_priority;
 static int seen_auto;
+static char seen_value[64];
 
 static int opt_cb(int val, const char *optarg, int remote);
 
@@ -109,6 +110,7 @@ static int opt_cb(int val, const char *optarg, int remote)
             return -1;
         }
         seen_priority = 1;
+        snprintf(seen_value, sizeof seen_value, "%.17g", p);
     } else if (val == OPT_AUTO) {
         seen_auto = 1;
     }
@@ -119,10 +121,19 @@ static int opt_cb(int val, const char *optarg, int remote)
     return 0;
 }
 
+/* Set once parse_args has accepted the plugin arguments. */
+static int configured;
+
+/*
+ * Parses the plugstack.conf arguments, once per process: every entry point calls it, because
+ * the job epilog (S_CTX_JOB_SCRIPT) calls slurm_spank_job_epilog without slurm_spank_init.
+ */
 static int parse_args(int ac, char **av)
 {
     int i;
 
+    if (configured)
+        return 0;
     for (i = 0; i < ac; i++) {
         const char *a = av[i];
         if (strncmp(a, "mount=", 6) == 0) {
@@ -172,6 +183,7 @@ static int parse_args(int ac, char **av)
         slurm_error("iosets: ctl= needs an absolute path and servers=HOST:PORT[,...]");
         return -1;
     }
+    configured = 1;
     return 0;
 }
 
@@ -373,20 +385,21 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
     return 0;
 }
 
-/* Sets (value = a number) or clears ("clear") the job's priority. 0 or -1 (logged). */
-static int apply(uint32_t job, const char *value, const char *when)
+/* Sets (value = a number) or clears ("clear") the job's priority: 0, or -1 and why in msg. */
+static int apply(uint32_t job, const char *value, char *msg)
 {
-    char msg[MSG_LEN] = "";
-    int rc = mount_dir ? write_mount(job, value, msg) : run_ctl(job, value, msg);
-
-    if (rc != 0)
-        slurm_error("iosets: %s of job %u: %s", when, job, msg);
-    else
-        slurm_debug("iosets: %s of job %u: priority %s", when, job, value);
-    return rc;
+    if (!configured) {
+        snprintf(msg, MSG_LEN, "plugin arguments not parsed");
+        return -1;
+    }
+    return mount_dir ? write_mount(job, value, msg) : run_ctl(job, value, msg);
 }
 
-/* The job's --io-priority (formatted for the mount) or --io-auto, as getopt sees them. */
+/*
+ * The job's --io-priority (formatted for the mount) or --io-auto. In slurmstepd the option
+ * callbacks have run before slurm_spank_init_post_opt (where spank_option_getopt is not
+ * available); in the job epilog only spank_option_getopt knows them.
+ */
 static int job_options(spank_t sp, char *value, size_t len, int *is_auto)
 {
     char *arg = NULL;
@@ -394,6 +407,12 @@ static int job_options(spank_t sp, char *value, size_t len, int *is_auto)
 
     *is_auto = 0;
     value[0] = '\0';
+    if (spank_context() == S_CTX_REMOTE) {
+        if (seen_priority)
+            snprintf(value, len, "%s", seen_value);
+        *is_auto = seen_auto;
+        return 0;
+    }
     if (spank_option_getopt(sp, &opt_priority, &arg) == ESPANK_SUCCESS) {
         if (parse_priority(arg, &p) != 0) {
             slurm_error("iosets: --io-priority=%s: not a finite positive number",
@@ -411,45 +430,74 @@ static int job_options(spank_t sp, char *value, size_t len, int *is_auto)
     return 0;
 }
 
-/* Step start, in slurmstepd as root (before privileges are dropped): set or clear. */
+/*
+ * Why this step's start failed to set its priority (empty: it did not fail, or on_error=continue).
+ * Set in slurmstepd by slurm_spank_init_post_opt, read in every task it forks.
+ */
+static char start_failure[MSG_LEN];
+
+/*
+ * Step start, in slurmstepd as root (before privileges are dropped): set or clear, once per step
+ * and node. A failure does not fail here: a step whose plugin init fails is not launched, but
+ * srun (22.05) then only says "Plugin initialization failed" and exits 0. Instead each task
+ * refuses to start in slurm_spank_task_init_privileged, with the reason on its stderr.
+ */
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
-    char value[64];
+    char value[64], msg[MSG_LEN] = "";
     uint32_t job = 0;
     int is_auto, rc;
 
-    (void)ac;
-    (void)av;
     if (spank_context() != S_CTX_REMOTE)
         return 0;
+    if (parse_args(ac, av) != 0)
+        return -1;
     if (job_options(sp, value, sizeof value, &is_auto) != 0)
         return -1;
     if (!value[0] && !is_auto)
         return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
-        slurm_error("iosets: cannot get the job id");
-        return fail_on_error ? -1 : 0;
+        rc = -1;
+        snprintf(msg, sizeof msg, "cannot get the job id");
+    } else {
+        rc = apply(job, is_auto ? "clear" : value, msg);
     }
-    rc = apply(job, is_auto ? "clear" : value, is_auto ? "--io-auto at step start"
-                                                       : "--io-priority at step start");
-    if (rc != 0 && fail_on_error) {
-        slurm_error("iosets: refusing to run job %u without its I/O priority "
-                    "(plugstack.conf on_error=fail)",
-                    job);
-        return -1;
+    if (rc != 0) {
+        slurm_error("iosets: %s at start of job %u: %s", is_auto ? "--io-auto" : "--io-priority",
+                    job, msg);
+        if (fail_on_error)
+            snprintf(start_failure, sizeof start_failure,
+                     "iosets: refusing to run job %u without its I/O priority: %s "
+                     "(plugstack.conf on_error=fail)",
+                     job, msg);
+    } else {
+        slurm_info("iosets: job %u: %s", job,
+                   is_auto ? "priority cleared (--io-auto)" : "priority set");
     }
     return 0;
+}
+
+/* In each task, as root, before it execs: refuse if the step start failed (on_error=fail). */
+int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    if (start_failure[0] == '\0')
+        return 0;
+    slurm_error("%s", start_failure);
+    return -1;
 }
 
 /* Job end, in slurmd's epilog as root: clear what --io-priority set. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-    char value[64];
+    char value[64], msg[MSG_LEN] = "";
     uint32_t job = 0;
     int is_auto;
 
-    (void)ac;
-    (void)av;
+    if (parse_args(ac, av) != 0)
+        return 0; /* logged; failing the epilog would drain the node */
     if (job_options(sp, value, sizeof value, &is_auto) != 0 || !value[0])
         return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
@@ -457,6 +505,9 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
         return 0;
     }
     /* A failed clear is logged, never fails the epilog: that would drain the node. */
-    apply(job, "clear", "clear at job end");
+    if (apply(job, "clear", msg) != 0)
+        slurm_error("iosets: clearing the priority of job %u at its end: %s", job, msg);
+    else
+        slurm_info("iosets: job %u ended: priority cleared", job);
     return 0;
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs the external programs that the ecosystem integrations' tests drive (Slurm, ...).
+# Idempotent and quiet: installs only what is missing; fails loudly (non-zero, the apt log on
+# stderr) when an install fails. Needs root, as on the project's machines.
+#
+# Usage: bash scripts/ecosystem-tools.sh
+set -euo pipefail
+
+apt_updated=0
+# apt_install PKG...: installs the Debian packages given, running `apt-get update` once first.
+apt_install() {
+  local log
+  log=$(mktemp)
+  if [ "$apt_updated" = 0 ]; then
+    apt-get update -qq >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
+    apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >"$log" 2>&1 \
+    || { echo "ecosystem-tools.sh: apt-get install $* failed:" >&2; cat "$log" >&2; rm -f "$log"; exit 1; }
+  rm -f "$log"
+}
+
+# --- slurm ---
+# A single-node Slurm for scripts/slurm-test.sh and the SPANK plugin's headers
+# (deploy/slurm/spank_iosets.c): slurmctld, slurmd, the client commands (srun, sbatch,
+# scontrol), munge, and libslurm-dev (/usr/include/slurm/spank.h), plus a C compiler.
+slurm_missing=()
+command -v slurmctld >/dev/null 2>&1 || slurm_missing+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || slurm_missing+=(slurmd)
+command -v srun >/dev/null 2>&1 || slurm_missing+=(slurm-client)
+command -v munged >/dev/null 2>&1 || slurm_missing+=(munge)
+[ -f /usr/include/slurm/spank.h ] || slurm_missing+=(libslurm-dev)
+command -v cc >/dev/null 2>&1 || slurm_missing+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || slurm_missing+=(make)
+if [ "${#slurm_missing[@]}" -gt 0 ]; then
+  apt_install "${slurm_missing[@]}"
+fi
+# --- end slurm ---
