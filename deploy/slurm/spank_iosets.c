@@ -81,7 +81,10 @@ static struct spank_option opt_auto = {
     "(clears a priority set by hand)",
     0, OPT_AUTO, opt_cb};
 
-/* Parses a priority: the whole string is a finite number > 0. Returns 0 and sets *out, or -1. */
+/*
+ * Parses a priority: the whole string is a finite number > 0 that does not underflow. Returns 0
+ * and sets *out, or -1.
+ */
 static int parse_priority(const char *s, double *out)
 {
     char *end;
@@ -97,6 +100,19 @@ static int parse_priority(const char *s, double *out)
     return 0;
 }
 
+/* Formats a priority in the fewest digits (up to 17) that read back as the same double. */
+static void format_priority(double p, char *buf, size_t len)
+{
+    int digits;
+
+    for (digits = 1; digits < 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, p);
+        if (strtod(buf, NULL) == p)
+            return;
+    }
+    snprintf(buf, len, "%.17g", p);
+}
+
 static int opt_cb(int val, const char *optarg, int remote)
 {
     double p;
@@ -110,7 +126,7 @@ static int opt_cb(int val, const char *optarg, int remote)
             return -1;
         }
         seen_priority = 1;
-        snprintf(seen_value, sizeof seen_value, "%.17g", p);
+        format_priority(p, seen_value, sizeof seen_value);
     } else if (val == OPT_AUTO) {
         seen_auto = 1;
     }
@@ -419,7 +435,7 @@ static int job_options(spank_t sp, char *value, size_t len, int *is_auto)
                         arg ? arg : "");
             return -1;
         }
-        snprintf(value, len, "%.17g", p);
+        format_priority(p, value, len);
     }
     if (spank_option_getopt(sp, &opt_auto, &arg) == ESPANK_SUCCESS)
         *is_auto = 1;
