@@ -5,16 +5,23 @@
 # loopback and `iosets mount` over it.
 #
 # Checks, in order:
-#   1. `srun --io-priority=abc` and `srun --io-priority=0.1 --io-auto` are refused with a clear
-#      message, and no job runs.
+#   1. `srun --io-priority=abc`, `sbatch --io-priority=abc` and `srun --io-priority=0.1
+#      --io-auto` are refused with a clear message, and no job runs.
 #   2. `srun --io-priority=0.1` runs a writer that writes 1 MiB through the mount and reads its
 #      own MOUNT/.iosets/jobs/$SLURM_JOB_ID/priority ("0.1 control"); while it runs,
 #      `iosets ctl jobs` shows that job under its SLURM_JOB_ID with priority 0.1 (source
 #      control) and bytes_written > 0; after the job the priority is cleared (job epilog).
 #   3. `sbatch --io-auto` on a job held while `iosets ctl set-priority` gives it 0.5: at its
 #      start the plugin clears that, so the job reads a priority that is not "0.5 control".
-#   4. With the mount gone, `srun --io-priority=0.1` fails (on_error=fail) with the plugin's
-#      message in slurmd's log, and the job's command never ran.
+#   4. `sbatch --io-priority=0.2` whose script runs a step (`srun true`) and then reads its
+#      priority: the step's end does not clear it; the job's end does.
+#   5. With the mount gone, `srun -n2 --io-priority=0.1` fails (on_error=fail): both tasks
+#      print the plugin's refusal, srun exits non-zero, the command never ran.
+#   6. plugstack.conf switched to `ctl=iosets servers=... token_file=...` (scontrol
+#      reconfigure; slurmd fetches it again): `srun --io-priority=0.25` sets and clears the
+#      priority through `iosets ctl`.
+#   7. No plugin, deploy/slurm/prolog.sh and epilog.sh as Prolog/Epilog instead:
+#      `srun --comment=io-priority=0.3` has 0.3 while it runs, cleared after.
 #
 # Usage: bash scripts/slurm-test.sh [IOSETS_BINARY]   (or IOSETS_BIN=...; default: builds
 #        target/release/iosets with cargo)
@@ -54,6 +61,14 @@ chmod 755 "$T"  # munged (user munge) must reach its key and socket below it
 mkdir -p "$T/etc" "$T/ctld" "$T/spool" "$T/data" "$T/mnt" "$T/out" "$T/munge"
 PIDS=()        # processes this script started (killed in reverse order on exit)
 STARTED_MUNGED=0
+# What slurmd leaves outside $T, removed at the end unless it was there before: the configless
+# cache link /run/slurm/conf and the freezer cgroup directory slurm_<node>.
+NODE=$(hostname -s)
+RUN_SLURM_EXISTED=0
+[ -e /run/slurm ] && RUN_SLURM_EXISTED=1
+FREEZER_DIR=/sys/fs/cgroup/freezer/slurm_$NODE
+FREEZER_EXISTED=0
+[ -e "$FREEZER_DIR" ] && FREEZER_EXISTED=1
 MUNGE_SOCKET=/run/munge/munge.socket.2
 
 dump_logs() {
@@ -84,6 +99,13 @@ cleanup() {
   if grep -q " $T/mnt " /proc/self/mountinfo; then
     "$IOSETS" umount "$T/mnt" 2>/dev/null || umount -l "$T/mnt" 2>/dev/null
   fi
+  if [ "$(readlink /run/slurm/conf 2>/dev/null)" = "$T/spool/conf-cache" ]; then
+    rm -f /run/slurm/conf
+    [ "$RUN_SLURM_EXISTED" = 0 ] && rmdir /run/slurm 2>/dev/null
+  fi
+  if [ "$FREEZER_EXISTED" = 0 ] && [ -d "$FREEZER_DIR" ]; then
+    find "$FREEZER_DIR" -depth -type d -exec rmdir {} \; 2>/dev/null
+  fi
   if [ "$STARTED_MUNGED" = 1 ]; then
     munged --stop --socket="$MUNGE_SOCKET" >/dev/null 2>&1
   fi
@@ -109,15 +131,19 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ -n "$SERVER" ] || fail "iosets serve did not print its address"
-"$IOSETS" mount "$T/mnt" --servers "$SERVER" --token-file "$T/token" >"$T/mount.log" 2>&1 &
-MOUNT_PID=$!
-PIDS+=("$MOUNT_PID")
-for _ in $(seq 100); do
-  grep -q " $T/mnt " /proc/self/mountinfo && break
-  kill -0 "$MOUNT_PID" 2>/dev/null || fail "iosets mount died"
-  sleep 0.1
-done
-grep -q " $T/mnt " /proc/self/mountinfo || fail "the mount did not come up"
+# start_mount: `iosets mount` over the server on $T/mnt; sets MOUNT_PID.
+start_mount() {
+  "$IOSETS" mount "$T/mnt" --servers "$SERVER" --token-file "$T/token" >>"$T/mount.log" 2>&1 &
+  MOUNT_PID=$!
+  PIDS+=("$MOUNT_PID")
+  for _ in $(seq 100); do
+    grep -q " $T/mnt " /proc/self/mountinfo && return 0
+    kill -0 "$MOUNT_PID" 2>/dev/null || fail "iosets mount died"
+    sleep 0.1
+  done
+  fail "the mount did not come up"
+}
+start_mount
 ctl() { "$IOSETS" ctl --server "$SERVER" --token-file "$T/token" "$@"; }
 say "iosets serve on $SERVER, mounted on $T/mnt"
 
@@ -154,7 +180,6 @@ free_port() {
 CTLD_PORT=$(free_port)
 SLURMD_PORT=$(free_port)
 while [ "$SLURMD_PORT" = "$CTLD_PORT" ]; do SLURMD_PORT=$(free_port); done
-NODE=$(hostname -s)
 NCPU=$(nproc)
 cat >"$T/etc/slurm.conf" <<EOF
 ClusterName=iosetstest
@@ -206,7 +231,7 @@ scontrol ping | grep -q UP || fail "slurmctld does not answer"
 if [ ! -d /sys/fs/cgroup/freezer ] || ! grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo; then
   skip "slurmd needs the cgroup v1 freezer hierarchy (proctrack/cgroup with cgroup/v1) and /sys/fs/cgroup/freezer is not mounted"
 fi
-slurmd -D --conf-server "127.0.0.1:$CTLD_PORT" -N "$NODE" >"$T/slurmd.out" 2>&1 &
+env -u SLURM_CONF slurmd -D --conf-server "127.0.0.1:$CTLD_PORT" -N "$NODE" >"$T/slurmd.out" 2>&1 &
 SLURMD_PID=$!
 PIDS+=("$SLURMD_PID")
 for _ in $(seq 150); do
@@ -223,7 +248,7 @@ for _ in $(seq 150); do
   sleep 0.2
 done
 case "$state" in idle*) ;; *) fail "node $NODE is '$state', not idle" ;; esac
-[ -f "$T/spool/conf-cache/slurm.conf" ] || [ -f /run/slurm/conf/slurm.conf ] \
+[ -f "$T/spool/conf-cache/slurm.conf" ] && [ -f "$T/spool/conf-cache/plugstack.conf" ] \
   || fail "slurmd came up without a fetched config (configless mode not in effect)"
 say "slurmctld on :$CTLD_PORT, configless slurmd on :$SLURMD_PORT, node $NODE idle"
 
@@ -236,6 +261,11 @@ fi
 grep -q 'io-priority=abc: not a finite positive number' <<<"$out" \
   || fail "srun --io-priority=abc failed without the plugin's message: $out"
 say "refused: srun --io-priority=abc -> $(grep -m1 'not a finite' <<<"$out")"
+if out=$(sbatch --io-priority=abc --wrap true 2>&1); then
+  fail "sbatch --io-priority=abc was accepted: $out"
+fi
+grep -q 'io-priority=abc: not a finite positive number' <<<"$out" \
+  || fail "sbatch --io-priority=abc failed without the plugin's message: $out"
 if out=$(srun -N1 --io-priority=0.1 --io-auto true 2>&1); then
   fail "srun --io-priority=0.1 --io-auto ran: $out"
 fi
@@ -257,38 +287,63 @@ i=0
 while [ ! -e "$out/go.$SLURM_JOB_ID" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 EOF
 chmod 755 "$T/writer.sh"
-srun -N1 -n1 --io-priority=0.1 "$T/writer.sh" "$T/mnt" "$T/out" >"$T/srun.out" 2>&1 &
-SRUN_PID=$!
-PIDS+=("$SRUN_PID")
-job=
-for _ in $(seq 300); do
-  job=$(cd "$T/out" && find . -name 'ready.*' | sed 's/^\.\/ready\.//' | head -n1)
-  [ -n "$job" ] && break
-  kill -0 "$SRUN_PID" 2>/dev/null || fail "srun --io-priority=0.1 ended early: $(cat "$T/srun.out")"
-  sleep 0.1
-done
-[ -n "$job" ] || fail "the writer job did not get ready"
+
+# start_writer SRUN_ARGS...: runs writer.sh under srun in the background; sets $job once it
+# has read its priority and written (it then waits for finish_writer).
+start_writer() {
+  rm -f "$T"/out/ready.*
+  srun -N1 -n1 "$@" "$T/writer.sh" "$T/mnt" "$T/out" >"$T/srun.out" 2>&1 &
+  SRUN_PID=$!
+  PIDS+=("$SRUN_PID")
+  job=
+  for _ in $(seq 300); do
+    job=$(cd "$T/out" && find . -name 'ready.*' | sed 's/^\.\/ready\.//' | head -n1)
+    [ -n "$job" ] && return 0
+    kill -0 "$SRUN_PID" 2>/dev/null || fail "srun $* ended early: $(cat "$T/srun.out")"
+    sleep 0.1
+  done
+  fail "the writer job (srun $*) did not get ready"
+}
+# finish_writer: lets the writer end and waits for srun.
+finish_writer() {
+  touch "$T/out/go.$job"
+  wait "$SRUN_PID" || fail "srun of job $job failed: $(cat "$T/srun.out")"
+}
+# job_entry JOB: the job's entry of `iosets ctl jobs` (JSON), empty if the servers lack it.
+job_entry() { ctl --json jobs | jq -c --argjson j "$1" '.jobs[] | select(.job == $j)'; }
+# wait_cleared JOB: waits (15 s at most) until JOB has no control priority; fails otherwise.
+wait_cleared() {
+  local src=control
+  for _ in $(seq 150); do
+    src=$(job_entry "$1" | jq -r '.priority_source')
+    [ "$src" != control ] && return 0
+    sleep 0.1
+  done
+  fail "job $1 still has its control priority 15 s after it ended: $(job_entry "$1")"
+}
+# wait_job JOB: waits (30 s at most) until JOB has left the queue.
+wait_job() {
+  for _ in $(seq 300); do
+    [ -z "$(squeue -h -j "$1" 2>/dev/null)" ] && return 0
+    sleep 0.1
+  done
+  fail "job $1 still queued or running after 30 s"
+}
+
+start_writer --io-priority=0.1
 say "job $job ($(cat "$T/out/cgroup.$job")) read its priority: $(cat "$T/out/prio.$job")"
 [ "$(cat "$T/out/prio.$job")" = "0.1 control" ] \
   || fail "job $job read '$(cat "$T/out/prio.$job")' from its priority file, not '0.1 control'"
-ctl --json jobs >"$T/jobs.json"
-entry=$(jq -c --argjson j "$job" '.jobs[] | select(.job == $j)' "$T/jobs.json")
-[ -n "$entry" ] || fail "iosets ctl jobs does not list job $job: $(cat "$T/jobs.json")"
+entry=$(job_entry "$job")
+[ -n "$entry" ] || fail "iosets ctl jobs does not list job $job: $(ctl --json jobs)"
 say "iosets ctl jobs while it runs: $(jq -c '{job, priority, priority_source, bytes_written, ops}' <<<"$entry")"
 jq -e '.priority == 0.1 and .priority_source == "control" and .bytes_written > 0' <<<"$entry" >/dev/null \
   || fail "job $job's jobstats: want priority 0.1 from control and bytes_written > 0: $entry"
 stats_written=$(jq '.total.bytes_written' "$T/mnt/.iosets/jobs/$job/stats")
 [ "$stats_written" -ge 1048576 ] || fail "the mount's stats of job $job show $stats_written bytes written, not >= 1 MiB"
-touch "$T/out/go.$job"
-wait "$SRUN_PID" || fail "srun --io-priority=0.1 failed: $(cat "$T/srun.out")"
-cleared=
-for _ in $(seq 150); do
-  cleared=$(ctl --json jobs | jq -r --argjson j "$job" '.jobs[] | select(.job == $j) | .priority_source')
-  [ "$cleared" != control ] && break
-  sleep 0.1
-done
-[ "$cleared" != control ] || fail "job $job still has its control priority 15 s after it ended: $(ctl --json jobs); file: $(cat "$T/mnt/.iosets/jobs/$job/priority")"
-say "after job $job ended: priority source '${cleared:-(job forgotten)}', file: $(cat "$T/mnt/.iosets/jobs/$job/priority")"
+finish_writer
+wait_cleared "$job"
+say "after job $job ended: its priority file says '$(cat "$T/mnt/.iosets/jobs/$job/priority")'"
 
 # ---- 3. sbatch --io-auto clears a priority set by hand before the job started
 jid=$(sbatch --parsable --hold --io-auto -o "$T/out/batch.%j" \
@@ -297,16 +352,24 @@ jid=$(sbatch --parsable --hold --io-auto -o "$T/out/batch.%j" \
 ctl set-priority "$jid" 0.5 >/dev/null
 [ "$(cat "$T/mnt/.iosets/jobs/$jid/priority")" = "0.5 control" ] || fail "ctl set-priority did not take"
 scontrol release "$jid"
-for _ in $(seq 300); do
-  [ -s "$T/out/auto.$jid" ] && [ -z "$(squeue -h -j "$jid" 2>/dev/null)" ] && break
-  sleep 0.1
-done
+wait_job "$jid"
 [ -s "$T/out/auto.$jid" ] || fail "the sbatch --io-auto job $jid did not run: $(cat "$T/out/batch.$jid" 2>/dev/null)"
 [ "$(cat "$T/out/auto.$jid")" != "0.5 control" ] \
   || fail "sbatch --io-auto job $jid still had the hand-set priority 0.5 at its start"
 say "sbatch --io-auto job $jid: hand-set 0.5 cleared at start, it read '$(cat "$T/out/auto.$jid")'"
 
-# ---- 4. no mount: on_error=fail refuses every task of the step, and its command does not run
+# ---- 4. a step ending inside a job leaves the job's priority alone; the job's end clears it
+jid=$(sbatch --parsable --io-priority=0.2 -o "$T/out/batch.%j" --wrap \
+  "srun -n1 true && cat $T/mnt/.iosets/jobs/\$SLURM_JOB_ID/priority > $T/out/multi.\$SLURM_JOB_ID") \
+  || fail "sbatch --io-priority=0.2 refused"
+wait_job "$jid"
+[ -s "$T/out/multi.$jid" ] || fail "the two-step job $jid did not run: $(cat "$T/out/batch.$jid" 2>/dev/null)"
+[ "$(cat "$T/out/multi.$jid")" = "0.2 control" ] \
+  || fail "job $jid read '$(cat "$T/out/multi.$jid")' after its srun step ended, not '0.2 control'"
+wait_cleared "$jid"
+say "sbatch --io-priority=0.2 job $jid: read '$(cat "$T/out/multi.$jid")' after its srun step ended; cleared at job end"
+
+# ---- 5. no mount: on_error=fail refuses every task of the step, and its command does not run
 kill -TERM "$MOUNT_PID"
 for _ in $(seq 100); do grep -q " $T/mnt " /proc/self/mountinfo || break; sleep 0.1; done
 grep -q " $T/mnt " /proc/self/mountinfo && fail "the mount did not go away"
@@ -317,5 +380,53 @@ out=$(srun -N1 -n2 --io-priority=0.1 touch "$T/out/ran-without-mount" 2>&1) || r
 [ "$(grep -c 'refusing to run job [0-9]* without its I/O priority' <<<"$out")" = 2 ] \
   || fail "srun without the mount: want the refusal from both tasks: $out"
 say "no mount: srun exited $rc: $(grep -m1 'refusing' <<<"$out")"
+start_mount
 
-echo "slurm-test: 4 passed, 0 failed"
+# reconfigure: makes slurmctld re-read its files and slurmd fetch them again (configless);
+# waits until slurmd's cache has the new plugstack.conf and slurm.conf and the node is idle.
+reconfigure() {
+  scontrol reconfigure || fail "scontrol reconfigure failed"
+  for _ in $(seq 150); do
+    if cmp -s "$T/etc/plugstack.conf" "$T/spool/conf-cache/plugstack.conf" \
+      && cmp -s "$T/etc/slurm.conf" "$T/spool/conf-cache/slurm.conf" \
+      && sinfo -h -N -n "$NODE" -o %T | grep -q '^idle'; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  fail "slurmd did not fetch the new configuration within 30 s"
+}
+
+# ---- 6. the ctl mechanism: plugstack.conf runs `iosets ctl` against the server
+echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token" >"$T/etc/plugstack.conf"
+reconfigure
+start_writer --io-priority=0.25
+entry=$(job_entry "$job")
+jq -e '.priority == 0.25 and .priority_source == "control"' <<<"$entry" >/dev/null \
+  || fail "ctl mechanism: job $job's jobstats lack priority 0.25 from control: $entry"
+say "ctl mechanism: job $job read '$(cat "$T/out/prio.$job")'; jobstats $(jq -c '{priority, priority_source, bytes_written}' <<<"$entry")"
+finish_writer
+wait_cleared "$job"
+
+# ---- 7. no plugin: prolog.sh / epilog.sh with --comment=io-priority=P
+echo "# no plugins" >"$T/etc/plugstack.conf"
+for script in prolog epilog; do
+  printf '#!/bin/sh\nIOSETS_MOUNT=%s exec sh %s "$@"\n' "$T/mnt" "$REPO/deploy/slurm/$script.sh" \
+    >"$T/$script-wrap.sh"
+  chmod 755 "$T/$script-wrap.sh"
+done
+printf 'Prolog=%s\nEpilog=%s\n' "$T/prolog-wrap.sh" "$T/epilog-wrap.sh" >>"$T/etc/slurm.conf"
+reconfigure
+if out=$(srun -N1 --io-priority=0.1 true 2>&1); then
+  fail "srun still knows --io-priority without the plugin: $out"
+fi
+start_writer --comment=io-priority=0.3
+[ "$(cat "$T/out/prio.$job")" = "0.3 control" ] \
+  || fail "prolog.sh: job $job read '$(cat "$T/out/prio.$job")', not '0.3 control'"
+entry=$(job_entry "$job")
+say "prolog.sh: job $job (--comment=io-priority=0.3) read '$(cat "$T/out/prio.$job")'; jobstats $(jq -c '{priority, priority_source, bytes_written}' <<<"$entry")"
+finish_writer
+wait_cleared "$job"
+say "epilog.sh cleared job $job: its priority file says '$(cat "$T/mnt/.iosets/jobs/$job/priority")'"
+
+echo "slurm-test: 7 passed, 0 failed"

@@ -32,7 +32,7 @@ iosets_request() {
         p=${word#io-priority=}
         # A finite positive decimal number: digits, one optional point, optional exponent.
         if printf '%s' "$p" | grep -Eq '^([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$' \
-          && awk -v p="$p" 'BEGIN { exit !(p + 0 > 0) }'; then
+          && awk -v p="$p" 'BEGIN { exit !(p + 0 > 0 && p + 0 < 1e308) }'; then
           echo "priority $p"
           return 0
         fi
