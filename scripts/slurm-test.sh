@@ -17,6 +17,7 @@
 #      priority: the step's end does not clear it; the job's end does.
 #   5. With the mount gone, `srun -n2 --io-priority=0.1` fails (on_error=fail): both tasks
 #      print the plugin's refusal, srun exits non-zero, the command never ran.
+#      With on_error=continue instead, the step runs and the failure is in slurmd's log.
 #   6. plugstack.conf switched to `ctl=iosets servers=... token_file=...` (scontrol
 #      reconfigure; slurmd fetches it again): `srun --io-priority=0.25` sets and clears the
 #      priority through `iosets ctl`.
@@ -108,6 +109,7 @@ cleanup() {
   fi
   if [ "$STARTED_MUNGED" = 1 ]; then
     munged --stop --socket="$MUNGE_SOCKET" >/dev/null 2>&1
+    rmdir /run/munge 2>/dev/null
   fi
   if [ -n "${SLURM_TEST_KEEP:-}" ]; then echo "slurm-test: kept $T" >&2; else rm -rf "$T"; fi
 }
@@ -369,19 +371,6 @@ wait_job "$jid"
 wait_cleared "$jid"
 say "sbatch --io-priority=0.2 job $jid: read '$(cat "$T/out/multi.$jid")' after its srun step ended; cleared at job end"
 
-# ---- 5. no mount: on_error=fail refuses every task of the step, and its command does not run
-kill -TERM "$MOUNT_PID"
-for _ in $(seq 100); do grep -q " $T/mnt " /proc/self/mountinfo || break; sleep 0.1; done
-grep -q " $T/mnt " /proc/self/mountinfo && fail "the mount did not go away"
-rc=0
-out=$(srun -N1 -n2 --io-priority=0.1 touch "$T/out/ran-without-mount" 2>&1) || rc=$?
-[ "$rc" != 0 ] || fail "srun --io-priority=0.1 exited 0 without the mount: $out"
-[ ! -e "$T/out/ran-without-mount" ] || fail "the step's command ran although the plugin failed"
-[ "$(grep -c 'refusing to run job [0-9]* without its I/O priority' <<<"$out")" = 2 ] \
-  || fail "srun without the mount: want the refusal from both tasks: $out"
-say "no mount: srun exited $rc: $(grep -m1 'refusing' <<<"$out")"
-start_mount
-
 # reconfigure: makes slurmctld re-read its files and slurmd fetch them again (configless);
 # waits until slurmd's cache has the new plugstack.conf and slurm.conf and the node is idle.
 reconfigure() {
@@ -396,6 +385,29 @@ reconfigure() {
   done
   fail "slurmd did not fetch the new configuration within 30 s"
 }
+
+# ---- 5. no mount: on_error=fail refuses every task of the step, and its command does not run
+kill -TERM "$MOUNT_PID"
+for _ in $(seq 100); do grep -q " $T/mnt " /proc/self/mountinfo || break; sleep 0.1; done
+grep -q " $T/mnt " /proc/self/mountinfo && fail "the mount did not go away"
+rc=0
+out=$(srun -N1 -n2 --io-priority=0.1 touch "$T/out/ran-without-mount" 2>&1) || rc=$?
+[ "$rc" != 0 ] || fail "srun --io-priority=0.1 exited 0 without the mount: $out"
+[ ! -e "$T/out/ran-without-mount" ] || fail "the step's command ran although the plugin failed"
+[ "$(grep -c 'refusing to run job [0-9]* without its I/O priority' <<<"$out")" = 2 ] \
+  || fail "srun without the mount: want the refusal from both tasks: $out"
+say "no mount: srun exited $rc: $(grep -m1 'refusing' <<<"$out")"
+
+# ---- 5b. still no mount, on_error=continue: the step runs, the failure is in slurmd's log
+echo "required $T/spank_iosets.so mount=$T/mnt on_error=continue" >"$T/etc/plugstack.conf"
+reconfigure
+out=$(srun -N1 -n1 --io-priority=0.1 touch "$T/out/ran-on-continue" 2>&1) \
+  || fail "on_error=continue: srun failed: $out"
+[ -e "$T/out/ran-on-continue" ] || fail "on_error=continue: the step's command did not run"
+line=$(grep 'iosets: --io-priority at start of job' "$T/slurmd.log" | tail -n1)
+[ -n "$line" ] || fail "on_error=continue: the failed write is not in slurmd's log"
+say "no mount, on_error=continue: the step ran; slurmd.log: ${line#*error: }"
+start_mount
 
 # ---- 6. the ctl mechanism: plugstack.conf runs `iosets ctl` against the server
 echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token" >"$T/etc/plugstack.conf"
@@ -429,4 +441,4 @@ finish_writer
 wait_cleared "$job"
 say "epilog.sh cleared job $job: its priority file says '$(cat "$T/mnt/.iosets/jobs/$job/priority")'"
 
-echo "slurm-test: 7 passed, 0 failed"
+echo "slurm-test: 8 passed, 0 failed"

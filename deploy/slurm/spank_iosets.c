@@ -13,19 +13,28 @@
  *   ctl=PATH servers=H:P[,H:P...] [token_file=FILE]
  *                         run `PATH ctl --server H:P [--token-file FILE] set-priority|clear-priority`
  *                         once per server
- *   on_error=fail|continue  what a failed write does to the step (default fail: a job that
- *                         asked for a priority does not run silently without it)
+ *   on_error=fail|continue  what a failed write at step start does (default fail: every task
+ *                         of the step refuses to start, printing why, so srun exits non-zero
+ *                         and a job that asked for a priority never runs silently without it;
+ *                         continue: logged in slurmd's log, the step runs unprioritised)
  *   timeout=SECONDS       bound on one write or one `iosets ctl` run (default 10, 1..300);
  *                         a stuck mount is killed and counts as a failure
  *
  * When it acts:
+ *   - in srun/sbatch/salloc (local and allocator contexts) the option callbacks validate P and
+ *     the exclusion of the two options; a bad value refuses the command before any job exists.
  *   - at step start, in slurmstepd (remote context, still root: slurm_spank_init_post_opt),
- *     it writes P (or `clear` for --io-auto) for the step's job id. Every step of a job that
- *     carries the option writes it again (idempotent); the batch step carries sbatch's options.
- *   - at job end, in slurmd's job epilog (slurm_spank_job_epilog, root), it writes `clear`
- *     if the job carried --io-priority. The clear is per job, not per step: a step ending
- *     while another step of the job still runs leaves the priority alone. On a multi-node job
- *     every node's epilog clears (harmless: clearing twice is clearing once).
+ *     it writes P (or `clear` for --io-auto) for the step's job id, once per step and node.
+ *     Every step of a job that carries the option writes it again (idempotent); the batch step
+ *     carries sbatch's options. A failure is not returned there: slurmstepd would then not
+ *     launch the step, yet srun (22.05) only prints "Plugin initialization failed" and exits
+ *     0. Each task refuses instead, in slurm_spank_task_init_privileged, before it execs.
+ *   - at job end, in slurmd's job epilog (slurm_spank_job_epilog, root; there the options come
+ *     from spank_option_getopt and slurm_spank_init is not called), it writes `clear` if the
+ *     job carried --io-priority. The clear is per job, not per step: a step ending while the
+ *     job goes on (another step, the batch script) leaves the priority alone. On a multi-node
+ *     job every node's epilog clears (harmless: clearing twice is clearing once). A failed
+ *     clear is logged and never fails the epilog (that would drain the node).
  *
  * Writes run in a forked child bounded by `timeout`, so a hung FUSE mount or server cannot hang
  * slurmstepd or slurmd.
