@@ -35,8 +35,8 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
 if [ -z "${SLURM_TEST_INNER:-}" ]; then
-  # The hard bound: the inner run traps TERM and cleans up; KILL 15 s later if it does not.
-  exec timeout --kill-after=15 "${SLURM_TEST_TIMEOUT:-180}" env SLURM_TEST_INNER=1 bash "$0" "$@"
+  # The hard bound: the inner run traps TERM and cleans up; KILL 20 s later if it does not.
+  exec timeout --kill-after=20 "${SLURM_TEST_TIMEOUT:-180}" env SLURM_TEST_INNER=1 bash "$0" "$@"
 fi
 
 say() { echo "slurm-test: $*"; }
@@ -62,6 +62,7 @@ chmod 755 "$T"  # munged (user munge) must reach its key and socket below it
 mkdir -p "$T/etc" "$T/ctld" "$T/spool" "$T/data" "$T/mnt" "$T/out" "$T/munge"
 PIDS=()        # processes this script started (killed in reverse order on exit)
 STARTED_MUNGED=0
+SLURMCTLD_PID=
 # What slurmd leaves outside $T, removed at the end unless it was there before: the configless
 # cache link /run/slurm/conf and the freezer cgroup directory slurm_<node>.
 NODE=$(hostname -s)
@@ -83,11 +84,13 @@ dump_logs() {
 cleanup() {
   set +e
   trap - EXIT TERM INT
-  if [ -n "${SLURM_CONF:-}" ] && [ -f "$SLURM_CONF" ]; then
-    scancel --quiet --full "--user=root" 2>/dev/null
-    for _ in $(seq 50); do
-      [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
-      sleep 0.1
+  # Cancel what still runs while slurmctld answers (the hard timeout's TERM reaches every
+  # process of the group at once, slurmctld too: then client commands would wait for it).
+  if [ -n "$SLURMCTLD_PID" ] && kill -0 "$SLURMCTLD_PID" 2>/dev/null; then
+    timeout 5 scancel --quiet --full "--user=root" 2>/dev/null
+    for _ in $(seq 25); do
+      [ -z "$(timeout 2 squeue -h -o %i 2>/dev/null)" ] && break
+      sleep 0.2
     done
   fi
   for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
@@ -222,7 +225,8 @@ export SLURM_CONF=$T/etc/slurm.conf
 
 # ---- slurmctld, then a configless slurmd; only a slurmd that cannot run here is a skip
 slurmctld -D -i -f "$SLURM_CONF" >"$T/slurmctld.out" 2>&1 &
-PIDS+=($!)
+SLURMCTLD_PID=$!
+PIDS+=("$SLURMCTLD_PID")
 for _ in $(seq 100); do
   scontrol ping 2>/dev/null | grep -q UP && break
   kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$T/slurmctld.out" >&2; fail "slurmctld died"; }

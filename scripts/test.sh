@@ -33,3 +33,5 @@ echo "== iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
 echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
+echo "== Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
+bash scripts/slurm-test.sh || [ $? = 77 ]
