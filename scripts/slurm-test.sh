@@ -22,7 +22,8 @@
 #      reconfigure; slurmd fetches it again): `srun --io-priority=0.25` sets and clears the
 #      priority through `iosets ctl`.
 #   7. No plugin, deploy/slurm/prolog.sh and epilog.sh as Prolog/Epilog instead:
-#      `srun --comment=io-priority=0.3` has 0.3 while it runs, cleared after.
+#      `srun --comment=project-x,io-priority=0.3` has 0.3 while it runs, cleared after;
+#      `--comment=io-priority=abc` runs without a priority and does not drain the node.
 #
 # Usage: bash scripts/slurm-test.sh [IOSETS_BINARY]   (or IOSETS_BIN=...; default: builds
 #        target/release/iosets with cargo)
@@ -436,13 +437,23 @@ reconfigure
 if out=$(srun -N1 --io-priority=0.1 true 2>&1); then
   fail "srun still knows --io-priority without the plugin: $out"
 fi
-start_writer --comment=io-priority=0.3
+start_writer --comment=project-x,io-priority=0.3
 [ "$(cat "$T/out/prio.$job")" = "0.3 control" ] \
   || fail "prolog.sh: job $job read '$(cat "$T/out/prio.$job")', not '0.3 control'"
 entry=$(job_entry "$job")
-say "prolog.sh: job $job (--comment=io-priority=0.3) read '$(cat "$T/out/prio.$job")'; jobstats $(jq -c '{priority, priority_source, bytes_written}' <<<"$entry")"
+say "prolog.sh: job $job (--comment=project-x,io-priority=0.3) read '$(cat "$T/out/prio.$job")'; jobstats $(jq -c '{priority, priority_source, bytes_written}' <<<"$entry")"
 finish_writer
 wait_cleared "$job"
 say "epilog.sh cleared job $job: its priority file says '$(cat "$T/mnt/.iosets/jobs/$job/priority")'"
+# A malformed request: the prolog logs it and (IOSETS_ON_ERROR=continue, the default) the job
+# runs without a priority; failing would make Slurm drain the node.
+bad=$(srun -N1 --comment=io-priority=abc sh -c 'echo $SLURM_JOB_ID' 2>&1) \
+  || fail "prolog.sh: srun --comment=io-priority=abc failed: $bad"
+[ "$(cat "$T/mnt/.iosets/jobs/$bad/priority")" = none ] \
+  || fail "prolog.sh: job $bad with a malformed comment has priority '$(cat "$T/mnt/.iosets/jobs/$bad/priority")'"
+wait_job "$bad"
+state=$(sinfo -h -N -n "$NODE" -o %T)
+case "$state" in idle*) ;; *) fail "the node is '$state', not idle, after a malformed comment" ;; esac
+say "prolog.sh: job $bad (--comment=io-priority=abc) ran without a priority; node $state"
 
 echo "slurm-test: 8 passed, 0 failed"
