@@ -52,8 +52,8 @@ done
 
 IOSETS=${1:-${IOSETS_BIN:-}}
 if [ -z "$IOSETS" ]; then
-  cargo build --release --locked --quiet -p iosets-cli
-  IOSETS=$REPO/target/release/iosets
+  cargo build --release --locked --quiet -p iosets-cli || fail "cargo build of iosets failed"
+  IOSETS=${CARGO_TARGET_DIR:-$REPO/target}/release/iosets
 fi
 [ -x "$IOSETS" ] || fail "no iosets binary at $IOSETS"
 IOSETS=$(cd "$(dirname "$IOSETS")" && pwd)/$(basename "$IOSETS")
