@@ -26,37 +26,38 @@
 #      `--comment=io-priority=abc` runs without a priority and does not drain the node.
 #
 # Usage: bash scripts/slurm-test.sh [IOSETS_BINARY]   (or IOSETS_BIN=...; default: builds
-#        target/release/iosets with cargo)
+#        target/release/iosets with cargo, under CARGO_TARGET_DIR if set)
 # Exit status: 0 all checks passed; 1 a check failed or something did not start; 77 slurmd
 # cannot run in this sandbox (the reason is printed): only that is a skip.
-# Bounded: a hard timeout of 180 s (SLURM_TEST_TIMEOUT) kills everything the script started and
-# removes its temp dir.
+# Bounded: after installing tools and building, a hard timeout of 180 s (SLURM_TEST_TIMEOUT)
+# stops everything the script started and removes its temp dir (exit status 124 then).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
 
-if [ -z "${SLURM_TEST_INNER:-}" ]; then
-  # The hard bound: the inner run traps TERM and cleans up; KILL 20 s later if it does not.
-  exec timeout --kill-after=20 "${SLURM_TEST_TIMEOUT:-180}" env SLURM_TEST_INNER=1 bash "$0" "$@"
-fi
-
 say() { echo "slurm-test: $*"; }
 fail() { echo "slurm-test: FAIL: $*" >&2; dump_logs; exit 1; }
 skip() { echo "slurm-test: SKIP: $*" >&2; exit 77; }
+dump_logs() { :; }  # replaced once there are logs
 
-[ "$(id -u)" = 0 ] || fail "must run as root (slurmd, munged and the mount need it)"
-bash scripts/ecosystem-tools.sh || fail "could not install Slurm/munge (scripts/ecosystem-tools.sh)"
-for tool in slurmctld slurmd srun sbatch scontrol scancel squeue munged munge jq cc make; do
-  command -v "$tool" >/dev/null || fail "$tool missing after scripts/ecosystem-tools.sh"
-done
-
-IOSETS=${1:-${IOSETS_BIN:-}}
-if [ -z "$IOSETS" ]; then
-  cargo build --release --locked --quiet -p iosets-cli || fail "cargo build of iosets failed"
-  IOSETS=${CARGO_TARGET_DIR:-$REPO/target}/release/iosets
+if [ -z "${SLURM_TEST_INNER:-}" ]; then
+  # Preparation, outside the hard bound: tools and the iosets binary.
+  [ "$(id -u)" = 0 ] || fail "must run as root (slurmd, munged and the mount need it)"
+  bash scripts/ecosystem-tools.sh || fail "could not install Slurm/munge (scripts/ecosystem-tools.sh)"
+  for tool in slurmctld slurmd srun sbatch scontrol scancel squeue munged munge jq cc make; do
+    command -v "$tool" >/dev/null || fail "$tool missing after scripts/ecosystem-tools.sh"
+  done
+  IOSETS=${1:-${IOSETS_BIN:-}}
+  if [ -z "$IOSETS" ]; then
+    cargo build --release --locked --quiet -p iosets-cli || fail "cargo build of iosets failed"
+    IOSETS=${CARGO_TARGET_DIR:-$REPO/target}/release/iosets
+  fi
+  [ -x "$IOSETS" ] || fail "no iosets binary at $IOSETS"
+  IOSETS=$(cd "$(dirname "$IOSETS")" && pwd)/$(basename "$IOSETS")
+  # The hard bound: the inner run traps TERM and cleans up; KILL 20 s later if it does not.
+  exec timeout --kill-after=20 "${SLURM_TEST_TIMEOUT:-180}" env SLURM_TEST_INNER=1 bash "$0" "$IOSETS"
 fi
-[ -x "$IOSETS" ] || fail "no iosets binary at $IOSETS"
-IOSETS=$(cd "$(dirname "$IOSETS")" && pwd)/$(basename "$IOSETS")
+IOSETS=$1
 
 T=$(mktemp -d /tmp/iosets-slurm.XXXXXX)
 chmod 755 "$T"  # munged (user munge) must reach its key and socket below it

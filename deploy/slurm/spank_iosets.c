@@ -37,7 +37,8 @@
  *     clear is logged and never fails the epilog (that would drain the node).
  *
  * Writes run in a forked child bounded by `timeout`, so a hung FUSE mount or server cannot hang
- * slurmstepd or slurmd.
+ * slurmstepd or slurmd. They happen before slurmstepd forks any task (and in the epilog, which
+ * has none), so slurmstepd's wait for any child cannot reap the plugin's child first.
  */
 #include <errno.h>
 #include <fcntl.h>
