@@ -39,3 +39,22 @@ if ! command -v tmux >/dev/null 2>&1; then
   command -v tmux >/dev/null 2>&1 || { echo "ecosystem-tools.sh: tmux did not install" >&2; exit 1; }
 fi
 # --- end top ---
+
+# --- slurm ---
+# A single-node Slurm for scripts/slurm-test.sh and the SPANK plugin's headers
+# (deploy/slurm/spank_iosets.c): slurmctld, slurmd, the client commands (srun, sbatch,
+# scontrol), munge, libslurm-dev (/usr/include/slurm/spank.h), a C compiler, and jq (the test
+# reads `iosets ctl --json jobs`).
+slurm_missing=()
+command -v slurmctld >/dev/null 2>&1 || slurm_missing+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || slurm_missing+=(slurmd)
+command -v srun >/dev/null 2>&1 || slurm_missing+=(slurm-client)
+command -v munged >/dev/null 2>&1 || slurm_missing+=(munge)
+[ -f /usr/include/slurm/spank.h ] || slurm_missing+=(libslurm-dev)
+command -v cc >/dev/null 2>&1 || slurm_missing+=(gcc libc6-dev)
+command -v make >/dev/null 2>&1 || slurm_missing+=(make)
+command -v jq >/dev/null 2>&1 || slurm_missing+=(jq)
+if [ "${#slurm_missing[@]}" -gt 0 ]; then
+  apt_install "${slurm_missing[@]}"
+fi
+# --- end slurm ---

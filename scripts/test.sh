@@ -37,3 +37,5 @@ echo "== the Debian package (cargo deb; installed, used and purged) and cargo in
 bash scripts/package.sh
 echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
+echo "== Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
+bash scripts/slurm-test.sh || [ $? = 77 ]
