@@ -54,6 +54,16 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// A job asked for is not in the trace.
+    #[error("no such job in {} (jobs: {known})", trace.display())]
+    NoSuchJob {
+        /// The job asked for.
+        job: crate::JobId,
+        /// The trace.
+        trace: PathBuf,
+        /// The trace's jobs, comma-separated.
+        known: String,
+    },
     /// A detector setting out of its range.
     #[error("invalid detector setting {field} = {value}: {reason}")]
     InvalidConfig {
