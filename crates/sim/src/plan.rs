@@ -69,8 +69,9 @@ pub enum PlanError {
         path: PathBuf,
         /// What went wrong.
         message: String,
-        /// Whether it is missing (rather than malformed): front ends report "not found" apart.
-        not_found: bool,
+        /// The kind of I/O error if the file could not be read (`None`: it was read but is
+        /// malformed); front ends report a missing file apart (e.g. Python's FileNotFoundError).
+        io: Option<std::io::ErrorKind>,
     },
     /// The workload spec could not generate requests.
     #[error("generating the workload: {0}")]
@@ -83,18 +84,17 @@ pub enum PlanError {
 /// The requests of a trace file: iosets' request trace if its header names `arrival_ns` (see
 /// docs/trace-format.md), else the older `time_s,job,size[,...]` CSV dialect.
 pub fn read_requests(path: &Path) -> Result<Vec<Request>, PlanError> {
-    let fail = |message: String, not_found: bool| PlanError::Trace {
+    let fail = |message: String, io: Option<std::io::ErrorKind>| PlanError::Trace {
         path: path.to_path_buf(),
         message,
-        not_found,
+        io,
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| fail(e.to_string(), e.kind() == std::io::ErrorKind::NotFound))?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string(), Some(e.kind())))?;
     if is_request_trace(&text) {
-        let records = parse_requests(&text).map_err(|e| fail(e.to_string(), false))?;
+        let records = parse_requests(&text).map_err(|e| fail(e.to_string(), None))?;
         Ok(from_records(&records))
     } else {
-        read_csv(text.as_bytes()).map_err(|e| fail(e.to_string(), false))
+        read_csv(text.as_bytes()).map_err(|e| fail(e.to_string(), None))
     }
 }
 
@@ -187,7 +187,16 @@ mod tests {
         let e = device_from_units(1024.0, 0.0, 1, Some((8.0, f64::NAN))).unwrap_err();
         assert!(e.to_string().contains("max_seek_ms"), "{e}");
         let e = read_requests(Path::new("/nonexistent/t.csv")).unwrap_err();
-        assert!(matches!(e, PlanError::Trace { not_found: true, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                PlanError::Trace {
+                    io: Some(std::io::ErrorKind::NotFound),
+                    ..
+                }
+            ),
+            "{e}"
+        );
         let plan = Plan {
             policy: "nope".into(),
             pairs: vec![],
