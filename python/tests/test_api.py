@@ -211,9 +211,14 @@ def test_long_calls_let_other_threads_run():
     started = threading.Event()
     result = []
 
+    # About 0.15 s in a release build (10,000 s simulated per run, 120 runs), longer in debug.
+    long = TINY_SWEEP.replace("horizon = 500", "horizon = 50000").replace(
+        "window = [100, 400]", "window = [10000, 40000]"
+    )
+
     def work():
         started.set()
-        result.append(iosets.sweep(TINY_SWEEP, workloads=60, threads=1))
+        result.append(iosets.sweep(long, workloads=20, threads=1))
 
     t = threading.Thread(target=work)
     t.start()
@@ -223,4 +228,4 @@ def test_long_calls_let_other_threads_run():
         ticks += 1
         t.join(0.001)
     # Had the sweep held the GIL, this thread could not have looped while it ran.
-    assert ticks >= 5 and len(result[0]) == 2 * 60 * 3
+    assert ticks >= 5 and len(result[0]) == 2 * 20 * 3
