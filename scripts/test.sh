@@ -33,3 +33,5 @@ echo "== iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
 echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
+echo "== Python bindings: pip install ./python in a venv, then pytest python/tests"
+bash scripts/python-test.sh
