@@ -515,7 +515,10 @@ fn workload_spec(d: &Bound<'_, PyDict>) -> PyResult<WorkloadSpec> {
             _ => Ok(default),
         }
     }
-    let (min, max) = (get(d, "size_min", 4u64 << 10)?, get(d, "size_max", 1u64 << 20)?);
+    let (min, max) = (
+        get(d, "size_min", 4u64 << 10)?,
+        get(d, "size_max", 1u64 << 20)?,
+    );
     let sizes = match get(d, "sizes", "uniform".to_string())?.as_str() {
         "uniform" => Sizes::Uniform { min, max },
         "heavy" => Sizes::BoundedPareto {
@@ -707,7 +710,9 @@ fn replay<'py>(
         }
     }
     if window == 0 {
-        return Err(value_error("window 0: a window must hold at least 1 request"));
+        return Err(value_error(
+            "window 0: a window must hold at least 1 request",
+        ));
     }
     let share_by = match share_by {
         "job" => ShareKey::Job,
@@ -727,9 +732,7 @@ fn replay<'py>(
         window,
         share_by,
     };
-    let outcome = py
-        .allow_threads(|| execute(&plan))
-        .map_err(plan_error)?;
+    let outcome = py.allow_threads(|| execute(&plan)).map_err(plan_error)?;
     outcome_dict(py, &outcome)
 }
 

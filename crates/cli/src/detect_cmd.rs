@@ -43,16 +43,13 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         .as_deref()
         .map(str::parse::<Format>)
         .transpose()?;
-    let report = detect_trace(
-        &args.trace,
-        format,
-        args.job.map(JobId),
-        &Config::default(),
-    )
-    .map_err(|e| match e {
-        Error::NoSuchJob { .. } => anyhow::anyhow!("--job {}: {e}", args.job.unwrap_or_default()),
-        e => anyhow::Error::new(e).context(format!("reading {}", args.trace.display())),
-    })?;
+    let report = detect_trace(&args.trace, format, args.job.map(JobId), &Config::default())
+        .map_err(|e| match e {
+            Error::NoSuchJob { .. } => {
+                anyhow::anyhow!("--job {}: {e}", args.job.unwrap_or_default())
+            }
+            e => anyhow::Error::new(e).context(format!("reading {}", args.trace.display())),
+        })?;
     if args.json {
         println!("{}", report.to_json());
     } else {

@@ -30,9 +30,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use iosets_policy::registry::POLICIES;
 use iosets_policy::tunables::parse_pairs;
 use iosets_policy::{ClassId, Priority};
+use iosets_sim::plan::{device_from_units, execute, Outcome, Plan, Source};
 use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
 use iosets_sim::shares::ShareKey;
-use iosets_sim::plan::{device_from_units, execute, Outcome, Plan, Source};
 use iosets_sim::workload::{Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA};
 use iosets_sim::DeviceModel;
 

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use iosets_sim::fluid::metrics::METRIC_NAMES;
 use iosets_sim::fluid::heuristic::{CATALOGUE, CATALOGUE_NOTE};
+use iosets_sim::fluid::metrics::METRIC_NAMES;
 use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
 use iosets_sim::fluid::session::{run_input, RunInput};

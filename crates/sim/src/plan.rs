@@ -162,7 +162,10 @@ mod tests {
     fn a_plan_replays_a_generated_workload_and_measures_it() {
         let plan = Plan {
             policy: "wfq".into(),
-            pairs: vec![("weight.1".into(), "1".into()), ("weight.2".into(), "3".into())],
+            pairs: vec![
+                ("weight.1".into(), "1".into()),
+                ("weight.2".into(), "3".into()),
+            ],
             source: Source::Generated(WorkloadSpec::new(2, 400)),
             device: device_from_units(1024.0, 0.0, 1, None).unwrap(),
             window: 50,
