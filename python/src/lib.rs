@@ -384,7 +384,7 @@ fn simulate<'py>(
             }
         }
         (Some(s), None) => RunInput::Scenario {
-            scenario: scenario_of(s)?,
+            scenario: Box::new(scenario_of(s)?),
             at,
         },
         (None, None) => return Err(value_error("give a scenario or workload=PATH.json")),

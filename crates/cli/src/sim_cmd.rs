@@ -136,7 +136,7 @@ fn run(a: &RunArgs) -> Result<()> {
             workload: Workload::load_json(path)?,
         },
         (Some(path), None) => RunInput::Scenario {
-            scenario: load(path)?,
+            scenario: Box::new(load(path)?),
             at: a.at,
         },
         (None, None) => bail!("give a scenario file or --workload FILE.json"),

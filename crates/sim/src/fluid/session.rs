@@ -12,8 +12,8 @@ use super::{simulate, FluidError, Heuristic, RunResult, SimOptions, Workload};
 pub enum RunInput {
     /// A scenario, at `at` (the value of its swept variable; required for a sweep file).
     Scenario {
-        /// The scenario.
-        scenario: Scenario,
+        /// The scenario (boxed: it is much larger than a workload's handle).
+        scenario: Box<Scenario>,
         /// The swept variable's value.
         at: Option<f64>,
     },
