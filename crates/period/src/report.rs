@@ -1,7 +1,7 @@
 //! Each job of a trace, detected and mapped to its Set-10 set: what `iosets detect` prints and
 //! what the Python bindings' `detect` returns.
 //!
-//! The detection is this crate's offline detector ([`crate::detect`], or an [`Analyzer`] with
+//! The detection is this crate's offline detector ([`crate::detect()`], or an [`Analyzer`] with
 //! another [`Config`]); the set and priority are the policy crate's Set-10 mapping, the code the
 //! servers run (a job without a confident period gets seed 004's default priority, 1/50, and a
 //! set of its own). Front ends only choose the inputs and print.
