@@ -134,3 +134,74 @@ impl ScenarioRun {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    const HAND: &str = r#"
+        name = "hand"
+        heuristics = ["fair-share", "exclusive-fcfs"]
+        [platform]
+        bandwidth = 1.0
+        [[group]]
+        name = "a"
+        t_cpu = 1.0
+        t_io = 4.0
+        iterations = 1
+        [[group]]
+        name = "b"
+        t_cpu = 2.0
+        t_io = 2.0
+        iterations = 1
+    "#;
+
+    fn hand() -> Scenario {
+        Scenario::parse(HAND, Path::new("hand.toml"), "hand").unwrap()
+    }
+
+    #[test]
+    fn a_scenario_runs_under_its_heuristics_or_the_ones_given() {
+        let input = RunInput::Scenario {
+            scenario: Box::new(hand()),
+            at: None,
+        };
+        let done = run_input(input, &[], 1, false).unwrap();
+        let names: Vec<String> = done.runs.iter().map(|r| r.heuristic.to_string()).collect();
+        assert_eq!(names, ["fair-share", "exclusive-fcfs"]);
+        // Fair share: b done at 6, a at 7 (a alone in [1, 2], then both at 1/2).
+        let done_at: Vec<Option<f64>> = done.runs[0].jobs.iter().map(|j| j.completion).collect();
+        assert_eq!(done_at, [Some(7.0), Some(6.0)]);
+        assert!(done.at.is_none() && !done.random);
+        assert!(
+            done.headline().starts_with("scenario hand: 2 jobs"),
+            "{}",
+            done.headline()
+        );
+        let only = run_input(
+            RunInput::Scenario {
+                scenario: Box::new(hand()),
+                at: None,
+            },
+            &[Heuristic::SET10],
+            1,
+            false,
+        )
+        .unwrap();
+        assert_eq!(only.runs.len(), 1);
+    }
+
+    #[test]
+    fn a_workload_runs_under_the_papers_six_by_default() {
+        let w = hand().at(None).unwrap().workload(1).unwrap();
+        let input = RunInput::Workload {
+            name: "w".into(),
+            workload: w,
+        };
+        let done = run_input(input, &[], 1, false).unwrap();
+        assert_eq!(done.runs.len(), Heuristic::PAPER.len());
+        let v = serde_json::to_value(done.report()).unwrap();
+        assert_eq!(v["scenario"], "w");
+    }
+}

@@ -608,4 +608,38 @@ mod tests {
         assert_eq!(s.len(), 100);
         assert_ne!(workload_seed(1, 0), workload_seed(2, 0));
     }
+
+    #[test]
+    fn cells_are_the_csv_columns_and_save_writes_every_file() {
+        let s = Scenario::parse(SWEEP, Path::new("tiny.toml"), "tiny").unwrap();
+        let config = SweepConfig {
+            workloads: 2,
+            seed: 1,
+            heuristics: s.heuristics.clone(),
+            threads: Some(1),
+            stop_at_window_end: true,
+        };
+        let r = run_sweep(&s, &config, &|| {}).unwrap();
+        let cols = r.columns();
+        assert_eq!(cols[..4], ["n", "workload", "seed", "heuristic"]);
+        assert_eq!(cols.len(), 11);
+        let mut csv = Vec::new();
+        r.write_csv(&mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(lines.next().unwrap(), cols.join(","));
+        for (line, row) in lines.zip(&r.rows) {
+            let cells = SweepResult::cells(row);
+            assert_eq!(cells.len(), cols.len());
+            assert_eq!(cells[3], Cell::Text(row.heuristic.to_string()));
+            let text: Vec<String> = cells.iter().map(Cell::to_string).collect();
+            assert_eq!(line, text.join(","));
+        }
+        let dir = std::env::temp_dir().join(format!("iosets-sweep-save-{}", std::process::id()));
+        let saved = r.save(&dir, false).unwrap();
+        assert!(saved.csv.ends_with("tiny.csv") && saved.plots.is_empty());
+        assert_eq!(std::fs::read_to_string(&saved.csv).unwrap(), csv);
+        assert!(saved.json.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
