@@ -34,7 +34,7 @@ use iosets_sim::plan::{device_from_units, execute, Outcome, Plan, Source};
 use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
 use iosets_sim::shares::ShareKey;
 use iosets_sim::workload::{Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA};
-use iosets_sim::DeviceModel;
+use iosets_sim::{DeviceModel, SimError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -356,17 +356,18 @@ fn device_of(d: &DeviceArgs) -> Result<DeviceModel> {
         None => {}
     }
     let seek = d.seek_ms_per_gib.zip(d.max_seek_ms);
-    let mut flags = format!(
-        "--bandwidth-mib-s {}, --latency-us {}, --slots {}",
-        d.bandwidth_mib_s, d.latency_us, d.slots
-    );
-    if let Some((per_gib, max)) = seek {
-        flags.push_str(&format!(
-            ", --seek-ms-per-gib {per_gib}, --max-seek-ms {max}"
-        ));
-    }
-    device_from_units(d.bandwidth_mib_s, d.latency_us, d.slots, seek)
-        .with_context(|| format!("bad device flags ({flags})"))
+    device_from_units(d.bandwidth_mib_s, d.latency_us, d.slots, seek).map_err(|e| match e {
+        // A bad duration names its flag; a bad bandwidth or slot count, all three flags.
+        SimError::InvalidDevice {
+            field: field @ ("latency_us" | "seek_ms_per_gib" | "max_seek_ms"),
+            value,
+            expected,
+        } => anyhow::anyhow!("--{} {value}: expected {expected}", field.replace('_', "-")),
+        e => anyhow::Error::new(e).context(format!(
+            "bad device flags (--bandwidth-mib-s {}, --latency-us {}, --slots {})",
+            d.bandwidth_mib_s, d.latency_us, d.slots
+        )),
+    })
 }
 
 fn workload_spec(g: &GeneratorArgs) -> Result<WorkloadSpec> {

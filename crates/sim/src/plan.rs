@@ -132,24 +132,28 @@ pub fn device_from_units(
     slots: usize,
     seek_ms: Option<(f64, f64)>,
 ) -> Result<DeviceModel, SimError> {
-    let duration = |field: &'static str, v: f64, scale: f64| {
+    let duration = |field: &'static str, v: f64, ms: bool| {
         if v.is_finite() && v >= 0.0 {
-            Ok(Nanos::from_secs_f64(v * scale))
+            Ok(Nanos::from_secs_f64(v * if ms { 1e-3 } else { 1e-6 }))
         } else {
             Err(SimError::InvalidDevice {
                 field,
                 value: v.to_string(),
-                expected: "a finite duration ≥ 0",
+                expected: if ms {
+                    "a finite number of milliseconds ≥ 0"
+                } else {
+                    "a finite number of microseconds ≥ 0"
+                },
             })
         }
     };
-    let latency = duration("latency_us", latency_us, 1e-6)?;
+    let latency = duration("latency_us", latency_us, false)?;
     let device = DeviceModel::new(bandwidth_mib_s * 1_048_576.0, latency, slots)?;
     match seek_ms {
         None => Ok(device),
         Some((per_gib, max)) => Ok(device.with_seek(SeekModel {
-            per_gib: duration("seek_ms_per_gib", per_gib, 1e-3)?,
-            max: duration("max_seek_ms", max, 1e-3)?,
+            per_gib: duration("seek_ms_per_gib", per_gib, true)?,
+            max: duration("max_seek_ms", max, true)?,
         })),
     }
 }
