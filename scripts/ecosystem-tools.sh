@@ -58,3 +58,11 @@ if [ "${#slurm_missing[@]}" -gt 0 ]; then
   apt_install "${slurm_missing[@]}"
 fi
 # --- end slurm ---
+
+# --- python ---
+# The Python bindings (scripts/python-test.sh): python3 with its venv module. maturin and pytest
+# are installed from PyPI into a venv by that script (Debian 12 forbids pip into the system Python).
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  apt_install python3 python3-venv
+fi
+# --- end python ---

@@ -39,3 +39,5 @@ echo "== C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
 echo "== Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
 bash scripts/slurm-test.sh || [ $? = 77 ]
+echo "== Python bindings: pip install ./python in a venv, then pytest python/tests"
+bash scripts/python-test.sh

@@ -29,16 +29,14 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use iosets_period::trace::{parse_requests, requests::is_request_trace};
 use iosets_policy::registry::POLICIES;
 use iosets_policy::tunables::parse_pairs;
-use iosets_policy::{ClassId, Counted, Nanos, Priority, Request};
+use iosets_policy::{ClassId, Priority};
+use iosets_sim::plan::{device_from_units, execute, Outcome, Plan, Source};
 use iosets_sim::report::{save_shares_csv, save_shares_svg, summary_table};
-use iosets_sim::shares::{window_shares, ShareKey, WindowShares};
-use iosets_sim::workload::{
-    from_records, read_csv, Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA,
-};
-use iosets_sim::{expected_weights, run, DeviceModel, ReplayResult, SeekModel, Summary};
+use iosets_sim::shares::ShareKey;
+use iosets_sim::workload::{Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA};
+use iosets_sim::{DeviceModel, SimError};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -362,32 +360,6 @@ fn fmt_bytes(b: u64) -> String {
     }
 }
 
-/// Where the requests come from.
-#[derive(Debug)]
-enum Source {
-    Trace(PathBuf),
-    Generated(WorkloadSpec),
-}
-
-/// Everything one replay needs, already validated by the library types where they can.
-#[derive(Debug)]
-struct Plan {
-    policy: String,
-    pairs: Vec<(String, String)>,
-    source: Source,
-    device: DeviceModel,
-    window: usize,
-    share_by: ShareKey,
-}
-
-/// What a replay produced.
-#[derive(Debug)]
-struct Outcome {
-    result: ReplayResult,
-    shares: WindowShares,
-    summary: Summary,
-}
-
 /// The device the flags describe: a preset, or bandwidth/latency/slots with an optional head.
 fn device_of(d: &DeviceArgs) -> Result<DeviceModel> {
     match d.device {
@@ -395,33 +367,18 @@ fn device_of(d: &DeviceArgs) -> Result<DeviceModel> {
         Some(DevicePreset::Ssd) => return Ok(DeviceModel::ssd()),
         None => {}
     }
-    let dev = device(d.bandwidth_mib_s, d.latency_us, d.slots)?;
-    match (d.seek_ms_per_gib, d.max_seek_ms) {
-        (Some(per_gib), Some(max)) => {
-            for (flag, v) in [("--seek-ms-per-gib", per_gib), ("--max-seek-ms", max)] {
-                if !(v.is_finite() && v >= 0.0) {
-                    bail!("{flag} {v}: expected a finite number of milliseconds ≥ 0");
-                }
-            }
-            Ok(dev.with_seek(SeekModel {
-                per_gib: Nanos::from_secs_f64(per_gib * 1e-3),
-                max: Nanos::from_secs_f64(max * 1e-3),
-            }))
-        }
-        _ => Ok(dev),
-    }
-}
-
-fn device(bandwidth_mib_s: f64, latency_us: f64, slots: usize) -> Result<DeviceModel> {
-    if !(latency_us.is_finite() && latency_us >= 0.0) {
-        bail!("--latency-us {latency_us}: expected a finite number of microseconds ≥ 0");
-    }
-    let latency = Nanos::from_secs_f64(latency_us * 1e-6);
-    DeviceModel::new(bandwidth_mib_s * 1_048_576.0, latency, slots).with_context(|| {
-        format!(
-            "bad device flags (--bandwidth-mib-s {bandwidth_mib_s}, --latency-us {latency_us}, \
-             --slots {slots})"
-        )
+    let seek = d.seek_ms_per_gib.zip(d.max_seek_ms);
+    device_from_units(d.bandwidth_mib_s, d.latency_us, d.slots, seek).map_err(|e| match e {
+        // A bad duration names its flag; a bad bandwidth or slot count, all three flags.
+        SimError::InvalidDevice {
+            field: field @ ("latency_us" | "seek_ms_per_gib" | "max_seek_ms"),
+            value,
+            expected,
+        } => anyhow::anyhow!("--{} {value}: expected {expected}", field.replace('_', "-")),
+        e => anyhow::Error::new(e).context(format!(
+            "bad device flags (--bandwidth-mib-s {}, --latency-us {}, --slots {})",
+            d.bandwidth_mib_s, d.latency_us, d.slots
+        )),
     })
 }
 
@@ -464,37 +421,6 @@ fn workload_spec(g: &GeneratorArgs) -> Result<WorkloadSpec> {
     };
     spec.validate().context("bad workload flags")?;
     Ok(spec)
-}
-
-/// The requests of a trace file: a request trace if its header names `arrival_ns`, else the
-/// older `time_s,job,size` dialect.
-fn read_trace(path: &Path) -> Result<Vec<Request>> {
-    let text = std::fs::read_to_string(path)?;
-    if is_request_trace(&text) {
-        Ok(from_records(&parse_requests(&text)?))
-    } else {
-        Ok(read_csv(text.as_bytes())?)
-    }
-}
-
-fn execute(plan: &Plan) -> Result<Outcome> {
-    // The policy's errors name the policy and list the valid choices.
-    let policy = Counted::build(&plan.policy, &plan.pairs)?;
-    let workload: Vec<Request> = match &plan.source {
-        Source::Trace(path) => {
-            read_trace(path).with_context(|| format!("reading the trace {}", path.display()))?
-        }
-        Source::Generated(spec) => spec.generate().context("generating the workload")?,
-    };
-    let result = run(policy, workload, plan.device).context("replaying")?;
-    let shares = window_shares(&result.records, plan.window, plan.share_by)?;
-    let weights = expected_weights(&plan.policy, &plan.pairs, plan.share_by, &result.records);
-    let summary = Summary::new(&result, &shares, &weights);
-    Ok(Outcome {
-        result,
-        shares,
-        summary,
-    })
 }
 
 fn write_outputs(
@@ -576,7 +502,7 @@ fn demo(args: &DemoArgs) -> Result<()> {
             seed: args.seed,
             ..WorkloadSpec::new(JOBS, REQUESTS)
         }),
-        device: device(bandwidth_mib_s, latency_us, slots)?,
+        device: device_from_units(bandwidth_mib_s, latency_us, slots, None)?,
         window: WINDOW,
         share_by: ShareKey::Job,
     };

@@ -10,11 +10,13 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use iosets_sim::fluid::heuristic::{CATALOGUE, CATALOGUE_NOTE};
 use iosets_sim::fluid::metrics::METRIC_NAMES;
-use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table, RunReport};
+use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
-use iosets_sim::fluid::sweep::{run_sweep, workload_seed, SweepConfig, SweepResult};
-use iosets_sim::fluid::{plot, simulate, Heuristic, SimOptions, Workload};
+use iosets_sim::fluid::session::{run_input, RunInput};
+use iosets_sim::fluid::sweep::{run_sweep, SweepConfig, SweepResult};
+use iosets_sim::fluid::{Heuristic, Workload};
 
 /// `iosets sim` and its subcommands.
 #[derive(Debug, Args)]
@@ -114,13 +116,6 @@ fn load(path: &Path) -> Result<Scenario> {
     Ok(Scenario::load(path)?)
 }
 
-fn pick_heuristics(scenario: &Scenario, names: &[String]) -> Result<Vec<Heuristic>> {
-    if names.is_empty() {
-        return Ok(scenario.heuristics.clone());
-    }
-    parse_heuristics(names)
-}
-
 fn parse_heuristics(names: &[String]) -> Result<Vec<Heuristic>> {
     names
         .iter()
@@ -132,81 +127,39 @@ fn parse_heuristics(names: &[String]) -> Result<Vec<Heuristic>> {
 }
 
 fn run(a: &RunArgs) -> Result<()> {
-    let seed = workload_seed(a.seed, 0);
-    let (name, sweep, heuristics, workload, random) = match (&a.scenario, &a.workload) {
-        (_, Some(path)) => {
-            let w = Workload::load_json(path)?;
-            let name = path.file_stem().map_or_else(
+    let input = match (&a.scenario, &a.workload) {
+        (_, Some(path)) => RunInput::Workload {
+            name: path.file_stem().map_or_else(
                 || "workload".to_string(),
                 |s| s.to_string_lossy().into_owned(),
-            );
-            let hs = if a.heuristics.is_empty() {
-                Heuristic::PAPER.to_vec()
-            } else {
-                parse_heuristics(&a.heuristics)?
-            };
-            (name, None, hs, w, false)
-        }
-        (Some(path), None) => {
-            let scenario = load(path)?;
-            let hs = pick_heuristics(&scenario, &a.heuristics)?;
-            let source = scenario.at(a.at)?;
-            let w = source.workload(seed)?;
-            (scenario.name, scenario.sweep, hs, w, source.is_random())
-        }
+            ),
+            workload: Workload::load_json(path)?,
+        },
+        (Some(path), None) => RunInput::Scenario {
+            scenario: Box::new(load(path)?),
+            at: a.at,
+        },
         (None, None) => bail!("give a scenario file or --workload FILE.json"),
     };
-    let options = SimOptions {
-        seed,
-        record: a.phases,
-        stop_at_window_end: false,
-    };
-    let runs = heuristics
-        .iter()
-        .map(|&h| simulate(&workload, h, options))
-        .collect::<Result<Vec<_>, _>>()?;
-    let window = runs[0].window;
-    let at = sweep
-        .as_ref()
-        .zip(a.at)
-        .map(|(s, x)| (s.variable.as_str(), x));
-    println!(
-        "scenario {}{}: {} jobs, {} iterations, B = {}, window [{}, {}] s{}",
-        name,
-        at.map_or_else(String::new, |(v, x)| format!(" at {v} = {x}")),
-        workload.jobs.len(),
-        workload.iterations(),
-        workload.bandwidth,
-        window.begin,
-        window.end,
-        if random {
-            format!(", drawn with seed {}", a.seed)
-        } else {
-            String::new()
-        }
-    );
+    let heuristics = parse_heuristics(&a.heuristics)?;
+    let done = run_input(input, &heuristics, a.seed, a.phases)?;
+    let (workload, runs) = (&done.workload, &done.runs);
+    println!("{}", done.headline());
     if !a.summary_only {
-        for r in &runs {
+        for r in runs {
             println!();
             println!("== {} ({} events)", r.heuristic, r.events);
-            print!("{}", job_table(&workload, r));
+            print!("{}", job_table(workload, r));
         }
         println!();
     }
-    print!("{}", summary_table(&runs));
+    print!("{}", summary_table(runs));
     if let Some(p) = &a.csv {
-        save_jobs_csv(p, &workload, &runs)?;
+        save_jobs_csv(p, workload, runs)?;
         println!("wrote the per-job table to {}", p.display());
     }
     if let Some(p) = &a.json {
-        RunReport {
-            scenario: &name,
-            at,
-            seed: a.seed,
-            workload: &workload,
-            runs: &runs,
-        }
-        .save_json(p)?;
+        done.report().save_json(p)?;
         println!("wrote the workload and results to {}", p.display());
     }
     Ok(())
@@ -214,7 +167,11 @@ fn run(a: &RunArgs) -> Result<()> {
 
 fn sweep(a: &SweepArgs) -> Result<()> {
     let scenario = load(&a.sweep)?;
-    let heuristics = pick_heuristics(&scenario, &a.heuristics)?;
+    let heuristics = if a.heuristics.is_empty() {
+        scenario.heuristics.clone()
+    } else {
+        parse_heuristics(&a.heuristics)?
+    };
     if a.workloads == 0 {
         bail!("--workloads 0: expected at least 1 workload per value");
     }
@@ -246,24 +203,15 @@ fn sweep(a: &SweepArgs) -> Result<()> {
     let result = run_sweep(&scenario, &config, &|| bar.inc(1))?;
     let elapsed = start.elapsed().as_secs_f64();
     bar.finish_and_clear();
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let csv = a.out.join(format!("{}.csv", result.name));
-    let json = a.out.join(format!("{}.json", result.name));
-    result.save_csv(&csv)?;
-    result.save_json(&json)?;
-    let plots = if a.no_plots {
-        Vec::new()
-    } else {
-        plot::save_all(&a.out, &result)?
-    };
+    let saved = result.save(&a.out, !a.no_plots)?;
     if !a.quiet {
         print_sweep(&result, elapsed, a.threads);
         println!(
             "wrote {} (every run) and {} (aggregates)",
-            csv.display(),
-            json.display()
+            saved.csv.display(),
+            saved.json.display()
         );
-        for p in plots {
+        for p in saved.plots {
             println!("wrote {}", p.display());
         }
     }
@@ -322,23 +270,8 @@ fn rayon_threads() -> usize {
 }
 
 fn heuristics() {
-    let rows = [
-        ("exclusive-fcfs", "one set for all jobs: one does I/O at a time, first come first served"),
-        ("fair-share", "a set per job, equal priorities: B shared equally"),
-        ("set-10", "sets round(log10 w_iter), priority 10^-set (the paper's SET-10)"),
-        ("set-<b>", "Set-b for any base b > 1, e.g. set-2, set-3.5"),
-        ("set-fairshare", "SET-10 sets, equal priorities"),
-        ("share+priority", "a set per job, SET-10 priorities"),
-        ("clairvoyant", "SET-10 of the mean w_iter of the job's group (the distribution it was drawn from)"),
-        (":error=<e>", "suffix for set-<b>, set-fairshare, share+priority: each w_iter estimate × (1 + U[-e, e]), drawn at every I/O phase"),
-        (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); before the second burst, priority 1/50 in one shared \"new\" set, newcomers taking turns (the servers' unknown=shared)"),
-        (":online:own", "same, but before the second burst a set of its own per job, priority 1/50 (seed 004's prior, the servers' unknown=own)"),
-        (":online:stamps", "same, w_iter by the servers' rule for phase starts: two intervals within 10%, else the median of three (combines with :own)"),
-    ];
-    for (name, what) in rows {
+    for (name, what) in CATALOGUE {
         println!("{name:<16} {what}");
     }
-    println!(
-        "(set-fairshare, share+priority and clairvoyant also take a base: set-fairshare-2, ...)"
-    );
+    println!("{CATALOGUE_NOTE}");
 }

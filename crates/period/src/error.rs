@@ -88,6 +88,38 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// The mode asked for keeps no event of the trace.
+    #[error(
+        "no {mode} event in {} ({format} trace: {read} reads, {write} writes, {other} other); \
+         try --mode {suggest}",
+        trace.display()
+    )]
+    NoEventInMode {
+        /// The mode.
+        mode: crate::Mode,
+        /// The trace.
+        trace: PathBuf,
+        /// Its format's name.
+        format: &'static str,
+        /// Its reads.
+        read: usize,
+        /// Its writes.
+        write: usize,
+        /// Its events of no direction.
+        other: usize,
+        /// A mode that keeps something.
+        suggest: &'static str,
+    },
+    /// A job asked for is not in the trace.
+    #[error("no such job in {} (jobs: {known})", trace.display())]
+    NoSuchJob {
+        /// The job asked for.
+        job: crate::JobId,
+        /// The trace.
+        trace: PathBuf,
+        /// The trace's jobs, comma-separated.
+        known: String,
+    },
     /// A detector setting out of its range.
     #[error("invalid detector setting {field} = {value}: {reason}")]
     InvalidConfig {

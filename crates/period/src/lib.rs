@@ -16,16 +16,20 @@
 //!   JSON, TMIO's JSON Lines and Darshan DXT text (`darshan-dxt-parser` output). A corrupt or
 //!   empty trace is an [`Error`] naming the problem and the line.
 //! - [`synth`]: seeded synthetic traces with a known period, for tests and benchmarks.
+//! - [`report`]: each job of a trace detected and mapped to its Set-10 set and priority (what
+//!   `iosets detect` and the Python bindings' `detect` give).
 //!
 //! What it is not: a scheduler. It only measures; the runtime decides what to do with an estimate
 //! (DESIGN.md: move the job to its Set-10 set when a confident estimate arrives). It reads no
-//! clock: time is always an argument. It depends only on `iosets-types` among iosets crates.
+//! clock: time is always an argument. Among iosets crates it depends on `iosets-types`, and on
+//! `iosets-policy` only for [`report`]'s Set-10 mapping (the servers' code, not a copy).
 #![deny(missing_docs)]
 
 pub mod detect;
 pub mod error;
 pub mod event;
 pub mod online;
+pub mod report;
 pub mod starts;
 pub mod synth;
 pub mod trace;

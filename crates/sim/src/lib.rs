@@ -13,7 +13,9 @@
 //! - [`shares`]: seed 000's sliding-window byte shares, with each queue's drain point and its share
 //!   while every queue is backlogged;
 //! - [`summary`]: per-queue weights, expected and measured shares, drain times and waits;
-//! - [`report`]: CSV, SVG plot and text table writers, shared by every front end.
+//! - [`report`]: CSV, SVG plot and text table writers, shared by every front end;
+//! - [`plan`]: one replay from its inputs (policy, requests, device, share windows) to its
+//!   measures, the path every front end (CLI, Python) takes.
 //!
 //! What this crate is not: it does not model a real file system's performance (no seeks, caches or
 //! read/write asymmetry), and it holds no scheduling logic of its own — every decision comes from the
@@ -25,6 +27,7 @@ mod error;
 pub mod fluid;
 pub mod overlap;
 pub mod phaselog;
+pub mod plan;
 pub mod replay;
 pub mod report;
 pub mod shares;

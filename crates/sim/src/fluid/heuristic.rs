@@ -42,6 +42,26 @@ use iosets_policy::set10::{Assignment, SetMapping};
 
 use super::FluidError;
 
+/// Every heuristic and suffix with a line saying what it does, for listings (`iosets sim
+/// heuristics`, the Python bindings' `heuristics()`); [`CATALOGUE_NOTE`] follows them.
+pub const CATALOGUE: [(&str, &str); 11] = [
+    ("exclusive-fcfs", "one set for all jobs: one does I/O at a time, first come first served"),
+    ("fair-share", "a set per job, equal priorities: B shared equally"),
+    ("set-10", "sets round(log10 w_iter), priority 10^-set (the paper's SET-10)"),
+    ("set-<b>", "Set-b for any base b > 1, e.g. set-2, set-3.5"),
+    ("set-fairshare", "SET-10 sets, equal priorities"),
+    ("share+priority", "a set per job, SET-10 priorities"),
+    ("clairvoyant", "SET-10 of the mean w_iter of the job's group (the distribution it was drawn from)"),
+    (":error=<e>", "suffix for set-<b>, set-fairshare, share+priority: each w_iter estimate × (1 + U[-e, e]), drawn at every I/O phase"),
+    (":online", "same, w_iter estimated from the job's own simulated burst starts (mean gap); before the second burst, priority 1/50 in one shared \"new\" set, newcomers taking turns (the servers' unknown=shared)"),
+    (":online:own", "same, but before the second burst a set of its own per job, priority 1/50 (seed 004's prior, the servers' unknown=own)"),
+    (":online:stamps", "same, w_iter by the servers' rule for phase starts: two intervals within 10%, else the median of three (combines with :own)"),
+];
+
+/// The line that follows [`CATALOGUE`] in a listing.
+pub const CATALOGUE_NOTE: &str =
+    "(set-fairshare, share+priority and clairvoyant also take a base: set-fairshare-2, ...)";
+
 /// Where a set-based heuristic gets a job's characteristic time `w_iter`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Estimate {

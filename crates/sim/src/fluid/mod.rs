@@ -15,7 +15,8 @@
 //! **The workloads**: built directly ([`Workload`]), drawn by the paper's generator
 //! ([`generator::PaperGenerator`]), or read from a TOML scenario ([`scenario::Scenario`]) that may
 //! sweep one variable; [`sweep`] runs a sweep over many random workloads in parallel and
-//! aggregates it; [`plot`] draws each metric against the swept variable; [`report`] writes tables, CSV and JSON.
+//! aggregates it; [`plot`] draws each metric against the swept variable; [`report`] writes tables, CSV and JSON;
+//! [`session`] is one `sim run` (a scenario or a workload under each heuristic), for every front end.
 //!
 //! What this module is not: it does not run the real policies (that is the request-level
 //! simulator, [`crate::replay`]); it models the paper's idealised platform — a single shared
@@ -31,6 +32,7 @@ pub mod model;
 pub mod plot;
 pub mod report;
 pub mod scenario;
+pub mod session;
 pub mod sweep;
 
 pub use engine::{

@@ -7,7 +7,7 @@
 //! workload, heuristic) whatever the number of threads, so a sweep is reproducible bit for bit.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -292,32 +292,46 @@ impl SweepResult {
         out
     }
 
-    /// Writes every run as CSV: `variable value, workload, seed, heuristic, the four metrics,
-    /// measured_jobs, jobs, events`.
-    pub fn write_csv<W: Write>(&self, mut out: W) -> std::io::Result<()> {
-        writeln!(
-            out,
-            "{},workload,seed,heuristic,{},measured_jobs,jobs,events",
+    /// The columns of [`SweepResult::write_csv`]: the swept variable (`point` for a sweep without
+    /// variable), `workload`, `seed`, `heuristic`, the four metrics ([`METRIC_NAMES`]),
+    /// `measured_jobs`, `jobs`, `events`.
+    pub fn columns(&self) -> Vec<String> {
+        let mut c = vec![
             csv_name(&self.variable),
-            METRIC_NAMES.join(",")
-        )?;
+            "workload".to_string(),
+            "seed".to_string(),
+            "heuristic".to_string(),
+        ];
+        c.extend(METRIC_NAMES.iter().map(|m| m.to_string()));
+        c.extend(["measured_jobs", "jobs", "events"].map(String::from));
+        c
+    }
+
+    /// One row's values, in the order of [`SweepResult::columns`] (front ends that want rows
+    /// rather than a CSV file, e.g. the Python bindings, use these).
+    pub fn cells(row: &SweepRow) -> Vec<Cell> {
+        let mut c = vec![
+            Cell::Value(row.value),
+            Cell::Int(row.workload as u64),
+            Cell::Int(row.seed),
+            Cell::Text(row.heuristic.to_string()),
+        ];
+        c.extend(row.metrics.values().map(Cell::Metric));
+        c.extend([
+            Cell::Int(row.metrics.measured_jobs as u64),
+            Cell::Int(row.jobs as u64),
+            Cell::Int(row.events),
+        ]);
+        c
+    }
+
+    /// Writes every run as CSV: a header of [`SweepResult::columns`], then a line per row of
+    /// [`SweepResult::cells`].
+    pub fn write_csv<W: Write>(&self, mut out: W) -> std::io::Result<()> {
+        writeln!(out, "{}", self.columns().join(","))?;
         for r in &self.rows {
-            let m = r.metrics.values();
-            writeln!(
-                out,
-                "{},{},{},{},{:.9},{:.9},{:.9},{:.9},{},{},{}",
-                r.value,
-                r.workload,
-                r.seed,
-                r.heuristic,
-                m[0],
-                m[1],
-                m[2],
-                m[3],
-                r.metrics.measured_jobs,
-                r.jobs,
-                r.events
-            )?;
+            let cells: Vec<String> = Self::cells(r).iter().map(Cell::to_string).collect();
+            writeln!(out, "{}", cells.join(","))?;
         }
         out.flush()
     }
@@ -379,6 +393,62 @@ impl SweepResult {
             path: path.to_path_buf(),
             error,
         })
+    }
+}
+
+/// One value of a sweep row (see [`SweepResult::cells`]); its `Display` is its CSV text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// The swept variable's value (shortest text that reads back the same).
+    Value(f64),
+    /// A metric (9 decimals in CSV; NaN when no job was measured).
+    Metric(f64),
+    /// A count or a seed.
+    Int(u64),
+    /// A name.
+    Text(String),
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cell::Value(x) => write!(f, "{x}"),
+            Cell::Metric(x) => write!(f, "{x:.9}"),
+            Cell::Int(n) => write!(f, "{n}"),
+            Cell::Text(t) => f.write_str(t),
+        }
+    }
+}
+
+/// Where [`SweepResult::save`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Saved {
+    /// Every run, `NAME.csv`.
+    pub csv: PathBuf,
+    /// The aggregates, `NAME.json`.
+    pub json: PathBuf,
+    /// One plot per metric, `NAME-METRIC.svg` (none if not asked for).
+    pub plots: Vec<PathBuf>,
+}
+
+impl SweepResult {
+    /// Writes `NAME.csv`, `NAME.json` and, if `plots`, one `NAME-METRIC.svg` per metric into
+    /// `dir` (created if missing), `NAME` being the scenario's name.
+    pub fn save(&self, dir: &Path, plots: bool) -> Result<Saved, FluidError> {
+        std::fs::create_dir_all(dir).map_err(|error| FluidError::Io {
+            path: dir.to_path_buf(),
+            error,
+        })?;
+        let csv = dir.join(format!("{}.csv", self.name));
+        let json = dir.join(format!("{}.json", self.name));
+        self.save_csv(&csv)?;
+        self.save_json(&json)?;
+        let plots = if plots {
+            super::plot::save_all(dir, self)?
+        } else {
+            Vec::new()
+        };
+        Ok(Saved { csv, json, plots })
     }
 }
 
@@ -537,5 +607,39 @@ mod tests {
         let s: std::collections::BTreeSet<u64> = (0..100).map(|k| workload_seed(1, k)).collect();
         assert_eq!(s.len(), 100);
         assert_ne!(workload_seed(1, 0), workload_seed(2, 0));
+    }
+
+    #[test]
+    fn cells_are_the_csv_columns_and_save_writes_every_file() {
+        let s = Scenario::parse(SWEEP, Path::new("tiny.toml"), "tiny").unwrap();
+        let config = SweepConfig {
+            workloads: 2,
+            seed: 1,
+            heuristics: s.heuristics.clone(),
+            threads: Some(1),
+            stop_at_window_end: true,
+        };
+        let r = run_sweep(&s, &config, &|| {}).unwrap();
+        let cols = r.columns();
+        assert_eq!(cols[..4], ["n", "workload", "seed", "heuristic"]);
+        assert_eq!(cols.len(), 11);
+        let mut csv = Vec::new();
+        r.write_csv(&mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        let mut lines = csv.lines();
+        assert_eq!(lines.next().unwrap(), cols.join(","));
+        for (line, row) in lines.zip(&r.rows) {
+            let cells = SweepResult::cells(row);
+            assert_eq!(cells.len(), cols.len());
+            assert_eq!(cells[3], Cell::Text(row.heuristic.to_string()));
+            let text: Vec<String> = cells.iter().map(Cell::to_string).collect();
+            assert_eq!(line, text.join(","));
+        }
+        let dir = std::env::temp_dir().join(format!("iosets-sweep-save-{}", std::process::id()));
+        let saved = r.save(&dir, false).unwrap();
+        assert!(saved.csv.ends_with("tiny.csv") && saved.plots.is_empty());
+        assert_eq!(std::fs::read_to_string(&saved.csv).unwrap(), csv);
+        assert!(saved.json.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,276 @@
+//! Each job of a trace, detected and mapped to its Set-10 set: what `iosets detect` prints and
+//! what the Python bindings' `detect` returns.
+//!
+//! The detection is this crate's offline detector ([`crate::detect()`], or an [`Analyzer`] with
+//! another [`Config`]); the set and priority are the policy crate's Set-10 mapping, the code the
+//! servers run (a job without a confident period gets seed 004's default priority, 1/50, and a
+//! set of its own). Front ends only choose the inputs and print.
+
+use std::path::{Path, PathBuf};
+
+use iosets_policy::set10::{Assignment, SetMapping};
+
+use crate::detect::{detect, Analyzer, Config, Detection};
+use crate::error::{Error, Result};
+use crate::event::Mode;
+use crate::trace::{read_trace, Format};
+use crate::JobId;
+
+/// One job's answer.
+#[derive(Debug)]
+pub struct JobReport {
+    /// The job.
+    pub job: JobId,
+    /// What the detector found.
+    pub detection: Detection,
+    /// Its Set-10 set and priority.
+    pub assignment: Assignment,
+}
+
+impl JobReport {
+    /// The Set-10 set, `None` for a job without a confident period (a set of its own).
+    pub fn set(&self) -> Option<i32> {
+        match self.assignment {
+            Assignment::Set { set, .. } => Some(set),
+            Assignment::Unknown { .. } => None,
+        }
+    }
+
+    /// Why the job is not periodic, `None` if it is.
+    pub fn reason(&self) -> Option<String> {
+        match &self.detection {
+            Detection::Periodic(_) => None,
+            Detection::NotPeriodic { reason, .. } => Some(reason.to_string()),
+        }
+    }
+
+    /// A short note for people: empty for a periodic job, else the reason and the best guess.
+    pub fn note(&self) -> String {
+        match &self.detection {
+            Detection::Periodic(_) => String::new(),
+            Detection::NotPeriodic { reason, best } => match best {
+                Some(b) => format!(
+                    "not periodic: {reason} (best guess {:.3} s)",
+                    b.period.as_secs_f64()
+                ),
+                None => format!("not periodic: {reason}"),
+            },
+        }
+    }
+
+    /// The job as a JSON object: job, periodic, period_s, best_period_s, confidence, set,
+    /// priority, phases, reason.
+    pub fn to_json(&self) -> serde_json::Value {
+        let d = &self.detection;
+        serde_json::json!({
+            "job": self.job.0,
+            "periodic": d.is_periodic(),
+            "period_s": d.period().map(|p| p.as_secs_f64()),
+            "best_period_s": d.best().map(|e| e.period.as_secs_f64()),
+            "confidence": d.confidence(),
+            "set": self.set(),
+            "priority": self.assignment.priority().get(),
+            "phases": d.phases(),
+            "reason": self.reason(),
+        })
+    }
+}
+
+/// A trace's jobs, detected.
+#[derive(Debug)]
+pub struct DetectReport {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// The format it was read as.
+    pub format: Format,
+    /// The events looked at: the reads, the writes or all ([`Mode`]).
+    pub mode: Mode,
+    /// Why that mode: `--mode` (asked for), `default` (the trace has writes), or `default: the
+    /// trace has no write`.
+    pub mode_why: &'static str,
+    /// Events the mode kept, of all the trace's events.
+    pub events_kept: usize,
+    /// All the trace's events.
+    pub events_total: usize,
+    /// One answer per job, by job id.
+    pub jobs: Vec<JobReport>,
+}
+
+/// Reads the trace at `path` (format recognised from its content when `None`), keeps the events
+/// of `mode` (default: the writes, FTIO's default, or every event when the trace has no write)
+/// and only `job` if given, and detects each job with `config` ([`Config::default`] is
+/// `iosets detect`'s).
+///
+/// # Errors
+/// The trace's read or parse errors; [`Error::NoEventInMode`] if the mode keeps no event;
+/// [`Error::NoSuchJob`] if `job` is not in it; [`Error::InvalidConfig`] for a bad `config`.
+pub fn detect_trace(
+    path: &Path,
+    format: Option<Format>,
+    mode: Option<Mode>,
+    job: Option<JobId>,
+    config: &Config,
+) -> Result<DetectReport> {
+    let trace = read_trace(path, format)?;
+    let (mode, mode_why) = match mode {
+        Some(m) => (m, "--mode"),
+        None => match trace.default_mode() {
+            Mode::Write => (Mode::Write, "default"),
+            m => (m, "default: the trace has no write"),
+        },
+    };
+    let mut jobs = trace.by_job_in(mode);
+    if jobs.is_empty() {
+        let c = trace.counts();
+        return Err(Error::NoEventInMode {
+            mode,
+            trace: path.to_path_buf(),
+            format: trace.format.name(),
+            read: c.read,
+            write: c.write,
+            other: c.other,
+            suggest: if c.write > 0 { "write" } else { "all" },
+        });
+    }
+    if let Some(job) = job {
+        if !jobs.contains_key(&job) {
+            let known: Vec<String> = jobs.keys().map(|k| k.to_string()).collect();
+            return Err(Error::NoSuchJob {
+                job,
+                trace: path.to_path_buf(),
+                known: known.join(", "),
+            });
+        }
+        jobs.retain(|k, _| *k == job);
+    }
+    let mut analyzer = if *config == Config::default() {
+        None
+    } else {
+        Some(Analyzer::new(*config)?)
+    };
+    let mapping = SetMapping::default();
+    let jobs = jobs
+        .into_iter()
+        .map(|(job, events)| {
+            let detection = match analyzer.as_mut() {
+                None => detect(&events),
+                Some(a) => a.analyze(&events),
+            };
+            let assignment = mapping.assign(detection.period().map(|p| p.as_secs_f64()));
+            JobReport {
+                job,
+                detection,
+                assignment,
+            }
+        })
+        .collect();
+    Ok(DetectReport {
+        trace: path.to_path_buf(),
+        format: trace.format,
+        mode,
+        mode_why,
+        events_kept: trace.events.iter().filter(|e| mode.keeps(e.dir)).count(),
+        events_total: trace.events.len(),
+        jobs,
+    })
+}
+
+impl DetectReport {
+    /// The first line of the table: the file, its format, the mode and why, the events kept.
+    pub fn header(&self) -> String {
+        format!(
+            "# {}: {} trace, mode {} ({}), {} of {} events\n",
+            self.trace.display(),
+            self.format,
+            self.mode,
+            self.mode_why,
+            self.events_kept,
+            self.events_total
+        )
+    }
+
+    /// A table for people: a line per job (job, period_s, confidence, set, priority, phases,
+    /// note).
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "{:<8} {:>12} {:>10} {:>5} {:>9} {:>7}  {}\n",
+            "job", "period_s", "confidence", "set", "priority", "phases", "note"
+        );
+        for r in &self.jobs {
+            let d = &r.detection;
+            let period = d
+                .period()
+                .map_or_else(|| "-".to_string(), |p| format!("{:.3}", p.as_secs_f64()));
+            let set = r.set().map_or_else(|| "own".to_string(), |s| s.to_string());
+            out.push_str(&format!(
+                "{:<8} {:>12} {:>10.2} {:>5} {:>9} {:>7}  {}\n",
+                r.job.to_string(),
+                period,
+                d.confidence(),
+                set,
+                r.assignment.priority().to_string(),
+                d.phases(),
+                r.note()
+            ));
+        }
+        out
+    }
+
+    /// The report as JSON: `{"trace", "format", "mode", "jobs": [...]}`, each job as
+    /// [`JobReport::to_json`].
+    pub fn to_json(&self) -> serde_json::Value {
+        let jobs: Vec<serde_json::Value> = self.jobs.iter().map(JobReport::to_json).collect();
+        serde_json::json!({
+            "trace": self.trace.display().to_string(),
+            "format": self.format.name(),
+            "mode": self.mode.name(),
+            "jobs": jobs,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(name)
+    }
+
+    #[test]
+    fn every_job_gets_a_period_and_a_set() {
+        let r = detect_trace(
+            &sample("requests.csv"),
+            None,
+            None,
+            None,
+            &Config::default(),
+        )
+        .unwrap();
+        assert_eq!(r.jobs.len(), 2);
+        for j in &r.jobs {
+            assert!(j.detection.is_periodic(), "{}", r.table());
+            assert!(j.set().is_some());
+            assert_eq!(j.to_json()["job"], j.job.0);
+        }
+        assert_eq!(r.table().lines().count(), 3);
+        let online =
+            detect_trace(&sample("requests.csv"), None, None, None, &Config::online()).unwrap();
+        assert_eq!(online.jobs.len(), 2);
+    }
+
+    #[test]
+    fn an_unknown_job_lists_the_known_ones() {
+        let e = detect_trace(
+            &sample("requests.csv"),
+            None,
+            None,
+            Some(JobId(7)),
+            &Config::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("jobs: 1, 2"), "{e}");
+    }
+}
