@@ -13,6 +13,9 @@ cd "$(dirname "$0")/.."
 
 TARGET=${CARGO_TARGET_DIR:-target}
 VENV=${IOSETS_PY_VENV:-$TARGET/python-venv}
+# Absolute: pip runs maturin from a temporary directory, through PATH.
+case "$TARGET" in /*) ;; *) TARGET="$PWD/$TARGET" ;; esac
+case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac
 
 if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
   echo "python3 with venv is missing: run bash scripts/ecosystem-tools.sh (installs python3-venv)" >&2
@@ -21,9 +24,10 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   timeout 120 python3 -m venv "$VENV"
 fi
-if ! "$VENV/bin/python" -c 'import pytest' 2>/dev/null || ! [ -x "$VENV/bin/maturin" ]; then
+if ! "$VENV/bin/python" -c 'import pytest, pandas' 2>/dev/null || ! [ -x "$VENV/bin/maturin" ]; then
+  # pandas: the tests load sweep() rows into a DataFrame, as users do.
   timeout 300 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-    "maturin>=1.5,<2" "pytest>=7"
+    "maturin>=1.5,<2" "pytest>=7" "pandas>=2"
 fi
 export PATH="$VENV/bin:$PATH"
 

@@ -129,6 +129,19 @@ def test_sweep_rows_are_the_csv_rows(tmp_path):
     assert all(isinstance(v, (int, float, str)) for row in rows for v in row.values())
 
 
+def test_sweep_rows_load_into_pandas_as_the_csv_does(tmp_path):
+    import pandas as pd  # installed by scripts/python-test.sh
+    rows = iosets.sweep(TINY_SWEEP, workloads=2, seed=5, out=tmp_path, plots=False)
+    df = pd.DataFrame(rows)
+    csv_df = pd.read_csv(tmp_path / "tiny.csv")
+    assert list(df.columns) == list(csv_df.columns)
+    assert len(df) == len(csv_df) == 2 * 2 * 3
+    means = df.groupby("heuristic")["io_slowdown"].mean()
+    assert means.notna().all() and (means >= 1.0).all()
+    pd.testing.assert_frame_equal(df[["n", "workload", "seed", "heuristic"]],
+                                  csv_df[["n", "workload", "seed", "heuristic"]])
+
+
 def test_sweep_is_reproducible_and_the_seed_matters():
     a = iosets.sweep(TINY_SWEEP, workloads=2, seed=1, threads=1)
     b = iosets.sweep(TINY_SWEEP, workloads=2, seed=1, threads=2)
