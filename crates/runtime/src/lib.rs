@@ -90,6 +90,7 @@ pub mod quota;
 mod scheduler;
 mod stats;
 mod sync;
+pub mod why;
 mod work;
 
 pub use book::BookConfig;
@@ -103,6 +104,7 @@ pub use stats::{
     JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource, SchedulerStats, WaitSummary,
     PEERS_KEPT,
 };
+pub use why::{WaitCause, WaitCauses};
 pub use work::{Completion, CompletionEvent, Next, Work};
 
 /// The model's clock and time, for loom model tests (`RUSTFLAGS="--cfg loom"`).
