@@ -20,8 +20,9 @@
 //!   - **a thread is free** and the policy still did not dispatch the request: the instant is
 //!     [`WaitCause::Exclusivity`] if another job of its set has a request in service (IO-SETS
 //!     keeps a set for one job at a time), else [`WaitCause::Policy`] (a timer of the policy:
-//!     anticipatory idling, deadline batching; or the moment between a submit and a worker
-//!     taking the request).
+//!     anticipatory idling, deadline batching; or the workers' own time outside the scheduler:
+//!     between a submit and a worker taking the request, between completing a batch and asking
+//!     for the next).
 //!
 //! A job's **set** is the weighted queue the policy puts its latest admitted request in
 //! ([`iosets_policy::Policy::queue_weight`]): an IO-SETS set (jobs of one priority), a WFQ
@@ -291,15 +292,25 @@ impl Why {
 
     /// Brings `job`'s integrals (and its set's) to the current time.
     fn sync(&mut self, job: &mut JobAcc) {
-        let (q, f) = (self.q, self.f);
+        Why::sync_job(&mut self.sets, self.q, self.f, job);
+    }
+
+    /// Brings `job`'s integrals and its set's (among `sets`) to the global integrals `q`, `f`;
+    /// returns its set.
+    fn sync_job<'s>(
+        sets: &'s mut HashMap<QueueId, SetAcc, IdBuildHasher>,
+        q: u128,
+        f: u64,
+        job: &mut JobAcc,
+    ) -> Option<&'s mut SetAcc> {
         job.d += u128::from(job.n) * (q - job.q0);
         if job.n > 0 {
             job.r += f - job.f0;
         }
         job.q0 = q;
         job.f0 = f;
-        let Some(key) = job.set else { return };
-        let s = self.sets.get_mut(&key).expect("a tracked job's set is tracked");
+        let key = job.set?;
+        let s = sets.get_mut(&key).expect("a tracked job's set is tracked");
         Why::sync_set(s, q, f);
         job.ae += s.e - job.e0;
         job.ap += s.p - job.p0;
@@ -309,6 +320,7 @@ impl Why {
         job.e0 = s.e;
         job.p0 = s.p;
         job.c0 = s.c;
+        Some(s)
     }
 
     /// Puts `job` (synced) in set `key`, moving its in-service count.
@@ -380,7 +392,7 @@ impl Why {
     /// One request of `job`, admitted with `snap`, is dispatched at `now`: its split.
     pub(crate) fn dispatch(&mut self, job: &mut JobAcc, snap: &Snap, now: Nanos) -> Split {
         self.advance(now);
-        self.sync(job);
+        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
         let busy = self.g - snap.g;
         let free = self.f - snap.f;
         let round = |x: u128| -> u64 {
@@ -399,23 +411,13 @@ impl Why {
             busy - set,
             free - excl_free,
         ];
-        self.add_in_service(job, true);
-        split
-    }
-
-    fn add_in_service(&mut self, job: &mut JobAcc, up: bool) {
-        let before = job.n;
-        job.n = if up { job.n + 1 } else { job.n - 1 };
-        self.n = if up { self.n + 1 } else { self.n - 1 };
-        if let Some(key) = job.set {
-            let s = self.sets.get_mut(&key).expect("a tracked job's set is tracked");
-            s.n = if up { s.n + 1 } else { s.n - 1 };
-            if before == 0 {
-                s.holders += 1;
-            } else if job.n == 0 {
-                s.holders -= 1;
-            }
+        job.n += 1;
+        self.n += 1;
+        if let Some(s) = set_acc {
+            s.n += 1;
+            s.holders += u32::from(job.n == 1);
         }
+        split
     }
 
     /// A batch was handed out (after its requests' [`Why::dispatch`]).
@@ -426,9 +428,15 @@ impl Why {
     /// One request of `job` completed at `now`.
     pub(crate) fn complete(&mut self, job: &mut JobAcc, now: Nanos) {
         self.advance(now);
-        self.sync(job);
-        if job.n > 0 {
-            self.add_in_service(job, false);
+        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
+        if job.n == 0 {
+            return;
+        }
+        job.n -= 1;
+        self.n -= 1;
+        if let Some(s) = set_acc {
+            s.n -= 1;
+            s.holders -= u32::from(job.n == 0);
         }
     }
 

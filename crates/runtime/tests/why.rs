@@ -182,6 +182,26 @@ fn a_busy_thread_is_shared_in_proportion_to_whose_requests_hold_it() {
 }
 
 #[test]
+fn thirds_are_rounded_once_and_still_sum_exactly() {
+    // Three threads: two held by job 1, one by job 2; job 1's fourth request waits 10 ns:
+    // 20/3 behind itself (device, 7 rounded), 10/3 behind job 2 (share, the rest: 3).
+    let mut rig = Rig::new("noop", 3);
+    rig.submit(1, None);
+    rig.submit(1, None);
+    rig.submit(2, None);
+    rig.submit(1, None);
+    let held: Vec<_> = (0..3).map(|_| rig.take().unwrap()).collect();
+    rig.at(10);
+    for w in held {
+        done(w);
+    }
+    done(rig.take().unwrap());
+    let j = rig.job(1);
+    exact(&j);
+    assert_eq!(causes(&j.wait_causes), [("device", 7), ("share", 3)]);
+}
+
+#[test]
 fn a_thread_quota_holds_requests_as_rule() {
     let mut rig = Rig::new("noop", 2);
     let mut rule = RuleSpec::new("half", Match::parse("job=7").unwrap());
