@@ -543,8 +543,10 @@ fn verdict(c: &WaitCausesReport) -> String {
         "device" => "behind its own requests: every thread busy with them (the device)",
         "exclusivity" => "behind another job of its set (exclusivity)",
         "share" => "behind jobs of other sets (their share)",
-        _ => "not dispatched though a thread was free: a policy timer, or the workers' own \
-              time between batches (policy)",
+        _ => {
+            "not dispatched though a thread was free: a policy timer, or the workers' own \
+              time between batches (policy)"
+        }
     };
     let pct = 100.0 * top.ns as f64 / c.wait_ns.max(1) as f64;
     let how = if pct > 50.0 { "mostly" } else { "most of all" };

@@ -171,13 +171,21 @@ fn ctl_why_splits_a_jobs_waits_over_two_servers() {
         for part in servers_part {
             let c = &part["wait_causes"];
             let sum: u64 = causes.iter().map(|n| ns(c, n)).sum();
-            assert_eq!(sum, c["wait_ns"].as_u64().unwrap(), "exact on each server: {c}");
+            assert_eq!(
+                sum,
+                c["wait_ns"].as_u64().unwrap(),
+                "exact on each server: {c}"
+            );
             // The create and the writes.
             assert_eq!(c["requests"], WRITES + 1);
             wait += sum;
         }
         let total = &v["total"];
-        assert_eq!(total["wait_ns"].as_u64().unwrap(), wait, "summed over servers");
+        assert_eq!(
+            total["wait_ns"].as_u64().unwrap(),
+            wait,
+            "summed over servers"
+        );
         assert_eq!(total["requests"], 2 * (WRITES + 1));
         assert_eq!(ns(total, "rule"), 0, "no quota rules");
         assert_eq!(ns(total, "share"), 0, "one set only: {total}");
@@ -190,8 +198,18 @@ fn ctl_why_splits_a_jobs_waits_over_two_servers() {
 
     let o = ctl(&both, &["why", "2"]);
     let text = stdout(&o);
-    assert!(text.starts_with("job 2 over 2 servers: 82 requests waited"), "{text}");
-    for name in ["rule", "device", "exclusivity", "share", "policy", "verdict: "] {
+    assert!(
+        text.starts_with("job 2 over 2 servers: 82 requests waited"),
+        "{text}"
+    );
+    for name in [
+        "rule",
+        "device",
+        "exclusivity",
+        "share",
+        "policy",
+        "verdict: ",
+    ] {
         assert!(text.contains(name), "{name} in {text}");
     }
     let o = ctl(&both, &["jobs"]);

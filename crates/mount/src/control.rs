@@ -289,7 +289,10 @@ mod tests {
             jobs,
         };
         let reports = vec![
-            ("a:1".to_string(), report(vec![line(5, 10, 20), line(6, 1, 1)])),
+            (
+                "a:1".to_string(),
+                report(vec![line(5, 10, 20), line(6, 1, 1)]),
+            ),
             ("b:1".to_string(), report(vec![line(5, 3, 4)])),
         ];
         let v: serde_json::Value = serde_json::from_str(&stats_text(JobId(5), &reports)).unwrap();

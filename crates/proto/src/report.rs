@@ -147,13 +147,13 @@ impl WaitCausesReport {
     /// The cause with the most nanoseconds, if any wait was counted (ties: the first in
     /// report order).
     pub fn dominant(&self) -> Option<(&'static str, CauseReport)> {
-        self.causes()
-            .into_iter()
-            .filter(|(_, c)| c.ns > 0)
-            .fold(None, |best: Option<(&'static str, CauseReport)>, (n, c)| match best {
+        self.causes().into_iter().filter(|(_, c)| c.ns > 0).fold(
+            None,
+            |best: Option<(&'static str, CauseReport)>, (n, c)| match best {
                 Some((_, b)) if b.ns >= c.ns => best,
                 _ => Some((n, c)),
-            })
+            },
+        )
     }
 }
 
@@ -319,7 +319,10 @@ mod tests {
         let mut back = serde_json::to_value(&j).unwrap();
         back["wait_causes"] = serde_json::to_value(causes([1, 2, 3, 4, 5])).unwrap();
         let j: JobReport = serde_json::from_value(back).unwrap();
-        assert_eq!(j.wait_causes.exclusivity, CauseReport { ns: 3, requests: 1 });
+        assert_eq!(
+            j.wait_causes.exclusivity,
+            CauseReport { ns: 3, requests: 1 }
+        );
     }
 
     #[test]
@@ -329,7 +332,10 @@ mod tests {
         assert_eq!(a.wait_ns, 46);
         assert_eq!(a.causes_ns(), 46);
         assert_eq!(a.requests, 2);
-        assert_eq!(a.dominant().map(|(n, c)| (n, c.ns)), Some(("exclusivity", 30)));
+        assert_eq!(
+            a.dominant().map(|(n, c)| (n, c.ns)),
+            Some(("exclusivity", 30))
+        );
         assert_eq!(WaitCausesReport::default().dominant(), None);
     }
 }

@@ -54,7 +54,9 @@ fn main() {
                 None => break,
             }
         }
-        let Some(w) = in_service.pop_front() else { break };
+        let Some(w) = in_service.pop_front() else {
+            break;
+        };
         done += w.batch().len() as u64;
         let bytes = w.batch().bytes();
         w.complete(Outcome::Done { bytes });

@@ -667,7 +667,11 @@ impl JobBook {
             rec.wait_sum = rec.wait_sum.saturating_add(wait.0);
             rec.wait_max = rec.wait_max.max(wait.0);
             if let Some(split) = splits.get(i) {
-                debug_assert_eq!(split.iter().sum::<u64>(), wait.0, "a split sums to its wait");
+                debug_assert_eq!(
+                    split.iter().sum::<u64>(),
+                    wait.0,
+                    "a split sums to its wait"
+                );
                 rec.causes.add(split);
             }
             if !outcome.is_ok() {

@@ -191,7 +191,7 @@ struct SetAcc {
 }
 
 /// One job's integrals, kept while it has requests queued, held or in service.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct JobAcc {
     /// Its set, once the policy got one of its requests.
     set: Option<QueueId>,
@@ -214,26 +214,6 @@ pub(crate) struct JobAcc {
     e0: u128,
     p0: u64,
     c0: u64,
-}
-
-impl Default for JobAcc {
-    fn default() -> JobAcc {
-        JobAcc {
-            set: None,
-            template: None,
-            n: 0,
-            ae: 0,
-            ap: 0,
-            d: 0,
-            r: 0,
-            k: 0,
-            q0: 0,
-            f0: 0,
-            e0: 0,
-            p0: 0,
-            c0: 0,
-        }
-    }
 }
 
 /// The scheduler's wait accounting, under its lock; see the [module documentation](self).
@@ -330,7 +310,10 @@ impl Why {
         }
         let (q, f) = (self.q, self.f);
         if let Some(old) = job.set.take() {
-            let s = self.sets.get_mut(&old).expect("a tracked job's set is tracked");
+            let s = self
+                .sets
+                .get_mut(&old)
+                .expect("a tracked job's set is tracked");
             s.n -= job.n;
             s.holders -= u32::from(job.n > 0);
             s.members -= 1;
@@ -395,9 +378,8 @@ impl Why {
         let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
         let busy = self.g - snap.g;
         let free = self.f - snap.f;
-        let round = |x: u128| -> u64 {
-            u64::try_from((x + (1 << (FRAC - 1))) >> FRAC).unwrap_or(u64::MAX)
-        };
+        let round =
+            |x: u128| -> u64 { u64::try_from((x + (1 << (FRAC - 1))) >> FRAC).unwrap_or(u64::MAX) };
         // Exact integrals guarantee d ≤ ae ≤ busy · 2^32; the bounds only guard the rounding.
         let set = round(job.ae - snap.ae).min(busy);
         let device = round(job.d - snap.d).min(set);

@@ -63,7 +63,9 @@ impl Rig {
 
     fn submit_from(&mut self, job: u64) {
         let req = self.request(job, None);
-        self.sched.submit_from(req, &Origin::default(), job).unwrap();
+        self.sched
+            .submit_from(req, &Origin::default(), job)
+            .unwrap();
     }
 
     /// The next batch that can go now.
@@ -132,7 +134,10 @@ fn the_second_job_of_an_iosets_set_waits_for_exclusivity() {
     rig.submit(2, Some(0.1));
     let first = rig.take().unwrap();
     assert_eq!(first.payloads(), &[1]);
-    assert!(rig.take().is_none(), "job 2 waits while job 1 holds the set");
+    assert!(
+        rig.take().is_none(),
+        "job 2 waits while job 1 holds the set"
+    );
     rig.at(40);
     done(first);
     let second = rig.take().unwrap();
