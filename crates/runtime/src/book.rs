@@ -29,7 +29,7 @@
 //! detection on (the detector's segments; the analysis buffers are shared, one set per shard).
 //! Typically far less: the histogram holds counters only over the buckets the job's waits
 //! reached, and the detector is made at the job's second transfer, so a job that did one
-//! request costs about 500 bytes (measured: `crates/server/tests/jobs_memory.rs`), and
+//! request costs about 550 bytes (its wait causes included) (measured: `crates/server/tests/jobs_memory.rs`), and
 //! [`crate::Scheduler::book_memory`] reports what is held, allocator rounding included
 //! ([`malloc_chunk`]). The peers of a job ([`Peers`]) are a fixed array in the record. The book
 //! holds at most [`BookConfig::max_jobs`] records: a new job arriving in a full shard (each

@@ -108,11 +108,13 @@ pub(crate) type Split = [u64; 5];
 /// and the number of requests that waited for it at all.
 ///
 /// For the same requests, [`WaitCauses::total_ns`] equals the sum of their measured waits
-/// (`JobStats::queue_wait.sum_ns`) exactly.
+/// (`JobStats::queue_wait.sum_ns`) exactly. Nanoseconds saturate at `u64::MAX` (584 years);
+/// request counts at `u32::MAX` (4 billion requests of one job waiting for one cause), to keep
+/// the job book's record small (issue 16's memory budget).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaitCauses {
     ns: [u64; 5],
-    requests: [u64; 5],
+    requests: [u32; 5],
 }
 
 impl WaitCauses {
@@ -123,18 +125,12 @@ impl WaitCauses {
 
     /// Requests that waited some time for `cause`.
     pub fn requests(&self, cause: WaitCause) -> u64 {
-        self.requests[cause.index()]
+        u64::from(self.requests[cause.index()])
     }
 
     /// The sum over the causes: the total measured wait.
     pub fn total_ns(&self) -> u64 {
         self.ns.iter().fold(0u64, |a, &b| a.saturating_add(b))
-    }
-
-    /// Sets `cause`'s figures (to rebuild a total from a report).
-    pub fn set(&mut self, cause: WaitCause, ns: u64, requests: u64) {
-        self.ns[cause.index()] = ns;
-        self.requests[cause.index()] = requests;
     }
 
     /// Adds `other`'s figures (a job's waits on several servers).
@@ -150,7 +146,7 @@ impl WaitCauses {
         for (i, &ns) in split.iter().enumerate() {
             if ns > 0 {
                 self.ns[i] = self.ns[i].saturating_add(ns);
-                self.requests[i] += 1;
+                self.requests[i] = self.requests[i].saturating_add(1);
             }
         }
     }
