@@ -318,7 +318,7 @@ impl<T> State<T> {
         let known = self.active.policy.set_priority(job, after, now);
         // The job may have changed sets (IO-SETS places jobs by priority).
         if let Some(e) = self.jobs.get_mut(&job) {
-            self.why.replace(&mut e.why, &self.active.policy, now);
+            self.why.replace(job, &mut e.why, &self.active.policy, now);
         }
         known
     }
@@ -987,8 +987,8 @@ impl<T: Send + 'static> Scheduler<T> {
         // The new policy's sets from now on (the rest of a queued request's wait is charged
         // under them).
         let s = &mut *st;
-        for e in s.jobs.values_mut() {
-            s.why.replace(&mut e.why, &s.active.policy, now);
+        for (&job, e) in s.jobs.iter_mut() {
+            s.why.replace(job, &mut e.why, &s.active.policy, now);
         }
         let dropped = if old.policy.in_flight() > 0 {
             st.retired.push(old);

@@ -49,7 +49,7 @@ use std::collections::HashMap;
 
 use iosets_policy::{Counted, QueueId};
 use iosets_types::hash::IdBuildHasher;
-use iosets_types::{Nanos, Request};
+use iosets_types::{ClassId, JobId, Nanos, Op, Priority, Request};
 
 /// Fixed-point fraction bits of the proportional integrals.
 const FRAC: u32 = 32;
@@ -191,8 +191,9 @@ struct SetAcc {
 pub(crate) struct JobAcc {
     /// Its set, once the policy got one of its requests.
     set: Option<QueueId>,
-    /// Its latest admitted request, to ask the policy again for its set.
-    template: Option<Request>,
+    /// The class and priority hint of its latest admitted request, to ask the policy again
+    /// for its set.
+    template: Option<(Option<ClassId>, Option<Priority>)>,
     /// Its requests in service.
     n: u64,
     /// Σ over its time in a set of that set's `e`, `p` growth.
@@ -279,13 +280,22 @@ impl Why {
         f: u64,
         job: &mut JobAcc,
     ) -> Option<&'s mut SetAcc> {
-        job.d += u128::from(job.n) * (q - job.q0);
-        if job.n > 0 {
-            job.r += f - job.f0;
-        }
+        let d = u128::from(job.n) * (q - job.q0);
+        let r = if job.n > 0 { f - job.f0 } else { 0 };
+        job.d += d;
+        job.r += r;
         job.q0 = q;
         job.f0 = f;
-        let key = job.set?;
+        let key = match job.set? {
+            // A set of one job needs no map entry: its integrals are the job's own
+            // (`E = D`, `P = R`, `C = 0`).
+            QueueId::Job(_) => {
+                job.ae += d;
+                job.ap += r;
+                return None;
+            }
+            key => key,
+        };
         let s = sets.get_mut(&key).expect("a tracked job's set is tracked");
         Why::sync_set(s, q, f);
         job.ae += s.e - job.e0;
@@ -305,7 +315,7 @@ impl Why {
             return;
         }
         let (q, f) = (self.q, self.f);
-        if let Some(old) = job.set.take() {
+        if let Some(old) = job.set.take().filter(|k| !matches!(k, QueueId::Job(_))) {
             let s = self
                 .sets
                 .get_mut(&old)
@@ -317,6 +327,10 @@ impl Why {
                 self.sets.remove(&old);
             }
         }
+        job.set = Some(key);
+        if let QueueId::Job(_) = key {
+            return;
+        }
         let s = self.sets.entry(key).or_insert(SetAcc {
             q0: q,
             f0: f,
@@ -326,7 +340,6 @@ impl Why {
         s.n += job.n;
         s.holders += u32::from(job.n > 0);
         s.members += 1;
-        job.set = Some(key);
         job.e0 = s.e;
         job.p0 = s.p;
         job.c0 = s.c;
@@ -343,8 +356,11 @@ impl Why {
     ) -> Snap {
         self.advance(now);
         self.sync(job);
-        self.place(job, set_of(policy, req));
-        job.template = Some(*req);
+        let key = set_of(policy, req);
+        if job.set != Some(key) {
+            self.place(job, key);
+        }
+        job.template = Some((req.class, req.priority));
         Snap {
             rule: now.0.saturating_sub(req.arrival.0),
             g: self.g,
@@ -358,8 +374,12 @@ impl Why {
     }
 
     /// Asks `policy` again for `job`'s set (its priority changed, or `policy` was switched in).
-    pub(crate) fn replace(&mut self, job: &mut JobAcc, policy: &Counted, now: Nanos) {
-        let Some(template) = job.template else { return };
+    pub(crate) fn replace(&mut self, id: JobId, job: &mut JobAcc, policy: &Counted, now: Nanos) {
+        let Some((class, priority)) = job.template else {
+            return;
+        };
+        let mut template = Request::builder(id, Op::Other).priority(priority).build();
+        template.class = class;
         let key = set_of(policy, &template);
         if job.set != Some(key) {
             self.advance(now);
@@ -426,7 +446,9 @@ impl Why {
 
     /// `job` has nothing held, queued or in service any more: it leaves its set.
     pub(crate) fn leave(&mut self, job: &JobAcc) {
-        let Some(key) = job.set else { return };
+        let Some(key) = job.set.filter(|k| !matches!(k, QueueId::Job(_))) else {
+            return;
+        };
         if let Some(s) = self.sets.get_mut(&key) {
             s.members -= 1;
             if s.members == 0 {
