@@ -5,11 +5,24 @@
 //! `cargo run --release -p iosets-runtime --example hot_path -- POLICY N`
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use iosets_runtime::{Counted, Scheduler, Work};
+use iosets_runtime::{Clock, Counted, Scheduler, Work};
 use iosets_types::{FileId, JobId, Op, Outcome, Priority, Request};
 
 const JOBS: u64 = 64;
+
+/// A clock that moves 1 µs per reading: runs are the same every time (a policy's timers see
+/// the same instants), whatever the machine's load or valgrind's slowdown.
+#[derive(Debug, Default)]
+struct StepClock(AtomicU64);
+
+impl Clock for StepClock {
+    fn now(&self) -> iosets_types::Nanos {
+        iosets_types::Nanos(self.0.fetch_add(1_000, Ordering::Relaxed))
+    }
+}
 const DEPTH: usize = 4;
 
 fn main() {
@@ -19,8 +32,10 @@ fn main() {
         .next()
         .map(|s| s.parse().expect("N is a count"))
         .unwrap_or(200_000);
-    let sched: Scheduler<u64> =
-        Scheduler::new(Counted::build(&policy, &[]).expect("a registered policy"));
+    let sched: Scheduler<u64> = Scheduler::with_clock(
+        Counted::build(&policy, &[]).expect("a registered policy"),
+        Arc::new(StepClock::default()),
+    );
     sched.set_service_threads(DEPTH).expect("DEPTH > 0");
     let mut in_service: VecDeque<Work<u64>> = VecDeque::new();
     let mut done = 0u64;

@@ -169,7 +169,7 @@ pub(crate) struct Snap {
 /// One set's integrals (see [`Why`]).
 #[derive(Clone, Copy, Debug, Default)]
 struct SetAcc {
-    /// Jobs tracked in the set.
+    /// Jobs tracked in the set (0: kept empty, counted in [`Why::empty`]).
     members: u32,
     /// Requests of the set in service.
     n: u64,
@@ -230,7 +230,14 @@ pub(crate) struct Why {
     /// ∫ busy / N dt (fixed point).
     q: u128,
     sets: HashMap<QueueId, SetAcc, IdBuildHasher>,
+    /// Sets in `sets` with no member left, kept for a member that comes back (IO-SETS jobs of
+    /// a set often take turns with nothing queued in between); dropped all at once when there
+    /// are more than [`EMPTY_SETS_KEPT`] of them.
+    empty: usize,
 }
+
+/// Empty sets kept before they are dropped (see [`Why::leave`]).
+const EMPTY_SETS_KEPT: usize = 64;
 
 impl Why {
     /// Brings the global integrals to `now`.
@@ -324,25 +331,30 @@ impl Why {
             s.holders -= u32::from(job.n > 0);
             s.members -= 1;
             if s.members == 0 {
-                self.sets.remove(&old);
+                self.emptied();
             }
         }
         job.set = Some(key);
         if let QueueId::Job(_) = key {
             return;
         }
+        let fresh = !self.sets.contains_key(&key);
         let s = self.sets.entry(key).or_insert(SetAcc {
             q0: q,
             f0: f,
             ..SetAcc::default()
         });
         Why::sync_set(s, q, f);
+        let revived = s.members == 0 && !fresh;
         s.n += job.n;
         s.holders += u32::from(job.n > 0);
         s.members += 1;
         job.e0 = s.e;
         job.p0 = s.p;
         job.c0 = s.c;
+        if revived {
+            self.empty -= 1;
+        }
     }
 
     /// `req` (of `job`) goes into `policy` at `now`: its set is looked up, and the snapshot its
@@ -452,8 +464,18 @@ impl Why {
         if let Some(s) = self.sets.get_mut(&key) {
             s.members -= 1;
             if s.members == 0 {
-                self.sets.remove(&key);
+                self.emptied();
             }
+        }
+    }
+
+    /// A set lost its last member: kept, unless too many are; then every empty one goes
+    /// (amortised O(1): at least [`EMPTY_SETS_KEPT`] leaves between two sweeps).
+    fn emptied(&mut self) {
+        self.empty += 1;
+        if self.empty > EMPTY_SETS_KEPT {
+            self.sets.retain(|_, s| s.members > 0);
+            self.empty = 0;
         }
     }
 
