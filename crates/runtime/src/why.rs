@@ -45,6 +45,7 @@
 //! at admission; at dispatch the differences are its split. A set change of a job (rare) moves
 //! its in-service count from one set to the other.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use iosets_policy::{Counted, QueueId};
@@ -338,12 +339,17 @@ impl Why {
         if let QueueId::Job(_) = key {
             return;
         }
-        let fresh = !self.sets.contains_key(&key);
-        let s = self.sets.entry(key).or_insert(SetAcc {
-            q0: q,
-            f0: f,
-            ..SetAcc::default()
-        });
+        let (s, fresh) = match self.sets.entry(key) {
+            Entry::Occupied(o) => (o.into_mut(), false),
+            Entry::Vacant(v) => (
+                v.insert(SetAcc {
+                    q0: q,
+                    f0: f,
+                    ..SetAcc::default()
+                }),
+                true,
+            ),
+        };
         Why::sync_set(s, q, f);
         let revived = s.members == 0 && !fresh;
         s.n += job.n;
