@@ -207,6 +207,28 @@ fn thirds_are_rounded_once_and_still_sum_exactly() {
 }
 
 #[test]
+fn steps_longer_than_four_seconds_split_exactly_too() {
+    // As in thirds, with a 10 s step (past the 64-bit fast path of the busy integral).
+    let mut rig = Rig::new("noop", 3);
+    rig.submit(1, None);
+    rig.submit(1, None);
+    rig.submit(2, None);
+    rig.submit(1, None);
+    let held: Vec<_> = (0..3).map(|_| rig.take().unwrap()).collect();
+    rig.at(10_000_000_000);
+    for w in held {
+        done(w);
+    }
+    done(rig.take().unwrap());
+    let j = rig.job(1);
+    exact(&j);
+    assert_eq!(
+        causes(&j.wait_causes),
+        [("device", 6_666_666_667), ("share", 3_333_333_333)]
+    );
+}
+
+#[test]
 fn a_thread_quota_holds_requests_as_rule() {
     let mut rig = Rig::new("noop", 2);
     let mut rule = RuleSpec::new("half", Match::parse("job=7").unwrap());
