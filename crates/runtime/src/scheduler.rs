@@ -236,7 +236,8 @@ impl<T> State<T> {
                 Some(job) => {
                     job.queued = job.queued.saturating_sub(1);
                     job.in_service += 1;
-                    self.why.dispatch(&mut job.why, &queued.snap, now)
+                    self.why
+                        .dispatch(&mut job.why, &queued.snap, r.arrival, now)
                 }
                 // Unreachable (a queued request's job has an entry); its wait stays whole.
                 None => [0, 0, 0, 0, now.saturating_sub(r.arrival).0],

@@ -156,15 +156,15 @@ impl WaitCauses {
 /// A request's snapshot of its job's integrals, taken when the policy got it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Snap {
-    /// Time held by the quota gate.
+    /// Time held by the quota gate (admission − arrival).
     rule: u64,
+    /// `G` then (`F` is derived: the time since admission minus `G`'s growth).
     g: u64,
-    f: u64,
+    /// The job's `ap + k − r` then, wrapping: only its growth (never negative, below 2^64 ns)
+    /// is used.
+    x: u64,
     ae: u128,
     d: u128,
-    ap: u64,
-    r: u64,
-    k: u64,
 }
 
 /// One set's integrals (see [`Why`]).
@@ -212,6 +212,14 @@ pub(crate) struct JobAcc {
     e0: u128,
     p0: u64,
     c0: u64,
+}
+
+impl JobAcc {
+    /// `ap + k − r` (wrapping): its growth over a wait is the free time charged to
+    /// exclusivity, `∫ free · [another job of its set in service]`.
+    fn free_excl(&self) -> u64 {
+        self.ap.wrapping_add(self.k).wrapping_sub(self.r)
+    }
 }
 
 /// The scheduler's wait accounting, under its lock; see the [module documentation](self).
@@ -386,12 +394,9 @@ impl Why {
         Snap {
             rule: now.0.saturating_sub(req.arrival.0),
             g: self.g,
-            f: self.f,
+            x: job.free_excl(),
             ae: job.ae,
             d: job.d,
-            ap: job.ap,
-            r: job.r,
-            k: job.k,
         }
     }
 
@@ -410,20 +415,27 @@ impl Why {
         }
     }
 
-    /// One request of `job`, admitted with `snap`, is dispatched at `now`: its split.
-    pub(crate) fn dispatch(&mut self, job: &mut JobAcc, snap: &Snap, now: Nanos) -> Split {
+    /// One request of `job`, which arrived at `arrival` and was admitted with `snap`, is
+    /// dispatched at `now`: its split.
+    pub(crate) fn dispatch(
+        &mut self,
+        job: &mut JobAcc,
+        snap: &Snap,
+        arrival: Nanos,
+        now: Nanos,
+    ) -> Split {
         self.advance(now);
         let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
         let busy = self.g - snap.g;
-        let free = self.f - snap.f;
+        // Every instant since admission was busy or free.
+        let queued = now.0.saturating_sub(arrival.0).saturating_sub(snap.rule);
+        let free = queued.saturating_sub(busy);
         let round =
             |x: u128| -> u64 { u64::try_from((x + (1 << (FRAC - 1))) >> FRAC).unwrap_or(u64::MAX) };
         // Exact integrals guarantee d ≤ ae ≤ busy · 2^32; the bounds only guard the rounding.
         let set = round(job.ae - snap.ae).min(busy);
         let device = round(job.d - snap.d).min(set);
-        let excl_free = ((job.ap - snap.ap) + (job.k - snap.k))
-            .saturating_sub(job.r - snap.r)
-            .min(free);
+        let excl_free = job.free_excl().wrapping_sub(snap.x).min(free);
         let split = [
             snap.rule,
             device,
