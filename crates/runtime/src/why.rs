@@ -24,13 +24,14 @@
 //!     between a submit and a worker taking the request, between completing a batch and asking
 //!     for the next).
 //!
-//! A job's **set** is the weighted queue the policy puts its latest admitted request in
-//! ([`iosets_policy::Policy::queue_weight`]): an IO-SETS set (jobs of one priority), a WFQ
-//! class, or the job alone. For policies without weighted queues (`noop`, `timeorder`,
+//! A job's **set** is the weighted queue the policy puts its requests in
+//! ([`iosets_policy::Policy::queue_weight`], asked when the job starts sending, when a request
+//! carries another class or hint than the previous one, when its priority changes and when a
+//! policy is switched in): an IO-SETS set (jobs of one priority), a WFQ class, or the job
+//! alone. For policies without weighted queues (`noop`, `timeorder`,
 //! `deadline`, …) every job is a set of its own: `exclusivity` is then always zero and `share`
-//! is the time spent behind other jobs' requests. The set is looked up again when the job's
-//! priority changes and when another policy is switched in, so a switch mid-wait charges the
-//! rest of the wait under the new policy's sets.
+//! is the time spent behind other jobs' requests. A switch mid-wait charges the rest of the
+//! wait under the new policy's sets.
 //!
 //! The proportional shares are kept in fixed point (2⁻³² ns) and rounded once per request:
 //! `device` and `device + exclusivity` are each the exact rational value rounded to the nearest
@@ -386,11 +387,16 @@ impl Why {
     ) -> Snap {
         self.advance(now);
         self.sync(job);
-        let key = set_of(policy, req);
-        if job.set != Some(key) {
-            self.place(job, key);
+        // The policy is asked only when the job has no set yet or the request carries another
+        // class or hint than the last (a priority change or a switch asks it: `replace`).
+        let template = Some((req.class, req.priority));
+        if job.set.is_none() || job.template != template {
+            let key = set_of(policy, req);
+            if job.set != Some(key) {
+                self.place(job, key);
+            }
+            job.template = template;
         }
-        job.template = Some((req.class, req.priority));
         Snap {
             rule: now.0.saturating_sub(req.arrival.0),
             g: self.g,
