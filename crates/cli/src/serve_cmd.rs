@@ -266,7 +266,7 @@ pub(crate) struct CtlArgs {
     /// File holding the control token (or set IOSETS_TOKEN).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// Print the raw JSON report (jobs, stats).
+    /// Print the raw JSON report (jobs, stats, why).
     #[arg(long)]
     json: bool,
     /// The cluster's shared secret file, for a server started with --auth-file.
