@@ -145,9 +145,11 @@ impl WaitCauses {
 
     /// Adds one request's split.
     pub(crate) fn add(&mut self, split: &Split) {
-        for ((total, count), &ns) in self.ns.iter_mut().zip(&mut self.requests).zip(split) {
-            *total = total.saturating_add(ns);
-            *count = count.saturating_add(u32::from(ns > 0));
+        for (i, &ns) in split.iter().enumerate() {
+            if ns > 0 {
+                self.ns[i] = self.ns[i].saturating_add(ns);
+                self.requests[i] = self.requests[i].saturating_add(1);
+            }
         }
     }
 }
