@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
-use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport};
+use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport, WaitCausesReport};
 use iosets_server::{mib_bytes, read_auth_file, read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
@@ -259,13 +259,14 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub(crate) struct CtlArgs {
-    /// The server (host:port).
-    #[arg(long, value_name = "ADDR")]
-    server: String,
+    /// The server (host:port). `why` takes several (repeat the flag) and sums the job's waits
+    /// over them; the other commands take one.
+    #[arg(long, value_name = "ADDR", required = true)]
+    server: Vec<String>,
     /// File holding the control token (or set IOSETS_TOKEN).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// Print the raw JSON report (jobs, stats).
+    /// Print the raw JSON report (jobs, stats, why).
     #[arg(long)]
     json: bool,
     /// The cluster's shared secret file, for a server started with --auth-file.
@@ -303,6 +304,12 @@ pub(crate) enum CtlCommand {
     /// Quota rules (thread quotas, rates, reservations): add, list, delete, at run time.
     #[command(subcommand)]
     Rule(RuleCommand),
+    /// Why did a job wait: its queue waits split by cause (quota rule, its own requests on the
+    /// device, another job of its set, other sets' share, the policy), summed over the servers.
+    Why {
+        /// The job id.
+        job: u64,
+    },
 }
 
 /// `iosets ctl rule`.
@@ -427,7 +434,17 @@ fn token(args: &CtlArgs) -> Result<String> {
 }
 
 pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
+    if let CtlCommand::Why { job } = args.command {
+        return why(args, job);
+    }
+    let [server] = args.server.as_slice() else {
+        bail!(
+            "this command takes one --server (given {}); only `ctl why` sums over several",
+            args.server.len()
+        );
+    };
     let op = match &args.command {
+        CtlCommand::Why { .. } => unreachable!("answered above"),
         CtlCommand::Jobs => Control::Jobs,
         CtlCommand::Stats => Control::Stats,
         CtlCommand::SetPriority { job, priority } => Control::SetPriority {
@@ -448,15 +465,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
         }
     };
     let token = token(args)?;
-    // The client library's connection, no retries: a control request is answered or reported.
-    let mut cfg = ClientConfig::new(JobId(0));
-    cfg.retries = 0;
-    cfg.connect_timeout = Duration::from_secs(5);
-    if let Some(f) = &args.auth_file {
-        cfg.auth = Some(read_auth_file(f)?);
-    }
-    let client = BlockingClient::connect_to(&[args.server.as_str()], cfg)?;
-    let reply = client.control(0, &token, op)?;
+    let reply = control(args, server, &token, op)?;
     match (&args.command, reply) {
         (_, Reply::Json(text)) if args.json => println!("{text}"),
         (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),
@@ -468,10 +477,156 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
     Ok(())
 }
 
+/// Sends `op` to `server` and returns its reply.
+fn control(args: &CtlArgs, server: &str, token: &str, op: Control) -> Result<Reply> {
+    // The client library's connection, no retries: a control request is answered or reported.
+    let mut cfg = ClientConfig::new(JobId(0));
+    cfg.retries = 0;
+    cfg.connect_timeout = Duration::from_secs(5);
+    if let Some(f) = &args.auth_file {
+        cfg.auth = Some(read_auth_file(f)?);
+    }
+    let client = BlockingClient::connect_to(&[server], cfg)?;
+    Ok(client.control(0, token, op)?)
+}
+
+/// `iosets ctl why JOB`: the job's line from every server, its wait causes summed.
+fn why(args: &CtlArgs, job: u64) -> Result<()> {
+    let token = token(args)?;
+    let mut parts: Vec<(String, WaitCausesReport)> = Vec::new();
+    for server in &args.server {
+        let reply = control(args, server, &token, Control::Jobs)
+            .with_context(|| format!("asking {server}"))?;
+        let Reply::Json(text) = reply else {
+            bail!("unexpected reply {reply:?} from {server}");
+        };
+        let report: JobsReport =
+            serde_json::from_str(&text).with_context(|| format!("the report of {server}"))?;
+        if let Some(j) = report.jobs.iter().find(|j| j.job == job) {
+            parts.push((server.clone(), j.wait_causes));
+        }
+    }
+    if parts.is_empty() {
+        bail!(
+            "job {job} is not known to {} (it did no I/O there yet, or it was forgotten)",
+            if args.server.len() == 1 {
+                "the server".to_string()
+            } else {
+                format!("any of the {} servers", args.server.len())
+            }
+        );
+    }
+    let mut total = WaitCausesReport::default();
+    for (_, p) in &parts {
+        total.merge(p);
+    }
+    if args.json {
+        let servers: Vec<_> = parts
+            .iter()
+            .map(|(s, p)| serde_json::json!({ "server": s, "wait_causes": p }))
+            .collect();
+        let v = serde_json::json!({ "job": job, "total": total, "servers": servers });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    print!("{}", why_text(job, parts.len(), &total));
+    Ok(())
+}
+
+/// The one-line verdict on `c`'s dominant cause.
+fn verdict(c: &WaitCausesReport) -> String {
+    let Some((name, top)) = c.dominant() else {
+        return "it never waited".into();
+    };
+    let what = match name {
+        "rule" => "held by a quota rule (thread quota, rate or reservation)",
+        "device" => "behind its own requests: every thread busy with them (the device)",
+        "exclusivity" => "behind another job of its set (exclusivity)",
+        "share" => "behind jobs of other sets (their share)",
+        _ => {
+            "not dispatched though a thread was free: a policy timer, or the workers' own \
+              time between batches (policy)"
+        }
+    };
+    let pct = 100.0 * top.ns as f64 / c.wait_ns.max(1) as f64;
+    let how = if pct > 50.0 { "mostly" } else { "most of all" };
+    format!("{how} {what}: {pct:.1}% of the wait")
+}
+
+/// The text of `iosets ctl why`.
+fn why_text(job: u64, servers: usize, c: &WaitCausesReport) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let on = if servers == 1 {
+        String::new()
+    } else {
+        format!(" over {servers} servers")
+    };
+    let mean = c.wait_ns.checked_div(c.requests).unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "job {job}{on}: {} requests waited {} in all (mean {})",
+        c.requests,
+        duration(c.wait_ns),
+        duration(mean)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>16} {:>7} {:>9}",
+        "cause", "ns", "%", "requests"
+    );
+    for (name, part) in c.causes() {
+        let pct = 100.0 * part.ns as f64 / c.wait_ns.max(1) as f64;
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>16} {:>6.1}% {:>9}",
+            name, part.ns, pct, part.requests
+        );
+    }
+    if c.causes_ns() != c.wait_ns {
+        // A server that does not split waits (older) reports no causes.
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>16}",
+            "unsplit",
+            c.wait_ns.saturating_sub(c.causes_ns())
+        );
+    }
+    let _ = writeln!(out, "verdict: {}", verdict(c));
+    out
+}
+
+/// `ns` for a person: ns, µs, ms or s.
+fn duration(ns: u64) -> String {
+    let f = ns as f64;
+    if ns >= 1_000_000_000 {
+        format!("{:.2} s", f / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.2} ms", f / 1e6)
+    } else if ns >= 1_000 {
+        format!("{:.1} us", f / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// The dominant wait cause of a job line and its part, e.g. `excl 71%` (`-` if it never
+/// waited).
+fn top_cause(c: &WaitCausesReport) -> String {
+    match c.dominant() {
+        None => "-".into(),
+        Some((name, part)) => format!(
+            "{} {:.0}%",
+            &name[..name.len().min(4)],
+            100.0 * part.ns as f64 / c.wait_ns.max(1) as f64
+        ),
+    }
+}
+
 fn print_jobs(r: &JobsReport) {
     println!("policy: {}", r.policy);
     println!(
-        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10}  peers",
+        "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7} {:>10} {:>10} {:>10}  peers",
         "job",
         "priority",
         "set",
@@ -485,7 +640,8 @@ fn print_jobs(r: &JobsReport) {
         "queued",
         "in svc",
         "wait p50",
-        "wait p99"
+        "wait p99",
+        "waited on"
     );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     let us = |u: f64| {
@@ -499,7 +655,7 @@ fn print_jobs(r: &JobsReport) {
     };
     for j in &r.jobs {
         println!(
-            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10}  {}",
+            "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10} {:>10}  {}",
             j.job,
             j.priority.map_or("-".into(), |p| format!("{p}")),
             j.set.map_or("-".into(), |s| s.to_string()),
@@ -514,6 +670,7 @@ fn print_jobs(r: &JobsReport) {
             j.in_service,
             us(j.queue_wait.p50_us),
             us(j.queue_wait.p99_us),
+            top_cause(&j.wait_causes),
             if j.peers.is_empty() {
                 "-".to_string()
             } else {

@@ -183,8 +183,10 @@ pub(crate) fn stats_text(job: JobId, reports: &[(String, JobsReport)]) -> String
     let mut per_server = Vec::new();
     let (mut ops, mut read, mut written, mut failed) = (0u64, 0u64, 0u64, 0u64);
     let (mut bw1, mut bw10) = (0f64, 0f64);
+    let mut causes = iosets_proto::WaitCausesReport::default();
     for (addr, r) in reports {
         if let Some(j) = r.jobs.iter().find(|j| j.job == job.0) {
+            causes.merge(&j.wait_causes);
             ops += j.ops;
             read += j.bytes_read;
             written += j.bytes_written;
@@ -203,6 +205,7 @@ pub(crate) fn stats_text(job: JobId, reports: &[(String, JobsReport)]) -> String
             "failed": failed,
             "bw_1s_mib_s": bw1,
             "bw_10s_mib_s": bw10,
+            "wait_causes": causes,
         },
         "servers": per_server,
     });
@@ -259,5 +262,45 @@ mod tests {
         assert_eq!(child(Node::Jobs, "12"), Some(Node::JobDir(JobId(12))));
         assert_eq!(child(Node::Jobs, "x12"), None);
         assert_eq!(child(Node::Jobs, "+12"), None);
+    }
+
+    #[test]
+    fn stats_sum_the_wait_causes_over_the_servers() {
+        let line = |job: u64, device: u64, share: u64| -> JobReport {
+            let v = serde_json::json!({
+                "job": job, "priority": null, "priority_source": "none", "set": null,
+                "ops": 2, "bytes_read": 0, "bytes_written": 8, "failed": 0,
+                "bw_1s_mib_s": 0.0, "bw_10s_mib_s": 0.0, "queued": 0, "in_service": 0,
+                "queue_wait": {"count": 2, "mean_us": 0.0, "p50_us": 0.0, "p99_us": 0.0,
+                               "max_us": 0.0},
+                "wait_causes": {
+                    "wait_ns": device + share, "requests": 2,
+                    "rule": {"ns": 0, "requests": 0},
+                    "device": {"ns": device, "requests": 1},
+                    "exclusivity": {"ns": 0, "requests": 0},
+                    "share": {"ns": share, "requests": 1},
+                    "policy": {"ns": 0, "requests": 0}
+                }
+            });
+            serde_json::from_value(v).unwrap()
+        };
+        let report = |jobs: Vec<JobReport>| JobsReport {
+            policy: "iosets".into(),
+            jobs,
+        };
+        let reports = vec![
+            (
+                "a:1".to_string(),
+                report(vec![line(5, 10, 20), line(6, 1, 1)]),
+            ),
+            ("b:1".to_string(), report(vec![line(5, 3, 4)])),
+        ];
+        let v: serde_json::Value = serde_json::from_str(&stats_text(JobId(5), &reports)).unwrap();
+        let total = &v["total"]["wait_causes"];
+        assert_eq!(total["wait_ns"], 37);
+        assert_eq!(total["device"]["ns"], 13);
+        assert_eq!(total["share"]["ns"], 24);
+        assert_eq!(total["share"]["requests"], 2);
+        assert_eq!(v["servers"][1]["report"]["wait_causes"]["device"]["ns"], 3);
     }
 }

@@ -67,7 +67,8 @@ pub use message::{
     Request, Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{
-    JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport, WaitReport,
+    CauseReport, JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport,
+    WaitCausesReport, WaitReport,
 };
 
 /// The protocol version this crate speaks. A frame of another version is refused.

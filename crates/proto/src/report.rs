@@ -59,6 +59,102 @@ pub struct JobReport {
     /// library callers) and from servers that do not report them.
     #[serde(default)]
     pub peers: Vec<String>,
+    /// The same queue waits split by cause (`iosets ctl why`); all zero from a server that
+    /// does not split them.
+    #[serde(default)]
+    pub wait_causes: WaitCausesReport,
+}
+
+/// One cause's part of a job's queue waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseReport {
+    /// Nanoseconds of wait charged to it.
+    pub ns: u64,
+    /// Requests that waited some time for it.
+    pub requests: u64,
+}
+
+/// A job's queue waits (over its completed requests) split by cause, in integer nanoseconds
+/// that sum exactly to `wait_ns`. The causes (docs/why.md): `rule` held by a quota rule before
+/// the policy saw the request; while queued in the policy with every service thread busy, in
+/// proportion to whose requests hold the threads, `device` (the job's own), `exclusivity`
+/// (another job of its set), `share` (jobs of other sets); with a thread free, `exclusivity`
+/// if another job of its set is in service, else `policy`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitCausesReport {
+    /// The sum of the measured waits (dispatch − arrival) of the requests counted, ns.
+    pub wait_ns: u64,
+    /// The requests counted (completed ones).
+    pub requests: u64,
+    /// Held by a quota rule (thread quota, rate, reservation).
+    pub rule: CauseReport,
+    /// Behind the job's own requests (every thread busy).
+    pub device: CauseReport,
+    /// Behind another job of its set.
+    pub exclusivity: CauseReport,
+    /// Behind jobs of other sets (every thread busy).
+    pub share: CauseReport,
+    /// A thread free and nothing of its set in service, yet not dispatched.
+    pub policy: CauseReport,
+}
+
+impl WaitCausesReport {
+    /// Names of the causes, in report order.
+    pub const NAMES: [&'static str; 5] = ["rule", "device", "exclusivity", "share", "policy"];
+
+    /// Each cause with its name, in report order.
+    pub fn causes(&self) -> [(&'static str, CauseReport); 5] {
+        [
+            ("rule", self.rule),
+            ("device", self.device),
+            ("exclusivity", self.exclusivity),
+            ("share", self.share),
+            ("policy", self.policy),
+        ]
+    }
+
+    /// The cause named `name`, mutably.
+    pub fn cause_mut(&mut self, name: &str) -> Option<&mut CauseReport> {
+        match name {
+            "rule" => Some(&mut self.rule),
+            "device" => Some(&mut self.device),
+            "exclusivity" => Some(&mut self.exclusivity),
+            "share" => Some(&mut self.share),
+            "policy" => Some(&mut self.policy),
+            _ => None,
+        }
+    }
+
+    /// The sum of the causes' nanoseconds (equal to `wait_ns` in a consistent report).
+    pub fn causes_ns(&self) -> u64 {
+        self.causes()
+            .iter()
+            .fold(0u64, |a, (_, c)| a.saturating_add(c.ns))
+    }
+
+    /// Adds `other` (the same job's waits on another server): a job-wide total.
+    pub fn merge(&mut self, other: &WaitCausesReport) {
+        self.wait_ns = self.wait_ns.saturating_add(other.wait_ns);
+        self.requests = self.requests.saturating_add(other.requests);
+        for (name, c) in other.causes() {
+            if let Some(mine) = self.cause_mut(name) {
+                mine.ns = mine.ns.saturating_add(c.ns);
+                mine.requests = mine.requests.saturating_add(c.requests);
+            }
+        }
+    }
+
+    /// The cause with the most nanoseconds, if any wait was counted (ties: the first in
+    /// report order).
+    pub fn dominant(&self) -> Option<(&'static str, CauseReport)> {
+        self.causes().into_iter().filter(|(_, c)| c.ns > 0).fold(
+            None,
+            |best: Option<(&'static str, CauseReport)>, (n, c)| match best {
+                Some((_, b)) if b.ns >= c.ns => best,
+                _ => Some((n, c)),
+            },
+        )
+    }
 }
 
 /// A job under one quota rule (`iosets ctl jobs`).
@@ -195,4 +291,51 @@ pub struct ServerReport {
     /// Job records dropped to keep the book within `max_jobs`.
     #[serde(default)]
     pub jobs_evicted: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn causes(ns: [u64; 5]) -> WaitCausesReport {
+        let mut r = WaitCausesReport::default();
+        for (name, n) in WaitCausesReport::NAMES.iter().zip(ns) {
+            *r.cause_mut(name).unwrap() = CauseReport { ns: n, requests: 1 };
+        }
+        r.wait_ns = r.causes_ns();
+        r.requests = 1;
+        r
+    }
+
+    #[test]
+    fn a_job_line_without_wait_causes_still_parses() {
+        // A server from before wait causes: the field is absent.
+        let old = r#"{"job":4,"priority":null,"priority_source":"none","set":null,"ops":1,
+            "bytes_read":0,"bytes_written":8,"failed":0,"bw_1s_mib_s":0.0,"bw_10s_mib_s":0.0,
+            "queued":0,"in_service":0,"queue_wait":{"count":1,"mean_us":1.0,"p50_us":1.0,
+            "p99_us":1.0,"max_us":1.0}}"#;
+        let j: JobReport = serde_json::from_str(old).unwrap();
+        assert_eq!(j.wait_causes, WaitCausesReport::default());
+        let mut back = serde_json::to_value(&j).unwrap();
+        back["wait_causes"] = serde_json::to_value(causes([1, 2, 3, 4, 5])).unwrap();
+        let j: JobReport = serde_json::from_value(back).unwrap();
+        assert_eq!(
+            j.wait_causes.exclusivity,
+            CauseReport { ns: 3, requests: 1 }
+        );
+    }
+
+    #[test]
+    fn merged_causes_add_up_and_name_the_dominant_one() {
+        let mut a = causes([0, 10, 0, 5, 0]);
+        a.merge(&causes([1, 0, 30, 0, 0]));
+        assert_eq!(a.wait_ns, 46);
+        assert_eq!(a.causes_ns(), 46);
+        assert_eq!(a.requests, 2);
+        assert_eq!(
+            a.dominant().map(|(n, c)| (n, c.ns)),
+            Some(("exclusivity", 30))
+        );
+        assert_eq!(WaitCausesReport::default().dominant(), None);
+    }
 }

@@ -29,7 +29,7 @@
 //! detection on (the detector's segments; the analysis buffers are shared, one set per shard).
 //! Typically far less: the histogram holds counters only over the buckets the job's waits
 //! reached, and the detector is made at the job's second transfer, so a job that did one
-//! request costs about 500 bytes (measured: `crates/server/tests/jobs_memory.rs`), and
+//! request costs about 550 bytes (its wait causes included) (measured: `crates/server/tests/jobs_memory.rs`), and
 //! [`crate::Scheduler::book_memory`] reports what is held, allocator rounding included
 //! ([`malloc_chunk`]). The peers of a job ([`Peers`]) are a fixed array in the record. The book
 //! holds at most [`BookConfig::max_jobs`] records: a new job arriving in a full shard (each
@@ -56,6 +56,7 @@ use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority};
 
 use crate::stats::{OpLatency, Peers};
 use crate::sync::{AtomicUsize, Mutex, Ordering};
+use crate::why::{Split, WaitCauses};
 use crate::work::moved_bytes;
 
 /// Shards of the book (a power of two).
@@ -491,6 +492,7 @@ pub(crate) struct JobRecord {
     wait: WaitHistogram,
     wait_sum: u64,
     wait_max: u64,
+    causes: WaitCauses,
     hint: Option<Priority>,
     peers: Peers,
     detect: Detection,
@@ -508,6 +510,7 @@ impl JobRecord {
             wait: WaitHistogram::default(),
             wait_sum: 0,
             wait_max: 0,
+            causes: WaitCauses::default(),
             hint: None,
             peers: Peers::default(),
             detect: Detection::None,
@@ -530,6 +533,7 @@ pub(crate) struct BookEntry {
     pub(crate) last_active: Nanos,
     pub(crate) bandwidth: (f64, f64),
     pub(crate) wait: crate::stats::WaitSummary,
+    pub(crate) causes: WaitCauses,
     pub(crate) hint: Option<Priority>,
     pub(crate) period: Option<Nanos>,
     pub(crate) set: Option<i32>,
@@ -610,6 +614,9 @@ impl JobBook {
 
     /// Records a completed batch: every request's bytes, wait and service, and its job's
     /// detector. Returns the set changes to apply (rare; empty without automatic priorities).
+    ///
+    /// A book fed this way (without the scheduler) keeps no wait causes: their split is the
+    /// scheduler's ([`crate::why`]).
     pub fn record(
         &self,
         batch: &Batch,
@@ -618,9 +625,23 @@ impl JobBook {
         now: Nanos,
         policy: &'static str,
     ) -> Vec<Move> {
+        self.record_split(batch, outcome, dispatched_at, now, policy, &[])
+    }
+
+    /// [`JobBook::record`] with each request's wait split by cause (`splits`, in batch order;
+    /// empty: none kept).
+    pub(crate) fn record_split(
+        &self,
+        batch: &Batch,
+        outcome: Outcome,
+        dispatched_at: Nanos,
+        now: Nanos,
+        policy: &'static str,
+        splits: &[Split],
+    ) -> Vec<Move> {
         let mut moves = Vec::new();
         let service = now - dispatched_at;
-        for (req, moved) in moved_bytes(batch, outcome) {
+        for (i, (req, moved)) in moved_bytes(batch, outcome).enumerate() {
             let wait = dispatched_at - req.arrival;
             let mut shard = self.shard(req.job).lock();
             let shard = &mut *shard;
@@ -645,6 +666,14 @@ impl JobBook {
             rec.wait.record(wait.0);
             rec.wait_sum = rec.wait_sum.saturating_add(wait.0);
             rec.wait_max = rec.wait_max.max(wait.0);
+            if let Some(split) = splits.get(i) {
+                debug_assert_eq!(
+                    split.iter().sum::<u64>(),
+                    wait.0,
+                    "a split sums to its wait"
+                );
+                rec.causes.add(split);
+            }
             if !outcome.is_ok() {
                 rec.failed += 1;
                 continue;
@@ -1007,6 +1036,7 @@ fn view(r: &JobRecord, now: Nanos) -> BookEntry {
     } else {
         crate::stats::WaitSummary {
             count,
+            sum_ns: r.wait_sum,
             mean_ns: r.wait_sum / count,
             p50_ns: r.wait.quantile(0.5).min(r.wait_max),
             p99_ns: r.wait.quantile(0.99).min(r.wait_max),
@@ -1022,6 +1052,7 @@ fn view(r: &JobRecord, now: Nanos) -> BookEntry {
         last_active: r.last_active,
         bandwidth: r.meter.rates(now),
         wait,
+        causes: r.causes,
         hint: r.hint,
         period: detect.and_then(|d| d.period),
         set: detect.and_then(|d| d.set),

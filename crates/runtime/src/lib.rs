@@ -33,6 +33,11 @@
 //!   rates, Ceph mClock's reservations and weights. Whatever the policy, it sees only admitted
 //!   requests, so the layer composes with every one. Held requests count in
 //!   [`SchedulerStats::held`] and are never dropped.
+//! - **Why it waited** ([`why`]): every request's queue wait (dispatch − arrival) is split into
+//!   causes — held by a quota rule, behind its own requests with every thread busy (device),
+//!   behind another job of its set (exclusivity), behind other sets (share), a free thread the
+//!   policy did not use (policy) — in integer nanoseconds that sum to it exactly, at O(1) per
+//!   event; per job in [`JobStats::wait_causes`].
 //! - **Control**: [`Scheduler::set_priority`], [`Scheduler::switch_policy`] (queued requests move to
 //!   the new policy with their payloads; in-service batches complete against the old one),
 //!   [`Scheduler::shutdown`], [`Scheduler::stats`], [`Scheduler::forget_idle`],
@@ -90,6 +95,7 @@ pub mod quota;
 mod scheduler;
 mod stats;
 mod sync;
+pub mod why;
 mod work;
 
 pub use book::BookConfig;
@@ -103,6 +109,7 @@ pub use stats::{
     JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource, SchedulerStats, WaitSummary,
     PEERS_KEPT,
 };
+pub use why::{WaitCause, WaitCauses};
 pub use work::{Completion, CompletionEvent, Next, Work};
 
 /// The model's clock and time, for loom model tests (`RUSTFLAGS="--cfg loom"`).

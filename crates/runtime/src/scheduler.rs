@@ -15,6 +15,7 @@ use crate::gate::Gate;
 use crate::quota::{Origin, QuotaConfig, RuleSpec};
 use crate::stats::{add_counters, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats};
 use crate::sync::{AtomicU64, Condvar, Instant, Mutex, MutexGuard, Ordering};
+use crate::why::{Snap, Split, Splits, Why};
 use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
 use crate::RuntimeError;
 use iosets_types::hash::IdMap;
@@ -71,8 +72,8 @@ struct State<T> {
     retired: Vec<Instance>,
     /// Counters of switched-out instances that have been dropped.
     retired_counters: Counters,
-    /// The payload of every queued request, by request id.
-    payloads: IdMap<RequestId, T>,
+    /// The payload of every queued request (and its wait snapshot), by request id.
+    payloads: IdMap<RequestId, Queued<T>>,
     /// Jobs with requests queued or in service (an entry goes when both counts reach zero).
     jobs: IdMap<JobId, JobEntry>,
     /// Priorities set by the control plane and by detection, per job: the one home of
@@ -107,6 +108,33 @@ struct State<T> {
     gate: Option<Gate>,
     /// The service threads the caller runs (what thread quotas are percentages of); 0: not told.
     service_threads: usize,
+    /// The wait accounting by cause ([`crate::why`]).
+    why: Why,
+}
+
+/// A queued (or quota-held) request's payload and the snapshot its wait split is computed from
+/// (taken when the policy gets it).
+struct Queued<T> {
+    payload: T,
+    snap: Snap,
+}
+
+/// `req` goes into `policy` at `now`, with its job's wait snapshot stored by its payload.
+fn admit<T>(
+    why: &mut Why,
+    jobs: &mut IdMap<JobId, JobEntry>,
+    payloads: &mut IdMap<RequestId, Queued<T>>,
+    policy: &mut Counted,
+    req: Request,
+    now: Nanos,
+) {
+    if let Some(e) = jobs.get_mut(&req.job) {
+        let snap = why.admit(&mut e.why, policy, &req, now);
+        if let Some(q) = payloads.get_mut(&req.id) {
+            q.snap = snap;
+        }
+    }
+    policy.enqueue(req, now);
 }
 
 /// A job's priorities by source; the one in force is the control plane's, else the automatic one
@@ -168,7 +196,10 @@ impl<T> State<T> {
         // timer (a stale timer would wake a worker over and over).
         let idle = gate.threads().saturating_sub(busy);
         let policy = &mut self.active.policy;
-        gate.pump(now, idle, &mut |req| policy.enqueue(req, now));
+        let (why, jobs, payloads) = (&mut self.why, &mut self.jobs, &mut self.payloads);
+        gate.pump(now, idle, &mut |req| {
+            admit(why, jobs, payloads, policy, req, now);
+        });
     }
 
     fn in_flight(&self) -> usize {
@@ -188,23 +219,34 @@ impl<T> State<T> {
         c
     }
 
-    /// Moves the payloads of `batch` into `out` and records the dispatch in the job statistics.
-    fn take_payloads(&mut self, batch: &Batch, out: &mut Vec<T>) {
+    /// Moves the payloads of `batch`, dispatched at `now`, into `out` and records the dispatch
+    /// in the job statistics. Returns its requests' waits split by cause.
+    fn take_payloads(&mut self, batch: &Batch, out: &mut Vec<T>, now: Nanos) -> Splits {
         out.reserve(batch.len());
-        for r in batch.requests() {
-            let payload = self.payloads.remove(&r.id).expect(
+        let mut splits = Splits::with_capacity(batch.len());
+        for (i, r) in batch.requests().enumerate() {
+            let queued = self.payloads.remove(&r.id).expect(
                 "a policy dispatched a request the runtime never gave it (policy contract broken)",
             );
-            out.push(payload);
+            out.push(queued.payload);
             if let Some(gate) = self.gate.as_mut() {
                 gate.dispatched(r.id);
             }
-            if let Some(job) = self.jobs.get_mut(&r.job) {
-                job.queued = job.queued.saturating_sub(1);
-                job.in_service += 1;
-            }
+            let split = match self.jobs.get_mut(&r.job) {
+                Some(job) => {
+                    job.queued = job.queued.saturating_sub(1);
+                    job.in_service += 1;
+                    self.why
+                        .dispatch(&mut job.why, &queued.snap, r.arrival, now)
+                }
+                // Unreachable (a queued request's job has an entry); its wait stays whole.
+                None => [0, 0, 0, 0, now.saturating_sub(r.arrival).0],
+            };
+            splits.push(i, split);
         }
+        self.why.batch_out();
         self.requests_in_service += batch.len() as u64;
+        splits
     }
 
     /// Numbers `req`, stamps its arrival (from the clock reading `raw`) and queues it with its
@@ -225,16 +267,28 @@ impl<T> State<T> {
         self.submitted += 1;
         req.id = id;
         req.arrival = now;
-        self.payloads.insert(id, payload);
-        self.jobs.entry(req.job).or_default().queued += 1;
         if let Some(gate) = self.gate.as_mut() {
             let origin = origin.copied().unwrap_or_default();
             if let Some(rule) = gate.classify(&req, &origin) {
+                self.jobs.entry(req.job).or_default().queued += 1;
+                self.payloads.insert(
+                    id,
+                    Queued {
+                        payload,
+                        snap: Snap::default(),
+                    },
+                );
                 gate.hold(rule, req, origin, now);
                 self.pump(now);
                 return Ok((id, now));
             }
         }
+        let entry = self.jobs.entry(req.job).or_default();
+        entry.queued += 1;
+        let snap = self
+            .why
+            .admit(&mut entry.why, &self.active.policy, &req, now);
+        self.payloads.insert(id, Queued { payload, snap });
         self.active.policy.enqueue(req, now);
         Ok((id, now))
     }
@@ -262,7 +316,12 @@ impl<T> State<T> {
         if before == after && source == PrioritySource::Auto {
             return true;
         }
-        self.active.policy.set_priority(job, after, now)
+        let known = self.active.policy.set_priority(job, after, now);
+        // The job may have changed sets (IO-SETS places jobs by priority).
+        if let Some(e) = self.jobs.get_mut(&job) {
+            self.why.replace(job, &mut e.why, &self.active.policy, now);
+        }
+        known
     }
 
     /// Completes batch `id` in the instance of `generation`. Returns a retired instance that has
@@ -418,31 +477,37 @@ impl<T: Send + 'static> Sink for Inner<T> {
         generation: u64,
         policy: &'static str,
         dispatched_at: Nanos,
+        splits: &[Split],
         outcome: Outcome,
     ) {
         let raw = self.clock.now();
         // The book first, outside the scheduler's lock: once the scheduler is seen idle (or the
         // caller replies), the statistics include this batch. (A completion the policy refuses,
         // a runtime bug that is logged below, is in the book too.)
-        let moves = self.book.record(
+        let moves = self.book.record_split(
             batch,
             outcome,
             dispatched_at,
             raw.max(dispatched_at),
             policy,
+            splits,
         );
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         let now = st.tick(raw);
         let (result, retired) = st.complete_in(generation, batch.id(), outcome, now);
         if result.is_ok() {
             for req in batch.requests() {
                 if let Some(job) = st.jobs.get_mut(&req.job) {
                     job.in_service = job.in_service.saturating_sub(1);
+                    st.why.complete(&mut job.why, now);
                     if job.is_idle() {
+                        st.why.leave(&job.why);
                         st.jobs.remove(&req.job);
                     }
                 }
             }
+            st.why.batch_done(now);
             st.requests_in_service -= batch.len() as u64;
             st.completed += batch.len() as u64;
             if let Some(gate) = st.gate.as_mut() {
@@ -460,7 +525,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
         }
         // A completion can unblock a queue (IO-SETS releases a set, a time slice ends).
         if st.queued() > 0 {
-            self.wake_one(&mut st);
+            self.wake_one(st);
         }
         if st.idle_waiters > 0 && st.queued() == 0 && st.in_flight() == 0 && st.held() == 0 {
             self.idle_cv.notify_all();
@@ -470,7 +535,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
         } else {
             None
         };
-        drop(st);
+        drop(guard);
         drop(retired);
 
         if let Err(e) = result {
@@ -571,6 +636,7 @@ impl<T: Send + 'static> Scheduler<T> {
             sweep_watched: false,
             gate: None,
             service_threads: 0,
+            why: Why::default(),
         };
         let first_sweep =
             Nanos(u64::try_from(book.sweep_interval().as_nanos()).unwrap_or(u64::MAX));
@@ -662,7 +728,7 @@ impl<T: Send + 'static> Scheduler<T> {
         mut payloads: Vec<T>,
     ) -> Work<T> {
         let inner = &*self.inner;
-        st.take_payloads(&batch, &mut payloads);
+        let splits = st.take_payloads(&batch, &mut payloads, now);
         let generation = st.active.generation;
         let policy = st.active.policy.name();
         if st.queued() > 0 {
@@ -676,7 +742,7 @@ impl<T: Send + 'static> Scheduler<T> {
         let sink: Arc<dyn Sink> = self.inner.clone();
         Work::new(
             payloads,
-            Completion::new(sink, batch, generation, policy, now),
+            Completion::new(sink, batch, generation, policy, now, splits),
         )
     }
 
@@ -919,6 +985,12 @@ impl<T: Send + 'static> Scheduler<T> {
             },
         );
         st.switches += 1;
+        // The new policy's sets from now on (the rest of a queued request's wait is charged
+        // under them).
+        let s = &mut *st;
+        for (&job, e) in s.jobs.iter_mut() {
+            s.why.replace(job, &mut e.why, &s.active.policy, now);
+        }
         let dropped = if old.policy.in_flight() > 0 {
             st.retired.push(old);
             None
@@ -952,7 +1024,13 @@ impl<T: Send + 'static> Scheduler<T> {
                 reason: "the number of service threads must be at least 1".into(),
             });
         }
-        self.inner.state.lock().service_threads = threads;
+        let raw = self.inner.clock.now();
+        {
+            let mut st = self.inner.state.lock();
+            let now = st.tick(raw);
+            st.service_threads = threads;
+            st.why.set_threads(threads, now);
+        }
         self.update_quota(|current| Ok(current.cloned()))
     }
 
@@ -1010,8 +1088,16 @@ impl<T: Send + 'static> Scheduler<T> {
                 free
             }
         };
+        let s = &mut *st;
         for req in free {
-            st.active.policy.enqueue(req, now);
+            admit(
+                &mut s.why,
+                &mut s.jobs,
+                &mut s.payloads,
+                &mut s.active.policy,
+                req,
+                now,
+            );
         }
         st.pump(now);
         self.inner.wake_all(&mut st);
@@ -1261,7 +1347,18 @@ impl<T: Send + 'static> Scheduler<T> {
                 });
             }
         }
-        let checks: [(&'static str, u64, u64); 6] = [
+        let (why_requests, why_batches) = st.why.in_service();
+        let checks: [(&'static str, u64, u64); 8] = [
+            (
+                "requests in service in the wait accounting",
+                st.requests_in_service,
+                why_requests,
+            ),
+            (
+                "batches in service in the wait accounting",
+                st.in_flight() as u64,
+                why_batches as u64,
+            ),
             (
                 "queued requests (inserted − merged − dispatched − withdrawn)",
                 c.queued(),
@@ -1336,6 +1433,7 @@ fn with_entry(mut j: JobStats, e: &BookEntry) -> JobStats {
     j.bytes_written = e.bytes_written;
     j.failed = e.failed;
     j.queue_wait = e.wait;
+    j.wait_causes = e.causes;
     j.bandwidth = e.bandwidth;
     j.last_active = e.last_active;
     j.period = e.period;

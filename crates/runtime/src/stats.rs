@@ -6,6 +6,8 @@ use hdrhistogram::Histogram;
 use iosets_policy::Counters;
 use iosets_types::{JobId, Nanos, Op, Priority};
 
+use crate::why::{JobAcc, WaitCauses};
+
 /// Longest latency the histograms resolve (one hour); longer ones are recorded as one hour (sums
 /// and counts stay exact).
 pub(crate) const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
@@ -20,6 +22,9 @@ pub(crate) const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 pub struct WaitSummary {
     /// Requests dispatched.
     pub count: u64,
+    /// Sum of the waits (exact, saturating at `u64::MAX`): what [`JobStats::wait_causes`]
+    /// splits.
+    pub sum_ns: u64,
     /// Mean wait.
     pub mean_ns: u64,
     /// Median wait.
@@ -87,6 +92,9 @@ pub struct JobStats {
     /// within 1/16 of the true value, never above the maximum (see [`WaitSummary`]); count,
     /// mean and maximum exact.
     pub queue_wait: WaitSummary,
+    /// The same waits split by cause ([`crate::why`]): `wait_causes.total_ns() ==
+    /// queue_wait.sum_ns` exactly.
+    pub wait_causes: WaitCauses,
     /// Bytes per second over the last second and over the last ten seconds.
     pub bandwidth: (f64, f64),
     /// When the job last completed a request (scheduler time).
@@ -113,6 +121,7 @@ impl JobStats {
             queued: 0,
             in_service: 0,
             queue_wait: WaitSummary::default(),
+            wait_causes: WaitCauses::default(),
             bandwidth: (0.0, 0.0),
             last_active: Nanos::ZERO,
             priority: None,
@@ -228,6 +237,8 @@ impl SchedulerStats {
 pub(crate) struct JobEntry {
     pub(crate) queued: u64,
     pub(crate) in_service: u64,
+    /// Its wait accounting ([`crate::why`]).
+    pub(crate) why: JobAcc,
 }
 
 impl JobEntry {

@@ -5,17 +5,20 @@ use std::sync::Arc;
 
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Request, RequestId};
 
+use crate::why::{Split, Splits};
+
 /// The scheduler side of a completion token (type-erased so that [`Completion`] does not carry the
 /// payload type).
 pub(crate) trait Sink: Send + Sync {
     /// The batch `batch`, dispatched by policy instance `generation` (named `policy`) at
-    /// `dispatched_at`, ended with `outcome`.
+    /// `dispatched_at`, ended with `outcome`; `splits` are its requests' waits by cause.
     fn finish(
         &self,
         batch: &Batch,
         generation: u64,
         policy: &'static str,
         dispatched_at: Nanos,
+        splits: &[Split],
         outcome: Outcome,
     );
 }
@@ -130,6 +133,7 @@ pub struct Completion {
     generation: u64,
     policy: &'static str,
     dispatched_at: Nanos,
+    splits: Splits,
     answered: bool,
 }
 
@@ -140,6 +144,7 @@ impl Completion {
         generation: u64,
         policy: &'static str,
         dispatched_at: Nanos,
+        splits: Splits,
     ) -> Completion {
         Completion {
             sink,
@@ -147,6 +152,7 @@ impl Completion {
             generation,
             policy,
             dispatched_at,
+            splits,
             answered: false,
         }
     }
@@ -180,6 +186,7 @@ impl Completion {
             self.generation,
             self.policy,
             self.dispatched_at,
+            self.splits.as_slice(),
             outcome,
         );
     }
@@ -199,6 +206,7 @@ impl Drop for Completion {
                 self.generation,
                 self.policy,
                 self.dispatched_at,
+                self.splits.as_slice(),
                 Outcome::Abandoned,
             );
         }

@@ -5,10 +5,10 @@
 
 use iosets_policy::set10::SetMapping;
 use iosets_proto::{
-    Control, JobReport, JobRuleReport, JobsReport, Reply, RuleReport, RulesReport, ServerReport,
-    WaitReport,
+    CauseReport, Control, JobReport, JobRuleReport, JobsReport, Reply, RuleReport, RulesReport,
+    ServerReport, WaitCausesReport, WaitReport,
 };
-use iosets_runtime::Counted;
+use iosets_runtime::{Counted, WaitCause};
 use iosets_types::Priority;
 
 use iosets_proto::auth::same_secret;
@@ -208,6 +208,7 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
                 },
                 rules: by_job.remove(&j.job.0).unwrap_or_default(),
                 peers: j.peers.iter().map(|a| a.to_string()).collect(),
+                wait_causes: wait_causes(j),
             }
         })
         .collect();
@@ -215,6 +216,24 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
         policy: stats.policy.into(),
         jobs,
     }
+}
+
+/// `j`'s queue waits split by cause, for its report.
+fn wait_causes(j: &iosets_runtime::JobStats) -> WaitCausesReport {
+    let mut r = WaitCausesReport {
+        wait_ns: j.queue_wait.sum_ns,
+        requests: j.queue_wait.count,
+        ..WaitCausesReport::default()
+    };
+    for cause in WaitCause::ALL {
+        if let Some(c) = r.cause_mut(cause.as_str()) {
+            *c = CauseReport {
+                ns: j.wait_causes.ns(cause),
+                requests: j.wait_causes.requests(cause),
+            };
+        }
+    }
+    r
 }
 
 pub(crate) fn stats(shared: &Shared) -> ServerReport {

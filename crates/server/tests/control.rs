@@ -171,6 +171,10 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
         assert_eq!(j.bytes_written, PER_JOB * 4096);
         assert_eq!(j.queued + j.in_service, 0);
         assert_eq!(j.queue_wait.count, PER_JOB);
+        // Through five policy switches, the waits split by cause add up exactly.
+        assert_eq!(j.wait_causes.requests, PER_JOB);
+        assert_eq!(j.wait_causes.causes_ns(), j.wait_causes.wait_ns, "{j:?}");
+        assert!(j.wait_causes.wait_ns > 0, "the writes queued up");
     }
     let j3 = jobs.jobs.iter().find(|j| j.job == 3).unwrap();
     assert_eq!(

@@ -1,0 +1,558 @@
+//! Why a request waited: its queue wait split by cause, exactly.
+//!
+//! # The definition
+//! A request's wait is `dispatch − arrival` on the scheduler's clock (what
+//! [`crate::JobStats::queue_wait`] measures). It is split into five causes whose integer
+//! nanoseconds sum to it exactly:
+//!
+//! - [`WaitCause::Rule`]: from arrival until the quota gate admitted it into the policy (a thread
+//!   quota, a rate, an mClock reservation or weight held it; see [`crate::quota`]). Zero for a
+//!   request no rule governs.
+//! - From admission until dispatch the request is queued in the policy. Each instant of that time
+//!   is charged by the state of the service threads at that instant:
+//!   - **every service thread is busy** (batches in service ≥ [`crate::Scheduler::set_service_threads`];
+//!     when the thread count was never given: at least one request is in service): the instant
+//!     is shared among the requests in service, in proportion to their number. The share of the
+//!     job's own requests is [`WaitCause::Device`] (it waits behind itself, i.e. the device's
+//!     speed), that of other jobs of its set [`WaitCause::Exclusivity`], that of jobs of other
+//!     sets [`WaitCause::Share`] (the policy's split between sets: WFQ's weights, IO-SETS'
+//!     priorities);
+//!   - **a thread is free** and the policy still did not dispatch the request: the instant is
+//!     [`WaitCause::Exclusivity`] if another job of its set has a request in service (IO-SETS
+//!     keeps a set for one job at a time), else [`WaitCause::Policy`] (a timer of the policy:
+//!     anticipatory idling, deadline batching; or the workers' own time outside the scheduler:
+//!     between a submit and a worker taking the request, between completing a batch and asking
+//!     for the next).
+//!
+//! A job's **set** is the weighted queue the policy puts its requests in
+//! ([`iosets_policy::Policy::queue_weight`], asked when the job starts sending, when a request
+//! carries another class or hint than the previous one, when its priority changes and when a
+//! policy is switched in): an IO-SETS set (jobs of one priority), a WFQ class, or the job
+//! alone. For policies without weighted queues (`noop`, `timeorder`,
+//! `deadline`, …) every job is a set of its own: `exclusivity` is then always zero and `share`
+//! is the time spent behind other jobs' requests. A switch mid-wait charges the rest of the
+//! wait under the new policy's sets.
+//!
+//! The proportional shares are kept in fixed point (2⁻³² ns) and rounded once per request:
+//! `device` and `device + exclusivity` are each the exact rational value rounded to the nearest
+//! nanosecond, `share` is the rest of the busy time, so each cause is within 1 ns of its exact
+//! value and the five sum to the measured wait exactly.
+//!
+//! # Cost
+//! No walk over jobs or requests: every event (admission, dispatch and completion of a request)
+//! advances three global integrals — time with every thread busy, time with a thread free, and
+//! ∫ busy / (requests in service) — and brings its job's and its set's integrals up to date
+//! (O(1), one hash lookup for the set). A request keeps a snapshot of its job's integrals taken
+//! at admission; at dispatch the differences are its split. A set change of a job (rare) moves
+//! its in-service count from one set to the other.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use iosets_policy::{Counted, QueueId};
+use iosets_types::hash::IdBuildHasher;
+use iosets_types::{ClassId, JobId, Nanos, Op, Priority, Request};
+
+/// Fixed-point fraction bits of the proportional integrals.
+const FRAC: u32 = 32;
+
+/// One cause of a request's queue wait; see the [module documentation](self).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WaitCause {
+    /// Held by a quota rule (thread quota, rate, reservation) before the policy saw it.
+    Rule,
+    /// Every service thread busy, with the job's own requests.
+    Device,
+    /// Behind another job of its set: its threads' share, or a free thread the policy kept
+    /// for the set's job in service.
+    Exclusivity,
+    /// Every service thread busy, with jobs of other sets.
+    Share,
+    /// A thread free and nothing of its set in service, yet not dispatched (a policy timer).
+    Policy,
+}
+
+impl WaitCause {
+    /// Every cause, in report order.
+    pub const ALL: [WaitCause; 5] = [
+        WaitCause::Rule,
+        WaitCause::Device,
+        WaitCause::Exclusivity,
+        WaitCause::Share,
+        WaitCause::Policy,
+    ];
+
+    /// `rule`, `device`, `exclusivity`, `share` or `policy`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitCause::Rule => "rule",
+            WaitCause::Device => "device",
+            WaitCause::Exclusivity => "exclusivity",
+            WaitCause::Share => "share",
+            WaitCause::Policy => "policy",
+        }
+    }
+
+    /// The cause named `name` (as [`WaitCause::as_str`] spells it).
+    pub fn from_name(name: &str) -> Option<WaitCause> {
+        WaitCause::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One request's wait, split: nanoseconds per cause, in [`WaitCause::ALL`] order.
+pub(crate) type Split = [u64; 5];
+
+/// A job's queue waits split by cause, over its completed requests: per cause the nanoseconds
+/// and the number of requests that waited for it at all.
+///
+/// For the same requests, [`WaitCauses::total_ns`] equals the sum of their measured waits
+/// (`JobStats::queue_wait.sum_ns`) exactly. Nanoseconds saturate at `u64::MAX` (584 years);
+/// request counts at `u32::MAX` (4 billion requests of one job waiting for one cause), to keep
+/// the job book's record small (issue 16's memory budget).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WaitCauses {
+    ns: [u64; 5],
+    requests: [u32; 5],
+}
+
+impl WaitCauses {
+    /// Nanoseconds of wait charged to `cause`.
+    pub fn ns(&self, cause: WaitCause) -> u64 {
+        self.ns[cause.index()]
+    }
+
+    /// Requests that waited some time for `cause`.
+    pub fn requests(&self, cause: WaitCause) -> u64 {
+        u64::from(self.requests[cause.index()])
+    }
+
+    /// The sum over the causes: the total measured wait.
+    pub fn total_ns(&self) -> u64 {
+        self.ns.iter().fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Adds `other`'s figures (a job's waits on several servers).
+    pub fn merge(&mut self, other: &WaitCauses) {
+        for i in 0..5 {
+            self.ns[i] = self.ns[i].saturating_add(other.ns[i]);
+            self.requests[i] = self.requests[i].saturating_add(other.requests[i]);
+        }
+    }
+
+    /// Adds one request's split.
+    pub(crate) fn add(&mut self, split: &Split) {
+        for (i, &ns) in split.iter().enumerate() {
+            if ns > 0 {
+                self.ns[i] = self.ns[i].saturating_add(ns);
+                self.requests[i] = self.requests[i].saturating_add(1);
+            }
+        }
+    }
+}
+
+/// A request's snapshot of its job's integrals, taken when the policy got it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Snap {
+    /// Time held by the quota gate (admission − arrival).
+    rule: u64,
+    /// `G` then (`F` is derived: the time since admission minus `G`'s growth).
+    g: u64,
+    /// The job's `ap + k − r` then, wrapping: only its growth (never negative, below 2^64 ns)
+    /// is used.
+    x: u64,
+    ae: u128,
+    d: u128,
+}
+
+/// One set's integrals (see [`Why`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct SetAcc {
+    /// Jobs tracked in the set (0: kept empty, counted in [`Why::empty`]).
+    members: u32,
+    /// Requests of the set in service.
+    n: u64,
+    /// Jobs of the set with a request in service.
+    holders: u32,
+    /// ∫ busy · n_S / N (fixed point).
+    e: u128,
+    /// ∫ free · [n_S > 0].
+    p: u64,
+    /// ∫ free · [holders ≥ 2].
+    c: u64,
+    /// The global integrals when `e`, `p`, `c` were last brought up to date.
+    q0: u128,
+    f0: u64,
+}
+
+/// One job's integrals, kept while it has requests queued, held or in service.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct JobAcc {
+    /// Its set, once the policy got one of its requests.
+    set: Option<QueueId>,
+    /// The class and priority hint of its latest admitted request, to ask the policy again
+    /// for its set.
+    template: Option<(Option<ClassId>, Option<Priority>)>,
+    /// Its requests in service.
+    n: u64,
+    /// Σ over its time in a set of that set's `e`, `p` growth.
+    ae: u128,
+    ap: u64,
+    /// ∫ busy · n_j / N (fixed point).
+    d: u128,
+    /// ∫ free · [n_j > 0].
+    r: u64,
+    /// ∫ free · [n_j > 0] · [holders of its set ≥ 2].
+    k: u64,
+    /// What the integrals above were brought up to date from.
+    q0: u128,
+    f0: u64,
+    e0: u128,
+    p0: u64,
+    c0: u64,
+}
+
+impl JobAcc {
+    /// `ap + k − r` (wrapping): its growth over a wait is the free time charged to
+    /// exclusivity, `∫ free · [another job of its set in service]`.
+    fn free_excl(&self) -> u64 {
+        self.ap.wrapping_add(self.k).wrapping_sub(self.r)
+    }
+}
+
+/// The scheduler's wait accounting, under its lock; see the [module documentation](self).
+#[derive(Debug, Default)]
+pub(crate) struct Why {
+    last: Nanos,
+    /// Service threads (0: not told).
+    threads: usize,
+    /// Batches in service, in every policy instance.
+    batches: usize,
+    /// Requests in service.
+    n: u64,
+    /// ∫ busy dt.
+    g: u64,
+    /// ∫ free dt.
+    f: u64,
+    /// ∫ busy / N dt (fixed point).
+    q: u128,
+    sets: HashMap<QueueId, SetAcc, IdBuildHasher>,
+    /// Sets in `sets` with no member left, kept for a member that comes back (IO-SETS jobs of
+    /// a set often take turns with nothing queued in between); dropped all at once when there
+    /// are more than [`EMPTY_SETS_KEPT`] of them.
+    empty: usize,
+}
+
+/// Empty sets kept before they are dropped (see [`Why::leave`]).
+const EMPTY_SETS_KEPT: usize = 64;
+
+impl Why {
+    /// Brings the global integrals to `now`.
+    fn advance(&mut self, now: Nanos) {
+        if now <= self.last {
+            return;
+        }
+        let dt = now.0 - self.last.0;
+        self.last = now;
+        let busy = self.n > 0 && (self.threads == 0 || self.batches >= self.threads);
+        if busy {
+            self.g += dt;
+            // A 64-bit division when the step is under 2^32 ns (4.3 s): nearly always.
+            self.q += match dt.checked_shl(FRAC).filter(|_| dt >> (64 - FRAC) == 0) {
+                Some(scaled) => u128::from(scaled / self.n),
+                None => (u128::from(dt) << FRAC) / u128::from(self.n),
+            };
+        } else {
+            self.f += dt;
+        }
+    }
+
+    /// The service threads changed (at `now`).
+    pub(crate) fn set_threads(&mut self, threads: usize, now: Nanos) {
+        self.advance(now);
+        self.threads = threads;
+    }
+
+    fn sync_set(s: &mut SetAcc, q: u128, f: u64) {
+        s.e += u128::from(s.n) * (q - s.q0);
+        if s.n > 0 {
+            s.p += f - s.f0;
+        }
+        if s.holders >= 2 {
+            s.c += f - s.f0;
+        }
+        s.q0 = q;
+        s.f0 = f;
+    }
+
+    /// Brings `job`'s integrals (and its set's) to the current time.
+    fn sync(&mut self, job: &mut JobAcc) {
+        Why::sync_job(&mut self.sets, self.q, self.f, job);
+    }
+
+    /// Brings `job`'s integrals and its set's (among `sets`) to the global integrals `q`, `f`;
+    /// returns its set.
+    fn sync_job<'s>(
+        sets: &'s mut HashMap<QueueId, SetAcc, IdBuildHasher>,
+        q: u128,
+        f: u64,
+        job: &mut JobAcc,
+    ) -> Option<&'s mut SetAcc> {
+        let d = u128::from(job.n) * (q - job.q0);
+        let r = if job.n > 0 { f - job.f0 } else { 0 };
+        job.d += d;
+        job.r += r;
+        job.q0 = q;
+        job.f0 = f;
+        let key = match job.set? {
+            // A set of one job needs no map entry: its integrals are the job's own
+            // (`E = D`, `P = R`, `C = 0`).
+            QueueId::Job(_) => {
+                job.ae += d;
+                job.ap += r;
+                return None;
+            }
+            key => key,
+        };
+        let s = sets.get_mut(&key).expect("a tracked job's set is tracked");
+        Why::sync_set(s, q, f);
+        job.ae += s.e - job.e0;
+        job.ap += s.p - job.p0;
+        if job.n > 0 {
+            job.k += s.c - job.c0;
+        }
+        job.e0 = s.e;
+        job.p0 = s.p;
+        job.c0 = s.c;
+        Some(s)
+    }
+
+    /// Puts `job` (synced) in set `key`, moving its in-service count.
+    fn place(&mut self, job: &mut JobAcc, key: QueueId) {
+        if job.set == Some(key) {
+            return;
+        }
+        let (q, f) = (self.q, self.f);
+        if let Some(old) = job.set.take().filter(|k| !matches!(k, QueueId::Job(_))) {
+            let s = self
+                .sets
+                .get_mut(&old)
+                .expect("a tracked job's set is tracked");
+            s.n -= job.n;
+            s.holders -= u32::from(job.n > 0);
+            s.members -= 1;
+            if s.members == 0 {
+                self.emptied();
+            }
+        }
+        job.set = Some(key);
+        if let QueueId::Job(_) = key {
+            return;
+        }
+        let (s, fresh) = match self.sets.entry(key) {
+            Entry::Occupied(o) => (o.into_mut(), false),
+            Entry::Vacant(v) => (
+                v.insert(SetAcc {
+                    q0: q,
+                    f0: f,
+                    ..SetAcc::default()
+                }),
+                true,
+            ),
+        };
+        Why::sync_set(s, q, f);
+        let revived = s.members == 0 && !fresh;
+        s.n += job.n;
+        s.holders += u32::from(job.n > 0);
+        s.members += 1;
+        job.e0 = s.e;
+        job.p0 = s.p;
+        job.c0 = s.c;
+        if revived {
+            self.empty -= 1;
+        }
+    }
+
+    /// `req` (of `job`) goes into `policy` at `now`: its set is looked up, and the snapshot its
+    /// split will be computed from is returned.
+    pub(crate) fn admit(
+        &mut self,
+        job: &mut JobAcc,
+        policy: &Counted,
+        req: &Request,
+        now: Nanos,
+    ) -> Snap {
+        self.advance(now);
+        self.sync(job);
+        // The policy is asked only when the job has no set yet or the request carries another
+        // class or hint than the last (a priority change or a switch asks it: `replace`).
+        let template = Some((req.class, req.priority));
+        if job.set.is_none() || job.template != template {
+            let key = set_of(policy, req);
+            if job.set != Some(key) {
+                self.place(job, key);
+            }
+            job.template = template;
+        }
+        Snap {
+            rule: now.0.saturating_sub(req.arrival.0),
+            g: self.g,
+            x: job.free_excl(),
+            ae: job.ae,
+            d: job.d,
+        }
+    }
+
+    /// Asks `policy` again for `job`'s set (its priority changed, or `policy` was switched in).
+    pub(crate) fn replace(&mut self, id: JobId, job: &mut JobAcc, policy: &Counted, now: Nanos) {
+        let Some((class, priority)) = job.template else {
+            return;
+        };
+        let mut template = Request::builder(id, Op::Other).priority(priority).build();
+        template.class = class;
+        let key = set_of(policy, &template);
+        if job.set != Some(key) {
+            self.advance(now);
+            self.sync(job);
+            self.place(job, key);
+        }
+    }
+
+    /// One request of `job`, which arrived at `arrival` and was admitted with `snap`, is
+    /// dispatched at `now`: its split.
+    pub(crate) fn dispatch(
+        &mut self,
+        job: &mut JobAcc,
+        snap: &Snap,
+        arrival: Nanos,
+        now: Nanos,
+    ) -> Split {
+        self.advance(now);
+        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
+        let busy = self.g - snap.g;
+        // Every instant since admission was busy or free.
+        let queued = now.0.saturating_sub(arrival.0).saturating_sub(snap.rule);
+        let free = queued.saturating_sub(busy);
+        let round =
+            |x: u128| -> u64 { u64::try_from((x + (1 << (FRAC - 1))) >> FRAC).unwrap_or(u64::MAX) };
+        // Exact integrals guarantee d ≤ ae ≤ busy · 2^32; the bounds only guard the rounding.
+        let set = round(job.ae - snap.ae).min(busy);
+        let device = round(job.d - snap.d).min(set);
+        let excl_free = job.free_excl().wrapping_sub(snap.x).min(free);
+        let split = [
+            snap.rule,
+            device,
+            set - device + excl_free,
+            busy - set,
+            free - excl_free,
+        ];
+        job.n += 1;
+        self.n += 1;
+        if let Some(s) = set_acc {
+            s.n += 1;
+            s.holders += u32::from(job.n == 1);
+        }
+        split
+    }
+
+    /// A batch was handed out (after its requests' [`Why::dispatch`]).
+    pub(crate) fn batch_out(&mut self) {
+        self.batches += 1;
+    }
+
+    /// One request of `job` completed at `now`.
+    pub(crate) fn complete(&mut self, job: &mut JobAcc, now: Nanos) {
+        self.advance(now);
+        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
+        if job.n == 0 {
+            return;
+        }
+        job.n -= 1;
+        self.n -= 1;
+        if let Some(s) = set_acc {
+            s.n -= 1;
+            s.holders -= u32::from(job.n == 0);
+        }
+    }
+
+    /// A batch completed (after its requests' [`Why::complete`]), at `now`.
+    pub(crate) fn batch_done(&mut self, now: Nanos) {
+        self.advance(now);
+        self.batches = self.batches.saturating_sub(1);
+    }
+
+    /// `job` has nothing held, queued or in service any more: it leaves its set.
+    pub(crate) fn leave(&mut self, job: &JobAcc) {
+        let Some(key) = job.set.filter(|k| !matches!(k, QueueId::Job(_))) else {
+            return;
+        };
+        if let Some(s) = self.sets.get_mut(&key) {
+            s.members -= 1;
+            if s.members == 0 {
+                self.emptied();
+            }
+        }
+    }
+
+    /// A set lost its last member: kept, unless too many are; then every empty one goes
+    /// (amortised O(1): at least [`EMPTY_SETS_KEPT`] leaves between two sweeps).
+    fn emptied(&mut self) {
+        self.empty += 1;
+        if self.empty > EMPTY_SETS_KEPT {
+            self.sets.retain(|_, s| s.members > 0);
+            self.empty = 0;
+        }
+    }
+
+    /// Requests and batches in service, as the accounting counts them (for the balance checks).
+    pub(crate) fn in_service(&self) -> (u64, usize) {
+        (self.n, self.batches)
+    }
+}
+
+/// The set `req` belongs to under `policy`: its weighted queue, else its job alone.
+fn set_of(policy: &Counted, req: &Request) -> QueueId {
+    policy
+        .queue_weight(req)
+        .map_or(QueueId::Job(req.job), |w| w.queue)
+}
+
+/// The splits of one batch's requests, in batch order (inline for the common batch of one).
+#[derive(Clone, Debug)]
+pub(crate) enum Splits {
+    One(Split),
+    Many(Vec<Split>),
+}
+
+impl Splits {
+    /// No split yet, for a batch of `len` requests.
+    pub(crate) fn with_capacity(len: usize) -> Splits {
+        if len == 1 {
+            Splits::One([0; 5])
+        } else {
+            Splits::Many(Vec::with_capacity(len))
+        }
+    }
+
+    /// Sets the split of the batch's `i`-th request (in order).
+    pub(crate) fn push(&mut self, i: usize, split: Split) {
+        match self {
+            Splits::One(s) => {
+                debug_assert_eq!(i, 0);
+                *s = split;
+            }
+            Splits::Many(v) => v.push(split),
+        }
+    }
+
+    /// The splits, in batch order.
+    pub(crate) fn as_slice(&self) -> &[Split] {
+        match self {
+            Splits::One(s) => std::slice::from_ref(s),
+            Splits::Many(v) => v,
+        }
+    }
+}
