@@ -178,6 +178,8 @@ pub(crate) struct JobRow {
     pub servers: usize,
     /// Requests completed.
     pub ops: u64,
+    /// Its queue waits split by cause, summed over the servers (`iosets ctl why`).
+    pub waits: iosets_proto::WaitCausesReport,
 }
 
 /// Precedence of a priority source: the higher wins when servers disagree.
@@ -206,6 +208,7 @@ impl JobRow {
             peers: 0,
             servers: 0,
             ops: 0,
+            waits: iosets_proto::WaitCausesReport::default(),
         }
     }
 
@@ -227,10 +230,17 @@ impl JobRow {
             *self.read_mib_s.get_or_insert(0.0) += r / MIB;
             *self.write_mib_s.get_or_insert(0.0) += w / MIB;
         }
+        self.waits.merge(&j.wait_causes);
         if j.queue_wait.count > 0 {
             let p = self.wait_p99_us.unwrap_or(0.0);
             self.wait_p99_us = Some(p.max(j.queue_wait.p99_us));
         }
+    }
+
+    /// The cause it waited on most and its fraction of the wait, if it waited at all.
+    pub fn waited_on(&self) -> Option<(&'static str, f64)> {
+        let (name, c) = self.waits.dominant()?;
+        Some((name, c.ns as f64 / self.waits.wait_ns.max(1) as f64))
     }
 
     /// Read plus write bandwidth, MiB/s, if known.
@@ -290,13 +300,15 @@ pub(crate) enum Column {
     InService,
     /// Queue-wait p99.
     WaitP99,
+    /// The cause it waited on most, with its share of the wait.
+    WaitedOn,
     /// Client addresses.
     Peers,
 }
 
 impl Column {
     /// Every column, in display order.
-    pub const ALL: [Column; 11] = [
+    pub const ALL: [Column; 12] = [
         Column::Job,
         Column::Set,
         Column::Priority,
@@ -307,6 +319,7 @@ impl Column {
         Column::Queued,
         Column::InService,
         Column::WaitP99,
+        Column::WaitedOn,
         Column::Peers,
     ];
 
@@ -328,6 +341,7 @@ impl Column {
             Column::Queued => "QUEUED",
             Column::InService => "IN SVC",
             Column::WaitP99 => "WAIT P99",
+            Column::WaitedOn => "WAITED ON",
             Column::Peers => "PEERS",
         }
     }
@@ -368,6 +382,11 @@ impl Column {
             Column::Queued => b.queued.cmp(&a.queued),
             Column::InService => b.in_service.cmp(&a.in_service),
             Column::WaitP99 => opt(a.wait_p99_us, b.wait_p99_us, asc),
+            Column::WaitedOn => opt(
+                a.waited_on().map(|(n, _)| n),
+                b.waited_on().map(|(n, _)| n),
+                true,
+            ),
             Column::Peers => b.peers.cmp(&a.peers),
         }
     }
@@ -696,6 +715,7 @@ pub(crate) mod fixtures {
             queued: 0,
             in_service: 0,
             queue_wait: WaitReport::default(),
+            wait_causes: Default::default(),
             rules: Vec::<JobRuleReport>::new(),
             peers: Vec::new(),
         }
@@ -916,7 +936,7 @@ mod tests {
         }
         assert_eq!(m.sort, Column::Queued, "the trend column is skipped");
         assert_eq!(order(&m), [1, 2, 3]);
-        for _ in 0..4 {
+        for _ in 0..5 {
             m.act(Action::NextSort);
         }
         assert_eq!(m.sort, Column::Job, "the cycle wraps");

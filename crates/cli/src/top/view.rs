@@ -15,7 +15,7 @@ use super::model::{Column, Health, JobRow, Model, RuleRow};
 
 /// The jobs table's columns in the order they are given up when the screen is too narrow:
 /// the last first.
-const KEEP_ORDER: [Column; 11] = [
+const KEEP_ORDER: [Column; 12] = [
     Column::Job,
     Column::Priority,
     Column::Source,
@@ -25,6 +25,7 @@ const KEEP_ORDER: [Column; 11] = [
     Column::Queued,
     Column::InService,
     Column::WaitP99,
+    Column::WaitedOn,
     Column::Trend,
     Column::Peers,
 ];
@@ -49,6 +50,7 @@ fn width(c: Column, model: &Model) -> u16 {
         Column::Queued => 7,
         Column::InService => 6,
         Column::WaitP99 => 9,
+        Column::WaitedOn => 16,
         Column::Peers => 5,
     }
 }
@@ -143,6 +145,9 @@ fn cell(c: Column, r: &JobRow, model: &Model) -> String {
         Column::Queued => r.queued.to_string(),
         Column::InService => r.in_service.to_string(),
         Column::WaitP99 => r.wait_p99_us.map_or("-".into(), wait),
+        Column::WaitedOn => r
+            .waited_on()
+            .map_or("-".into(), |(n, f)| format!("{n} {:.0}%", f * 100.0)),
         Column::Peers => r.peers.to_string(),
     }
 }
@@ -506,6 +511,34 @@ mod tests {
         assert!(lines[0].contains("policy iosets"), "{screen}");
         assert!(screen.contains("batch"), "the rules pane: {screen}");
         assert!(lines.last().unwrap().contains("q/Esc quit"), "{screen}");
+    }
+
+    #[test]
+    fn the_cause_a_job_waited_on_most_is_summed_over_servers() {
+        let with_waits = |share: u64, exclusivity: u64| {
+            let mut j = job(11, Some(0.01), "hint", 0, 0);
+            j.wait_causes.share.ns = share;
+            j.wait_causes.exclusivity.ns = exclusivity;
+            j.wait_causes.wait_ns = share + exclusivity;
+            j
+        };
+        let mut m = Model::new(&["a:1".into(), "b:2".into()], 1.0, 30);
+        // Server a: mostly exclusivity; server b: more share; together share is 70 %.
+        m.ingest_round(
+            Duration::from_secs(1),
+            vec![
+                Ok(snapshot("iosets", vec![with_waits(100, 300)], vec![])),
+                Ok(snapshot("iosets", vec![with_waits(600, 0)], vec![])),
+            ],
+        );
+        let (lines, _) = render(&m, 160, 30);
+        let screen = lines.join("\n");
+        assert!(screen.contains("WAITED ON"), "{screen}");
+        let row = lines
+            .iter()
+            .find(|l| l.starts_with("\u{2502}11 "))
+            .unwrap_or_else(|| panic!("no row of job 11:\n{screen}"));
+        assert!(row.contains("share 70%"), "{row}");
     }
 
     #[test]
