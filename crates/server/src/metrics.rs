@@ -651,6 +651,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
             o.bandwidth.0 += j.bandwidth.0;
             o.bandwidth.1 += j.bandwidth.1;
             o.queue_wait.count += j.queue_wait.count;
+            o.wait_causes.merge(&j.wait_causes);
             wait_sum_ns += u128::from(j.queue_wait.mean_ns) * u128::from(j.queue_wait.count);
         }
         (o, wait_sum_ns)
@@ -702,6 +703,25 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
             for (label, value) in series {
                 let _ = writeln!(out, "{name}{{job_id=\"{job}\"{label}}} {}", value(j));
             }
+        }
+    }
+    header(
+        out,
+        "iosets_job_wait_seconds_total",
+        "counter",
+        "Queue wait of each job's completed requests split by cause (docs/why.md): rule (held \
+         by a quota rule), device (behind its own requests), exclusivity (behind another job of \
+         its set), share (behind other sets), policy (a thread free, yet not dispatched). The \
+         causes sum exactly to the measured wait.",
+    );
+    for (job, j) in &rows {
+        for cause in iosets_runtime::WaitCause::ALL {
+            let _ = writeln!(
+                out,
+                "iosets_job_wait_seconds_total{{job_id=\"{job}\",cause=\"{}\"}} {}",
+                cause.as_str(),
+                j.wait_causes.ns(cause) as f64 / 1e9
+            );
         }
     }
     header(
