@@ -4,67 +4,16 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{fails, iosets, scratch, stdout};
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
-};
-use iosets_types::JobId;
-
-/// Starts `iosets serve ARGS`; returns the child and the address it printed.
-fn serve(dir: &std::path::Path, args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .arg("serve")
-        .args(args)
-        .stdout(Stdio::piped())
-        // Not read by the test: a pipe nobody drains could block the server's logging.
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (child, addr)
-}
-
-fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
-    let h = Header {
-        phase: None,
-        tag,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
-    encode(&Frame::Request(h, req)).to_vec()
-}
-
-fn recv(s: &mut TcpStream) -> Option<(u64, Response)> {
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).ok()?;
-    let len = frame_len(prefix, DEFAULT_MAX_FRAME).ok()?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).ok()?;
-    match decode(Bytes::from(buf)).ok()? {
-        Frame::Response(h, _, r) => Some((h.tag, r)),
-        _ => None,
-    }
-}
+use common::{fails, frame, iosets, recv, scratch, serve, stdout};
+use iosets_proto::{Bytes, Reply, Request, Response};
 
 fn pattern(job: u64, i: u64, len: usize) -> Vec<u8> {
     (0..len)

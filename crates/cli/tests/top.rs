@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,33 +20,19 @@ use iosets_types::{JobId, Priority};
 fn serve(dir: &Path, root: &str) -> (Child, String) {
     std::fs::create_dir_all(dir.join(root)).unwrap();
     std::fs::write(dir.join("tok"), "secret\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .arg("serve")
-        .args([
+    common::serve(
+        dir,
+        &[
             "--root",
             root,
             "--listen",
             "127.0.0.1:0",
             "--token-file",
             "tok",
-        ])
-        .args(["--admin-listen", "none"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (child, addr)
+            "--admin-listen",
+            "none",
+        ],
+    )
 }
 
 /// Everything the test started, stopped on drop whatever happened: the writers, the tmux

@@ -4,17 +4,14 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::thread;
 use std::time::Duration;
 
-use common::{iosets, scratch, stdout};
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
-};
-use iosets_types::JobId;
+use common::{frame, iosets, recv, scratch, stdout};
+use iosets_proto::{Bytes, Reply, Request, Response};
 
 /// A server started by the test, interrupted when dropped (even if the test fails).
 struct Served {
@@ -33,10 +30,9 @@ impl Drop for Served {
 
 fn serve(dir: &std::path::Path, root: &str) -> Served {
     std::fs::create_dir_all(dir.join(root)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .args([
-            "serve",
+    let (child, addr) = common::serve(
+        dir,
+        &[
             "--root",
             root,
             "--listen",
@@ -49,46 +45,9 @@ fn serve(dir: &std::path::Path, root: &str) -> Served {
             "32",
             "--token-file",
             "tok",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+        ],
+    );
     Served { child, addr }
-}
-
-fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
-    let h = Header {
-        phase: None,
-        tag,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
-    encode(&Frame::Request(h, req)).to_vec()
-}
-
-fn recv(s: &mut TcpStream) -> Option<(u64, Response)> {
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).ok()?;
-    let len = frame_len(prefix, DEFAULT_MAX_FRAME).ok()?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).ok()?;
-    match decode(Bytes::from(buf)).ok()? {
-        Frame::Response(h, _, r) => Some((h.tag, r)),
-        _ => None,
-    }
 }
 
 const WRITES: u64 = 40;

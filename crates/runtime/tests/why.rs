@@ -186,42 +186,36 @@ fn a_busy_thread_is_shared_in_proportion_to_whose_requests_hold_it() {
     assert_eq!(causes(&j.wait_causes), [("device", 50), ("share", 50)]);
 }
 
-#[test]
-fn thirds_are_rounded_once_and_still_sum_exactly() {
-    // Three threads: two held by job 1, one by job 2; job 1's fourth request waits 10 ns:
-    // 20/3 behind itself (device, 7 rounded), 10/3 behind job 2 (share, the rest: 3).
+/// Three threads: two held by job 1, one by job 2; job 1's fourth request waits `step` ns,
+/// 2/3 of it behind itself (device) and 1/3 behind job 2 (share). Job 1, checked exact.
+fn job_1_behind_thirds(step: u64) -> JobStats {
     let mut rig = Rig::new("noop", 3);
     rig.submit(1, None);
     rig.submit(1, None);
     rig.submit(2, None);
     rig.submit(1, None);
     let held: Vec<_> = (0..3).map(|_| rig.take().unwrap()).collect();
-    rig.at(10);
+    rig.at(step);
     for w in held {
         done(w);
     }
     done(rig.take().unwrap());
     let j = rig.job(1);
     exact(&j);
+    j
+}
+
+#[test]
+fn thirds_are_rounded_once_and_still_sum_exactly() {
+    // 20/3 ns behind itself (device, 7 rounded), 10/3 behind job 2 (share, the rest: 3).
+    let j = job_1_behind_thirds(10);
     assert_eq!(causes(&j.wait_causes), [("device", 7), ("share", 3)]);
 }
 
 #[test]
 fn steps_longer_than_four_seconds_split_exactly_too() {
-    // As in thirds, with a 10 s step (past the 64-bit fast path of the busy integral).
-    let mut rig = Rig::new("noop", 3);
-    rig.submit(1, None);
-    rig.submit(1, None);
-    rig.submit(2, None);
-    rig.submit(1, None);
-    let held: Vec<_> = (0..3).map(|_| rig.take().unwrap()).collect();
-    rig.at(10_000_000_000);
-    for w in held {
-        done(w);
-    }
-    done(rig.take().unwrap());
-    let j = rig.job(1);
-    exact(&j);
+    // A 10 s step: past the 64-bit fast path of the busy integral.
+    let j = job_1_behind_thirds(10_000_000_000);
     assert_eq!(
         causes(&j.wait_causes),
         [("device", 6_666_666_667), ("share", 3_333_333_333)]

@@ -3,8 +3,15 @@
 
 pub mod experiment;
 
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+use iosets_proto::{
+    decode, encode, frame_len, Bytes, Frame, Header, Request, Response, DEFAULT_MAX_FRAME,
+};
+use iosets_types::JobId;
 
 /// A fresh, empty directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
@@ -43,5 +50,55 @@ pub fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
     );
     for n in needles {
         assert!(err.contains(n), "{args:?}: {err:?} lacks {n:?}");
+    }
+}
+
+/// Starts `iosets serve ARGS` in `dir`; returns the child and the address it printed.
+pub fn serve(dir: &Path, args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
+        .current_dir(dir)
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        // Not read by the test: a pipe nobody drains could block the server's logging.
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (child, addr)
+}
+
+/// The wire bytes of request `req` of `job`, tagged `tag`.
+pub fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
+    let h = Header {
+        phase: None,
+        tag,
+        job: JobId(job),
+        priority: None,
+        creds: None,
+        elsewhere: None,
+    };
+    encode(&Frame::Request(h, req)).to_vec()
+}
+
+/// The next response on `s` with its tag; `None` when the connection ends or sends garbage.
+pub fn recv(s: &mut TcpStream) -> Option<(u64, Response)> {
+    let mut prefix = [0u8; 4];
+    s.read_exact(&mut prefix).ok()?;
+    let len = frame_len(prefix, DEFAULT_MAX_FRAME).ok()?;
+    let mut buf = vec![0u8; len];
+    s.read_exact(&mut buf).ok()?;
+    match decode(Bytes::from(buf)).ok()? {
+        Frame::Response(h, _, r) => Some((h.tag, r)),
+        _ => None,
     }
 }
