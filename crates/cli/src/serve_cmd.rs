@@ -1,7 +1,7 @@
 //! `iosets serve` and `iosets ctl`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -424,7 +424,12 @@ fn rule_json(cmd: &RuleCommand) -> Result<Option<(String, Option<u32>)>> {
 }
 
 fn token(args: &CtlArgs) -> Result<String> {
-    if let Some(f) = &args.token_file {
+    control_token(args.token_file.as_deref())
+}
+
+/// The control token of `iosets ctl` and `iosets top`: `--token-file`, else IOSETS_TOKEN.
+pub(crate) fn control_token(token_file: Option<&Path>) -> Result<String> {
+    if let Some(f) = token_file {
         return Ok(read_token_file(f)?);
     }
     match std::env::var("IOSETS_TOKEN") {

@@ -120,6 +120,7 @@ pub fn detect_trace(
         },
     };
     let mut jobs = trace.by_job_in(mode);
+    let events_kept = jobs.values().map(Vec::len).sum();
     if jobs.is_empty() {
         let c = trace.counts();
         return Err(Error::NoEventInMode {
@@ -169,7 +170,7 @@ pub fn detect_trace(
         format: trace.format,
         mode,
         mode_why,
-        events_kept: trace.events.iter().filter(|e| mode.keeps(e.dir)).count(),
+        events_kept,
         events_total: trace.events.len(),
         jobs,
     })

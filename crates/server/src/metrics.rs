@@ -640,7 +640,6 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
     // The sums of the unlisted jobs, as one more row.
     let other = (!rest.is_empty()).then(|| {
         let mut o = JobStats::idle(iosets_types::JobId(0));
-        let mut wait_sum_ns = 0u128;
         for j in &rest {
             o.ops += j.ops;
             o.bytes_read += j.bytes_read;
@@ -651,15 +650,15 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
             o.bandwidth.0 += j.bandwidth.0;
             o.bandwidth.1 += j.bandwidth.1;
             o.queue_wait.count += j.queue_wait.count;
+            o.queue_wait.sum_ns = o.queue_wait.sum_ns.saturating_add(j.queue_wait.sum_ns);
             o.wait_causes.merge(&j.wait_causes);
-            wait_sum_ns += u128::from(j.queue_wait.mean_ns) * u128::from(j.queue_wait.count);
         }
-        (o, wait_sum_ns)
+        o
     });
     let rows: Vec<(String, &JobStats)> = listed
         .iter()
         .map(|j| (j.job.0.to_string(), *j))
-        .chain(other.as_ref().map(|(o, _)| ("other".to_string(), o)))
+        .chain(other.as_ref().map(|o| ("other".to_string(), o)))
         .collect();
 
     let per_job: [JobMetric; 5] = [
@@ -757,14 +756,11 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         }
     }
     for (job, j) in &rows {
-        let sum_ns = match (&other, job.as_str()) {
-            (Some((_, sum)), "other") => *sum,
-            _ => u128::from(j.queue_wait.mean_ns) * u128::from(j.queue_wait.count),
-        };
+        // The exact sum of the waits (what the wait causes split), not mean × count.
         let _ = writeln!(
             out,
             "iosets_job_queue_wait_seconds_sum{{job_id=\"{job}\"}} {}",
-            sum_ns as f64 / 1e9
+            j.queue_wait.sum_ns as f64 / 1e9
         );
         let _ = writeln!(
             out,

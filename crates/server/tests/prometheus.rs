@@ -330,6 +330,21 @@ fn the_exposition_passes_promtool() {
         "job 7's hint 0.5 is no set's priority"
     );
     assert!(body.contains("iosets_rule_admitted_total{rule=\"writers\"}"));
+    // The wait causes add up to the summary's _sum: both are the exact sum of the waits
+    // (a _sum of mean × count was off by up to a nanosecond per request).
+    let value = |prefix: &str| -> f64 {
+        body.lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    let causes = value("iosets_job_wait_seconds_total{job_id=\"7\",");
+    let sum = value("iosets_job_queue_wait_seconds_sum{job_id=\"7\"}");
+    assert!(sum > 0.0, "job 7 waited no time at all?\n{body}");
+    assert!(
+        (causes - sum).abs() <= 1e-12 + 1e-15 * sum,
+        "wait causes {causes} s against the summary's sum {sum} s"
+    );
 
     let mut child = Command::new(promtool)
         .args(["check", "metrics"])

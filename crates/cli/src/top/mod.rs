@@ -23,7 +23,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
-use iosets_server::{read_auth_file, read_token_file};
+use iosets_server::read_auth_file;
 use model::{Action, Model, Snapshot};
 use poll::Poller;
 
@@ -69,17 +69,6 @@ pub(crate) struct TopArgs {
     batch: Option<u64>,
 }
 
-/// The control token: `--token-file`, else IOSETS_TOKEN (as `iosets ctl`).
-fn token(args: &TopArgs) -> Result<String> {
-    if let Some(f) = &args.token_file {
-        return Ok(read_token_file(f)?);
-    }
-    match std::env::var("IOSETS_TOKEN") {
-        Ok(t) if !t.trim().is_empty() => Ok(t.trim().to_string()),
-        _ => bail!("give --token-file FILE or set IOSETS_TOKEN"),
-    }
-}
-
 /// `value` if it lies in `lo..=hi`, else an error naming `flag`.
 fn checked(flag: &str, value: f64, lo: f64, hi: f64, unit: &str) -> Result<f64> {
     if value.is_finite() && (lo..=hi).contains(&value) {
@@ -99,7 +88,7 @@ pub(crate) fn run(args: &TopArgs) -> Result<()> {
     if args.batch == Some(0) {
         bail!("--batch 0: expected at least one frame");
     }
-    let token = token(args)?;
+    let token = crate::serve_cmd::control_token(args.token_file.as_deref())?;
     let auth = args.auth_file.as_deref().map(read_auth_file).transpose()?;
     let poller = Poller::new(
         args.servers.clone(),
