@@ -46,7 +46,7 @@ fn op_to_c(op: Op) -> i32 {
     match op {
         Op::Read => iosets_op::IOSETS_READ as i32,
         Op::Write => iosets_op::IOSETS_WRITE as i32,
-        Op::Other => iosets_op::IOSETS_OTHER as i32,
+        Op::Other | Op::Meta => iosets_op::IOSETS_OTHER as i32,
     }
 }
 
@@ -411,7 +411,7 @@ pub unsafe extern "C" fn iosets_submit(
                 format!("unknown operation {op}: expected IOSETS_READ (0), IOSETS_WRITE (1) or IOSETS_OTHER (2)"),
             );
         };
-        if length == 0 && op != Op::Other {
+        if length == 0 && matches!(op, Op::Read | Op::Write) {
             return fail(
                 IOSETS_ERR_BAD_REQUEST,
                 format!("a {op} of length 0 is refused (only IOSETS_OTHER may have length 0)"),

@@ -83,7 +83,7 @@ impl SortedQueue {
         let first = self.map.remove(&key).expect("key is queued");
         taken(key, &first);
         let mut batch = Batch::single(first);
-        if max_merge_bytes == 0 || first.op == Op::Other || first.len == 0 {
+        if max_merge_bytes == 0 || !matches!(first.op, Op::Read | Op::Write) || first.len == 0 {
             return batch;
         }
         let mut bytes = first.len;
@@ -116,7 +116,7 @@ impl SortedQueue {
         let Some(first) = self.map.get(&key) else {
             return 0;
         };
-        if max_merge_bytes == 0 || first.op == Op::Other || first.len == 0 {
+        if max_merge_bytes == 0 || !matches!(first.op, Op::Read | Op::Write) || first.len == 0 {
             return 1;
         }
         let (mut n, mut bytes, mut end) = (1, first.len, first.end());

@@ -67,7 +67,7 @@ impl TimeOrder {
     }
 
     fn mergeable(r: &Request) -> bool {
-        r.op != Op::Other && r.len > 0
+        matches!(r.op, Op::Read | Op::Write) && r.len > 0
     }
 
     fn unindex(&mut self, seq: u64, r: &Request) {

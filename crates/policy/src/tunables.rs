@@ -146,6 +146,24 @@ impl Tunables {
         }
     }
 
+    /// `auto` (as `None`) or an unsigned integer in `[min, max]`.
+    pub fn u64_in_or_auto(
+        &mut self,
+        key: &str,
+        min: u64,
+        max: u64,
+    ) -> Result<Option<u64>, PolicyError> {
+        let v = self.raw(key);
+        if v.eq_ignore_ascii_case("auto") {
+            return Ok(None);
+        }
+        let expected = format!("auto or an integer from {min} to {max}");
+        match v.parse::<u64>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(self.bad(key, &v, expected)),
+        }
+    }
+
     /// A finite number strictly greater than zero.
     pub fn positive_f64(&mut self, key: &str) -> Result<f64, PolicyError> {
         let v = self.raw(key);

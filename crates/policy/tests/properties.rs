@@ -30,6 +30,11 @@ fn configurations() -> Vec<(String, Vec<(String, String)>)> {
             &["period.1=5", "period.2=50", "period.3=40", "base=2"],
         ),
         ("iosets", &["hold_idle_ms=5"]),
+        ("iosets", &["metadata=sets", "max_exclusive_ms=0"]),
+        (
+            "iosets",
+            &["unknown_hold_ms=1", "hold_idle_ms=2", "meta_weight=0.001"],
+        ),
         (
             "iosets",
             &["hold_idle_ms=5", "max_exclusive_ms=20", "order=jobid"],
@@ -67,7 +72,7 @@ enum Step {
 
 fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
-        4 => (1u64..6, 0u64..3, 0u64..12, 1u64..4, 0u8..3, 0u64..3, 0u8..4).prop_map(
+        4 => (1u64..6, 0u64..3, 0u64..12, 1u64..4, 0u8..4, 0u64..3, 0u8..4).prop_map(
             |(job, file, block, blocks, op, class, prio)| Step::Enqueue { job, file, block, blocks, op, class, prio }
         ),
         4 => Just(Step::Dispatch),
@@ -153,7 +158,7 @@ impl Harness {
                 class,
                 prio,
             } => {
-                let op = [Op::Read, Op::Write, Op::Other][op as usize];
+                let op = [Op::Read, Op::Write, Op::Other, Op::Meta][op as usize];
                 let mut r = Request::builder(JobId(job), op)
                     .id(RequestId(self.next_id))
                     .file(FileId(file))

@@ -681,13 +681,13 @@ impl JobBook {
             match req.op {
                 Op::Read => rec.bytes_read += moved,
                 Op::Write => rec.bytes_written += moved,
-                Op::Other => {}
+                Op::Other | Op::Meta => {}
             }
             rec.meter.add(now, moved);
             if self.config.auto_priority && moved > 0 {
                 let direction = match req.op {
                     Op::Read => Direction::Read,
-                    Op::Write | Op::Other => Direction::Write,
+                    Op::Write | Op::Other | Op::Meta => Direction::Write,
                 };
                 let event = Event::new(req.arrival, now, moved);
                 // The current completion goes to the detector unless it is the job's first.

@@ -66,7 +66,7 @@ impl OpClass {
         match op {
             Op::Read => OpClass::DataRead,
             Op::Write => OpClass::DataWrite,
-            Op::Other => OpClass::Meta,
+            Op::Other | Op::Meta => OpClass::Meta,
         }
     }
 

@@ -762,12 +762,12 @@ fn handle(
             Op::Write,
         ),
         ScheduledOp::Fsync { path } => (fnv1a64(path.as_bytes()), 0, 0, Op::Other),
-        // Never merged (Op::Other); costs the policy `meta_cost_bytes`, like a small request.
+        // Never merged (Op::Meta); costs the policy `meta_cost_bytes`, like a small request.
         ScheduledOp::Meta(m) => (
             fnv1a64(m.target().as_bytes()),
             0,
             shared.config.meta_cost_bytes,
-            Op::Other,
+            Op::Meta,
         ),
     };
     // The hint travels with the request: the policy applies it, the runtime's job book records it.

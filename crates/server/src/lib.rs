@@ -10,7 +10,7 @@
 //! - sends every **file-system request** — data (read, write, fsync) and metadata (lookup,
 //!   create, open, setattr, truncate, unlink, mkdir, rmdir, readdir, rename, …) — through one
 //!   runtime [`Scheduler`] with the configured policy, so the order in which the worker threads
-//!   serve them is the policy's; a metadata request is `Op::Other` and weighs
+//!   serve them is the policy's; a metadata request is `Op::Meta` and weighs
 //!   `meta_cost_bytes` in the policy's byte accounting (it moves no data); the workers are OS
 //!   threads doing the blocking system calls on files under the root ([`root`]), with an
 //!   optional emulated slow metadata back end (`meta_latency_ms`, stripe fan-out);

@@ -2,7 +2,7 @@
 //!
 //! # What it is
 //! Every file-system metadata request (lookup, create, unlink, readdir, …) is a [`MetaOp`]: the
-//! connection checks its paths, submits it to the runtime scheduler as an [`Op::Other`] request,
+//! connection checks its paths, submits it to the runtime scheduler as an [`Op::Meta`] request,
 //! and a worker serves it in the policy's order, as it serves reads and writes (DESIGN: "metadata
 //! operations are scheduled requests like data, never a side path"). A create storm is then
 //! queued, ordered and shared like any other load, instead of running beside the scheduler.

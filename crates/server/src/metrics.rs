@@ -126,7 +126,7 @@ struct ClassSeries {
     service: Buckets,
 }
 
-/// Queue wait and service time of the classes the runtime counts together as `Op::Other`
+/// Queue wait and service time of the classes the runtime counts together as other
 /// (fsync and metadata), per policy, recorded by the workers: the runtime's own histograms
 /// cannot tell them apart, and metadata latency is what a create storm degrades.
 #[derive(Debug, Default)]
@@ -421,7 +421,7 @@ pub(crate) fn render(shared: &Shared) -> String {
         let class = match l.op {
             Op::Read => OpClass::DataRead,
             Op::Write => OpClass::DataWrite,
-            Op::Other => continue,
+            Op::Other | Op::Meta => continue,
         };
         series.push((l.policy, class.as_str(), &l.wait, &l.service));
     }

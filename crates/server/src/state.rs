@@ -95,7 +95,7 @@ pub(crate) enum ScheduledOp {
     /// `fsync`.
     Fsync { path: String },
     /// A metadata operation (lookup, create, unlink, readdir, …): scheduled like data, as
-    /// `Op::Other` costing `meta_cost_bytes`, completed with no bytes moved.
+    /// `Op::Meta` costing `meta_cost_bytes`, completed with no bytes moved.
     Meta(MetaOp),
 }
 

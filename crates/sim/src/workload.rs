@@ -221,8 +221,8 @@ impl WorkloadSpec {
 /// A request trace's rows as a workload, in row order: request `i` has id `i` and row `i`'s job,
 /// offset, length and arrival, no class and no priority hint; its file is
 /// [`RequestRecord::file_id`] (the server's file id of the row's path) and its operation
-/// [`TraceOp::op`](iosets_period::trace::TraceOp::op) (an fsync is [`Op::Other`], as the server
-/// submits it). Dispatch and completion times, errno and tag are what the traced run did; the
+/// [`TraceOp::op`](iosets_period::trace::TraceOp::op) (an fsync is [`Op::Other`], metadata
+/// [`Op::Meta`], as the server submits them). Dispatch and completion times, errno and tag are what the traced run did; the
 /// replay makes its own.
 pub fn from_records(records: &[RequestRecord]) -> Vec<Request> {
     records

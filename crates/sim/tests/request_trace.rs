@@ -67,7 +67,8 @@ fn each_row_becomes_one_request_with_its_fields() {
         let op = match rec.op {
             TraceOp::Read => Op::Read,
             TraceOp::Write => Op::Write,
-            TraceOp::Fsync | TraceOp::Other => Op::Other,
+            TraceOp::Fsync => Op::Other,
+            TraceOp::Other => Op::Meta,
         };
         assert_eq!(req.op, op);
         assert_eq!((req.class, req.priority), (None, None));

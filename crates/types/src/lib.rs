@@ -156,8 +156,13 @@ pub enum Op {
     Read,
     /// Write `len` bytes at `offset`.
     Write,
-    /// Anything else (metadata, fsync): never merged, counts its `len` (often 0) as bytes.
+    /// A data operation that moves no bytes itself, part of a job's I/O phase (an `fsync`):
+    /// never merged, counts its `len` (often 0) as bytes.
     Other,
+    /// A metadata operation (lookup, stat, readdir, create, unlink, …): never merged, counts its
+    /// `len` (its cost in bytes, chosen by the server) as bytes. A policy may order metadata apart
+    /// from data: `iosets` never holds it behind another job's I/O phase.
+    Meta,
 }
 
 impl Op {
@@ -167,6 +172,7 @@ impl Op {
             Op::Read => "read",
             Op::Write => "write",
             Op::Other => "other",
+            Op::Meta => "meta",
         }
     }
 }
@@ -183,9 +189,10 @@ impl std::str::FromStr for Op {
         match s.trim().to_ascii_lowercase().as_str() {
             "read" | "r" => Ok(Op::Read),
             "write" | "w" => Ok(Op::Write),
-            "other" | "o" | "meta" => Ok(Op::Other),
+            "other" | "o" | "fsync" => Ok(Op::Other),
+            "meta" | "m" | "metadata" => Ok(Op::Meta),
             other => Err(format!(
-                "unknown operation {other:?}: expected read, write or other"
+                "unknown operation {other:?}: expected read, write, other or meta"
             )),
         }
     }

@@ -71,12 +71,14 @@ impl TraceOp {
         }
     }
 
-    /// The scheduler's operation: an fsync is [`Op::Other`], as the server submits it.
+    /// The scheduler's operation: an fsync is [`Op::Other`] and any other operation (metadata)
+    /// [`Op::Meta`], as the server submits them.
     pub fn op(self) -> Op {
         match self {
             TraceOp::Read => Op::Read,
             TraceOp::Write => Op::Write,
-            TraceOp::Fsync | TraceOp::Other => Op::Other,
+            TraceOp::Fsync => Op::Other,
+            TraceOp::Other => Op::Meta,
         }
     }
 }

@@ -77,7 +77,7 @@ impl IoSets {
             {
                 let mut until = now + hold;
                 if let (Some(bound), Some(since), false) = (
-                    self.max_exclusive,
+                    self.bound_of(set),
                     set.contended_since,
                     set.waiting.is_empty(),
                 ) {
@@ -86,7 +86,7 @@ impl IoSets {
                 }
                 until
             }
-            _ => return self.retire(j),
+            _ => return self.retire(j, now),
         };
         let seq = self.next_seq();
         self.sets[s].linger = Some(seq);
@@ -105,7 +105,12 @@ impl IoSets {
                 let h = self.sets[end.set]
                     .holder
                     .expect("a lingering set has a holder");
-                self.retire(h);
+                if self.jobs[h].open {
+                    // Its open phase held the set to the end of the hold and no phase end came:
+                    // its open phases hold nothing until its client sends one again.
+                    self.enders.remove(&self.jobs[h].id);
+                }
+                self.retire(h, now);
             }
         }
     }

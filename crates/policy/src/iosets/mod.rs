@@ -83,6 +83,9 @@
 //! linger). With `hold_idle_ms=0` the anticipation costs one branch per call.
 
 mod linger;
+mod meta;
+#[cfg(test)]
+mod safe_tests;
 #[cfg(test)]
 mod tests;
 
@@ -94,11 +97,12 @@ use crate::set10::{SetMapping, DEFAULT_PRIORITY};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{
-    Batch, Dispatch, JobId, Nanos, Outcome, Policy, PolicyError, Priority, QueueId, QueueWeight,
-    Request, RequestId,
+    Batch, Dispatch, JobId, Nanos, Op, Outcome, Policy, PolicyError, Priority, QueueId,
+    QueueWeight, Request, RequestId,
 };
 use iosets_types::hash::IdMap;
 use linger::Lingering;
+use meta::MetaClass;
 
 /// Registry name.
 pub const NAME: &str = "iosets";
@@ -136,9 +140,32 @@ pub const TUNABLES: &[TunableSpec] = &[
                (aperiodic) leaves the new set for a set of its own (0 = never)",
     },
     TunableSpec {
+        name: "unknown_hold_ms",
+        default: "2000",
+        help: "unknown=shared: a job holding the new set while another newcomer waits longer than \
+               this, or than twice its longest earlier turn in the set if that is longer, is no \
+               periodic newcomer (a stream, a copy): it leaves the new set for a fair-share set of \
+               its own, in ms (0 = never)",
+    },
+    TunableSpec {
         name: "max_exclusive_ms",
-        default: "0",
-        help: "longest a job holds its set while another job of the set waits, in ms (0 = unbounded)",
+        default: "auto",
+        help: "longest a job holds its set while another job of the set waits, in ms (0 = \
+               unbounded); auto: 1 s / the set's priority (the order of its jobs' I/O period under \
+               Set-10), from 1 s to 60 s",
+    },
+    TunableSpec {
+        name: "metadata",
+        default: "apart",
+        help: "where metadata requests go: apart (a class of their own beside the sets, fair \
+               among jobs: never held by another job's I/O phase) or sets (in the job's set, like \
+               data, as before 2026-11)",
+    },
+    TunableSpec {
+        name: "meta_weight",
+        default: "1",
+        help: "metadata=apart: the weight of the metadata class in the fair queuing across sets \
+               (set priorities are the other weights), > 0",
     },
     TunableSpec {
         name: "hold_idle_ms",
@@ -188,6 +215,55 @@ pub enum Unknown {
     Own,
 }
 
+/// How long a holder may keep its set while another job of the set waits (`max_exclusive_ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExclusiveBound {
+    /// Unbounded (the paper's rule).
+    Off,
+    /// The same bound for every set.
+    Fixed(Nanos),
+    /// By the set's priority: 1 s / priority, from [`AUTO_BOUND_MIN`] to [`AUTO_BOUND_MAX`]. Under
+    /// Set-10 a set of priority `10^-i` holds jobs whose I/O period is about `10^i` s, so a phase
+    /// longer than the period's order is no phase of that set (a stream, a stuck job).
+    Auto,
+}
+
+/// The shortest bound of [`ExclusiveBound::Auto`].
+pub const AUTO_BOUND_MIN: Nanos = Nanos(1_000_000_000);
+/// The longest bound of [`ExclusiveBound::Auto`]: a minute, so that nobody waits minutes.
+pub const AUTO_BOUND_MAX: Nanos = Nanos(60_000_000_000);
+
+impl ExclusiveBound {
+    /// The bound of a set of priority `p`, or `None` if unbounded.
+    pub fn of(self, p: Priority) -> Option<Nanos> {
+        match self {
+            ExclusiveBound::Off => None,
+            ExclusiveBound::Fixed(b) => Some(b),
+            ExclusiveBound::Auto => {
+                let ns = (1e9 / p.get()).clamp(AUTO_BOUND_MIN.0 as f64, AUTO_BOUND_MAX.0 as f64);
+                Some(Nanos(ns as u64))
+            }
+        }
+    }
+}
+
+/// What the policy remembers of a job without priority (`unknown=shared`), across its phases.
+#[derive(Clone, Copy, Debug, Default)]
+struct Newcomer {
+    /// Distinct phase stamps seen.
+    phases: u32,
+    /// The last stamp.
+    last: Nanos,
+    /// Its longest turn holding the new set, of the phases before [`Newcomer::turn_at`].
+    longest: Nanos,
+    /// The burst of its latest turn in the new set, and how long that turn has lasted so far (a
+    /// turn goes on while the job takes the set back in the same phase).
+    turn_at: Nanos,
+    turn_len: Nanos,
+    /// It held the new set past the bound while others waited: it is no periodic newcomer.
+    outstayed: bool,
+}
+
 /// How many jobs' counts of phases without priority are kept before they are all dropped (the
 /// aperiodic guard then starts counting again).
 const MAX_UNKNOWN_TRACKED: usize = 65_536;
@@ -202,6 +278,9 @@ enum SetKey {
     /// The shared set of jobs without priority (`unknown=shared`).
     New,
     Solo(JobId),
+    /// Not a set: the metadata class (`metadata=apart`), a flow of the fair queuing beside the
+    /// sets ([`meta`]).
+    Meta,
 }
 
 /// A slot in the job or set slab.
@@ -339,6 +418,10 @@ struct Set {
     contended_since: Option<Nanos>,
     /// The last job that held the set (for `order=jobid`).
     last_holder: Option<JobId>,
+    /// `order=phase`: the last holder's turn, so that a job taking the set back with the same
+    /// phase goes on with the same turn (its tenure counts from the turn's start): a stream whose
+    /// queue empties between two requests is one turn, not many.
+    turn: Option<Turn>,
     waiting: Waiters,
     /// The holder lingers (`hold_idle_ms`): the sequence number of its entry in
     /// [`IoSets::lingering`]; any other entry for this set is stale.
@@ -346,6 +429,16 @@ struct Set {
     /// The set is backlogged in [`IoSets::sched`] (a copy of `sched.is_backlogged(key)`, kept
     /// because the policy is the only one that changes it, and asking the scheduler is a lookup).
     backlogged: bool,
+}
+
+/// A holder's turn, kept when it lets the set go (see [`Set::turn`]).
+#[derive(Clone, Copy, Debug)]
+struct Turn {
+    job: JobId,
+    /// The burst's time.
+    at: Nanos,
+    held_since: Nanos,
+    contended_since: Option<Nanos>,
 }
 
 /// The IO-SETS policy.
@@ -360,9 +453,24 @@ pub struct IoSets {
     /// `unknown=shared`: phases after which a job still without priority gets a set of its own
     /// (0: never).
     unknown_phases: u32,
-    /// Jobs without priority: how many distinct phase stamps each has shown, and the last one.
-    unknown_seen: IdMap<JobId, (u32, Nanos)>,
-    max_exclusive: Option<Nanos>,
+    /// Jobs without priority: their phases and turns in the new set.
+    unknown_seen: IdMap<JobId, Newcomer>,
+    /// `unknown=shared`: the shortest a newcomer may hold the new set while others wait before it
+    /// is moved to a set of its own (`None`: never).
+    unknown_hold: Option<Nanos>,
+    /// Jobs whose client has sent a phase's end ([`Policy::phase_end`]): only their open phases
+    /// hold a set (`open_hold_ms`). A client that never sends one costs others nothing; an open
+    /// hold that runs out without the end takes the job off this list until its next end.
+    enders: IdMap<JobId, ()>,
+    bound: ExclusiveBound,
+    /// `order=phase`: jobs that yielded their set past the bound, with the stamp of the phase
+    /// they yielded in and when: the rest of that phase queues as of then, behind the jobs that
+    /// waited (a stream's stamp would otherwise put it first again at once).
+    renewed: IdMap<JobId, (Nanos, Nanos)>,
+    /// `metadata=apart`: metadata requests go to [`IoSets::meta`], not to the sets.
+    meta_apart: bool,
+    meta_weight: f64,
+    meta: MetaClass,
     default_priority: Priority,
     jobs: Slab<Job>,
     job_slots: IdMap<JobId, Slot>,
@@ -390,7 +498,10 @@ pub struct IoSets {
 }
 
 impl IoSets {
-    /// An `iosets` policy. `max_exclusive = None` leaves holding unbounded.
+    /// An `iosets` policy as the paper states it: `max_exclusive = None` leaves holding
+    /// unbounded; a job without priority gets a set of its own; metadata is scheduled in the
+    /// job's set like data ([`IoSets::with_metadata_apart`] changes that). The registry's
+    /// defaults (`iosets` by name) are safer: see [`TUNABLES`].
     pub fn new(order: Order, max_exclusive: Option<Nanos>, default_priority: Priority) -> IoSets {
         IoSets {
             order,
@@ -399,7 +510,13 @@ impl IoSets {
             open_hold: None,
             unknown_phases: 0,
             unknown_seen: IdMap::default(),
-            max_exclusive,
+            unknown_hold: None,
+            enders: IdMap::default(),
+            bound: max_exclusive.map_or(ExclusiveBound::Off, ExclusiveBound::Fixed),
+            renewed: IdMap::default(),
+            meta_apart: false,
+            meta_weight: 1.0,
+            meta: MetaClass::default(),
             default_priority,
             jobs: Slab::new(),
             job_slots: IdMap::default(),
@@ -423,6 +540,38 @@ impl IoSets {
     pub fn with_unknown(mut self, unknown: Unknown, aperiodic_after: u32) -> IoSets {
         self.unknown = unknown;
         self.unknown_phases = aperiodic_after;
+        self
+    }
+
+    /// How long a holder may keep its set while another job of the set waits.
+    pub fn with_exclusive_bound(mut self, bound: ExclusiveBound) -> IoSets {
+        self.bound = bound;
+        self
+    }
+
+    /// `unknown=shared`: a newcomer holding the new set while others wait for longer than `hold`
+    /// (or twice its longest earlier turn there, if longer) moves to a set of its own (`None` or
+    /// zero: never).
+    pub fn with_unknown_hold(mut self, hold: Option<Nanos>) -> IoSets {
+        self.unknown_hold = hold.filter(|h| *h > Nanos::ZERO);
+        self
+    }
+
+    /// Metadata requests ([`Op::Meta`]) in a class of their own beside the sets, with `weight` in
+    /// the fair queuing across sets (see [`meta`]); `None`: in the job's set, like data.
+    ///
+    /// # Panics
+    /// If `weight` is not a finite number > 0.
+    pub fn with_metadata_apart(mut self, weight: Option<f64>) -> IoSets {
+        debug_assert_eq!(self.meta.len(), 0, "set before use");
+        match weight {
+            Some(w) => {
+                assert!(w.is_finite() && w > 0.0, "meta weight must be > 0, got {w}");
+                self.meta_apart = true;
+                self.meta_weight = w;
+            }
+            None => self.meta_apart = false,
+        }
         self
     }
 
@@ -458,8 +607,14 @@ impl IoSets {
         let unknown_phases = t.u64_in("unknown_phases", 0, 1_000_000)? as u32;
         let age_ms = t.u64_in("max_phase_age_ms", 1, 86_400_000)?;
         let open_ms = t.u64_in("open_hold_ms", 0, 60_000)?;
-        let ms = t.u64_in("max_exclusive_ms", 0, 86_400_000)?;
-        let max_exclusive = (ms > 0).then(|| Nanos::from_millis(ms));
+        let unknown_hold_ms = t.u64_in("unknown_hold_ms", 0, 86_400_000)?;
+        let bound = match t.u64_in_or_auto("max_exclusive_ms", 0, 86_400_000)? {
+            None => ExclusiveBound::Auto,
+            Some(0) => ExclusiveBound::Off,
+            Some(ms) => ExclusiveBound::Fixed(Nanos::from_millis(ms)),
+        };
+        let meta_apart = t.choice("metadata", &["apart", "sets"])? == "apart";
+        let meta_weight = t.positive_f64("meta_weight")?;
         let hold_ms = t.u64_in("hold_idle_ms", 0, 60_000)?;
         let p = t.positive_f64("default_priority")?;
         let default_priority =
@@ -471,7 +626,10 @@ impl IoSets {
             value: base.to_string(),
             expected: "a finite number > 1".into(),
         })?;
-        let mut policy = IoSets::new(order, max_exclusive, default_priority)
+        let mut policy = IoSets::new(order, None, default_priority)
+            .with_exclusive_bound(bound)
+            .with_unknown_hold(Some(Nanos::from_millis(unknown_hold_ms)))
+            .with_metadata_apart(meta_apart.then_some(meta_weight))
             .with_hold_idle(Some(Nanos::from_millis(hold_ms)))
             .with_unknown(unknown, unknown_phases)
             .with_max_phase_age(Nanos::from_millis(age_ms))
@@ -506,13 +664,52 @@ impl IoSets {
         }
     }
 
-    /// True if job `job`, without priority, has shown more phases than `unknown_phases` allows.
+    /// True if job `job`, without priority, has shown more phases than `unknown_phases` allows,
+    /// or outstayed the new set's bound.
     fn aperiodic(&self, job: JobId) -> bool {
-        self.unknown_phases > 0
-            && self
-                .unknown_seen
-                .get(&job)
-                .is_some_and(|&(n, _)| n > self.unknown_phases)
+        self.unknown_seen.get(&job).is_some_and(|n| {
+            n.outstayed || (self.unknown_phases > 0 && n.phases > self.unknown_phases)
+        })
+    }
+
+    /// The record of newcomer `job`, made if need be (all are dropped when too many are kept).
+    fn newcomer(&mut self, job: JobId) -> &mut Newcomer {
+        if self.unknown_seen.len() >= MAX_UNKNOWN_TRACKED && !self.unknown_seen.contains_key(&job) {
+            self.unknown_seen.clear();
+        }
+        self.unknown_seen.entry(job).or_default()
+    }
+
+    /// True if job `h`, holder of the new set `set`, has held it while another newcomer waits
+    /// for longer than the bound: `unknown_hold_ms`, or twice its longest earlier turn.
+    fn outstayed(&self, set: &Set, h: Slot, now: Nanos) -> bool {
+        let (Some(floor), Some(since)) = (self.unknown_hold, set.contended_since) else {
+            return false;
+        };
+        if set.waiting.is_empty() {
+            return false;
+        }
+        let at = self.jobs[h].burst.at;
+        let longest = self
+            .unknown_seen
+            .get(&self.jobs[h].id)
+            .map_or(Nanos::ZERO, |n| {
+                if n.turn_at == at {
+                    n.longest
+                } else {
+                    n.longest.max(n.turn_len)
+                }
+            });
+        let bound = floor.max(Nanos(longest.0.saturating_mul(2)));
+        now.saturating_sub(since.max(set.held_since)) >= bound
+    }
+
+    /// Job `h` outstayed the new set: it is no periodic newcomer and moves, with its queue, to a
+    /// fair-share set of its own; the new set passes on.
+    fn evict_newcomer(&mut self, h: Slot, now: Nanos) {
+        let id = self.jobs[h].id;
+        self.newcomer(id).outstayed = true;
+        self.place(h, now);
     }
 
     /// Counts a burst of job `job`, without priority, that carries phase stamp `phase`: a new
@@ -521,12 +718,10 @@ impl IoSets {
         if self.unknown_phases == 0 || self.unknown != Unknown::Shared {
             return;
         }
-        if self.unknown_seen.len() >= MAX_UNKNOWN_TRACKED && !self.unknown_seen.contains_key(&job) {
-            self.unknown_seen.clear();
-        }
-        let e = self.unknown_seen.entry(job).or_insert((0, Nanos::ZERO));
-        if e.0 == 0 || e.1 != phase {
-            *e = (e.0.saturating_add(1), phase);
+        let e = self.newcomer(job);
+        if e.phases == 0 || e.last != phase {
+            e.phases = e.phases.saturating_add(1);
+            e.last = phase;
         }
     }
 
@@ -536,7 +731,7 @@ impl IoSets {
     fn burst_of(&mut self, job: JobId, phase: Option<Nanos>, now: Nanos) -> Burst {
         match self.order {
             Order::Phase => Burst {
-                at: self.phase_at(phase, now),
+                at: self.stamp_at(job, phase, now),
                 seq: job.0,
             },
             _ => Burst {
@@ -556,9 +751,11 @@ impl IoSets {
     }
 
     /// How long job `j`, holder without work, keeps its set: the open-phase hold while its
-    /// phase is open (if longer than anticipation), else `hold_idle_ms`.
+    /// phase is open and its client is one that sends phase ends (if longer than
+    /// anticipation), else `hold_idle_ms`.
     fn hold_for(&self, j: Slot) -> Option<Nanos> {
-        match (self.jobs[j].open, self.open_hold, self.hold_idle) {
+        let open = self.jobs[j].open && self.enders.contains_key(&self.jobs[j].id);
+        match (open, self.open_hold, self.hold_idle) {
             (true, Some(open), Some(idle)) => Some(open.max(idle)),
             (true, Some(open), None) => Some(open),
             (_, _, idle) => idle,
@@ -570,10 +767,33 @@ impl IoSets {
         phase.map_or(now, |p| p.max(now.saturating_sub(self.max_phase_age)))
     }
 
-    /// A burst for job `j` queueing again after yielding its set at `now`.
+    /// `order=phase`: where a request of `job` stamped `phase`, seen at `now`, queues: its
+    /// phase's start ([`IoSets::phase_at`]), or, if the job yielded its set past the bound in that
+    /// phase, the time it yielded.
+    fn stamp_at(&self, job: JobId, phase: Option<Nanos>, now: Nanos) -> Nanos {
+        let at = self.phase_at(phase, now);
+        match (phase, self.renewed.get(&job)) {
+            (Some(p), Some(&(stamp, since))) if p == stamp => at.max(since),
+            _ => at,
+        }
+    }
+
+    /// A burst for job `j` queueing again after yielding its set at `now` (its tenure ran out):
+    /// under `order=phase` the rest of its phase queues as of `now`.
     fn renewed_burst(&mut self, j: Slot, now: Nanos) -> Burst {
         let seq = match self.order {
-            Order::Phase => self.jobs[j].id.0,
+            Order::Phase => {
+                let job = &self.jobs[j];
+                if let Some(stamp) = job.phase_seen {
+                    if self.renewed.len() >= MAX_UNKNOWN_TRACKED
+                        && !self.renewed.contains_key(&job.id)
+                    {
+                        self.renewed.clear();
+                    }
+                    self.renewed.insert(job.id, (stamp, now));
+                }
+                job.id.0
+            }
             _ => self.next_seq(),
         };
         Burst { at: now, seq }
@@ -601,7 +821,7 @@ impl IoSets {
             set.keep_burst = true;
         } else if holder.queue.is_empty() {
             // A lingering holder: its linger ends and it retires.
-            self.retire(h);
+            self.retire(h, now);
             return;
         } else {
             let id = holder.id;
@@ -695,6 +915,7 @@ impl IoSets {
         match key {
             SetKey::Priority(_) | SetKey::New => self.set_slots[&key],
             SetKey::Solo(job) => self.jobs[self.job_slots[&job]].set,
+            SetKey::Meta => unreachable!("the metadata class is served before sets are looked up"),
         }
     }
 
@@ -704,6 +925,7 @@ impl IoSets {
             SetKey::Priority(_) | SetKey::New => self.set_slots.get(&key).copied(),
             // A job's own set exists only while the job is in it, and it is joining now.
             SetKey::Solo(_) => None,
+            SetKey::Meta => unreachable!("no job joins the metadata class"),
         };
         let s = match existing {
             Some(s) => s,
@@ -718,6 +940,7 @@ impl IoSets {
                     held_since: now,
                     contended_since: None,
                     last_holder: None,
+                    turn: None,
                     waiting: self
                         .spare_waiters
                         .pop()
@@ -751,12 +974,33 @@ impl IoSets {
         s
     }
 
-    /// Takes job `j` out of its set (releasing the set if it held it); returns the set's slot.
-    fn leave_set(&mut self, j: Slot) -> Slot {
+    /// Takes job `j` out of its set at `now` (releasing the set if it held it); returns the set's
+    /// slot.
+    fn leave_set(&mut self, j: Slot, now: Nanos) -> Slot {
         self.stop_waiting(j);
+        let (id, s, at) = (self.jobs[j].id, self.jobs[j].set, self.jobs[j].burst.at);
+        if self.sets[s].key == SetKey::New && self.sets[s].holder == Some(j) {
+            // Its turn in the new set: the bound of its later phases' turns is derived from it.
+            let turn = now.saturating_sub(self.sets[s].held_since);
+            let n = self.newcomer(id);
+            if n.turn_at != at {
+                n.longest = n.longest.max(n.turn_len);
+                n.turn_at = at;
+            }
+            n.turn_len = turn;
+        }
+        let order = self.order;
         let job = &self.jobs[j];
         let set = &mut self.sets[job.set];
         set.members -= 1;
+        if set.holder == Some(j) && order == Order::Phase {
+            set.turn = Some(Turn {
+                job: job.id,
+                at: job.burst.at,
+                held_since: set.held_since,
+                contended_since: set.contended_since,
+            });
+        }
         if set.holder == Some(j) {
             set.holder = None;
             set.yielding = false;
@@ -776,10 +1020,10 @@ impl IoSets {
         }
         if job.queue.is_empty() && job.in_service == 0 {
             // A lingering holder has no work to move: its linger ends and it retires.
-            self.retire(j);
+            self.retire(j, now);
             return;
         }
-        let old = self.leave_set(j);
+        let old = self.leave_set(j, now);
         let new = self.join(j, key, priority, now);
         self.refresh(old);
         self.refresh(new);
@@ -789,18 +1033,27 @@ impl IoSets {
     fn hand_over(&mut self, s: Slot, now: Nanos) -> Option<Slot> {
         let next = self.next_waiter(&self.sets[s])?;
         self.stop_waiting(next);
+        let (id, at) = (self.jobs[next].id, self.jobs[next].burst.at);
         let set = &mut self.sets[s];
+        // The same job back with the same burst goes on with its turn.
+        let turn = set.turn.take().filter(|t| t.job == id && t.at == at);
         set.holder = Some(next);
         set.yielding = false;
         set.keep_burst = false;
-        set.held_since = now;
-        set.contended_since = (!set.waiting.is_empty()).then_some(now);
+        set.held_since = turn.map_or(now, |t| t.held_since);
+        set.contended_since =
+            (!set.waiting.is_empty()).then(|| turn.and_then(|t| t.contended_since).unwrap_or(now));
         Some(next)
+    }
+
+    /// The longest the holder of `set` may hold it while another job waits (`None`: unbounded).
+    fn bound_of(&self, set: &Set) -> Option<Nanos> {
+        self.bound.of(set.priority)
     }
 
     /// True if the holder of `set` has held it past the bound while another job waits.
     fn expired(&self, set: &Set, now: Nanos) -> bool {
-        match (self.max_exclusive, set.contended_since) {
+        match (self.bound_of(set), set.contended_since) {
             (Some(bound), Some(since)) if !set.waiting.is_empty() => {
                 now.saturating_sub(since.max(set.held_since)) >= bound
             }
@@ -826,9 +1079,10 @@ impl IoSets {
         }
     }
 
-    /// Forgets job `j`, which has nothing queued and nothing in service, and refreshes its set.
-    fn retire(&mut self, j: Slot) {
-        let s = self.leave_set(j);
+    /// Forgets job `j`, which has nothing queued and nothing in service, at `now`, and refreshes
+    /// its set.
+    fn retire(&mut self, j: Slot, now: Nanos) {
+        let s = self.leave_set(j, now);
         let job = self.jobs.remove(j);
         debug_assert!(job.queue.is_empty() && job.in_service == 0);
         self.job_slots.remove(&job.id);
@@ -846,14 +1100,20 @@ impl Policy for IoSets {
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
         self.len += 1;
+        if self.meta_apart && req.op == Op::Meta {
+            if self.meta.push(req) {
+                self.sched.arrive(SetKey::Meta, self.meta_weight, req.len);
+            }
+            return;
+        }
         if self.order == Order::Phase && req.phase.is_some() {
             if let Some(&j) = self.job_slots.get(&req.job) {
-                let at = self.phase_at(req.phase, now);
+                let at = self.stamp_at(req.job, req.phase, now);
                 let job = &self.jobs[j];
                 if job.queue.is_empty() && job.in_service == 0 && at != job.burst.at {
                     // A lingering holder's request of a new phase: the linger ends, and the new
                     // phase queues like any other.
-                    self.retire(j);
+                    self.retire(j, now);
                 } else if job.waiting && at < job.burst.at {
                     // The job's phase began earlier elsewhere (another node of the job stamped
                     // it first): it takes the earlier place.
@@ -925,20 +1185,34 @@ impl Policy for IoSets {
             self.expire_lingers(now);
         }
         while let Some(key) = self.sched.select() {
+            if key == SetKey::Meta {
+                let req = self.meta.pop().expect("the metadata class is backlogged");
+                let next = self.meta.head_len();
+                self.sched.served(key, req.len, next);
+                self.len -= 1;
+                return Dispatch::Ready(Batch::single(req));
+            }
             let s = self.set_slot(key);
-            let set = &self.sets[s];
-            let holder = match set.holder {
-                Some(_) if self.expired(set, now) => {
+            let mut holder = match self.sets[s].holder {
+                Some(h) => Some(h),
+                None => self.hand_over(s, now),
+            };
+            // The bounds on a turn (a holder handed the set back goes on with its turn).
+            if let Some(h) = holder {
+                let set = &self.sets[s];
+                if key == SetKey::New && self.outstayed(set, h, now) {
+                    self.evict_newcomer(h, now);
+                    continue;
+                }
+                if self.expired(set, now) {
                     self.yield_holder(s, now);
                     if self.sets[s].yielding {
                         self.unschedule(s);
                         continue;
                     }
-                    self.hand_over(s, now)
+                    holder = self.hand_over(s, now);
                 }
-                Some(h) => Some(h),
-                None => self.hand_over(s, now),
-            };
+            }
             let Some(h) = holder else {
                 self.unschedule(s);
                 continue;
@@ -1013,6 +1287,8 @@ impl Policy for IoSets {
             SetKey::Priority(bits) => QueueId::Set(bits),
             SetKey::New => QueueId::Set(self.default_priority.key()),
             SetKey::Solo(job) => QueueId::Job(job),
+            // Never a placement: a job's metadata (`metadata=apart`) is reported under its set.
+            SetKey::Meta => QueueId::Job(req.job),
         };
         Some(QueueWeight {
             queue,
@@ -1028,6 +1304,10 @@ impl Policy for IoSets {
         let mut sets: Vec<(SetKey, Slot)> = self.sets.iter().map(|(s, set)| (set.key, s)).collect();
         sets.sort_unstable();
         let mut out = Vec::with_capacity(self.len);
+        if self.meta.len() > 0 {
+            self.sched.leave(SetKey::Meta);
+            out.extend(self.meta.drain());
+        }
         for (_, s) in sets {
             let set = &self.sets[s];
             let order: Vec<Slot> = set.holder.into_iter().chain(set.waiting.slots()).collect();
@@ -1035,7 +1315,9 @@ impl Policy for IoSets {
                 self.stop_waiting(j);
                 out.extend(self.jobs[j].queue.drain(..));
                 if self.jobs[j].in_service == 0 {
-                    self.retire(j);
+                    // Drained, not finished: its turn is not one to learn a bound from.
+                    let held_since = self.sets[s].held_since;
+                    self.retire(j, held_since);
                 }
             }
             if self.sets.contains(s) {
@@ -1049,10 +1331,15 @@ impl Policy for IoSets {
         out
     }
 
-    fn phase_end(&mut self, job: JobId, phase: Nanos, _now: Nanos) {
+    fn phase_end(&mut self, job: JobId, phase: Nanos, now: Nanos) {
         if self.order != Order::Phase {
             return;
         }
+        // Its client sends phase ends: its open phases may hold its set from now on.
+        if self.enders.len() >= MAX_UNKNOWN_TRACKED && !self.enders.contains_key(&job) {
+            self.enders.clear();
+        }
+        self.enders.insert(job, ());
         let Some(&j) = self.job_slots.get(&job) else {
             return;
         };
@@ -1064,7 +1351,7 @@ impl Policy for IoSets {
         job.open = false;
         if job.queue.is_empty() && job.in_service == 0 {
             // The holder lingered for the rest of its phase: it is over, the set passes on.
-            self.retire(j);
+            self.retire(j, now);
         }
     }
 

@@ -560,6 +560,8 @@ fn jobs_without_priority_share_one_new_set() {
         r.phase = Some(Nanos(phase));
         r
     };
+    // Job 1's client sends phase ends (one came for an earlier phase): its open phases hold.
+    p.phase_end(JobId(1), Nanos(0), Nanos(0));
     p.enqueue(unknown(1, 1, 0), Nanos(0));
     p.enqueue(unknown(2, 2, 1), Nanos(0));
     let a = match p.dispatch(Nanos(0)) {
@@ -631,8 +633,10 @@ fn order_and_unknown_are_validated() {
 
 #[test]
 fn an_open_phase_keeps_its_set_until_its_end_arrives() {
-    // No anticipation configured: only the open-phase hold keeps job 5's set.
+    // No anticipation configured: only the open-phase hold keeps job 5's set (its client sends
+    // phase ends: one came for an earlier phase).
     let mut p = by_phase().with_open_hold(Some(Nanos(1_000)));
+    p.phase_end(JobId(5), Nanos(1), Nanos(0));
     p.enqueue(phased(1, 5, 10), Nanos(0));
     let r = take(&mut p, 0);
     p.enqueue(phased(2, 6, 20), Nanos(1));
@@ -653,6 +657,7 @@ fn an_open_phase_keeps_its_set_until_its_end_arrives() {
 #[test]
 fn the_end_of_an_older_phase_does_not_close_a_newer_one() {
     let mut p = by_phase().with_open_hold(Some(Nanos(1_000)));
+    p.phase_end(JobId(5), Nanos(1), Nanos(0));
     p.enqueue(phased(1, 5, 10), Nanos(0));
     p.enqueue(phased(2, 6, 20), Nanos(0));
     let r = take(&mut p, 0);

@@ -1,0 +1,303 @@
+//! Unit tests of the safe defaults (DESIGN: "the default must be safe for jobs that are not
+//! periodic"): metadata apart from the sets, the new set's bound on a newcomer's turn, the
+//! exclusivity bound by set priority, and open phases that hold only for clients that end them.
+
+use super::*;
+use iosets_types::{FileId, RequestId};
+
+/// The policy as `iosets serve` builds it by default (`order=phase`, every default tunable).
+fn defaults(extra: &[(&str, &str)]) -> IoSets {
+    let pairs: Vec<(String, String)> = extra
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let mut t = Tunables::new(NAME, TUNABLES, &pairs).unwrap();
+    let p = IoSets::from_tunables(&mut t).unwrap();
+    t.finish().unwrap();
+    p
+}
+
+fn write(id: u64, job: u64, phase: Option<u64>, prio: Option<f64>) -> Request {
+    let mut r = Request::builder(JobId(job), Op::Write)
+        .id(RequestId(id))
+        .file(FileId(job))
+        .range(id << 20, 1 << 20)
+        .build();
+    r.phase = phase.map(Nanos);
+    r.priority = prio.and_then(Priority::new);
+    r
+}
+
+fn meta(id: u64, job: u64, phase: Option<u64>) -> Request {
+    let mut r = Request::builder(JobId(job), Op::Meta)
+        .id(RequestId(id))
+        .file(FileId(1000 + id))
+        .range(0, 4096)
+        .build();
+    r.phase = phase.map(Nanos);
+    r
+}
+
+fn next(p: &mut IoSets, now: u64) -> Option<Request> {
+    match p.dispatch(Nanos(now)) {
+        Dispatch::Ready(b) => Some(*b.head()),
+        _ => None,
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+#[test]
+fn a_stat_never_waits_for_another_jobs_phase() {
+    let mut p = defaults(&[]);
+    // Job 901 streams without priority: it holds the new set, one request in service and more
+    // queued.
+    p.enqueue(write(1, 901, Some(0), None), Nanos(0));
+    p.enqueue(write(2, 901, Some(0), None), Nanos(0));
+    assert_eq!(next(&mut p, 0).unwrap().job, JobId(901));
+    // Job 902 (no priority either, so the same new set) lists a directory and writes a file.
+    p.enqueue(write(3, 902, Some(5), None), Nanos(5));
+    for id in 10..15 {
+        p.enqueue(meta(id, 902, Some(5)), Nanos(5));
+    }
+    // Its metadata goes before job 901's next write (weight 1 against the new set's 0.02); its
+    // data waits for the set as before.
+    let served: Vec<(u64, Op)> = (0..6)
+        .filter_map(|_| next(&mut p, 6))
+        .map(|r| (r.job.0, r.op))
+        .collect();
+    let metas = served.iter().filter(|s| s.1 == Op::Meta).count();
+    assert_eq!(metas, 5, "{served:?}");
+    assert!(
+        served.iter().all(|s| s.0 != 902 || s.1 == Op::Meta),
+        "{served:?}"
+    );
+
+    // metadata=sets (the behaviour before): the stat waits behind job 901's phase.
+    let mut old = defaults(&[("metadata", "sets")]);
+    old.enqueue(write(1, 901, Some(0), None), Nanos(0));
+    old.enqueue(write(2, 901, Some(0), None), Nanos(0));
+    assert_eq!(next(&mut old, 0).unwrap().job, JobId(901));
+    old.enqueue(meta(10, 902, Some(5)), Nanos(5));
+    let served: Vec<u64> = std::iter::from_fn(|| next(&mut old, 6))
+        .map(|r| r.job.0)
+        .collect();
+    assert_eq!(served, [901], "held behind job 901's phase");
+}
+
+#[test]
+fn metadata_neither_opens_a_phase_nor_counts_as_one() {
+    let mut p = defaults(&[("unknown_phases", "2")]);
+    // Stamped lookups of 50 jobs whose clients never end a phase: each is served, none holds a
+    // set or counts a phase.
+    for job in 0..50 {
+        p.enqueue(meta(job, 100 + job, Some(job)), Nanos(job));
+    }
+    for _ in 0..50 {
+        let r = next(&mut p, 100).expect("metadata is never held");
+        p.complete(r.id, Outcome::Done { bytes: 0 }, Nanos(101));
+    }
+    assert_eq!(p.queued(), 0);
+    assert!(p.jobs.is_empty() && p.sets.is_empty());
+    assert!(p.unknown_seen.is_empty());
+    assert!(p.lingering.is_empty());
+}
+
+/// Two jobs without priority stream (one request of each in flight at a time, as a synchronous
+/// writer), served by one worker for `ms` milliseconds, each request taking 1 ms: the bytes each
+/// got in every window of `window` ms.
+fn stream_two(p: &mut IoSets, ms: u64, window: u64) -> Vec<[u64; 2]> {
+    let mut windows = vec![[0u64; 2]; (ms / window) as usize];
+    let mut id = 0;
+    let mut ask = |p: &mut IoSets, job: u64, now: u64| {
+        id += 1;
+        // A stream's phase never ends: every request carries the phase's first stamp.
+        p.enqueue(write(id, job, Some(job), None), Nanos(now));
+    };
+    ask(p, 1, 0);
+    ask(p, 2, 0);
+    for t in 0..ms {
+        let now = t * MS;
+        if let Some(r) = next(p, now) {
+            p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now + MS));
+            windows[(t / window) as usize][(r.job.0 - 1) as usize] += r.len;
+            ask(p, r.job.0, now + MS);
+        }
+    }
+    windows
+}
+
+#[test]
+fn two_streams_without_priority_share_once_the_first_outstays_the_new_set() {
+    let mut p = defaults(&[]);
+    let windows = stream_two(&mut p, 12_000, 1_000);
+    // The first 2 s (unknown_hold_ms): job 1 holds the new set, job 2 waits.
+    assert_eq!(windows[0][1], 0, "{windows:?}");
+    // From the third second on both move: job 1 was moved to a set of its own, job 2 holds the
+    // new set alone; the two sets (both priority 0.02) share the device half and half.
+    for (i, w) in windows.iter().enumerate().skip(3) {
+        let total = (w[0] + w[1]) as f64;
+        for share in [w[0] as f64 / total, w[1] as f64 / total] {
+            assert!((0.45..=0.55).contains(&share), "window {i}: {windows:?}");
+        }
+    }
+    assert!(p.unknown_seen[&JobId(1)].outstayed);
+    assert!(!p.unknown_seen.get(&JobId(2)).is_some_and(|n| n.outstayed));
+    // unknown_hold_ms=0: the stream keeps the new set (the behaviour before).
+    let mut old = defaults(&[("unknown_hold_ms", "0")]);
+    let windows = stream_two(&mut old, 12_000, 1_000);
+    assert!(windows.iter().all(|w| w[1] == 0), "{windows:?}");
+}
+
+#[test]
+fn a_newcomers_bound_grows_with_its_longest_earlier_turn() {
+    let mut p = defaults(&[]);
+    // Job 1 held the new set for 3 s once, alone (no waiter: no bound applied).
+    p.enqueue(write(1, 1, Some(0), None), Nanos(0));
+    let r = next(&mut p, 0).unwrap();
+    p.enqueue(write(2, 1, Some(0), None), Nanos(1));
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(3_000 * MS));
+    let r = next(&mut p, 3_000 * MS).unwrap();
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(3_000 * MS + 1));
+    assert!(
+        p.jobs.is_empty(),
+        "its phase is over (no phase end sent: no open hold)"
+    );
+    assert_eq!(p.unknown_seen[&JobId(1)].turn_len, Nanos(3_000 * MS + 1));
+    // Its next phase may hold the set 6 s (twice that turn) while job 2 waits, not 2 s.
+    let start = 10_000 * MS;
+    p.enqueue(write(3, 1, Some(start), None), Nanos(start));
+    p.enqueue(write(4, 2, Some(start + 1), None), Nanos(start + 1));
+    let mut id = 10;
+    let mut first_of_2 = None;
+    for t in 0..8_000 {
+        let now = start + t * MS;
+        let Some(r) = next(&mut p, now) else { continue };
+        if r.job == JobId(2) {
+            first_of_2 = Some(t);
+            break;
+        }
+        p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(now + MS / 2));
+        id += 1;
+        p.enqueue(write(id, 1, Some(start), None), Nanos(now + MS / 2));
+    }
+    let t = first_of_2.expect("job 2 served within 8 s");
+    assert!((6_000..6_010).contains(&t), "job 2 waited {t} ms");
+}
+
+#[test]
+fn the_auto_bound_follows_the_sets_period_order() {
+    assert_eq!(
+        ExclusiveBound::Auto.of(Priority::new(1.0).unwrap()),
+        Some(AUTO_BOUND_MIN)
+    );
+    assert_eq!(
+        ExclusiveBound::Auto.of(Priority::new(0.1).unwrap()),
+        Some(Nanos(10_000 * MS))
+    );
+    assert_eq!(
+        ExclusiveBound::Auto.of(Priority::new(0.0001).unwrap()),
+        Some(AUTO_BOUND_MAX)
+    );
+    assert_eq!(ExclusiveBound::Off.of(Priority::new(0.1).unwrap()), None);
+    // Two streams of one priority-1 set take turns of about a second.
+    let mut p = defaults(&[]);
+    let mut id = 0;
+    let mut turns = Vec::new();
+    for job in [1, 2] {
+        id += 1;
+        p.enqueue(write(id, job, Some(job), Some(1.0)), Nanos(0));
+    }
+    for t in 0..5_000 {
+        let now = t * MS;
+        let Some(r) = next(&mut p, now) else { continue };
+        if turns.last().map(|l: &(u64, u64)| l.0) != Some(r.job.0) {
+            turns.push((r.job.0, t));
+        }
+        p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(now + MS / 2));
+        id += 1;
+        p.enqueue(
+            write(id, r.job.0, Some(r.job.0), Some(1.0)),
+            Nanos(now + MS / 2),
+        );
+    }
+    // Turns change every ~1000 ms: 5 turns in 5 s.
+    assert_eq!(turns.len(), 5, "{turns:?}");
+    for w in turns.windows(2) {
+        assert!((999..=1_002).contains(&(w[1].1 - w[0].1)), "{turns:?}");
+    }
+}
+
+#[test]
+fn an_open_phase_holds_only_for_a_client_that_ends_its_phases() {
+    let mut p = defaults(&[("open_hold_ms", "500")]);
+    // Job 5 has never sent a phase end: its open phase holds nothing.
+    p.enqueue(write(1, 5, Some(10), Some(0.1)), Nanos(0));
+    p.enqueue(write(2, 6, Some(20), Some(0.1)), Nanos(0));
+    let r = next(&mut p, 0).unwrap();
+    assert_eq!(r.job, JobId(5));
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(1));
+    assert_eq!(next(&mut p, 1).map(|r| r.job), Some(JobId(6)));
+
+    // A client that sends phase ends: its open phase holds the set up to open_hold_ms...
+    let mut p = defaults(&[("open_hold_ms", "500")]);
+    p.phase_end(JobId(5), Nanos(1), Nanos(0));
+    p.enqueue(write(1, 5, Some(10), Some(0.1)), Nanos(0));
+    p.enqueue(write(2, 6, Some(20), Some(0.1)), Nanos(0));
+    let r = next(&mut p, 0).unwrap();
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(1));
+    assert_eq!(
+        p.dispatch(Nanos(2)),
+        Dispatch::NotBefore(Nanos(1 + 500 * MS))
+    );
+    // ...and when the hold runs out without its end, the next phase holds nothing...
+    assert_eq!(next(&mut p, 1 + 500 * MS).map(|r| r.job), Some(JobId(6)));
+    assert!(!p.enders.contains_key(&JobId(5)));
+    p.enqueue(write(3, 5, Some(600 * MS), Some(0.1)), Nanos(600 * MS));
+    p.complete(RequestId(2), Outcome::Done { bytes: 1 }, Nanos(600 * MS));
+    let r = next(&mut p, 600 * MS).unwrap();
+    assert_eq!(r.job, JobId(5));
+    p.enqueue(write(4, 6, Some(700 * MS), Some(0.1)), Nanos(700 * MS));
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(700 * MS));
+    assert_eq!(next(&mut p, 700 * MS).map(|r| r.job), Some(JobId(6)));
+    // ...until its client ends a phase again.
+    p.phase_end(JobId(5), Nanos(600 * MS), Nanos(701 * MS));
+    assert!(p.enders.contains_key(&JobId(5)));
+}
+
+#[test]
+fn sixty_jobs_that_never_end_a_phase_cost_nothing_to_each_other() {
+    let mut p = defaults(&[]);
+    // 60 jobs without priority, one stamped write each, served one at a time: no dispatch ever
+    // answers "not before" (no set waits for an open phase whose end never comes).
+    for job in 0..60 {
+        p.enqueue(write(job, 200 + job, Some(job), None), Nanos(job));
+    }
+    let mut now = 100;
+    for _ in 0..60 {
+        let r = next(&mut p, now).expect("served at once, never held");
+        now += 1;
+        p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
+    }
+    assert_eq!(p.queued(), 0);
+    assert!(p.lingering.is_empty() || p.next_linger_end().is_none());
+}
+
+#[test]
+fn the_new_tunables_are_validated() {
+    for (k, v) in [
+        ("max_exclusive_ms", "sometimes"),
+        ("max_exclusive_ms", "-1"),
+        ("metadata", "side"),
+        ("meta_weight", "0"),
+        ("meta_weight", "inf"),
+        ("unknown_hold_ms", "soon"),
+    ] {
+        let pairs = [(k.to_string(), v.to_string())];
+        let err = crate::build(NAME, &pairs).unwrap_err().to_string();
+        assert!(err.contains(k), "{err}");
+    }
+    for (k, v) in [("max_exclusive_ms", "AUTO"), ("max_exclusive_ms", "0")] {
+        crate::build(NAME, &[(k.to_string(), v.to_string())]).unwrap();
+    }
+}
