@@ -16,9 +16,31 @@
 //!    bytes; a set with nothing dispatchable takes no share.
 //!
 //! A job's burst starts when a request arrives while the job has nothing queued and nothing in
-//! service. With `max_exclusive_ms > 0`, a holder that has held its set that long *while another
-//! job of the set waits* yields: it dispatches nothing more, its in-service requests finish, and it
-//! queues behind the others with a new burst time. This bounds the starvation seed 004 worries about.
+//! service. A holder that has held its set for `max_exclusive_ms` *while another job of the set
+//! waits* yields: it dispatches nothing more, its in-service requests finish, and it queues behind
+//! the others with a new burst time (under `order=phase`, the rest of that phase queues as of the
+//! yield, so its old stamp does not put it first again). This bounds the starvation seed 004
+//! worries about. By default (`auto`) the bound is 1 s / the set's priority, from 1 s to 60 s:
+//! under Set-10 a set of priority `10^-i` holds jobs whose period is about `10^i` s, and a turn
+//! longer than that is no I/O phase of the set (a stream, a stuck job). Under `order=phase` a
+//! holder whose queue empties between two requests of one phase and takes the set back with the
+//! same stamp goes on with the same turn: a stream is one turn, not one per request.
+//!
+//! **Safe for jobs that are not periodic** (DESIGN; most jobs of a real machine are `cp`, `tar`,
+//! `ls`, streams and shells). Three defaults, each measured through the mount (issue 27):
+//! - **Metadata apart** (`metadata=apart`, [`meta`]): lookups, stats, readdirs, creates, … go to a
+//!   class of their own, one more flow of the fair queuing across sets (weight `meta_weight`),
+//!   fair among jobs, never held by any job's phase; they neither start, keep nor open a phase.
+//!   Data and fsyncs stay in the sets. `metadata=sets` is the behaviour before.
+//! - **A newcomer that outstays the new set leaves it**: a job of the shared new set holding it
+//!   while another newcomer waits for longer than `unknown_hold_ms` (2 s), or than twice its
+//!   longest turn in an earlier phase when that is longer (a periodic job with long phases keeps
+//!   them), is no periodic newcomer: it moves, with its queue, to a fair-share set of its own, as
+//!   a job past `unknown_phases` does.
+//! - **Open phases hold only for clients that end them**: the open-phase hold below applies to a
+//!   job once its client has sent a phase's end; a hold that runs out without one withdraws that
+//!   until the next end. A client that never sends one (crashed, or another implementation) costs
+//!   the others nothing, per job rather than per request.
 //!
 //! **Anticipation (`hold_idle_ms`).** Real applications do I/O synchronously: one request
 //! outstanding, then the next; a write phase ends with an `fsync` sent only after the writes are
@@ -59,8 +81,9 @@
 //! phase's end, [`Policy::phase_end`]) keeps its set with nothing queued here for up to
 //! `open_hold_ms` (its processes are waiting on other servers for a moment), so no server hands
 //! the set to the next job in the middle of the phase; the client's `PhaseEnd` passes it on at
-//! once everywhere, and a lost `PhaseEnd` costs at most `open_hold_ms` of idle set, and only to
-//! the set's other jobs (other sets keep their shares). Client
+//! once everywhere, and a lost `PhaseEnd` costs at most `open_hold_ms` of idle set, once per job,
+//! and only to the set's other jobs (other sets keep their shares); only jobs whose client has
+//! sent a `PhaseEnd` before hold at all (see above). Client
 //! clocks that disagree change who goes first, never whether servers agree; a stamp older than
 //! `max_phase_age_ms` when seen counts as that old (a lying or stuck client cannot hold a set
 //! forever; an honest client stamps an endless phase anew after its `max_phase`); equal stamps
