@@ -166,7 +166,7 @@ pub const TUNABLES: &[TunableSpec] = &[
         name: "unknown_hold_ms",
         default: "2000",
         help: "unknown=shared: a job holding the new set while another newcomer waits longer than \
-               this, or than twice its longest earlier turn in the set if that is longer, is no \
+               this, or than twice its longest earlier turn in the set if that is longer (at most 60 s), is no \
                periodic newcomer (a stream, a copy): it leaves the new set for a fair-share set of \
                its own, in ms (0 = never)",
     },
@@ -441,10 +441,6 @@ struct Set {
     contended_since: Option<Nanos>,
     /// The last job that held the set (for `order=jobid`).
     last_holder: Option<JobId>,
-    /// `order=phase`: the last holder's turn, so that a job taking the set back with the same
-    /// phase goes on with the same turn (its tenure counts from the turn's start): a stream whose
-    /// queue empties between two requests is one turn, not many.
-    turn: Option<Turn>,
     waiting: Waiters,
     /// The holder lingers (`hold_idle_ms`): the sequence number of its entry in
     /// [`IoSets::lingering`]; any other entry for this set is stale.
@@ -454,10 +450,9 @@ struct Set {
     backlogged: bool,
 }
 
-/// A holder's turn, kept when it lets the set go (see [`Set::turn`]).
+/// A holder's turn, kept when it lets the set go (see [`IoSets::turns`]).
 #[derive(Clone, Copy, Debug)]
 struct Turn {
-    job: JobId,
     /// The burst's time.
     at: Nanos,
     held_since: Nanos,
@@ -490,6 +485,11 @@ pub struct IoSets {
     /// they yielded in and when: the rest of that phase queues as of then, behind the jobs that
     /// waited (a stream's stamp would otherwise put it first again at once).
     renewed: IdMap<JobId, (Nanos, Nanos)>,
+    /// `order=phase`: each job's latest turn holding its set, so that a job taking a set back in
+    /// the same phase goes on with that turn (its tenure counts from the turn's start, whoever
+    /// held the set in between): a stream whose queue empties between two requests, or whose
+    /// client ends its phase for a moment, is one turn, not many.
+    turns: IdMap<JobId, Turn>,
     /// `metadata=apart`: metadata requests go to [`IoSets::meta`], not to the sets.
     meta_apart: bool,
     meta_weight: f64,
@@ -537,6 +537,7 @@ impl IoSets {
             enders: IdMap::default(),
             bound: max_exclusive.map_or(ExclusiveBound::Off, ExclusiveBound::Fixed),
             renewed: IdMap::default(),
+            turns: IdMap::default(),
             meta_apart: false,
             meta_weight: 1.0,
             meta: MetaClass::default(),
@@ -723,7 +724,7 @@ impl IoSets {
                     n.longest.max(n.turn_len)
                 }
             });
-        let bound = floor.max(Nanos(longest.0.saturating_mul(2)));
+        let bound = floor.max(Nanos(longest.0.saturating_mul(2)).min(AUTO_BOUND_MAX));
         now.saturating_sub(since.max(set.held_since)) >= bound
     }
 
@@ -963,7 +964,6 @@ impl IoSets {
                     held_since: now,
                     contended_since: None,
                     last_holder: None,
-                    turn: None,
                     waiting: self
                         .spare_waiters
                         .pop()
@@ -1012,18 +1012,23 @@ impl IoSets {
             }
             n.turn_len = turn;
         }
-        let order = self.order;
+        if self.order == Order::Phase && self.sets[s].holder == Some(j) {
+            if self.turns.len() >= MAX_UNKNOWN_TRACKED && !self.turns.contains_key(&id) {
+                self.turns.clear();
+            }
+            let set = &self.sets[s];
+            self.turns.insert(
+                id,
+                Turn {
+                    at,
+                    held_since: set.held_since,
+                    contended_since: set.contended_since,
+                },
+            );
+        }
         let job = &self.jobs[j];
         let set = &mut self.sets[job.set];
         set.members -= 1;
-        if set.holder == Some(j) && order == Order::Phase {
-            set.turn = Some(Turn {
-                job: job.id,
-                at: job.burst.at,
-                held_since: set.held_since,
-                contended_since: set.contended_since,
-            });
-        }
         if set.holder == Some(j) {
             set.holder = None;
             set.yielding = false;
@@ -1057,9 +1062,9 @@ impl IoSets {
         let next = self.next_waiter(&self.sets[s])?;
         self.stop_waiting(next);
         let (id, at) = (self.jobs[next].id, self.jobs[next].burst.at);
-        let set = &mut self.sets[s];
         // The same job back with the same burst goes on with its turn.
-        let turn = set.turn.take().filter(|t| t.job == id && t.at == at);
+        let turn = self.turns.get(&id).copied().filter(|t| t.at == at);
+        let set = &mut self.sets[s];
         set.holder = Some(next);
         set.yielding = false;
         set.keep_burst = false;

@@ -301,3 +301,35 @@ fn the_new_tunables_are_validated() {
         crate::build(NAME, &[(k.to_string(), v.to_string())]).unwrap();
     }
 }
+
+#[test]
+fn a_stream_that_lets_the_set_go_for_a_moment_is_still_one_turn() {
+    let mut p = defaults(&[]);
+    // Job 1's client ends phases (it sent one), and ends its stream's phase for a moment every
+    // 10 ms (nothing in flight for 2 ms): job 2 gets the set for one request each time, then
+    // job 1's next request, with its earlier stamp, takes it back.
+    p.phase_end(JobId(1), Nanos(0), Nanos(0));
+    let mut id = 0;
+    let mut evicted = None;
+    p.enqueue(write(1000, 2, Some(2), None), Nanos(0));
+    for t in 0..3_000u64 {
+        let now = t * MS;
+        id += 1;
+        p.enqueue(write(id, 1, Some(1), None), Nanos(now));
+        let served: Vec<Request> = std::iter::from_fn(|| next(&mut p, now)).collect();
+        for r in served {
+            p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(now + MS / 2));
+            if r.job == JobId(2) {
+                p.enqueue(write(10_000 + t, 2, Some(2), None), Nanos(now + MS / 2));
+            }
+        }
+        if t % 10 == 9 {
+            p.phase_end(JobId(1), Nanos(1), Nanos(now + MS / 2));
+        }
+        if evicted.is_none() && p.unknown_seen.get(&JobId(1)).is_some_and(|n| n.outstayed) {
+            evicted = Some(t);
+        }
+    }
+    let t = evicted.expect("job 1 outstayed the new set");
+    assert!((2_000..2_020).contains(&t), "evicted at {t} ms");
+}
