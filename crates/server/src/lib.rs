@@ -212,7 +212,10 @@ impl Server {
             clock_zero_unix_ns,
             guard: guard::Guard::default(),
             connections: guard::Connections::new(),
-            inflight_bytes: guard::ByteBudget::new(config.max_inflight_bytes),
+            inflight_bytes: guard::ByteBudget::with_max_frame(
+                config.max_inflight_bytes,
+                config.max_frame,
+            ),
             max_connections: config.max_connections.unwrap_or(fds.connections),
             hints_overridden: Default::default(),
             admin: admin_addr,
