@@ -348,11 +348,13 @@ impl Connections {
 ///   never did.
 /// - **A share each while others wait.** Among the other frames, one may hold at most
 ///   `max(one step, others_kib / their number)` while another frame under its share waits for
-///   room; with nobody waiting, a frame may take more (the budget is not left idle). A frame
-///   that holds more than its share while others wait and receives nothing for
-///   [`crate::conn`]'s stall limit is closed (its bytes cannot be given back otherwise); a
-///   frame waiting for its share does not count that wait against its frame timeout, one
-///   waiting while over its share does.
+///   room; with nobody waiting, a frame may take more (the budget is not left idle).
+/// - **Held bytes must keep coming.** Bytes received cannot be given back, so while another
+///   frame waits for room, a frame that holds more than its share, or the oldest (which goes
+///   first), and receives nothing for a second is closed ([`crate::conn`]: refusal
+///   `frame_stalled`), as a connection whose answers make no progress under byte pressure is.
+///   A frame waiting for room while holding no more than its share does not count that wait
+///   against its frame timeout; one holding more does.
 ///
 /// Small frames (64 KiB at most) are read first and charged once decoded, as before.
 #[derive(Debug)]
@@ -383,6 +385,8 @@ struct Receivers {
     total: u64,
     /// Frames under their share waiting for room now.
     waiting: usize,
+    /// Frames waiting for room now, under their share or not.
+    blocked: usize,
 }
 
 impl ByteBudget {
@@ -490,14 +494,27 @@ pub(crate) struct Receiving<'a> {
     permit: Option<OwnedSemaphorePermit>,
 }
 
-/// A frame marked as waiting under its share; unmarked on drop (also when the wait is
-/// cancelled).
-struct Waiting<'a>(&'a ByteBudget);
+/// A frame marked as waiting for room (`under`: under its share); unmarked on drop (also when
+/// the wait is cancelled).
+struct Waiting<'a> {
+    budget: &'a ByteBudget,
+    under: bool,
+}
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        self.0.receiving.lock().waiting -= 1;
-        self.0.changed.notify_waiters();
+        let mut r = self.budget.receiving.lock();
+        r.blocked -= 1;
+        if self.under {
+            r.waiting -= 1;
+        }
+        // With nobody under its share waiting, frames over theirs may go on: they look again.
+        // (Only then: a wake-up on every unmark would have the waiters wake each other.)
+        let last = self.under && r.waiting == 0;
+        drop(r);
+        if last {
+            self.budget.changed.notify_waiters();
+        }
     }
 }
 
@@ -539,7 +556,7 @@ impl Receiving<'_> {
             let notified = budget.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let over = {
+            let (under, counted) = {
                 let mut r = budget.receiving.lock();
                 let (ok, over) = budget.may_take(&r, self.ticket, self.kib, want);
                 if ok {
@@ -549,19 +566,20 @@ impl Receiving<'_> {
                     *r.held.entry(self.ticket).or_insert(0) += want;
                     break;
                 }
+                r.blocked += 1;
                 if !over {
                     r.waiting += 1;
                 }
-                over
+                (!over, self.kib > budget.share(&r))
             };
+            let _mark = Waiting { budget, under };
             let since = tokio::time::Instant::now();
-            if over {
+            if counted {
                 tokio::select! {
                     _ = notified => {}
                     _ = tokio::time::sleep_until(deadline) => return Err(StepEnd::TimedOut),
                 }
             } else {
-                let _mark = Waiting(budget);
                 notified.await;
                 excused += since.elapsed();
             }
@@ -579,11 +597,12 @@ impl Receiving<'_> {
         Ok(excused + since.elapsed())
     }
 
-    /// Whether it holds more than its share while another frame under its share waits for
-    /// room: receiving nothing then holds up the others.
+    /// Whether another frame waits for room while this one holds more than its share, or is
+    /// the oldest (which goes first): receiving nothing then holds the others up.
     pub(crate) fn crowding(&self) -> bool {
         let r = self.budget.receiving.lock();
-        r.waiting > 0 && self.kib > self.budget.share(&r)
+        let oldest = r.held.keys().next() == Some(&self.ticket);
+        r.blocked > 0 && (oldest || self.kib > self.budget.share(&r))
     }
 
     /// The frame is whole: its bytes go to the request read from it.
@@ -703,6 +722,8 @@ mod tests {
         assert!(within(&mut third_step).await.is_none());
         assert!(within(second.step(len, far)).await.is_none());
         assert!(second.crowding());
+        assert!(oldest.crowding(), "the oldest goes first: it must keep receiving");
+        assert!(!third.crowding());
         // The oldest always goes on: up to a whole frame beside the others.
         for _ in 0..4 {
             within(oldest.step(len, far)).await.unwrap().unwrap();
