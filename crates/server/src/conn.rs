@@ -3,6 +3,23 @@
 //! task, phase ends and the same-host transport's set-up at once), responses out in completion
 //! order. A connection is TCP, or the same-host Unix socket of a client on this node ([`local`]);
 //! the frames are the same.
+//!
+//! # Bytes in flight
+//! What a request holds from its frame's first byte until its answer is written is counted
+//! against two budgets ([`ByteBudget`]): the connection's (`max_inflight_bytes_per_conn`,
+//! charged on the frame's announced length: a connection waits only for its own requests) and
+//! the server's (`max_inflight_bytes`), which every client shares. The server's is never
+//! charged on a length's word: a large frame takes it a step (64 KiB) ahead of its bytes as
+//! they arrive, the oldest frame first, the others a share each, and never the eighth of it
+//! kept for requests read whole (the rules are [`ByteBudget`]'s). So 32 connections that
+//! announce 64 MiB frames and send nothing hold 2 MiB, not the server's 2 GiB, and the small
+//! requests of other clients are answered meanwhile. A frame that holds more than its share
+//! (or is the oldest) while another waits for room, and receives nothing for a second, is
+//! closed; otherwise a frame has the frame timeout to arrive, not counting the time it waited
+//! for room while holding no more than its share. A small frame (64 KiB at most) is read
+//! before it is charged, and charged once decoded (control never is), so control gets
+//! through a server whose budget is full. A read's answer is charged once its request is
+//! decoded.
 
 pub(crate) mod local;
 
@@ -381,8 +398,7 @@ pub(crate) async fn serve_frames<R, W>(
         };
         allowance.add_conn_bytes(c);
         let mut receiving = (!small).then(|| shared.inflight_bytes.receive());
-        let buf = match read_frame(&mut rd, len, receiving.as_mut(), frame_limit, &mut stop).await
-        {
+        let buf = match read_frame(&mut rd, len, receiving.as_mut(), frame_limit, &mut stop).await {
             Ok(b) => b,
             Err(FrameEnd::Closed) => break,
             Err(FrameEnd::TimedOut) => {

@@ -6,7 +6,10 @@
 //! system. Clients ([`iosets-client`], `iosets demo`) send [`iosets_proto`] frames over TCP; each
 //! frame names a job. The server:
 //!
-//! - reads frames on async sockets (tokio), checking the length before allocating;
+//! - reads frames on async sockets (tokio), checking the length before allocating, and counts
+//!   the bytes of requests in flight against a budget per connection and one for the server,
+//!   which a frame takes as its bytes arrive, with a share per frame (never on the length it
+//!   announces: see the `conn` module);
 //! - sends every **file-system request** — data (read, write, fsync) and metadata (lookup,
 //!   create, open, setattr, truncate, unlink, mkdir, rmdir, readdir, rename, …) — through one
 //!   runtime [`Scheduler`] with the configured policy, so the order in which the worker threads

@@ -221,8 +221,15 @@ fn frames_sent_almost_whole_then_stalled_leave_the_reserve_and_are_closed_for_a_
         max_inflight / 1024.0,
         max_receiving / 1024.0
     );
-    assert!(stalled >= 1.0, "no stalled frame was closed for the waiting write");
-    assert_eq!(refusals(admin, "frame_timeout"), 0.0, "served before any timeout");
+    assert!(
+        stalled >= 1.0,
+        "no stalled frame was closed for the waiting write"
+    );
+    assert_eq!(
+        refusals(admin, "frame_timeout"),
+        0.0,
+        "served before any timeout"
+    );
     assert!(max_inflight <= 32.0 * 1048576.0, "{max_inflight}");
     assert!(
         max_receiving <= 28.0 * 1048576.0,
