@@ -414,7 +414,8 @@ pub(crate) async fn serve_frames<R, W>(
                     Refusal::FrameStalled,
                     peer,
                     "closing a connection whose frame held more than its share of the \
-                     server's in-flight bytes and received nothing while others waited",
+                     server's in-flight bytes (or went first) and received nothing for a \
+                     second while others waited",
                 );
                 break;
             }
