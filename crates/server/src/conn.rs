@@ -3,6 +3,23 @@
 //! task, phase ends and the same-host transport's set-up at once), responses out in completion
 //! order. A connection is TCP, or the same-host Unix socket of a client on this node ([`local`]);
 //! the frames are the same.
+//!
+//! # Bytes in flight
+//! What a request holds from its frame's first byte until its answer is written is counted
+//! against two budgets ([`ByteBudget`]): the connection's (`max_inflight_bytes_per_conn`,
+//! charged on the frame's announced length: a connection waits only for its own requests) and
+//! the server's (`max_inflight_bytes`), which every client shares. The server's is never
+//! charged on a length's word: a large frame takes it a step (64 KiB) ahead of its bytes as
+//! they arrive, the oldest frame first, the others a share each, and never the eighth of it
+//! kept for requests read whole (the rules are [`ByteBudget`]'s). So 32 connections that
+//! announce 64 MiB frames and send nothing hold 2 MiB, not the server's 2 GiB, and the small
+//! requests of other clients are answered meanwhile. A frame that holds more than its share
+//! (or is the oldest) while another waits for room, and receives nothing for a second, is
+//! closed; otherwise a frame has the frame timeout to arrive, not counting the time it waited
+//! for room while holding no more than its share. A small frame (64 KiB at most) is read
+//! before it is charged, and charged once decoded (control never is), so control gets
+//! through a server whose budget is full. A read's answer is charged once its request is
+//! decoded.
 
 pub(crate) mod local;
 
@@ -369,26 +386,22 @@ pub(crate) async fn serve_frames<R, W>(
             }
         };
         // The frame's bytes count against the connection's budget before they are read (memory
-        // for them is taken as they arrive); a large frame's against the server's too. A small
-        // frame is read first and charged to the server once decoded, unless it is control: a
-        // server whose budget is held by requests a quota rule holds back must still read the
-        // control request that lifts the rule.
+        // for them is taken as they arrive): that bound is the connection's own. A large
+        // frame's count against the server's as its bytes arrive, a step ahead of them, with a
+        // share per frame (`ByteBudget`): announcing a length holds nothing of what other
+        // clients need. A small frame is read first and charged to the server once decoded,
+        // unless it is control: a server whose budget is held by requests a quota rule holds
+        // back must still read the control request that lifts the rule.
         let small = len <= SMALL_FRAME;
         let Some(c) = charge(&conn_bytes, len as u64, 0, &mut stop).await else {
             break;
         };
         allowance.add_conn_bytes(c);
-        if !small {
-            let Some(s) = charge(&shared.inflight_bytes, len as u64, 0, &mut stop).await else {
-                break;
-            };
-            allowance.add_server_bytes(s);
-        }
-        let buf = match tokio::time::timeout(frame_limit, read_body(&mut rd, len, &mut stop)).await
-        {
-            Ok(Some(b)) => b,
-            Ok(None) => break,
-            Err(_) => {
+        let mut receiving = (!small).then(|| shared.inflight_bytes.receive());
+        let buf = match read_frame(&mut rd, len, receiving.as_mut(), frame_limit, &mut stop).await {
+            Ok(b) => b,
+            Err(FrameEnd::Closed) => break,
+            Err(FrameEnd::TimedOut) => {
                 shared.guard.refuse(
                     Refusal::FrameTimeout,
                     peer,
@@ -396,7 +409,20 @@ pub(crate) async fn serve_frames<R, W>(
                 );
                 break;
             }
+            Err(FrameEnd::Stalled) => {
+                shared.guard.refuse(
+                    Refusal::FrameStalled,
+                    peer,
+                    "closing a connection whose frame held more than its share of the \
+                     server's in-flight bytes (or went first) and received nothing for a \
+                     second while others waited",
+                );
+                break;
+            }
         };
+        if let Some(permit) = receiving.and_then(|r| r.finish()) {
+            allowance.add_server_bytes(permit);
+        }
         match decode(buf.clone()) {
             Ok(Frame::Request(header, req)) => {
                 let control = matches!(
@@ -568,32 +594,74 @@ async fn write_one<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Reads exactly `len` bytes without zeroing a buffer first. `None` if the peer closed the
-/// connection mid-frame or the server is stopping.
-async fn read_body<R: AsyncRead + Unpin>(
+/// How a frame's reading ended early.
+#[derive(Debug)]
+enum FrameEnd {
+    /// The peer closed the connection mid-frame, or the server is stopping.
+    Closed,
+    /// The frame did not arrive whole within the frame timeout (not counting waits for the
+    /// server's budget that were not its own doing).
+    TimedOut,
+    /// It held more than its share of the server's budget while others waited, and received
+    /// nothing for [`PRESSURE_STALL`].
+    Stalled,
+}
+
+/// Reads exactly `len` bytes without zeroing a buffer first, within `limit`. With `receiving`
+/// (a large frame), the server's byte budget is taken a step at a time ahead of the bytes: the
+/// frame never reads more than it holds, and waits for its turn and share (`ByteBudget`); time
+/// spent waiting under its share, or for budget others hold, does not count against `limit`.
+async fn read_frame<R: AsyncRead + Unpin>(
     rd: &mut R,
     len: usize,
+    mut receiving: Option<&mut crate::guard::Receiving<'_>>,
+    limit: Duration,
     stop: &mut watch::Receiver<bool>,
-) -> Option<Bytes> {
+) -> Result<Bytes, FrameEnd> {
+    let mut deadline = tokio::time::Instant::now() + limit;
     // Memory is taken as bytes arrive, never on a length's word: a peer announcing 64 MiB and
     // sending a byte costs 64 KiB.
     let mut buf = bytes::BytesMut::with_capacity(len.min(READ_CHUNK));
+    let mut progress = tokio::time::Instant::now();
     while buf.len() < len {
-        let want = (len - buf.len()) as u64;
+        let mut room = len - buf.len();
+        if let Some(r) = receiving.as_deref_mut() {
+            if r.covered(len) <= buf.len() {
+                let excused = tokio::select! {
+                    biased;
+                    _ = stop.changed() => return Err(FrameEnd::Closed),
+                    s = r.step(len, deadline) => s.map_err(|_| FrameEnd::TimedOut)?,
+                };
+                deadline += excused;
+                progress = tokio::time::Instant::now();
+            }
+            room = r.covered(len).min(len) - buf.len();
+        }
         if buf.capacity() == buf.len() {
             buf.reserve((len - buf.len()).min(buf.len().max(READ_CHUNK)));
         }
-        let mut limited = (&mut *rd).take(want);
-        let n = tokio::select! {
-            biased;
-            _ = stop.changed() => return None,
-            r = limited.read_buf(&mut buf) => r.ok()?,
+        let mut limited = (&mut *rd).take(room as u64);
+        let n = loop {
+            tokio::select! {
+                biased;
+                _ = stop.changed() => return Err(FrameEnd::Closed),
+                r = limited.read_buf(&mut buf) => break r.map_err(|_| FrameEnd::Closed)?,
+                _ = tokio::time::sleep_until(deadline) => return Err(FrameEnd::TimedOut),
+                // A frame holding more than its share while others wait must keep receiving.
+                _ = tokio::time::sleep(PRESSURE_CHECK), if receiving.is_some() => {
+                    let crowding = receiving.as_deref().is_some_and(|r| r.crowding());
+                    if crowding && progress.elapsed() >= PRESSURE_STALL {
+                        return Err(FrameEnd::Stalled);
+                    }
+                }
+            }
         };
         if n == 0 {
-            return None;
+            return Err(FrameEnd::Closed);
         }
+        progress = tokio::time::Instant::now();
     }
-    Some(buf.freeze())
+    Ok(buf.freeze())
 }
 
 fn no_header() -> Header {

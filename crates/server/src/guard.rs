@@ -12,14 +12,14 @@
 //!   connection cap the connection idle the longest is closed to let a new one in (like a web
 //!   server's keep-alive eviction): silent connections cannot deny service.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Lines logged per kind of refusal per window, at most.
 pub(crate) const LOG_BURST: u32 = 10;
@@ -52,6 +52,9 @@ pub(crate) enum Refusal {
     Evicted,
     /// A frame did not arrive whole in time (or the handshake).
     FrameTimeout,
+    /// A frame holding more than its share of the server's bytes while others waited
+    /// received nothing for a second.
+    FrameStalled,
     /// A connection stayed silent, nothing in flight, longer than the idle timeout.
     IdleTimeout,
     /// Its answers could not be written in time: it does not read them.
@@ -62,7 +65,7 @@ pub(crate) enum Refusal {
 
 impl Refusal {
     /// Every kind, in the order of the counters.
-    pub(crate) const ALL: [Refusal; 11] = [
+    pub(crate) const ALL: [Refusal; 12] = [
         Refusal::NotLoopback,
         Refusal::AuthMissing,
         Refusal::AuthFailed,
@@ -71,6 +74,7 @@ impl Refusal {
         Refusal::ConnectionCap,
         Refusal::Evicted,
         Refusal::FrameTimeout,
+        Refusal::FrameStalled,
         Refusal::IdleTimeout,
         Refusal::WriteTimeout,
         Refusal::BadFrame,
@@ -87,6 +91,7 @@ impl Refusal {
             Refusal::ConnectionCap => "connection_cap",
             Refusal::Evicted => "evicted_idle",
             Refusal::FrameTimeout => "frame_timeout",
+            Refusal::FrameStalled => "frame_stalled",
             Refusal::IdleTimeout => "idle_timeout",
             Refusal::WriteTimeout => "write_timeout",
             Refusal::BadFrame => "bad_frame",
@@ -324,22 +329,85 @@ impl Connections {
 
 /// The bytes budgets of in-flight requests, in KiB (a semaphore counts at most `u32` permits
 /// per acquisition): one per server, one per connection.
+///
+/// # Frames being received: charged as their bytes arrive, a share each
+/// A large frame is charged to the server's budget a step ([`RECEIVE_STEP_KIB`]) at a time,
+/// just ahead of its bytes, never on its announced length: a connection holds at most one step
+/// beyond what it has received, so connections that announce 64 MiB frames and send nothing
+/// hold 64 KiB each, not the server's budget. What frames being received may hold is bounded
+/// three ways (issue 27):
+///
+/// - **A reserve for requests already read.** Frames being received hold at most the budget
+///   less an eighth ([`ByteBudget::reserve_kib`]): the small requests of other clients, charged
+///   once decoded, always find room beside them.
+/// - **The oldest frame goes first.** The frame that started receiving first may always take
+///   its next step (up to its whole length, or the whole budget for a frame larger than it);
+///   every other one shares what is left once the reserve and a whole largest frame
+///   ([`ByteBudget::others_kib`]) are set aside. So one frame can always complete, whatever the
+///   others hold: receiving never deadlocks, as charging the whole announced length up front
+///   never did.
+/// - **A share each while others wait.** Among the other frames, one may hold at most
+///   `max(one step, others_kib / their number)` while another frame under its share waits for
+///   room; with nobody waiting, a frame may take more (the budget is not left idle).
+/// - **Held bytes must keep coming.** Bytes received cannot be given back, so while another
+///   frame waits for room, a frame that holds more than its share, or the oldest (which goes
+///   first), and receives nothing for a second is closed ([`crate::conn`]: refusal
+///   `frame_stalled`), as a connection whose answers make no progress under byte pressure is.
+///   A frame waiting for room while holding no more than its share does not count that wait
+///   against its frame timeout; one holding more does.
+///
+/// Small frames (64 KiB at most) are read first and charged once decoded, as before.
 #[derive(Debug)]
 pub(crate) struct ByteBudget {
     /// The semaphore.
     pub(crate) sem: Arc<Semaphore>,
     /// Its capacity, KiB.
     pub(crate) kib: u32,
+    /// The largest frame, KiB, at most the capacity: what the oldest frame may need.
+    frame_kib: u64,
+    /// The frames being received.
+    receiving: Mutex<Receivers>,
+    /// Told when a frame stops receiving or stops waiting: waiters look again.
+    changed: Notify,
+}
+
+/// A step of a frame being received, KiB: the server's budget is taken this much at a time,
+/// ahead of the bytes (the frame reader's buffer grows by as much).
+pub(crate) const RECEIVE_STEP_KIB: u64 = 64;
+
+/// The frames being received, by ticket (the order they started in).
+#[derive(Debug, Default)]
+struct Receivers {
+    next: u64,
+    /// KiB each holds; the first is the oldest.
+    held: BTreeMap<u64, u64>,
+    /// Their sum.
+    total: u64,
+    /// Frames under their share waiting for room now.
+    waiting: usize,
+    /// Frames waiting for room now, under their share or not.
+    blocked: usize,
 }
 
 impl ByteBudget {
-    /// A budget of `bytes` (rounded up to whole KiB, at least one).
+    /// A budget of `bytes` (rounded up to whole KiB, at least one), for frames up to its whole
+    /// size.
     pub(crate) fn new(bytes: u64) -> ByteBudget {
         let kib = u32::try_from(bytes.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
         ByteBudget {
             sem: Arc::new(Semaphore::new(kib as usize)),
             kib,
+            frame_kib: u64::from(kib),
+            receiving: Mutex::new(Receivers::default()),
+            changed: Notify::new(),
         }
+    }
+
+    /// A budget of `bytes` for frames of at most `max_frame` bytes (the server's).
+    pub(crate) fn with_max_frame(bytes: u64, max_frame: u32) -> ByteBudget {
+        let mut b = ByteBudget::new(bytes);
+        b.frame_kib = u64::from(max_frame).div_ceil(1024).min(u64::from(b.kib));
+        b
     }
 
     /// Whether nine tenths or more of the budget is in use.
@@ -350,6 +418,206 @@ impl ByteBudget {
     /// KiB in use now.
     pub(crate) fn used_kib(&self) -> u64 {
         u64::from(self.kib) - self.sem.available_permits() as u64
+    }
+
+    /// KiB frames being received never hold: an eighth of the budget, for requests read whole.
+    pub(crate) fn reserve_kib(&self) -> u64 {
+        u64::from(self.kib) / 8
+    }
+
+    /// KiB the frames being received other than the oldest may hold together: the budget less
+    /// the reserve and a whole largest frame (0 when the budget is smaller: then frames are
+    /// received one at a time).
+    pub(crate) fn others_kib(&self) -> u64 {
+        u64::from(self.kib).saturating_sub(self.reserve_kib() + self.frame_kib)
+    }
+
+    /// Starts receiving a frame: its charges go through the returned handle.
+    pub(crate) fn receive(&self) -> Receiving<'_> {
+        let mut r = self.receiving.lock();
+        let ticket = r.next;
+        r.next += 1;
+        r.held.insert(ticket, 0);
+        Receiving {
+            budget: self,
+            ticket,
+            kib: 0,
+            permit: None,
+        }
+    }
+
+    /// The frames being received now: (how many, KiB they hold, KiB the largest holds).
+    pub(crate) fn receiving(&self) -> (usize, u64, u64) {
+        let r = self.receiving.lock();
+        let largest = r.held.values().copied().max().unwrap_or(0);
+        (r.held.len(), r.total, largest)
+    }
+
+    /// A frame's share while others wait: one step at least, else an equal part of
+    /// [`ByteBudget::others_kib`] among the frames other than the oldest.
+    fn share(&self, r: &Receivers) -> u64 {
+        let others = (r.held.len().saturating_sub(1)).max(1) as u64;
+        (self.others_kib() / others).max(RECEIVE_STEP_KIB)
+    }
+
+    /// Whether the frame `ticket`, holding `held` KiB, may take `want` more now, and whether it
+    /// would then hold more than its share.
+    fn may_take(&self, r: &Receivers, ticket: u64, held: u64, want: u64) -> (bool, bool) {
+        let mut order = r.held.iter();
+        let oldest = order.next();
+        if oldest.is_some_and(|(&t, _)| t == ticket) {
+            return (true, false);
+        }
+        let others = r.total - oldest.map_or(0, |(_, &k)| k);
+        let over = held + want > self.share(r);
+        let room = others + want <= self.others_kib();
+        (room && (!over || r.waiting == 0), over)
+    }
+}
+
+/// Why a frame's step was not taken.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum StepEnd {
+    /// It waited for room past its deadline while holding more than its share.
+    TimedOut,
+}
+
+/// One frame being received: what it holds of the server's budget. Dropping it (the
+/// connection closed mid-frame) gives its bytes back; [`Receiving::finish`] hands them to the
+/// request once the frame is whole.
+#[derive(Debug)]
+pub(crate) struct Receiving<'a> {
+    budget: &'a ByteBudget,
+    ticket: u64,
+    /// KiB held (taken from the semaphore).
+    kib: u64,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+/// A frame marked as waiting for room (`under`: under its share); unmarked on drop (also when
+/// the wait is cancelled).
+struct Waiting<'a> {
+    budget: &'a ByteBudget,
+    under: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut r = self.budget.receiving.lock();
+        r.blocked -= 1;
+        if self.under {
+            r.waiting -= 1;
+        }
+        // With nobody under its share waiting, frames over theirs may go on: they look again.
+        // (Only then: a wake-up on every unmark would have the waiters wake each other.)
+        let last = self.under && r.waiting == 0;
+        drop(r);
+        if last {
+            self.budget.changed.notify_waiters();
+        }
+    }
+}
+
+impl Receiving<'_> {
+    /// Bytes of a frame of `len` bytes that may be read now: what it holds, or all of it once
+    /// it holds its whole length (or the whole budget, for a frame larger than the budget).
+    pub(crate) fn covered(&self, len: usize) -> usize {
+        if self.kib >= self.need_kib(len) {
+            len
+        } else {
+            (self.kib * 1024) as usize
+        }
+    }
+
+    /// KiB a frame of `len` bytes holds once whole.
+    fn need_kib(&self, len: usize) -> u64 {
+        (len as u64)
+            .div_ceil(1024)
+            .min(u64::from(self.budget.kib))
+            .max(1)
+    }
+
+    /// Takes the next step of a frame of `len` bytes: waits for its turn (the rules of
+    /// [`ByteBudget`]), then for the bytes in the budget. Answers how long it waited for
+    /// reasons that are not its own (under its share, or for the budget), which the caller
+    /// does not count against the frame's timeout; a wait while over its share ends at
+    /// `deadline` ([`StepEnd::TimedOut`]). Cancelled only when its connection ends.
+    pub(crate) async fn step(
+        &mut self,
+        len: usize,
+        deadline: tokio::time::Instant,
+    ) -> Result<Duration, StepEnd> {
+        let want =
+            (self.need_kib(len) - self.kib.min(self.need_kib(len))).clamp(1, RECEIVE_STEP_KIB);
+        let budget = self.budget;
+        let mut excused = Duration::ZERO;
+        loop {
+            let notified = budget.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let (under, counted) = {
+                let mut r = budget.receiving.lock();
+                let (ok, over) = budget.may_take(&r, self.ticket, self.kib, want);
+                if ok {
+                    // Counted now, before the bytes are in hand: two frames can never pass the
+                    // gate on the same room.
+                    r.total += want;
+                    *r.held.entry(self.ticket).or_insert(0) += want;
+                    break;
+                }
+                r.blocked += 1;
+                if !over {
+                    r.waiting += 1;
+                }
+                (!over, self.kib > budget.share(&r))
+            };
+            let _mark = Waiting { budget, under };
+            let since = tokio::time::Instant::now();
+            if counted {
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep_until(deadline) => return Err(StepEnd::TimedOut),
+                }
+            } else {
+                notified.await;
+                excused += since.elapsed();
+            }
+        }
+        let since = tokio::time::Instant::now();
+        let n = u32::try_from(want).unwrap_or(u32::MAX);
+        // The semaphore is never closed.
+        if let Ok(p) = budget.sem.clone().acquire_many_owned(n).await {
+            match &mut self.permit {
+                Some(held) => held.merge(p),
+                None => self.permit = Some(p),
+            }
+            self.kib += want;
+        }
+        Ok(excused + since.elapsed())
+    }
+
+    /// Whether another frame waits for room while this one holds more than its share, or is
+    /// the oldest (which goes first): receiving nothing then holds the others up.
+    pub(crate) fn crowding(&self) -> bool {
+        let r = self.budget.receiving.lock();
+        let oldest = r.held.keys().next() == Some(&self.ticket);
+        r.blocked > 0 && (oldest || self.kib > self.budget.share(&r))
+    }
+
+    /// The frame is whole: its bytes go to the request read from it.
+    pub(crate) fn finish(mut self) -> Option<OwnedSemaphorePermit> {
+        self.permit.take()
+    }
+}
+
+impl Drop for Receiving<'_> {
+    fn drop(&mut self) {
+        let mut r = self.budget.receiving.lock();
+        if let Some(k) = r.held.remove(&self.ticket) {
+            r.total -= k;
+        }
+        drop(r);
+        self.budget.changed.notify_waiters();
     }
 }
 
@@ -426,5 +694,97 @@ mod tests {
         assert_eq!(b.used_kib(), 10);
         drop(p);
         assert_eq!(ByteBudget::new(0).kib, 1);
+    }
+
+    /// Runs `f` to its end or for 200 ms: `None` if it was still waiting.
+    async fn within<T>(f: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::time::timeout(Duration::from_millis(200), f)
+            .await
+            .ok()
+    }
+
+    #[tokio::test]
+    async fn frames_being_received_share_what_the_oldest_and_the_reserve_leave() {
+        // 1 MiB, frames of 256 KiB: 128 KiB reserved, 640 KiB for the frames after the oldest.
+        let b = ByteBudget::with_max_frame(1 << 20, 256 << 10);
+        assert_eq!((b.reserve_kib(), b.others_kib()), (128, 640));
+        let far = tokio::time::Instant::now() + Duration::from_secs(60);
+        let len = 1 << 20; // larger than a frame may be here: the budget's clamp is not hit
+        let (mut oldest, mut second, mut third) = (b.receive(), b.receive(), b.receive());
+        // Nobody waits: the second may take all the others' room, past its share (320 KiB).
+        for _ in 0..10 {
+            within(second.step(len, far)).await.unwrap().unwrap();
+        }
+        assert_eq!(b.receiving(), (3, 640, 640));
+        assert!(!second.crowding());
+        // The third finds no room: it waits (under its share), and the second, over its
+        // share while the third waits, may take no more and is crowding.
+        let mut third_step = Box::pin(third.step(len, far));
+        assert!(within(&mut third_step).await.is_none());
+        assert!(within(second.step(len, far)).await.is_none());
+        assert!(second.crowding());
+        assert!(
+            oldest.crowding(),
+            "the oldest goes first: it must keep receiving"
+        );
+        // The oldest always goes on: up to a whole frame beside the others.
+        for _ in 0..4 {
+            within(oldest.step(len, far)).await.unwrap().unwrap();
+        }
+        assert_eq!(b.receiving().1, 640 + 256);
+        assert!(b.used_kib() <= u64::from(b.kib));
+        // The second's connection closes: the third gets its step.
+        drop(second);
+        within(&mut third_step).await.unwrap().unwrap();
+        drop(third_step);
+        assert_eq!(b.receiving(), (2, 256 + 64, 256));
+        // Whole frames hand their bytes on; nothing is left counted as receiving.
+        let p = oldest.finish().unwrap();
+        assert_eq!(p.num_permits(), 256);
+        drop(third);
+        assert_eq!(b.receiving(), (0, 0, 0));
+        drop(p);
+        assert_eq!(b.used_kib(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_frame_over_its_share_waits_no_longer_than_its_deadline() {
+        let b = ByteBudget::with_max_frame(1 << 20, 256 << 10);
+        let far = tokio::time::Instant::now() + Duration::from_secs(60);
+        let (_oldest, mut a, mut waiter) = (b.receive(), b.receive(), b.receive());
+        for _ in 0..10 {
+            within(a.step(1 << 20, far)).await.unwrap().unwrap();
+        }
+        let mut waiting = Box::pin(waiter.step(1 << 20, far));
+        assert!(within(&mut waiting).await.is_none());
+        // Over its share while another waits: its wait ends at its deadline, counted.
+        let soon = tokio::time::Instant::now() + Duration::from_millis(50);
+        assert_eq!(
+            within(a.step(1 << 20, soon)).await,
+            Some(Err(StepEnd::TimedOut))
+        );
+        // A wait under the share is reported as not the frame's doing.
+        drop(a);
+        let excused = within(&mut waiting).await.unwrap().unwrap();
+        assert!(excused >= Duration::from_millis(200), "{excused:?}");
+    }
+
+    #[test]
+    fn a_budget_smaller_than_two_frames_receives_one_frame_at_a_time() {
+        let b = ByteBudget::with_max_frame(1 << 20, 1 << 20);
+        assert_eq!(b.others_kib(), 0);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let far = tokio::time::Instant::now() + Duration::from_secs(60);
+            let (mut first, mut second) = (b.receive(), b.receive());
+            assert!(within(second.step(4096, far)).await.is_none());
+            within(first.step(4096, far)).await.unwrap().unwrap();
+            drop(first);
+            within(second.step(4096, far)).await.unwrap().unwrap();
+            assert_eq!(second.covered(4096), 4096);
+        });
     }
 }

@@ -6,7 +6,10 @@
 //! system. Clients ([`iosets-client`], `iosets demo`) send [`iosets_proto`] frames over TCP; each
 //! frame names a job. The server:
 //!
-//! - reads frames on async sockets (tokio), checking the length before allocating;
+//! - reads frames on async sockets (tokio), checking the length before allocating, and counts
+//!   the bytes of requests in flight against a budget per connection and one for the server,
+//!   which a frame takes as its bytes arrive, with a share per frame (never on the length it
+//!   announces: see the `conn` module);
 //! - sends every **file-system request** — data (read, write, fsync) and metadata (lookup,
 //!   create, open, setattr, truncate, unlink, mkdir, rmdir, readdir, rename, …) — through one
 //!   runtime [`Scheduler`] with the configured policy, so the order in which the worker threads
@@ -212,7 +215,10 @@ impl Server {
             clock_zero_unix_ns,
             guard: guard::Guard::default(),
             connections: guard::Connections::new(),
-            inflight_bytes: guard::ByteBudget::new(config.max_inflight_bytes),
+            inflight_bytes: guard::ByteBudget::with_max_frame(
+                config.max_inflight_bytes,
+                config.max_frame,
+            ),
             max_connections: config.max_connections.unwrap_or(fds.connections),
             hints_overridden: Default::default(),
             admin: admin_addr,

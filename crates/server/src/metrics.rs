@@ -180,6 +180,7 @@ type JobMetric = (
 /// Connections, byte budgets, refusals and hints: the server's defences (issue 16).
 fn render_guard(out: &mut String, shared: &Shared) {
     use std::sync::atomic::Ordering::Relaxed;
+    let receiving = shared.inflight_bytes.receiving();
     let gauges = [
         (
             "iosets_connections_open",
@@ -200,6 +201,21 @@ fn render_guard(out: &mut String, shared: &Shared) {
             "iosets_inflight_limit_bytes",
             "The bound on in-flight bytes (max_inflight_bytes).",
             (u64::from(shared.inflight_bytes.kib) * 1024) as f64,
+        ),
+        (
+            "iosets_receiving_frames",
+            "Large frames being received now (charged to the in-flight bytes as they arrive).",
+            receiving.0 as f64,
+        ),
+        (
+            "iosets_receiving_bytes",
+            "In-flight bytes held by frames being received (at most one step beyond their bytes).",
+            (receiving.1 * 1024) as f64,
+        ),
+        (
+            "iosets_receiving_largest_bytes",
+            "In-flight bytes held by the frame being received that holds the most.",
+            (receiving.2 * 1024) as f64,
         ),
     ];
     for (name, help, v) in gauges {

@@ -1036,7 +1036,9 @@ impl Root {
 
     /// Creates a regular file (or keeps an existing one unless `exclusive`), owned by `creds`
     /// when given. Without credentials, permission bits above `0o777` (setuid, setgid, sticky)
-    /// are dropped.
+    /// are dropped. An exclusive create of any existing name, a symbolic link included (even
+    /// one whose target does not exist), is `EEXIST`; a name that is a symbolic link otherwise
+    /// is followed beneath the root (`create_through_link`).
     pub fn create(
         &self,
         path: &str,
@@ -1058,7 +1060,14 @@ impl Root {
             initial,
         ) {
             Ok(_) => true,
-            Err(e) if e.errno == Errno::EXIST.raw_os_error() && !exclusive => false,
+            Err(e) if e.errno == Errno::EXIST.raw_os_error() && !exclusive => {
+                let link = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| kind_of(st.st_mode) == FileKind::Symlink);
+                if link {
+                    return self.create_through_link(path, initial, creds, exact);
+                }
+                false
+            }
             Err(e) => return Err(e),
         };
         if created {
@@ -1068,6 +1077,69 @@ impl Root {
             }
         }
         self.lstat(path)
+    }
+
+    /// `create` (not exclusive) of a name that is a symbolic link: as `open(O_CREAT)` on Linux,
+    /// the link is followed, beneath the root. A target inside the root is kept if it exists
+    /// and created if not (a dangling link inside the root makes its target, as on a local file
+    /// system), and the answer is the file's attributes, not the link's. A target that leaves
+    /// the root (an absolute target, or `..` past the root) is never followed: `EEXIST`, the
+    /// name exists and nothing is made outside (`O_CREAT|O_EXCL`'s answer; unconfined Linux
+    /// would create the target wherever it points). A loop of links: `ELOOP`.
+    fn create_through_link(
+        &self,
+        path: &str,
+        initial: u32,
+        creds: Option<Creds>,
+        exact: Option<u32>,
+    ) -> Result<Attr, FsError> {
+        let outward = |e: FsError| {
+            if e.errno == Errno::XDEV.raw_os_error() {
+                FsError::new(
+                    Errno::EXIST,
+                    format!(
+                        "create {path:?}: the name exists, a symbolic link leading out of the \
+                         server's root (not followed)"
+                    ),
+                )
+            } else {
+                e
+            }
+        };
+        let file = match self.open_file(None, path, OFlags::empty(), 0) {
+            // The target exists beneath the root: kept, as open(O_CREAT) keeps it.
+            Ok(o) => o.file,
+            Err(e) if e.errno == Errno::NOENT.raw_os_error() => {
+                let o = self
+                    .open_file(None, path, OFlags::CREATE, initial)
+                    .map_err(outward)?;
+                // The new entry is in the target's directory, not the link's.
+                let made = self.beneath(&*o.file).ok_or_else(|| {
+                    FsError::new(
+                        Errno::IO,
+                        format!("create {path:?}: where its link's target was made is unknown"),
+                    )
+                })?;
+                self.parent_changed(&made)?;
+                if creds.is_some() {
+                    self.own(&made, creds, exact)?;
+                }
+                o.file
+            }
+            Err(e) => return Err(outward(e)),
+        };
+        let st = rustix::fs::fstat(&*file).map_err(|e| FsError::io(e, "stat", path))?;
+        Ok(attr_of(&st))
+    }
+
+    /// The path beneath the root of the object `fd` refers to, as the kernel names it now.
+    fn beneath(&self, fd: &impl AsFd) -> Option<String> {
+        use std::os::fd::AsRawFd;
+        let name = |raw: i32| std::fs::read_link(format!("/proc/self/fd/{raw}")).ok();
+        let root = name(self.dir.as_raw_fd())?;
+        let object = name(fd.as_fd().as_raw_fd())?;
+        let rel = object.strip_prefix(&root).ok()?.to_str()?;
+        (!rel.is_empty()).then(|| rel.to_string())
     }
 
     /// Creates a special file (FIFO, socket, device) or a regular file, `mode` carrying the
