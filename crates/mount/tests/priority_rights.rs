@@ -150,11 +150,12 @@ impl Drop for SlurmCgroup {
     }
 }
 
-/// Runs `echo VALUE > FILE` as `nobody` with `IOSETS_JOB_ID=env_job`, inside `cgroup` if given
+/// Runs `echo VALUE > FILE` as `nobody` (bash, whose message names the errno: dash says "I/O
+/// error" for any failed write) with `IOSETS_JOB_ID=env_job`, inside `cgroup` if given
 /// (moved there by root first, as slurmd moves a job's tasks).
 fn nobody_writes(value: &str, file: &Path, env_job: &str, cgroup: Option<&SlurmCgroup>) -> Output {
     let write = format!(
-        "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'echo {value} > {}'",
+        "setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo {value} > {}'",
         file.display()
     );
     let script = match cgroup {
@@ -176,7 +177,10 @@ fn nobody_writes(value: &str, file: &Path, env_job: &str, cgroup: Option<&SlurmC
 fn refused(out: &Output, what: &str) {
     assert!(!out.status.success(), "{what}: the write succeeded");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("Permission denied"), "{what}: {err}");
+    if !err.contains("Permission denied") {
+        let text = String::from_utf8_lossy(&log().lock().unwrap()).into_owned();
+        panic!("{what}: {err}\nthe mount's log:\n{text}");
+    }
 }
 
 fn written(out: &Output, what: &str) {
