@@ -628,7 +628,10 @@ mod tests {
         for v in ["off", "capped", "any"] {
             assert_eq!(v.parse::<SelfPriority>().unwrap().to_string(), v);
         }
-        assert!("on".parse::<SelfPriority>().unwrap_err().contains("`capped`"));
+        assert!("on"
+            .parse::<SelfPriority>()
+            .unwrap_err()
+            .contains("`capped`"));
     }
 
     #[test]

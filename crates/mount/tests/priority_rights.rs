@@ -120,7 +120,11 @@ struct SlurmCgroup {
 
 impl SlurmCgroup {
     fn new(job: u64) -> Option<SlurmCgroup> {
-        for base in ["/sys/fs/cgroup/freezer", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"] {
+        for base in [
+            "/sys/fs/cgroup/freezer",
+            "/sys/fs/cgroup/unified",
+            "/sys/fs/cgroup",
+        ] {
             let base = Path::new(base);
             if !base.join("cgroup.procs").exists() {
                 continue;
@@ -258,7 +262,13 @@ fn a_refusal_is_logged_once_per_process_job_and_reason() {
     let file = s.priority(4242);
     // One process, the same refused write five times.
     let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "sh",
+            "-c",
+        ])
         .arg(format!(
             "n=0; for i in 1 2 3 4 5; do echo 3 > {} 2>/dev/null || n=$((n+1)); done; echo $n",
             file.display()
@@ -266,7 +276,11 @@ fn a_refusal_is_logged_once_per_process_job_and_reason() {
         .env("IOSETS_JOB_ID", "4242")
         .output()
         .unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "5", "five refusals");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "5",
+        "five refusals"
+    );
     assert_eq!(logged("jobs/4242/priority refused (EACCES)"), 1);
     assert_eq!(s.read(4242), "none\n");
 }
@@ -311,7 +325,15 @@ fn the_readme_says_who_may_write_what_and_is_read_only() {
     let readme = s.dir.path().join("mnt/.iosets/README");
     let text = std::fs::read_to_string(&readme).unwrap();
     assert_eq!(text, iosets_mount::control::README);
-    for needle in ["root", "Slurm", "IOSETS_JOB_ID", "cap=P", "10^-i", "EACCES", "EINVAL"] {
+    for needle in [
+        "root",
+        "Slurm",
+        "IOSETS_JOB_ID",
+        "cap=P",
+        "10^-i",
+        "EACCES",
+        "EINVAL",
+    ] {
         assert!(text.contains(needle), "README lacks {needle:?}");
     }
     let names: Vec<String> = std::fs::read_dir(s.dir.path().join("mnt/.iosets"))

@@ -4,8 +4,8 @@ use bytes::Bytes;
 use iosets_types::{JobId, Priority};
 
 use crate::message::{
-    Attr, Control, Creds, DirEntry, FileKind, Groups, Header, Kind, OpCode, OpenFlags, Reply, Request,
-    Response, SetAttr, SetTime, Statfs,
+    Attr, Control, Creds, DirEntry, FileKind, Groups, Header, Kind, OpCode, OpenFlags, Reply,
+    Request, Response, SetAttr, SetTime, Statfs,
 };
 use crate::{Elsewhere, ProtoError, HEADER_LEN, VERSION};
 
@@ -121,10 +121,7 @@ pub fn encode(frame: &Frame) -> Encoded {
         frame,
         Frame::Request(_, Request::ReadShared { .. } | Request::WriteShared { .. })
     );
-    let groups = header
-        .creds
-        .map(|c| c.groups)
-        .filter(|g| !g.is_empty());
+    let groups = header.creds.map(|c| c.groups).filter(|g| !g.is_empty());
     w.u8(VERSION);
     w.u8(kind as u8);
     w.u16(

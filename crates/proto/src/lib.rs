@@ -66,8 +66,8 @@ mod report;
 pub use bytes::Bytes;
 pub use codec::{decode, encode, frame_len, Encoded, Frame};
 pub use message::{
-    Attr, Control, Creds, DirEntry, Elsewhere, FileKind, Groups, Header, Kind, OpCode, OpenFlags, Reply,
-    Request, Response, SetAttr, SetTime, Statfs,
+    Attr, Control, Creds, DirEntry, Elsewhere, FileKind, Groups, Header, Kind, OpCode, OpenFlags,
+    Reply, Request, Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{
     CauseReport, JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport,

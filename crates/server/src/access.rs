@@ -182,8 +182,10 @@ fn restore() -> Result<(), FsError> {
         return Ok(());
     };
     // The effective uid first: the group calls need the capabilities it brings back.
-    rustix::thread::set_thread_res_uid(None::<Uid>, uid, None::<Uid>).map_err(|e| failed("uid", e))?;
-    rustix::thread::set_thread_res_gid(None::<Gid>, gid, None::<Gid>).map_err(|e| failed("gid", e))?;
+    rustix::thread::set_thread_res_uid(None::<Uid>, uid, None::<Uid>)
+        .map_err(|e| failed("uid", e))?;
+    rustix::thread::set_thread_res_gid(None::<Gid>, gid, None::<Gid>)
+        .map_err(|e| failed("gid", e))?;
     rustix::thread::set_thread_groups(server_groups()).map_err(|e| failed("groups", e))?;
     CURRENT.set(None);
     Ok(())

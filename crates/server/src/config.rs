@@ -373,9 +373,7 @@ impl ServerConfig {
         }
         c.root_squash = file.root_squash.unwrap_or(false);
         if let Some(n) = file.no_creds {
-            c.no_creds = n
-                .parse()
-                .map_err(|reason| ServerError::Config { reason })?;
+            c.no_creds = n.parse().map_err(|reason| ServerError::Config { reason })?;
         }
         if let Some(h) = file.hints {
             c.hints = h.parse()?;

@@ -79,11 +79,11 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use access::NoCreds;
 pub use config::{
     mib_bytes, read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
     MAX_INFLIGHT_BYTES, MIN_INFLIGHT_BYTES,
 };
-pub use access::NoCreds;
 pub use error::ServerError;
 
 use crate::state::Shared;

@@ -39,7 +39,11 @@ fn mode(path: &Path, m: u32) {
 fn tree(root: &Path) {
     let a = root.join("a");
     std::fs::create_dir(&a).unwrap();
-    for (name, m, gid) in [("secret", 0o600, A), ("public", 0o644, A), ("group", 0o640, G)] {
+    for (name, m, gid) in [
+        ("secret", 0o600, A),
+        ("public", 0o644, A),
+        ("group", 0o640, G),
+    ] {
         let p = a.join(name);
         std::fs::write(&p, format!("{name} of A")).unwrap();
         chown(&p, Some(A), Some(gid)).unwrap();
@@ -314,7 +318,10 @@ fn root_squash_makes_a_claim_of_root_act_as_nobody() {
     let plain = start(&dir.0, false, NoCreds::Server);
     let mut root = as_user(plain.addr(), Some(Creds::new(0, 0)));
     assert_eq!(data(root.ok(read("a/secret"))), b"secret of A");
-    assert_eq!(data(root.ok(read("private/open"))), b"open to all, in a closed directory");
+    assert_eq!(
+        data(root.ok(read("private/open"))),
+        b"open to all, in a closed directory"
+    );
     drop(root);
     drop(plain);
     let squashed = start(&dir.0, true, NoCreds::Server);
