@@ -993,6 +993,51 @@ mod tests {
     }
 
     #[test]
+    fn supplementary_groups_are_bounded_and_need_credentials() {
+        let h = Header {
+            phase: None,
+            tag: 1,
+            job: JobId(1),
+            priority: None,
+            creds: Some(Creds {
+                uid: 1000,
+                gid: 100,
+                groups: Groups::new(&[100, 27]),
+            }),
+            elsewhere: None,
+        };
+        let f = Frame::Request(h, Request::Lookup { path: "a".into() });
+        let enc = encode(&f).head;
+        assert_eq!(decode(Bytes::from(enc[4..].to_vec())).unwrap(), f);
+        // The count byte sits where the operation would without groups.
+        let at = 4 + HEADER_LEN - 1;
+        assert_eq!(enc[at], 2);
+        for bad in [0u8, 17] {
+            let mut e = enc.clone();
+            e[at] = bad;
+            assert!(
+                matches!(
+                    decode(Bytes::from(e[4..].to_vec())),
+                    Err(ProtoError::Invalid {
+                        field: "group count",
+                        ..
+                    })
+                ),
+                "count {bad}"
+            );
+        }
+        let mut e = enc.clone();
+        e[6] &= !2; // flags' low byte: no credentials, groups still flagged
+        assert!(matches!(
+            decode(Bytes::from(e[4..].to_vec())),
+            Err(ProtoError::Invalid { field: "flags", .. })
+        ));
+        // More than 16 groups: the first 16 travel.
+        let many: Vec<u32> = (0..40).collect();
+        assert_eq!(Groups::new(&many).as_slice(), &many[..Groups::MAX]);
+    }
+
+    #[test]
     fn the_shared_region_bit_is_for_reads_and_writes_only() {
         let h = Header {
             phase: None,

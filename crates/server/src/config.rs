@@ -791,6 +791,23 @@ mod tests {
     }
 
     #[test]
+    fn root_squash_and_no_creds_keys() {
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nroot_squash = true\nno_creds = \"refuse\"\n",
+            Path::new("/etc"),
+        )
+        .unwrap();
+        assert!(c.root_squash);
+        assert_eq!(c.no_creds, crate::NoCreds::Refuse);
+        let d = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/etc")).unwrap();
+        assert!(!d.root_squash);
+        assert_eq!(d.no_creds, crate::NoCreds::Server);
+        let e = ServerConfig::from_toml_str("root = \"x\"\nno_creds = \"root\"\n", Path::new("/"))
+            .unwrap_err();
+        assert!(e.to_string().contains("`nobody`"), "{e}");
+    }
+
+    #[test]
     fn bounds_hints_admin_and_secret_keys() {
         let c = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/srv")).unwrap();
         assert_eq!(c.hints, HintPolicy::default());
