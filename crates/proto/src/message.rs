@@ -14,8 +14,10 @@ pub struct Header {
     /// A priority the client suggests for its job; the server's control plane overrides it.
     pub priority: Option<Priority>,
     /// Whom the request is done for, when the client acts for a local user (the mount): the
-    /// server gives files and directories it creates this owner. Trusted as NFS trusts
-    /// `AUTH_SYS`: the kernel of the client's node checked the caller's permissions.
+    /// server gives files and directories it creates this owner and, running as root, does the
+    /// request as this user, so the kernel checks its permissions there too (as an NFS server
+    /// checks `AUTH_SYS` credentials against modes). Which client may claim users at all is
+    /// the cluster secret's business.
     pub creds: Option<Creds>,
     /// When the job's current I/O phase started, in UNIX-epoch nanoseconds of the client's clock
     /// (the mount stamps every request of a phase with the same value). Servers order the jobs of
