@@ -110,6 +110,7 @@ enum Command {
     Ctl(serve_cmd::CtlArgs),
     /// Mount the servers (or a local directory) with FUSE: unmodified programs are scheduled
     /// by the job they belong to.
+    #[command(after_long_help = iosets_mount::control::README)]
     Mount(Box<mount_cmd::MountArgs>),
     /// Unmount an iosets mount (also after its process was killed).
     Umount(mount_cmd::UmountArgs),

@@ -64,6 +64,11 @@ pub(crate) struct MountArgs {
     /// The cluster's shared secret file, for servers started with --auth-file.
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
+    /// Who besides root may write .iosets/jobs/<id>/priority: `capped` (a process of the job,
+    /// known by its Slurm cgroup, up to the servers' hint cap), `any` (no cap), `off` (only
+    /// root). See CONTROL DIRECTORY below.
+    #[arg(long, default_value = "capped", value_name = "off|capped|any")]
+    self_priority: iosets_mount::control::SelfPriority,
 }
 
 /// `iosets umount MOUNTPOINT`.
@@ -78,6 +83,7 @@ fn options(args: &MountArgs) -> Result<MountOptions> {
     o.servers = args.servers.clone();
     o.local = args.local.clone();
     o.threads = args.threads;
+    o.self_priority = args.self_priority;
     o.cache = args.cache;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {
         bail!(

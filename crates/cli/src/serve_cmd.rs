@@ -92,6 +92,14 @@ pub(crate) struct ServeArgs {
     /// default cap=1, the Set-10 priority of a 1 s I/O period).
     #[arg(long, value_name = "POLICY")]
     hints: Option<String>,
+    /// A client's claim of uid 0 acts as nobody (65534:65534), as NFS's root_squash. Requests
+    /// that carry a user's credentials are done as that user (the server must run as root).
+    #[arg(long)]
+    root_squash: bool,
+    /// What a request carrying no user's credentials acts as: server (this server's user, the
+    /// default), nobody, or refuse (EACCES).
+    #[arg(long, value_name = "server|nobody|refuse")]
+    no_creds: Option<String>,
     /// Seconds a frame may take to arrive whole once started (default 30).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     frame_timeout_s: Option<f64>,
@@ -186,6 +194,12 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(h) = &args.hints {
         config.hints = h.parse()?;
+    }
+    if args.root_squash {
+        config.root_squash = true;
+    }
+    if let Some(n) = &args.no_creds {
+        config.no_creds = n.parse().map_err(anyhow::Error::msg)?;
     }
     if let Some(t) = args.frame_timeout_s {
         config.frame_timeout_s = t;

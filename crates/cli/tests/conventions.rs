@@ -82,6 +82,20 @@ fn one_manual_page_per_command_and_subcommand() {
     let serve = std::fs::read_to_string(dir.join("pages/iosets-serve.1")).unwrap();
     assert!(serve.starts_with(".ie") || serve.contains(".TH iosets-serve 1"));
     assert!(serve.contains("auth\\-file"), "the page lacks --auth-file");
+    assert!(
+        serve.contains("root\\-squash"),
+        "the page lacks --root-squash"
+    );
+    // The mount's page says who may write what in .iosets/ (issue 33).
+    let mount = std::fs::read_to_string(dir.join("pages/iosets-mount.1")).unwrap();
+    for needle in [
+        "self\\-priority",
+        "Who may write a priority",
+        "IOSETS_JOB_ID",
+        "10^\\-i",
+    ] {
+        assert!(mount.contains(needle), "iosets-mount.1 lacks {needle:?}");
+    }
     let main = stdout(&iosets(&dir, &["man"]));
     assert!(main.contains(".TH iosets 1"));
 }

@@ -1,16 +1,21 @@
 //! The control directory `MOUNT/.iosets/`: seed 004's configfs, without a kernel module.
 //!
 //! ```text
+//! .iosets/README                 read: who may write what, and what the numbers mean
 //! .iosets/policy                 read: the servers' policy
 //! .iosets/jobs/<id>/priority     read: "<value> <source>" (control, auto, hint) or "none";
 //!                                write a number to set it, "clear" to clear it
 //! .iosets/jobs/<id>/stats        read: that job's jobstats (JSON, per server and in total)
 //! ```
 //!
-//! The mount holds the servers' control token; users never see it. Root may set any job's
-//! priority, a process its own job's; anyone else gets `EACCES`. A value that is neither a
-//! finite positive number nor `clear` is `EINVAL`, and nothing changes. The directory is hidden
-//! from `readdir` of the root (a backing entry of that name is hidden behind it).
+//! The mount holds the servers' control token; users never see it. Who may write a priority is
+//! [`may_set`]'s answer ([`README`] says it for users): root any job's; another process only its
+//! own job's, that job known from the Slurm cgroup it runs in (never from the environment, which
+//! the user sets), within the servers' hint cap, as `--self-priority` allows. A refused write is
+//! `EACCES`, a value that is neither a finite positive number nor `clear` is `EINVAL`; nothing
+//! changes either way, and the mount logs why once per process, job and reason
+//! ([`Refusals`]). The directory is hidden from `readdir` of the root (a backing entry of that
+//! name is hidden behind it).
 
 use iosets_proto::{JobReport, JobsReport, ServerReport};
 use iosets_types::JobId;
@@ -26,6 +31,8 @@ pub(crate) const DIR: u64 = BASE;
 pub(crate) const JOBS: u64 = BASE + 1;
 /// `.iosets/policy`
 pub(crate) const POLICY: u64 = BASE + 2;
+/// `.iosets/README`
+pub(crate) const README_INO: u64 = BASE + 3;
 /// Per-job nodes: `JOB0 + 4·index + {0: directory, 1: priority, 2: stats}`.
 const JOB0: u64 = BASE + 16;
 
@@ -35,6 +42,7 @@ pub(crate) enum Node {
     Dir,
     Jobs,
     Policy,
+    Readme,
     JobDir(JobId),
     Priority(JobId),
     Stats(JobId),
@@ -51,7 +59,7 @@ impl Node {
         match self {
             Node::Dir | Node::Jobs | Node::JobDir(_) => 0o555,
             Node::Priority(_) => 0o666,
-            Node::Policy | Node::Stats(_) => 0o444,
+            Node::Policy | Node::Readme | Node::Stats(_) => 0o444,
         }
     }
 }
@@ -80,6 +88,7 @@ impl JobSlots {
             Node::Dir => DIR,
             Node::Jobs => JOBS,
             Node::Policy => POLICY,
+            Node::Readme => README_INO,
             Node::JobDir(j) => JOB0 + 4 * self.slot(j),
             Node::Priority(j) => JOB0 + 4 * self.slot(j) + 1,
             Node::Stats(j) => JOB0 + 4 * self.slot(j) + 2,
@@ -92,6 +101,7 @@ impl JobSlots {
             DIR => Some(Node::Dir),
             JOBS => Some(Node::Jobs),
             POLICY => Some(Node::Policy),
+            README_INO => Some(Node::Readme),
             i if i >= JOB0 => {
                 let job = *self.jobs.get(((i - JOB0) / 4) as usize)?;
                 match (i - JOB0) % 4 {
@@ -116,6 +126,7 @@ pub(crate) fn child(parent: Node, name: &str) -> Option<Node> {
     match (parent, name) {
         (Node::Dir, "jobs") => Some(Node::Jobs),
         (Node::Dir, "policy") => Some(Node::Policy),
+        (Node::Dir, "README") => Some(Node::Readme),
         (Node::Jobs, id) => parse_job(id).map(Node::JobDir),
         (Node::JobDir(j), "priority") => Some(Node::Priority(j)),
         (Node::JobDir(j), "stats") => Some(Node::Stats(j)),
@@ -129,6 +140,273 @@ pub(crate) fn parse_job(name: &str) -> Option<JobId> {
         return None;
     }
     name.parse().ok().map(JobId)
+}
+
+/// `.iosets/README`, and the control section of `iosets man mount`: who may write what, and
+/// what the numbers mean.
+pub const README: &str = "\
+The iosets control directory (.iosets/ at the root of an iosets mount)
+
+  README                 this text (read-only)
+  policy                 the servers' scheduling policy (read-only)
+  jobs/<id>/priority     read: \"<value> <source>\" (source: control, auto or hint) or \"none\"
+                         write: a number to set the job's priority, \"clear\" to clear it
+  jobs/<id>/stats        the job's statistics on every server, as JSON (read-only)
+
+Who may write a priority
+  root                   any job's, any value, and clear it.
+  any other process      only its own job's, and only when that job is known from the Slurm
+                         cgroup the process runs in (job_<id>, set by slurmd). Environment
+                         variables (IOSETS_JOB_ID, SLURM_JOB_ID) never decide whose priority a
+                         process may change: they only name the job its I/O is attributed to.
+                         Never above the servers' hint cap (iosets serve --hints cap=P,
+                         default 1); refused when the servers ignore hints.
+  The mount's --self-priority switch: `capped` (the default) as above; `any`: a job's own
+  processes may set any value; `off`: only root may write.
+  A refused write fails with EACCES (Permission denied), changes nothing, and the mount logs
+  the reason once per process, job and reason.
+
+The numbers
+  A priority is a finite positive number; larger means more of the bandwidth. Between sets of
+  jobs, bandwidth is shared in proportion to the priorities; inside an IO-SETS set one job does
+  I/O at a time. The Set-10 rule gives a job whose I/O phases start every ~10^i seconds
+  priority 10^-i: 1 for a period of ~1 s, 0.1 for ~10 s, 0.01 for ~100 s, 0.001 for ~1000 s.
+  Anything else (0, a negative number, nan, inf, text other than \"clear\") fails with EINVAL
+  (Invalid argument), changes nothing, and is logged with what is accepted.
+  \"clear\" removes a priority set here; the job falls back to its detected (auto) or hinted
+  priority, if any.
+";
+
+/// Who besides root may set a priority through `.iosets/jobs/<id>/priority` (`--self-priority`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelfPriority {
+    /// Only root.
+    Off,
+    /// A process of the job (by its Slurm cgroup), at most the servers' hint cap.
+    #[default]
+    Capped,
+    /// A process of the job (by its Slurm cgroup), any value.
+    Any,
+}
+
+impl std::fmt::Display for SelfPriority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SelfPriority::Off => "off",
+            SelfPriority::Capped => "capped",
+            SelfPriority::Any => "any",
+        })
+    }
+}
+
+impl std::str::FromStr for SelfPriority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SelfPriority, String> {
+        match s {
+            "off" => Ok(SelfPriority::Off),
+            "capped" => Ok(SelfPriority::Capped),
+            "any" => Ok(SelfPriority::Any),
+            _ => Err(format!(
+                "self-priority {s:?}: must be `off` (only root sets priorities), `capped` (a \
+                 job's own processes, up to the servers' hint cap; the default) or `any`"
+            )),
+        }
+    }
+}
+
+/// The highest priority a non-root process may write, from the servers' `hints` settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Cap {
+    /// No cap (every server trusts hints, or `--self-priority any`).
+    None,
+    /// The lowest cap among the servers.
+    At(f64),
+    /// A server ignores hints: a user may not raise a priority at all.
+    Ignored,
+}
+
+impl Cap {
+    /// The cap of servers whose `hints` settings are `hints` (a server before the field, an
+    /// empty string, has the default cap).
+    pub(crate) fn of<'a>(hints: impl IntoIterator<Item = &'a str>) -> Cap {
+        use iosets_server::HintPolicy;
+        let mut cap = Cap::None;
+        for h in hints {
+            let p = h.parse::<HintPolicy>().unwrap_or_default();
+            cap = match (cap, p) {
+                (Cap::Ignored, _) | (_, HintPolicy::Ignore) => Cap::Ignored,
+                (c, HintPolicy::Trust) => c,
+                (Cap::None, HintPolicy::Cap(p)) => Cap::At(p.get()),
+                (Cap::At(c), HintPolicy::Cap(p)) => Cap::At(c.min(p.get())),
+            };
+        }
+        cap
+    }
+}
+
+/// Why a priority write was refused (`EACCES`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Refusal {
+    /// `--self-priority off`.
+    SelfServiceOff,
+    /// The caller runs in no Slurm job's cgroup.
+    NoSlurmJob,
+    /// The caller's Slurm job is another one.
+    OtherJob { own: JobId },
+    /// Above the servers' hint cap.
+    AboveCap { value: f64, cap: f64 },
+    /// The servers ignore hints.
+    HintsIgnored,
+}
+
+impl Refusal {
+    /// A small number per kind of reason, for [`Refusals`].
+    fn kind(&self) -> u8 {
+        match self {
+            Refusal::SelfServiceOff => 0,
+            Refusal::NoSlurmJob => 1,
+            Refusal::OtherJob { .. } => 2,
+            Refusal::AboveCap { .. } => 3,
+            Refusal::HintsIgnored => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::SelfServiceOff => f.write_str(
+                "self-service priorities are off on this mount (--self-priority off): only root \
+                 may set a priority",
+            ),
+            Refusal::NoSlurmJob => f.write_str(
+                "the caller runs in no Slurm job's cgroup: only a process of the job (by its \
+                 cgroup) or root may set a job's priority; IOSETS_JOB_ID and other environment \
+                 variables do not count",
+            ),
+            Refusal::OtherJob { own } => write!(
+                f,
+                "the caller's Slurm job (from its cgroup) is {own}: a process may set its own \
+                 job's priority only"
+            ),
+            Refusal::AboveCap { value, cap } => write!(
+                f,
+                "{value} is above the servers' hint cap {cap} (iosets serve --hints cap=P): only \
+                 root may set more"
+            ),
+            Refusal::HintsIgnored => f.write_str(
+                "the servers ignore priority hints (--hints ignore): only root may set a priority",
+            ),
+        }
+    }
+}
+
+/// Whether a process that is not root, whose Slurm job (from its cgroup) is `own`, may write
+/// `what` to `target`'s priority file under `mode`, the servers' hints allowing `cap`. Root is
+/// not asked: it may write anything.
+pub(crate) fn may_set(
+    mode: SelfPriority,
+    own: Option<JobId>,
+    target: JobId,
+    what: PriorityWrite,
+    cap: Cap,
+) -> Result<(), Refusal> {
+    if mode == SelfPriority::Off {
+        return Err(Refusal::SelfServiceOff);
+    }
+    match own {
+        None => return Err(Refusal::NoSlurmJob),
+        Some(own) if own != target => return Err(Refusal::OtherJob { own }),
+        Some(_) => {}
+    }
+    let PriorityWrite::Set(p) = what else {
+        // Clearing falls back to the detected or hinted priority, which the servers cap.
+        return Ok(());
+    };
+    match (mode, cap) {
+        (SelfPriority::Any, _) | (_, Cap::None) => Ok(()),
+        (_, Cap::Ignored) => Err(Refusal::HintsIgnored),
+        (_, Cap::At(cap)) if p.get() > cap => Err(Refusal::AboveCap {
+            value: p.get(),
+            cap,
+        }),
+        (_, Cap::At(_)) => Ok(()),
+    }
+}
+
+/// How long a logged refusal keeps the same (process, job, reason) quiet.
+pub(crate) const REFUSAL_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
+/// The most (process, job, reason) triples remembered; past it, expired ones are dropped, and
+/// if none has expired, new triples are counted but not logged until one does.
+const REFUSALS_KEPT: usize = 4096;
+
+/// Which refusals were logged lately: a write refused again for the same process, job and
+/// reason within [`REFUSAL_LOG_INTERVAL`] is not logged again (a loop of `echo` must not flood
+/// the log), only counted.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals {
+    last: std::collections::HashMap<(u32, u64, u8), std::time::Instant>,
+    /// Refusals not logged because one like it was.
+    pub(crate) quiet: u64,
+}
+
+impl Refusals {
+    /// Whether to log a refusal of `kind` (a [`Refusal`]'s, or 255 for a malformed value) for
+    /// process `pid` and `job` at `now`; remembers it if so.
+    pub(crate) fn should_log(
+        &mut self,
+        pid: u32,
+        job: JobId,
+        kind: u8,
+        now: std::time::Instant,
+    ) -> bool {
+        let key = (pid, job.0, kind);
+        if let Some(t) = self.last.get(&key) {
+            if now.duration_since(*t) < REFUSAL_LOG_INTERVAL {
+                self.quiet += 1;
+                return false;
+            }
+        }
+        if self.last.len() >= REFUSALS_KEPT && !self.last.contains_key(&key) {
+            self.last
+                .retain(|_, t| now.duration_since(*t) < REFUSAL_LOG_INTERVAL);
+            if self.last.len() >= REFUSALS_KEPT {
+                self.quiet += 1;
+                return false;
+            }
+        }
+        self.last.insert(key, now);
+        true
+    }
+
+    /// Logs (once, see [`Refusals::should_log`]) that `pid`, running as `uid`, was refused a
+    /// write to `job`'s priority.
+    pub(crate) fn refused(&mut self, pid: u32, uid: u32, job: JobId, why: &Refusal) {
+        if self.should_log(pid, job, why.kind(), std::time::Instant::now()) {
+            tracing::warn!(
+                pid,
+                uid,
+                job = %job,
+                "write to .iosets/jobs/{job}/priority refused (EACCES): {why}"
+            );
+        }
+    }
+
+    /// Logs (once) that `pid` wrote a value that is not accepted to `job`'s priority.
+    pub(crate) fn malformed(&mut self, pid: u32, uid: u32, job: JobId, data: &[u8]) {
+        if self.should_log(pid, job, 255, std::time::Instant::now()) {
+            let shown: String = String::from_utf8_lossy(data).chars().take(64).collect();
+            tracing::warn!(
+                pid,
+                uid,
+                job = %job,
+                "write to .iosets/jobs/{job}/priority refused (EINVAL): {:?} is not accepted; \
+                 write a finite positive number (Set-10: 10^-i for a job whose I/O period is \
+                 about 10^i s, e.g. 1 for ~1 s, 0.01 for ~100 s) or `clear`",
+                shown.trim()
+            );
+        }
+    }
 }
 
 /// What a write to a priority file asks for.
@@ -244,6 +522,118 @@ mod tests {
         }
     }
 
+    fn set(v: f64) -> PriorityWrite {
+        PriorityWrite::Set(iosets_types::Priority::new(v).unwrap())
+    }
+
+    #[test]
+    fn only_the_jobs_own_cgroup_within_the_cap_may_set_its_priority() {
+        let five = JobId(5);
+        let capped = SelfPriority::Capped;
+        assert_eq!(
+            may_set(capped, Some(five), five, set(0.5), Cap::At(1.0)),
+            Ok(())
+        );
+        assert_eq!(
+            may_set(capped, Some(five), five, set(1.0), Cap::At(1.0)),
+            Ok(()),
+            "the cap itself is allowed"
+        );
+        assert_eq!(
+            may_set(capped, None, five, set(0.5), Cap::At(1.0)),
+            Err(Refusal::NoSlurmJob)
+        );
+        assert_eq!(
+            may_set(capped, Some(JobId(6)), five, set(0.5), Cap::At(1.0)),
+            Err(Refusal::OtherJob { own: JobId(6) })
+        );
+        assert_eq!(
+            may_set(capped, Some(five), five, set(1e6), Cap::At(1.0)),
+            Err(Refusal::AboveCap {
+                value: 1e6,
+                cap: 1.0
+            })
+        );
+        assert_eq!(
+            may_set(capped, Some(five), five, set(1e6), Cap::Ignored),
+            Err(Refusal::HintsIgnored)
+        );
+        assert_eq!(
+            may_set(capped, Some(five), five, set(1e6), Cap::None),
+            Ok(())
+        );
+        assert_eq!(
+            may_set(capped, Some(five), five, PriorityWrite::Clear, Cap::At(1.0)),
+            Ok(())
+        );
+        assert_eq!(
+            may_set(SelfPriority::Any, Some(five), five, set(1e6), Cap::At(1.0)),
+            Ok(())
+        );
+        assert_eq!(
+            may_set(SelfPriority::Any, None, five, set(0.5), Cap::None),
+            Err(Refusal::NoSlurmJob)
+        );
+        assert_eq!(
+            may_set(SelfPriority::Off, Some(five), five, set(0.5), Cap::None),
+            Err(Refusal::SelfServiceOff)
+        );
+        for r in [
+            Refusal::NoSlurmJob,
+            Refusal::OtherJob { own: JobId(6) },
+            Refusal::AboveCap {
+                value: 1e6,
+                cap: 1.0,
+            },
+        ] {
+            assert!(r.to_string().len() > 40, "{r}");
+        }
+        assert!(Refusal::NoSlurmJob.to_string().contains("IOSETS_JOB_ID"));
+    }
+
+    #[test]
+    fn the_cap_is_the_lowest_among_the_servers() {
+        assert_eq!(Cap::of(["cap=1", "cap=0.1"]), Cap::At(0.1));
+        assert_eq!(Cap::of(["trust", "cap=2"]), Cap::At(2.0));
+        assert_eq!(Cap::of(["trust", "trust"]), Cap::None);
+        assert_eq!(Cap::of(["cap=1", "ignore"]), Cap::Ignored);
+        // A server from before the field: the default cap.
+        assert_eq!(Cap::of([""]), Cap::At(iosets_server::DEFAULT_HINT_CAP));
+    }
+
+    #[test]
+    fn a_refusal_is_logged_once_per_process_job_and_reason_per_interval() {
+        let mut r = Refusals::default();
+        let t0 = std::time::Instant::now();
+        assert!(r.should_log(10, JobId(5), 1, t0));
+        assert!(!r.should_log(10, JobId(5), 1, t0 + std::time::Duration::from_secs(1)));
+        assert!(r.should_log(10, JobId(5), 2, t0), "another reason");
+        assert!(r.should_log(11, JobId(5), 1, t0), "another process");
+        assert!(r.should_log(10, JobId(6), 1, t0), "another job");
+        assert!(r.should_log(10, JobId(5), 1, t0 + REFUSAL_LOG_INTERVAL));
+        assert_eq!(r.quiet, 1);
+        // Bounded: past REFUSALS_KEPT live triples, new ones are counted, not remembered.
+        let mut r = Refusals::default();
+        for pid in 0..REFUSALS_KEPT as u32 {
+            assert!(r.should_log(pid, JobId(1), 0, t0));
+        }
+        assert!(!r.should_log(u32::MAX, JobId(1), 0, t0));
+        assert_eq!(r.last.len(), REFUSALS_KEPT);
+        assert!(r.should_log(u32::MAX, JobId(1), 0, t0 + REFUSAL_LOG_INTERVAL));
+        assert_eq!(r.last.len(), 1);
+    }
+
+    #[test]
+    fn self_priority_values_parse_and_print() {
+        for v in ["off", "capped", "any"] {
+            assert_eq!(v.parse::<SelfPriority>().unwrap().to_string(), v);
+        }
+        assert!("on"
+            .parse::<SelfPriority>()
+            .unwrap_err()
+            .contains("`capped`"));
+    }
+
     #[test]
     fn control_inodes_round_trip() {
         let mut s = JobSlots::default();
@@ -251,6 +641,7 @@ mod tests {
             Node::Dir,
             Node::Jobs,
             Node::Policy,
+            Node::Readme,
             Node::JobDir(JobId(7)),
             Node::Priority(JobId(7)),
             Node::Stats(JobId(u64::MAX)),

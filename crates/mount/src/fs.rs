@@ -16,7 +16,7 @@ use fuser::{
     Request, TimeOrNow, WriteFlags,
 };
 use iosets_client::{Attr, Client, ClientError, Control, Creds, FileKind, Reply, SetAttr, SetTime};
-use iosets_proto::{JobsReport, ServerReport};
+use iosets_proto::{Groups, JobsReport, ServerReport};
 use iosets_types::JobId;
 use parking_lot::Mutex;
 
@@ -42,6 +42,8 @@ pub(crate) struct FsConfig {
     pub blksize: u32,
     /// The largest write the kernel sends.
     pub max_write: u32,
+    /// Who besides root may set a priority through `.iosets/` (`--self-priority`).
+    pub self_priority: control::SelfPriority,
 }
 
 /// An open file or directory.
@@ -108,6 +110,11 @@ pub(crate) struct Inner {
     slots: Mutex<JobSlots>,
     /// Jobs this mount resolved (listed under `.iosets/jobs` with the servers' jobs).
     seen_jobs: Mutex<std::collections::BTreeSet<u64>>,
+    /// Who unlinked each file still open (renamed to a hidden name): the last close removes it
+    /// as that user, who was allowed to, not as the file's last opener.
+    unlinked_by: Mutex<HashMap<u64, Creds>>,
+    /// Refused and malformed control writes already logged (once per process, job and reason).
+    refusals: Mutex<control::Refusals>,
 }
 
 fn errno_of(e: &ClientError) -> Errno {
@@ -184,6 +191,8 @@ impl Inner {
             next_fh: AtomicU64::new(1),
             slots: Mutex::new(JobSlots::default()),
             seen_jobs: Mutex::new(Default::default()),
+            unlinked_by: Mutex::new(HashMap::new()),
+            refusals: Mutex::new(control::Refusals::default()),
         }
     }
 
@@ -222,17 +231,22 @@ impl Inner {
         job
     }
 
-    fn creds(req: &Who) -> Creds {
-        Creds {
-            uid: req.uid(),
-            gid: req.gid(),
+    /// The caller's credentials as the servers check them: uid, gid and (for a caller other
+    /// than root, whose groups change nothing) its supplementary groups, read from procfs.
+    fn creds(&self, req: &Who) -> Creds {
+        let mut c = Creds::new(req.uid(), req.gid());
+        if req.uid() != 0 {
+            if let Some(g) = self.resolver.groups(req.pid()) {
+                c.groups = Groups::new(&g);
+            }
         }
+        c
     }
 
     /// A client handle for the caller of `req`.
     fn caller(&self, req: &Who) -> Client {
         self.client
-            .as_caller(self.job_of(req), Some(Self::creds(req)))
+            .as_caller(self.job_of(req), Some(self.creds(req)))
     }
 
     fn path(&self, ino: u64) -> Result<String, Errno> {
@@ -336,19 +350,40 @@ impl Inner {
             Ctl::Priority(job) => control::priority_text(job, &self.jobs_reports()?),
             Ctl::Stats(job) => control::stats_text(job, &self.jobs_reports()?),
             Ctl::Policy => control::policy_text(&self.reports::<ServerReport>(Control::Stats)?),
+            Ctl::Readme => control::README.to_string(),
             _ => return Err(Errno::EISDIR),
         }
         .into_bytes())
     }
 
-    /// A write to `jobs/<id>/priority`: root may set any job's, a process its own job's.
+    /// A write to `jobs/<id>/priority`: root may set any job's; another process as
+    /// [`control::may_set`] says (its own job by its Slurm cgroup, within the servers' hint
+    /// cap). A malformed value is `EINVAL`, a refusal `EACCES`; both are logged once.
     fn control_write(&self, req: &Who, job: JobId, data: &[u8]) -> Result<(), Errno> {
-        let caller = self.resolver.resolve(req.pid(), req.uid()).job;
-        if req.uid() != 0 && caller != job {
-            tracing::info!(uid = req.uid(), caller = %caller, target = %job, "priority refused");
-            return Err(Errno::EACCES);
+        let Some(what) = control::parse_priority(data) else {
+            self.refusals
+                .lock()
+                .malformed(req.pid(), req.uid(), job, data);
+            return Err(Errno::EINVAL);
+        };
+        if req.uid() != 0 {
+            let mode = self.cfg.self_priority;
+            // Only the cgroup counts: the environment is the user's to set.
+            let own = self.resolver.slurm_job(req.pid());
+            let cap = match (mode, what) {
+                (control::SelfPriority::Capped, PriorityWrite::Set(_)) if own == Some(job) => {
+                    let reports = self.reports::<ServerReport>(Control::Stats)?;
+                    control::Cap::of(reports.iter().map(|(_, r)| r.hints.as_str()))
+                }
+                _ => control::Cap::None,
+            };
+            if let Err(why) = control::may_set(mode, own, job, what, cap) {
+                self.refusals
+                    .lock()
+                    .refused(req.pid(), req.uid(), job, &why);
+                return Err(Errno::EACCES);
+            }
         }
-        let what = control::parse_priority(data).ok_or(Errno::EINVAL)?;
         let token = self.token()?.to_owned();
         let client = self.client.clone();
         let op = match what {
@@ -377,7 +412,11 @@ impl Inner {
 
     fn control_listing(&self, node: Ctl) -> Result<Vec<(u64, FileType, String)>, Errno> {
         let names: Vec<(Ctl, String)> = match node {
-            Ctl::Dir => vec![(Ctl::Jobs, "jobs".into()), (Ctl::Policy, "policy".into())],
+            Ctl::Dir => vec![
+                (Ctl::Readme, "README".into()),
+                (Ctl::Jobs, "jobs".into()),
+                (Ctl::Policy, "policy".into()),
+            ],
             Ctl::Jobs => {
                 let mut jobs: std::collections::BTreeSet<u64> = self.seen_jobs.lock().clone();
                 if self.cfg.token.is_some() {
@@ -622,6 +661,10 @@ impl Inner {
                     let mut t = self.inodes.lock();
                     t.renamed(&path, &silly);
                     t.set_silly(ino, &silly);
+                    drop(t);
+                    if let Some(c) = client.creds() {
+                        self.unlinked_by.lock().insert(ino, c);
+                    }
                     reply.ok()
                 }
                 Err(e) => reply.error(e),
@@ -755,7 +798,7 @@ impl Inner {
         let fh = self.new_fh(Handle::File {
             ino: ino.0,
             job,
-            creds: Self::creds(req),
+            creds: self.creds(req),
         });
         reply.opened(FileHandle(fh), self.open_flags());
     }
@@ -864,7 +907,8 @@ impl Inner {
             };
             {
                 if let Some(silly) = silly {
-                    let client = self.client.as_caller(job, Some(creds));
+                    let by = self.unlinked_by.lock().remove(&ino).unwrap_or(creds);
+                    let client = self.client.as_caller(job, Some(by));
                     if self.run(async { client.unlink(&silly).await }).is_ok() {
                         self.inodes.lock().unlinked(&silly);
                     }
@@ -1053,7 +1097,7 @@ impl Inner {
             Err(e) => return reply.error(e),
         };
         let job = self.job_of(req);
-        let creds = Self::creds(req);
+        let creds = self.creds(req);
         let client = self.client.as_caller(job, Some(creds));
         let mode = mode & !umask & 0o7777;
         let exclusive = flags & libc::O_EXCL != 0;
@@ -1470,7 +1514,7 @@ mod tests {
         let file = |ino| Handle::File {
             ino,
             job: JobId(1),
-            creds: Creds { uid: 0, gid: 0 },
+            creds: Creds::new(0, 0),
         };
         h.insert(1, file(7));
         h.insert(2, file(7));

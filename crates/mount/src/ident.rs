@@ -531,6 +531,21 @@ impl JobResolver {
         &self.cfg
     }
 
+    /// The Slurm job of thread `tid` from its cgroup only ([`Source::Cgroup`]), read now (not
+    /// cached), whatever the configured sources: the one answer a user cannot forge, which
+    /// decides whose priority a process may set. `None` outside a Slurm job's cgroup.
+    pub fn slurm_job(&self, tid: u32) -> Option<JobId> {
+        self.cgroup_answer(tid, false, &mut false).map(|r| r.job)
+    }
+
+    /// The supplementary groups of thread `tid` (the `Groups:` line of `/proc/TID/status`),
+    /// read now; `None` if the thread is gone or the line is unreadable.
+    pub fn groups(&self, tid: u32) -> Option<Vec<u32>> {
+        let text = fs::read_to_string(self.proc_file(tid, "status")).ok()?;
+        let line = text.lines().find_map(|l| l.strip_prefix("Groups:"))?;
+        line.split_whitespace().map(|g| g.parse().ok()).collect()
+    }
+
     /// The job that thread `tid`, running as `uid`, is doing I/O for. Never fails: when nothing
     /// else answers it is `<comm>.<uid>`, or `unknown.<uid>` if the thread is gone.
     pub fn resolve(&self, tid: u32, uid: u32) -> Resolved {

@@ -82,6 +82,9 @@ pub struct MountOptions {
     pub allow_other: Option<bool>,
     /// The cluster's shared secret, for servers started with one (`--auth-file`).
     pub auth: Option<iosets_client::Secret>,
+    /// Who besides root may set a priority through `.iosets/jobs/<id>/priority`
+    /// (`--self-priority`; default `capped`, see [`control::README`]).
+    pub self_priority: control::SelfPriority,
 }
 
 impl MountOptions {
@@ -102,6 +105,7 @@ impl MountOptions {
             max_write: 1 << 20,
             auth: None,
             allow_other: None,
+            self_priority: control::SelfPriority::Capped,
         }
     }
 }
@@ -329,6 +333,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
             token: opts.token.clone(),
             blksize: opts.chunk_size.min(u64::from(u32::MAX)) as u32,
             max_write: opts.max_write,
+            self_priority: opts.self_priority,
         },
         resolver,
     ));

@@ -364,15 +364,17 @@ fn priority_files_refuse_other_jobs_and_garbage() {
         String::from_utf8_lossy(&other.stderr)
     );
     assert_eq!(std::fs::read_to_string(&p).unwrap(), "3 control\n");
-    // The same user in job 777 may set its own job's priority, and clear it.
-    ok(&sh(
+    // Nor may it by naming job 777 in its environment (issue 33: only the Slurm cgroup tells
+    // a process's own job; tests/priority_rights.rs has the cgroup cases).
+    let forged = sh(
         &format!(
-            "setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo 9 > {p} && echo clear > {p}'",
+            "setpriv --reuid=65534 --regid=65534 --clear-groups bash -c 'echo clear > {p}'",
             p = p.display()
         ),
         &[("IOSETS_JOB_ID", "777")],
-    ));
-    assert_eq!(std::fs::read_to_string(&p).unwrap(), "none\n");
+    );
+    assert!(!forged.status.success());
+    assert_eq!(std::fs::read_to_string(&p).unwrap(), "3 control\n");
 }
 
 fn libc_einval() -> i32 {

@@ -4,8 +4,8 @@ use bytes::Bytes;
 use iosets_types::{JobId, Priority};
 
 use crate::message::{
-    Attr, Control, Creds, DirEntry, FileKind, Header, Kind, OpCode, OpenFlags, Reply, Request,
-    Response, SetAttr, SetTime, Statfs,
+    Attr, Control, Creds, DirEntry, FileKind, Groups, Header, Kind, OpCode, OpenFlags, Reply,
+    Request, Response, SetAttr, SetTime, Statfs,
 };
 use crate::{Elsewhere, ProtoError, HEADER_LEN, VERSION};
 
@@ -121,6 +121,7 @@ pub fn encode(frame: &Frame) -> Encoded {
         frame,
         Frame::Request(_, Request::ReadShared { .. } | Request::WriteShared { .. })
     );
+    let groups = header.creds.map(|c| c.groups).filter(|g| !g.is_empty());
     w.u8(VERSION);
     w.u8(kind as u8);
     w.u16(
@@ -128,7 +129,8 @@ pub fn encode(frame: &Frame) -> Encoded {
             | (u16::from(header.creds.is_some()) << 1)
             | (u16::from(shared) << 2)
             | (u16::from(header.phase.is_some()) << 3)
-            | (u16::from(header.elsewhere.is_some()) << 4),
+            | (u16::from(header.elsewhere.is_some()) << 4)
+            | (u16::from(groups.is_some()) << 5),
     );
     w.u64(header.tag);
     w.u64(header.job.0);
@@ -140,6 +142,13 @@ pub fn encode(frame: &Frame) -> Encoded {
     if let Some(e) = header.elsewhere {
         w.u32(e.ops);
         w.u64(e.bytes);
+    }
+    // Supplementary groups, when the caller has any: a count byte and the ids.
+    if let Some(g) = groups {
+        w.u8(g.as_slice().len() as u8);
+        for id in g.as_slice() {
+            w.u32(*id);
+        }
     }
     w.u8(op as u8);
     let mut data = Bytes::new();
@@ -510,10 +519,16 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     }
     let kind = r.u8("kind")?;
     let flags = r.u16("flags")?;
-    if flags & !31 != 0 {
+    if flags & !63 != 0 {
         return Err(ProtoError::Invalid {
             field: "flags",
-            reason: format!("unknown bits {:#x}", flags & !31),
+            reason: format!("unknown bits {:#x}", flags & !63),
+        });
+    }
+    if flags & 32 != 0 && flags & 2 == 0 {
+        return Err(ProtoError::Invalid {
+            field: "flags",
+            reason: "supplementary groups without credentials".into(),
         });
     }
     let shared = flags & 4 != 0;
@@ -527,7 +542,7 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     };
     let uid = r.u32("uid")?;
     let gid = r.u32("gid")?;
-    let creds = (flags & 2 != 0).then_some(Creds { uid, gid });
+    let creds = (flags & 2 != 0).then_some(Creds::new(uid, gid));
     let phase = r.u64("phase stamp")?;
     let phase = (flags & 8 != 0).then_some(phase);
     let elsewhere = if flags & 16 != 0 {
@@ -537,6 +552,24 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
         })
     } else {
         None
+    };
+    let creds = match creds {
+        Some(mut c) if flags & 32 != 0 => {
+            let n = usize::from(r.u8("group count")?);
+            if n == 0 || n > Groups::MAX {
+                return Err(ProtoError::Invalid {
+                    field: "group count",
+                    reason: format!("{n}: must be 1 to {}", Groups::MAX),
+                });
+            }
+            let mut ids = [0u32; Groups::MAX];
+            for id in &mut ids[..n] {
+                *id = r.u32("group")?;
+            }
+            c.groups = Groups::new(&ids[..n]);
+            Some(c)
+        }
+        c => c,
     };
     let code = r.u8("operation")?;
     let op = OpCode::from_u8(code).ok_or(ProtoError::Op(code))?;
@@ -892,6 +925,7 @@ mod tests {
             creds: Some(Creds {
                 uid: 1000,
                 gid: 100,
+                groups: Groups::new(&[100, 27, 1001]),
             }),
             elsewhere: Some(Elsewhere {
                 ops: 17,
@@ -956,6 +990,51 @@ mod tests {
             decode(Bytes::from(enc[4..].to_vec())),
             Err(ProtoError::Op(200))
         );
+    }
+
+    #[test]
+    fn supplementary_groups_are_bounded_and_need_credentials() {
+        let h = Header {
+            phase: None,
+            tag: 1,
+            job: JobId(1),
+            priority: None,
+            creds: Some(Creds {
+                uid: 1000,
+                gid: 100,
+                groups: Groups::new(&[100, 27]),
+            }),
+            elsewhere: None,
+        };
+        let f = Frame::Request(h, Request::Lookup { path: "a".into() });
+        let enc = encode(&f).head;
+        assert_eq!(decode(Bytes::from(enc[4..].to_vec())).unwrap(), f);
+        // The count byte sits where the operation would without groups.
+        let at = 4 + HEADER_LEN - 1;
+        assert_eq!(enc[at], 2);
+        for bad in [0u8, 17] {
+            let mut e = enc.clone();
+            e[at] = bad;
+            assert!(
+                matches!(
+                    decode(Bytes::from(e[4..].to_vec())),
+                    Err(ProtoError::Invalid {
+                        field: "group count",
+                        ..
+                    })
+                ),
+                "count {bad}"
+            );
+        }
+        let mut e = enc.clone();
+        e[6] &= !2; // flags' low byte: no credentials, groups still flagged
+        assert!(matches!(
+            decode(Bytes::from(e[4..].to_vec())),
+            Err(ProtoError::Invalid { field: "flags", .. })
+        ));
+        // More than 16 groups: the first 16 travel.
+        let many: Vec<u32> = (0..40).collect();
+        assert_eq!(Groups::new(&many).as_slice(), &many[..Groups::MAX]);
     }
 
     #[test]

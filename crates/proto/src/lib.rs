@@ -9,13 +9,16 @@
 //! u8   kind: 1 = request, 2 = response
 //! u16  flags: bit 0 = a priority hint is present, bit 1 = caller credentials are present,
 //!             bit 2 = a read's or write's data is in the shared region (same-host transport),
-//!             bit 3 = a phase stamp is present
+//!             bit 3 = a phase stamp is present, bit 4 = service elsewhere is present,
+//!             bit 5 = supplementary groups are present (only with bit 1)
 //! u64  request tag (chosen by the client, echoed by the server)
 //! u64  job id
 //! f64  priority hint (meaningful only with flag bit 0)
 //! u32  caller uid, u32 caller gid (meaningful only with flag bit 1)
 //! u64  phase stamp: when the job's current I/O phase started, UNIX-epoch ns of the client's
 //!      clock (meaningful only with flag bit 3)
+//! u32  ops, u64 bytes served by the job's other servers (only with flag bit 4)
+//! u8   group count (1 to 16), then that many u32 supplementary group ids (only with flag bit 5)
 //! u8   operation code
 //! ...  body (depends on the kind and the operation)
 //! ```
@@ -63,8 +66,8 @@ mod report;
 pub use bytes::Bytes;
 pub use codec::{decode, encode, frame_len, Encoded, Frame};
 pub use message::{
-    Attr, Control, Creds, DirEntry, Elsewhere, FileKind, Header, Kind, OpCode, OpenFlags, Reply,
-    Request, Response, SetAttr, SetTime, Statfs,
+    Attr, Control, Creds, DirEntry, Elsewhere, FileKind, Groups, Header, Kind, OpCode, OpenFlags,
+    Reply, Request, Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{
     CauseReport, JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport, ServerReport,

@@ -14,8 +14,10 @@ pub struct Header {
     /// A priority the client suggests for its job; the server's control plane overrides it.
     pub priority: Option<Priority>,
     /// Whom the request is done for, when the client acts for a local user (the mount): the
-    /// server gives files and directories it creates this owner. Trusted as NFS trusts
-    /// `AUTH_SYS`: the kernel of the client's node checked the caller's permissions.
+    /// server gives files and directories it creates this owner and, running as root, does the
+    /// request as this user, so the kernel checks its permissions there too (as an NFS server
+    /// checks `AUTH_SYS` credentials against modes). Which client may claim users at all is
+    /// the cluster secret's business.
     pub creds: Option<Creds>,
     /// When the job's current I/O phase started, in UNIX-epoch nanoseconds of the client's clock
     /// (the mount stamps every request of a phase with the same value). Servers order the jobs of
@@ -36,13 +38,68 @@ pub struct Elsewhere {
     pub bytes: u64,
 }
 
-/// A caller's user and group (the file system credentials the client's kernel gave it).
+/// A caller's user and groups (the file system credentials the client's kernel gave it), as
+/// NFS's `AUTH_SYS` carries them: a server that can act as other users checks every operation
+/// against them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Creds {
     /// The user id.
     pub uid: u32,
     /// The (primary, or file system) group id.
     pub gid: u32,
+    /// Supplementary groups, at most [`Groups::MAX`].
+    pub groups: Groups,
+}
+
+impl Creds {
+    /// `uid` and `gid` with no supplementary group.
+    pub fn new(uid: u32, gid: u32) -> Creds {
+        Creds {
+            uid,
+            gid,
+            groups: Groups::default(),
+        }
+    }
+}
+
+/// Supplementary group ids, at most [`Groups::MAX`] (fixed storage, so that a header stays
+/// `Copy`). Unused slots are zero, so equal lists compare equal.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Groups {
+    len: u8,
+    ids: [u32; Groups::MAX],
+}
+
+impl Groups {
+    /// The most groups a header carries: 16, NFS `AUTH_SYS`'s limit. A caller in more groups
+    /// is sent with its first 16 (as an NFS client does), so an access granted only through a
+    /// later group is refused by a server that checks.
+    pub const MAX: usize = 16;
+
+    /// The first [`Groups::MAX`] of `ids`, in order.
+    pub fn new(ids: &[u32]) -> Groups {
+        let mut g = Groups::default();
+        let n = ids.len().min(Groups::MAX);
+        g.ids[..n].copy_from_slice(&ids[..n]);
+        g.len = n as u8;
+        g
+    }
+
+    /// The group ids.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.ids[..usize::from(self.len)]
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for Groups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
 }
 
 /// The kind byte of a frame.

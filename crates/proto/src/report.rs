@@ -291,6 +291,10 @@ pub struct ServerReport {
     /// Job records dropped to keep the book within `max_jobs`.
     #[serde(default)]
     pub jobs_evicted: u64,
+    /// What the server does with priority hints (`hints`: `trust`, `ignore`, `cap=P`); the mount
+    /// holds a user's own priority writes to the same cap. Empty from a server before it.
+    #[serde(default)]
+    pub hints: String,
 }
 
 #[cfg(test)]

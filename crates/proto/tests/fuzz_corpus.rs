@@ -88,10 +88,7 @@ fn headers() -> [Header; 2] {
             tag: u64::MAX,
             job: JobId(u64::MAX),
             priority: Priority::new(0.001),
-            creds: Some(iosets_proto::Creds {
-                uid: 1000,
-                gid: 100,
-            }),
+            creds: Some(iosets_proto::Creds::new(1000, 100)),
             phase: Some(1_764_000_000_000_000_000),
             elsewhere: Some(iosets_proto::Elsewhere {
                 ops: 3,

@@ -96,6 +96,12 @@ pub struct ServerConfig {
     /// What to do with the priority hints clients put in their requests (default: cap at
     /// [`DEFAULT_HINT_CAP`]).
     pub hints: HintPolicy,
+    /// A claim of uid 0 acts as `nobody` (65534:65534) instead of root (`root_squash`,
+    /// `--root-squash`; default off). See [`crate::NoCreds`] and the crate's permission model.
+    pub root_squash: bool,
+    /// What a request without credentials acts as (`no_creds`: `server`, the default, `nobody`
+    /// or `refuse`).
+    pub no_creds: crate::NoCreds,
     /// Seconds a frame may take to arrive whole once its first byte came (and the handshake of
     /// an authenticating server to complete); a peer trickling a frame is closed after it.
     /// Default 30 (64 MiB in 30 s is 2.2 MiB/s); in `[0.1, 86400]`.
@@ -223,6 +229,8 @@ impl ServerConfig {
             auth: None,
             admin_listen: Some("127.0.0.1:0".into()),
             hints: HintPolicy::default(),
+            root_squash: false,
+            no_creds: crate::NoCreds::Server,
             frame_timeout_s: 30.0,
             idle_timeout_s: 300.0,
             write_timeout_s: 60.0,
@@ -238,7 +246,8 @@ impl ServerConfig {
     /// `metrics_max_jobs`, `local`,
     /// `local_socket`,
     /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, `auth_file`,
-    /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `frame_timeout_s`,
+    /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `root_squash`, `no_creds`,
+    /// `frame_timeout_s`,
     /// `idle_timeout_s`, `write_timeout_s`, `max_connections`, `max_inflight_mib_per_conn`,
     /// `max_inflight_mib`, a `[policy_options]` table and a `[quota]` table).
     /// Unknown keys are errors; relative paths are relative to the file's directory.
@@ -361,6 +370,10 @@ impl ServerConfig {
             None => {}
             Some("" | "none") => c.admin_listen = None,
             Some(a) => c.admin_listen = Some(a.to_string()),
+        }
+        c.root_squash = file.root_squash.unwrap_or(false);
+        if let Some(n) = file.no_creds {
+            c.no_creds = n.parse().map_err(|reason| ServerError::Config { reason })?;
         }
         if let Some(h) = file.hints {
             c.hints = h.parse()?;
@@ -659,6 +672,8 @@ struct FileConfig {
     auth_file: Option<PathBuf>,
     admin_listen: Option<String>,
     hints: Option<String>,
+    root_squash: Option<bool>,
+    no_creds: Option<String>,
     frame_timeout_s: Option<f64>,
     idle_timeout_s: Option<f64>,
     write_timeout_s: Option<f64>,
@@ -773,6 +788,23 @@ mod tests {
             e.contains("metrics_max_jobs") && e.contains("0..=100000"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn root_squash_and_no_creds_keys() {
+        let c = ServerConfig::from_toml_str(
+            "root = \"x\"\nroot_squash = true\nno_creds = \"refuse\"\n",
+            Path::new("/etc"),
+        )
+        .unwrap();
+        assert!(c.root_squash);
+        assert_eq!(c.no_creds, crate::NoCreds::Refuse);
+        let d = ServerConfig::from_toml_str("root = \"x\"\n", Path::new("/etc")).unwrap();
+        assert!(!d.root_squash);
+        assert_eq!(d.no_creds, crate::NoCreds::Server);
+        let e = ServerConfig::from_toml_str("root = \"x\"\nno_creds = \"root\"\n", Path::new("/"))
+            .unwrap_err();
+        assert!(e.to_string().contains("`nobody`"), "{e}");
     }
 
     #[test]

@@ -267,6 +267,7 @@ pub(crate) fn stats(shared: &Shared) -> ServerReport {
         job_book_bytes: book_bytes as u64,
         jobs_forgotten: s.forgotten_jobs,
         jobs_evicted: s.evicted_jobs,
+        hints: shared.config.hints.to_string(),
     }
 }
 

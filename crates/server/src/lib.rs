@@ -37,6 +37,15 @@
 //! ([`iosets-client`]); many servers run side by side with no central controller, each scheduling
 //! its own queue. There is no authentication of data requests: the job id is what the client says.
 //!
+//! # Permissions
+//! A request that carries a user's credentials (the mount's, as NFS `AUTH_SYS`) is done **as
+//! that user** when the server runs as root: the worker thread takes the user's uid, gid and
+//! groups for the operation, so the kernel checks every permission on the objects it resolves
+//! beneath the root (reads and writes through kept descriptors are checked the same way, with
+//! NFS's owner override). `root_squash` makes a claim of uid 0 act as `nobody`; `no_creds`
+//! decides what a request without credentials acts as (the server's user by default). A server
+//! that is not root does everything as its own user. The model is in the `access` module.
+//!
 //! # Invariants
 //! - No path leaves the root: every path is checked ([`root::check_path`]) and resolved by the
 //!   kernel beneath the root's descriptor (`openat2` with `RESOLVE_BENEATH`).
@@ -48,6 +57,7 @@
 //! [`iosets-client`]: https://docs.rs/iosets-client
 #![deny(missing_docs)]
 
+mod access;
 mod config;
 mod conn;
 mod control;
@@ -72,6 +82,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use access::NoCreds;
 pub use config::{
     mib_bytes, read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
     MAX_INFLIGHT_BYTES, MIN_INFLIGHT_BYTES,
@@ -110,6 +121,12 @@ impl Server {
     /// and the network runtime, and returns at once.
     pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         config.validate()?;
+        if !access::can_switch() {
+            tracing::info!(
+                "not running as root: every request is done as this server's own user \
+                 (claimed credentials are not checked; root_squash has no effect)"
+            );
+        }
         let policy = Counted::build(&config.policy, &config.policy_options)?;
         let nofile = limits::raise_nofile().unwrap_or_else(|e| {
             tracing::warn!(error = %e, "keeping the current descriptor limit");

@@ -54,6 +54,8 @@ use parking_lot::Mutex;
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+use crate::access::Want;
+
 /// Longest path accepted, in bytes (Linux's `PATH_MAX`).
 pub const MAX_PATH: usize = 4096;
 
@@ -216,6 +218,16 @@ fn timestamp(t: Option<SetTime>) -> rustix::fs::Timespec {
             tv_nsec: ns.rem_euclid(1_000_000_000) as _,
         },
     }
+}
+
+/// Opens the object `fd` (an `O_PATH` descriptor) again with `flags`: the very inode, whatever
+/// its path names now.
+fn reopen(fd: &OwnedFd, flags: OFlags) -> Result<OwnedFd, Errno> {
+    rustix::fs::open(
+        proc_fd_path(fd).as_str(),
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 /// Whether this process may give files away (`chown` to another user): root, in practice.
@@ -629,9 +641,23 @@ impl Root {
 
     /// The directory `parent`, to change an entry of: `O_RDONLY`, so that the same descriptor
     /// can be kept and fsynced ([`Root::dir_changed`]).
+    ///
+    /// A user the worker acts as ([`crate::access`]) needs search permission on the path, not read
+    /// permission on the directory (POSIX asks none to create or remove an entry): when the
+    /// user may not read it, the directory the user resolved is reopened by the server.
     fn parent(&self, parent: &str, what: &str, path: &str) -> Result<OwnedFd, FsError> {
-        self.open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY, 0)
-            .map_err(|e| FsError::io(e, what, path))
+        match self.open_beneath(parent, OFlags::RDONLY | OFlags::DIRECTORY, 0) {
+            Err(Errno::ACCESS) if crate::access::current().is_some() => {
+                let fd = self
+                    .open_beneath(parent, OFlags::PATH | OFlags::DIRECTORY, 0)
+                    .map_err(|e| FsError::io(e, what, path))?;
+                crate::access::as_server(|| {
+                    reopen(&fd, OFlags::RDONLY | OFlags::DIRECTORY)
+                        .map_err(|e| FsError::io(e, what, path))
+                })
+            }
+            r => r.map_err(|e| FsError::io(e, what, path)),
+        }
     }
 
     /// The directory `parent`, to look at an entry of (`O_PATH`: no read permission needed).
@@ -640,17 +666,59 @@ impl Root {
             .map_err(|e| FsError::io(e, what, path))
     }
 
-    /// The open file at `path`, from the cache or opened (never created) now.
-    fn cached(&self, path: &str) -> Result<Open, FsError> {
+    /// The open file at `path`, from the cache or opened (never created) now. When the worker
+    /// acts as a user ([`crate::access`]), that user resolves the path and must be allowed
+    /// `want` on the object found, and the descriptor answered is one of that very object.
+    fn cached(&self, path: &str, want: Want) -> Result<Open, FsError> {
+        let Some(_) = crate::access::current() else {
+            if let Some(o) = self.cache.lock().get(path) {
+                return Ok(o);
+            }
+            return self.open_file(None, path, OFlags::empty(), 0o644);
+        };
+        let fd = self
+            .open_beneath(path, OFlags::PATH, 0)
+            .map_err(|e| FsError::io(e, "open", path))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+        crate::access::may(&fd, &st, want, path)?;
+        let key = Key::of(&st);
         if let Some(o) = self.cache.lock().get(path) {
-            return Ok(o);
+            if o.key == key {
+                return Ok(o);
+            }
         }
-        self.open_file(None, path, OFlags::empty(), 0o644)
+        // Opened by the server (the owner of a mode-0 file may still use it), from the object
+        // the user resolved, never from the path again; not cached, as the path may name
+        // another object by now.
+        crate::access::as_server(|| {
+            let (file, writable) = match reopen(&fd, OFlags::RDWR | OFlags::NONBLOCK) {
+                Err(Errno::ACCESS) | Err(Errno::ROFS) => {
+                    (reopen(&fd, OFlags::RDONLY | OFlags::NONBLOCK), false)
+                }
+                r => (r, true),
+            };
+            let file = file.map_err(|e| FsError::io(e, "open", path))?;
+            if kind_of(st.st_mode) != FileKind::File {
+                return Err(FsError::new(
+                    if kind_of(st.st_mode) == FileKind::Dir {
+                        Errno::ISDIR
+                    } else {
+                        Errno::INVAL
+                    },
+                    format!("{path:?} is not a regular file"),
+                ));
+            }
+            Ok(Open {
+                file: Arc::new(File::from(file)),
+                key,
+                writable,
+            })
+        })
     }
 
-    /// The open file at `path` (for reading, fsync, truncate).
+    /// The open file at `path` (for reading).
     pub fn file(&self, path: &str) -> Result<Arc<File>, FsError> {
-        Ok(self.cached(path)?.file)
+        Ok(self.cached(path, Want::Read)?.file)
     }
 
     /// Opens the regular file at `path` and caches it (unless the namespace changed meanwhile).
@@ -775,7 +843,7 @@ impl Root {
 
     /// The open file at `path`, if the server may write it.
     fn writable(&self, path: &str) -> Result<Open, FsError> {
-        let open = self.cached(path)?;
+        let open = self.cached(path, Want::Write)?;
         if !open.writable {
             return Err(FsError::new(
                 Errno::ACCESS,
@@ -859,7 +927,7 @@ impl Root {
 
     /// `fsync` of one file. A write that lands while it runs stays marked dirty.
     pub fn fsync(&self, path: &str) -> Result<(), FsError> {
-        let open = self.cached(path)?;
+        let open = self.cached(path, Want::Either)?;
         let was = self.dirty.lock().remove(&open.key);
         if let Err(e) = rustix::fs::fsync(&*open.file) {
             if let Some(d) = was {
@@ -959,6 +1027,9 @@ impl Root {
 
     /// Attributes of `path` (following a symlink that stays beneath the root).
     pub fn lookup(&self, path: &str) -> Result<Attr, FsError> {
+        if path == "." {
+            return self.root_attr();
+        }
         let fd = self
             .open_beneath(path, OFlags::PATH, 0)
             .map_err(|e| FsError::io(e, "lookup", path))?;
@@ -968,8 +1039,18 @@ impl Root {
 
     /// Attributes of `path` itself, a final symlink not followed (`lstat`).
     pub fn lstat(&self, path: &str) -> Result<Attr, FsError> {
+        if path == "." {
+            return self.root_attr();
+        }
         let fd = self.object(path, "lstat")?;
         let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+        Ok(attr_of(&st))
+    }
+
+    /// Attributes of the root. Its own mode is not checked for them, as `stat` of a mount point
+    /// needs no permission on the directory itself.
+    fn root_attr(&self) -> Result<Attr, FsError> {
+        let st = rustix::fs::fstat(&self.dir).map_err(|e| FsError::io(e, "stat", "."))?;
         Ok(attr_of(&st))
     }
 
@@ -1280,7 +1361,13 @@ impl Root {
     /// Opens `path` as `flags` asks (creating or truncating it if asked) and returns its
     /// attributes. Always opens afresh (a client opening a file expects the file now at that
     /// path), and refuses `WRITE` on a file the server can only read.
+    ///
+    /// When the worker acts as a user, the user opens the file with the access asked (the
+    /// kernel checks it, creating it the user's if asked), and nothing is cached.
     pub fn open_with(&self, path: &str, flags: OpenFlags) -> Result<Attr, FsError> {
+        if crate::access::current().is_some() {
+            return self.open_as_user(path, flags);
+        }
         let mut extra = OFlags::empty();
         if flags.has(OpenFlags::CREATE) {
             split(path)?;
@@ -1306,9 +1393,47 @@ impl Root {
         Ok(attr_of(&st))
     }
 
+    /// [`Root::open_with`] for a user: the open is the user's, with exactly the access asked.
+    fn open_as_user(&self, path: &str, flags: OpenFlags) -> Result<Attr, FsError> {
+        let write = flags.has(OpenFlags::WRITE) || flags.has(OpenFlags::TRUNCATE);
+        let mut how = match (write, flags.has(OpenFlags::READ)) {
+            (true, true) => OFlags::RDWR,
+            (true, false) => OFlags::WRONLY,
+            (false, _) => OFlags::RDONLY,
+        } | OFlags::NONBLOCK;
+        if flags.has(OpenFlags::CREATE) {
+            split(path)?;
+            how |= OFlags::CREATE;
+        }
+        let stale = self.cache.lock().remove(path);
+        drop(stale);
+        let fd = self
+            .open_beneath(path, how, 0o644)
+            .map_err(|e| FsError::io(e, "open", path))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+        if kind_of(st.st_mode) != FileKind::File {
+            return Err(FsError::new(
+                if kind_of(st.st_mode) == FileKind::Dir {
+                    Errno::ISDIR
+                } else {
+                    Errno::INVAL
+                },
+                format!("{path:?} is not a regular file"),
+            ));
+        }
+        if how.contains(OFlags::CREATE) {
+            self.parent_changed(path)?;
+        }
+        if flags.has(OpenFlags::TRUNCATE) {
+            rustix::fs::ftruncate(&fd, 0).map_err(|e| FsError::io(e, "truncate", path))?;
+        }
+        let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
+        Ok(attr_of(&st))
+    }
+
     /// Sets the length of the file at `path`.
     pub fn truncate(&self, path: &str, size: u64) -> Result<(), FsError> {
-        let o = self.cached(path)?;
+        let o = self.cached(path, Want::Write)?;
         if !o.writable {
             return Err(FsError::new(
                 Errno::ACCESS,

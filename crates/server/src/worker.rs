@@ -90,6 +90,13 @@ type Answer = Result<Served, FsError>;
 
 fn serve(shared: &Shared, p: &Pending) -> Answer {
     use crate::conn::local::Payload;
+    // Done as the user the request claims (checked by the kernel), see `access`.
+    let rules = crate::access::Rules {
+        root_squash: shared.config.root_squash,
+        no_creds: shared.config.no_creds,
+        can_switch: crate::access::can_switch(),
+    };
+    crate::access::enter(rules.acting(p.header.creds)?)?;
     let root = &shared.root;
     let (reply, read, written) = match &p.op {
         ScheduledOp::Read {
@@ -161,7 +168,7 @@ fn serve_meta(shared: &Shared, p: &Pending, op: &meta::MetaOp) -> Answer {
     let config = &shared.config;
     // The stripe-count attribute is read only when the back end is emulated: no cost otherwise.
     let backend_calls = if config.meta_latency_ms > 0.0 {
-        op.backend_calls(&shared.root, config.meta_fanout)
+        crate::access::as_server(|| Ok(op.backend_calls(&shared.root, config.meta_fanout)))?
     } else {
         0
     };

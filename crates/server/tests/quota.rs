@@ -329,16 +329,10 @@ fn rules_match_on_the_callers_uid_and_address() {
     .unwrap();
     let server = Server::start(cfg).unwrap();
     let mut alice = Conn::connect(server.addr(), 1);
-    alice.creds = Some(Creds {
-        uid: 4242,
-        gid: 100,
-    });
+    alice.creds = Some(Creds::new(4242, 100));
     alice.ok(create("a"));
     let mut bob = Conn::connect(server.addr(), 2);
-    bob.creds = Some(Creds {
-        uid: 1000,
-        gid: 100,
-    });
+    bob.creds = Some(Creds::new(1000, 100));
     bob.ok(create("b"));
     let r = rules(&mut bob);
     let matched: Vec<(&str, u64)> = r

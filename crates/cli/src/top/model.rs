@@ -753,6 +753,7 @@ pub(crate) mod fixtures {
                 job_book_bytes: 0,
                 jobs_forgotten: 0,
                 jobs_evicted: 0,
+                hints: String::new(),
             },
             jobs: JobsReport {
                 policy: policy.into(),

@@ -17,7 +17,11 @@ pub fn header() -> impl Strategy<Value = Header> {
         any::<u64>(),
         any::<u64>(),
         proptest::option::of(1e-6f64..1e6),
-        proptest::option::of((any::<u32>(), any::<u32>())),
+        proptest::option::of((
+            any::<u32>(),
+            any::<u32>(),
+            proptest::collection::vec(any::<u32>(), 0..=iosets_proto::Groups::MAX),
+        )),
         proptest::option::of(any::<u64>()),
         proptest::option::of((any::<u32>(), any::<u64>())),
     )
@@ -26,7 +30,11 @@ pub fn header() -> impl Strategy<Value = Header> {
             tag,
             job: JobId(job),
             priority: p.and_then(Priority::new),
-            creds: c.map(|(uid, gid)| Creds { uid, gid }),
+            creds: c.map(|(uid, gid, groups)| Creds {
+                uid,
+                gid,
+                groups: iosets_proto::Groups::new(&groups),
+            }),
             elsewhere: e.map(|(ops, bytes)| Elsewhere { ops, bytes }),
         })
 }
