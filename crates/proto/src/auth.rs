@@ -212,6 +212,16 @@ impl Secret {
         Secret::trimmed(&bytes, &path.display().to_string())
     }
 
+    /// A new random secret ([`NEW_SECRET_BYTES`] from the OS, as hexadecimal), for a cluster
+    /// that lives in one process or one run (a test, an experiment) and is handed to its
+    /// clients directly.
+    ///
+    /// # Errors
+    /// [`AuthError::Random`] when the OS gives no randomness.
+    pub fn random() -> Result<Secret, AuthError> {
+        Ok(Secret::trimmed(random_hex()?.as_bytes(), "made")?)
+    }
+
     /// The node's default secret at `path` (see [`default_path`]), made at the first start:
     /// 256 random bits, written as hexadecimal to a new file of mode 0600 (its directories,
     /// when missing, are made with mode 0700). Returns the secret and whether it was made now.
@@ -245,9 +255,13 @@ impl Secret {
             .open(path);
         match created {
             Ok(mut file) => {
-                let mut raw = [0u8; NEW_SECRET_BYTES];
-                getrandom::getrandom(&mut raw).map_err(|e| AuthError::Random(e.to_string()))?;
-                let mut text: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+                let mut text = match random_hex() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let _ = std::fs::remove_file(path);
+                        return Err(e);
+                    }
+                };
                 text.push('\n');
                 let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
                 if let Err(e) = written {
@@ -370,6 +384,13 @@ pub fn nonce() -> Result<[u8; NONCE_LEN], getrandom::Error> {
     let mut n = [0u8; NONCE_LEN];
     getrandom::getrandom(&mut n)?;
     Ok(n)
+}
+
+/// [`NEW_SECRET_BYTES`] random bytes from the OS, as hexadecimal digits.
+fn random_hex() -> Result<String, AuthError> {
+    let mut raw = [0u8; NEW_SECRET_BYTES];
+    getrandom::getrandom(&mut raw).map_err(|e| AuthError::Random(e.to_string()))?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Whether `a` and `b` are equal, in a time that depends on neither their contents nor the

@@ -265,8 +265,9 @@ const UNAUTHENTICATED: &str = "refused: this server serves only clients that pro
      secret, or with --insecure-loopback to trust every local user)";
 
 /// Refuses a peer that cannot be served (logged and counted as `kind`): its first frame's tag
-/// is read (at most its first 12 bytes, within the frame timeout) so that the `EACCES` answer
-/// carrying `message` reaches the request that is waiting for it; nothing else is read.
+/// and operation are read (at most the first [`REFUSED_HEAD`] bytes, within the frame
+/// timeout) so that the `EACCES` answer carrying `message` reaches the request that is waiting
+/// for it; nothing else is read.
 pub(crate) async fn refuse_unproven<R, W>(
     shared: &Shared,
     rd: &mut R,
@@ -280,23 +281,28 @@ pub(crate) async fn refuse_unproven<R, W>(
 {
     shared.guard.refuse(kind, peer, message);
     let limit = Duration::from_secs_f64(shared.config.frame_timeout_s);
-    let tag = tokio::time::timeout(limit, async {
+    let first = tokio::time::timeout(limit, async {
         let mut prefix = [0u8; 4];
         rd.read_exact(&mut prefix).await.ok()?;
         let len = frame_len(prefix, u32::MAX).ok()?;
-        let mut head = [0u8; 12];
-        let head = &mut head[..len.min(12)];
+        let mut head = [0u8; REFUSED_HEAD];
+        let head = &mut head[..len.min(REFUSED_HEAD)];
         rd.read_exact(head).await.ok()?;
-        head.get(4..12)
-            .and_then(|t| t.try_into().ok())
-            .map(u64::from_le_bytes)
+        // version, kind, flags (u16), tag (u64), job, priority, uid, gid, phase; 12 more bytes
+        // when flag 16 (served elsewhere) is set; then the operation.
+        let tag = u64::from_le_bytes(head.get(4..12)?.try_into().ok()?);
+        let flags = u16::from_le_bytes(head.get(2..4)?.try_into().ok()?);
+        let at = if flags & 16 != 0 { 56 } else { 44 };
+        let op = head.get(at).copied().and_then(OpCode::from_u8);
+        Some((tag, op))
     })
     .await
     .ok()
     .flatten();
     let mut header = no_header();
-    header.tag = tag.unwrap_or(0);
-    let refused = error_frame(header, OpCode::Auth, EACCES, message.into());
+    header.tag = first.map_or(0, |(tag, _)| tag);
+    let op = first.and_then(|(_, op)| op).unwrap_or(OpCode::Auth);
+    let refused = error_frame(header, op, EACCES, message.into());
     let _ = tokio::time::timeout(limit, async {
         wr.write_all(&refused.head).await?;
         wr.write_all(&refused.data).await?;
@@ -304,6 +310,9 @@ pub(crate) async fn refuse_unproven<R, W>(
     })
     .await;
 }
+
+/// The bytes of a refused peer's first frame read to answer it: its header and operation.
+const REFUSED_HEAD: usize = 57;
 
 /// The largest frame read during the handshake (a proof is about 100 bytes).
 const AUTH_FRAME_MAX: u32 = 4096;

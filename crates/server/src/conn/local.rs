@@ -422,7 +422,7 @@ mod tests {
     }
 
     fn server(scratch: &Scratch, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
-        let mut cfg = ServerConfig::new(&scratch.0);
+        let mut cfg = ServerConfig::new(&scratch.0).with_insecure_loopback();
         cfg.workers = 1;
         tune(&mut cfg);
         let s = Server::start(cfg).unwrap();
