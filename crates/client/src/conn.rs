@@ -595,7 +595,8 @@ async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
         .await
         .unwrap_or_else(|_| {
             Err(fail(format!(
-                "no challenge and proof within {:?} (is the server started with --auth-file?)",
+                "no response within {:?} to the authentication (no challenge or no proof came: \
+                 is it an iosets server?)",
                 cfg.connect_timeout
             )))
         })

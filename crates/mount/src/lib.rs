@@ -287,6 +287,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
             // No TCP port and no same-host socket: the mount reaches its server in process,
             // by a channel no other process or user can (issue 33).
             cfg.listen_tcp = false;
+            cfg.admin_listen = None;
             let h = Server::start(cfg)?;
             opts.servers = vec!["in-process".into()];
             Some(h)
