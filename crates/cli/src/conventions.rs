@@ -106,6 +106,16 @@ fn check(file: &Path) -> Result<ServerConfig> {
         .with_context(|| file.display().to_string())?;
     iosets_policy::registry::build(&config.policy, &config.policy_options)
         .with_context(|| format!("{}: policy {:?}", file.display(), config.policy))?;
+    if config.auth.is_none() && !config.insecure_loopback {
+        // The node's default secret `iosets serve` would use: if one is there, it must be
+        // usable (a missing one is made at the first start).
+        let path = iosets_proto::auth::default_path()
+            .with_context(|| format!("{}: no auth_file", file.display()))?;
+        if std::fs::symlink_metadata(&path).is_ok() {
+            iosets_proto::auth::Secret::load_private(&path)
+                .with_context(|| format!("{}: no auth_file", file.display()))?;
+        }
+    }
     resolves(file, "listen", &config.listen)?;
     if let Some(admin) = &config.admin_listen {
         resolves(file, "admin_listen", admin)?;
