@@ -120,7 +120,11 @@ fn config_check_passes_a_good_file_and_names_the_first_error_of_a_bad_one() {
         "{}",
         stderr(&o)
     );
-    assert!(stderr(&o).contains("other hosts will be refused"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("other hosts will be refused"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("no token"), "{}", stderr(&o));
     assert!(stdout(&o).contains("authentication = none (insecure_loopback)"));
 

@@ -177,10 +177,20 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
     };
     // Job 11 hints set 2 (priority 0.01), job 22 set 0 (priority 1): sorted by job id 11 comes
     // first, sorted by set 22 does.
-    rig.writers
-        .push(writer(addr.clone(), node_secret(&dir), 11, 0.01, stop.clone()));
-    rig.writers
-        .push(writer(addr.clone(), node_secret(&dir), 22, 1.0, stop.clone()));
+    rig.writers.push(writer(
+        addr.clone(),
+        node_secret(&dir),
+        11,
+        0.01,
+        stop.clone(),
+    ));
+    rig.writers.push(writer(
+        addr.clone(),
+        node_secret(&dir),
+        22,
+        1.0,
+        stop.clone(),
+    ));
 
     let socket = format!("iosets-top-test-{}", std::process::id());
     rig.tmux_socket = Some(socket.clone());

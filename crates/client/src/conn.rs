@@ -802,8 +802,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
 /// pair whose other end the server serves (`iosets_server::ServerHandle::in_process`). Such a
 /// connection has no address or port another process could reach; the server serves it
 /// without a proof. Called again to reconnect.
-pub type Connector =
-    Arc<dyn Fn() -> std::io::Result<std::os::unix::net::UnixStream> + Send + Sync>;
+pub type Connector = Arc<dyn Fn() -> std::io::Result<std::os::unix::net::UnixStream> + Send + Sync>;
 
 /// One server: its address and the current connection to it.
 pub(crate) struct Endpoint {

@@ -133,7 +133,11 @@ pub const NEW_SECRET_BYTES: usize = 32;
 /// # Errors
 /// [`AuthError::NoDefaultPath`] when none of these applies.
 pub fn default_path() -> Result<PathBuf, AuthError> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(p) = var(AUTH_FILE_VAR) {
         return Ok(p);
     }
@@ -263,7 +267,9 @@ impl Secret {
                     }
                 };
                 text.push('\n');
-                let written = file.write_all(text.as_bytes()).and_then(|()| file.sync_all());
+                let written = file
+                    .write_all(text.as_bytes())
+                    .and_then(|()| file.sync_all());
                 if let Err(e) = written {
                     let _ = std::fs::remove_file(path);
                     return Err(io(e));

@@ -383,10 +383,7 @@ fn without_a_secret_no_tcp_client_is_served_on_loopback_neither() {
         Err(ClientError::Errno { errno, .. }) => assert_eq!(errno, EACCES),
         r => panic!("{r:?}"),
     }
-    assert_eq!(
-        std::fs::read(root.0.join("private")).unwrap(),
-        b"root only"
-    );
+    assert_eq!(std::fs::read(root.0.join("private")).unwrap(), b"root only");
     // This process reaches it through its handle, with no proof.
     let mut w = server.connect_in_process().unwrap();
     let mut r = w.try_clone().unwrap();

@@ -148,7 +148,11 @@ const ONE_WRITE_JOB_BYTES: u64 = 560;
 #[test]
 #[ignore = "100,000 job ids: run alone, with --release --ignored --nocapture, to print the figures"]
 fn a_hundred_thousand_job_ids_fit_in_200_mb() {
-    let m = run(100_000, true, ServerConfig::new(".").with_insecure_loopback().max_jobs);
+    let m = run(
+        100_000,
+        true,
+        ServerConfig::new(".").with_insecure_loopback().max_jobs,
+    );
     print(&m, "auto_priority, default max_jobs");
     assert_goals(&m);
 }

@@ -360,8 +360,15 @@ pub(crate) async fn serve(
                 "refused a same-host client of {who}: without a cluster secret this server \
                  serves root and its own user only on its socket"
             );
-            super::refuse_unproven(&shared, &mut rd, &mut wr, None, Refusal::LocalUser, &message)
-                .await;
+            super::refuse_unproven(
+                &shared,
+                &mut rd,
+                &mut wr,
+                None,
+                Refusal::LocalUser,
+                &message,
+            )
+            .await;
             return;
         }
     }
