@@ -72,11 +72,7 @@ fn probe_as_nobody(env: &[(&str, String)]) -> BTreeMap<String, String> {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    assert_eq!(
-        lines.get("uid").map(String::as_str),
-        Some("65534"),
-        "{text}"
-    );
+    assert_eq!(lines.get("uid"), Some(&NOBODY.to_string()), "{text}");
     lines
 }
 

@@ -223,7 +223,7 @@ impl Secret {
     /// # Errors
     /// [`AuthError::Random`] when the OS gives no randomness.
     pub fn random() -> Result<Secret, AuthError> {
-        Ok(Secret::trimmed(random_hex()?.as_bytes(), "made")?)
+        Secret::trimmed(random_hex()?.as_bytes(), "made")
     }
 
     /// The node's default secret at `path` (see [`default_path`]), made at the first start:
