@@ -24,7 +24,7 @@ echo "|---|---|---|---|---|---|---|---|---|"
 for max in 16384 100000; do
   port=$((7400 + RANDOM % 500))
   addr=127.0.0.1:$port
-  "$bin" serve --root "$work/root" --listen "$addr" --auto-priority --forget-idle-s "$forget" \
+  "$bin" serve --root "$work/root" --listen "$addr" --insecure-loopback --auto-priority --forget-idle-s "$forget" \
     --max-jobs "$max" --token-file "$work/tok" >"$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 100); do grep -q listening "$work/serve.log" && break; sleep 0.1; done

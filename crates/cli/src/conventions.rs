@@ -106,6 +106,16 @@ fn check(file: &Path) -> Result<ServerConfig> {
         .with_context(|| file.display().to_string())?;
     iosets_policy::registry::build(&config.policy, &config.policy_options)
         .with_context(|| format!("{}: policy {:?}", file.display(), config.policy))?;
+    if config.auth.is_none() && !config.insecure_loopback {
+        // The node's default secret `iosets serve` would use: if one is there, it must be
+        // usable (a missing one is made at the first start).
+        let path = iosets_proto::auth::default_path()
+            .with_context(|| format!("{}: no auth_file", file.display()))?;
+        if std::fs::symlink_metadata(&path).is_ok() {
+            iosets_proto::auth::Secret::load_private(&path)
+                .with_context(|| format!("{}: no auth_file", file.display()))?;
+        }
+    }
     resolves(file, "listen", &config.listen)?;
     if let Some(admin) = &config.admin_listen {
         resolves(file, "admin_listen", admin)?;
@@ -135,17 +145,56 @@ fn warnings(c: &ServerConfig) -> Vec<String> {
             .map(|mut a| a.all(|a| a.ip().is_loopback()))
             .unwrap_or(false)
     };
-    if c.auth.is_none() && !loopback(&c.listen) {
-        w.push(format!(
-            "listen = {:?} without auth_file: only clients on this host will be served \
-             (others are refused until the servers share a cluster secret)",
-            c.listen
-        ));
+    if c.insecure_loopback {
+        w.push(
+            "insecure_loopback = true: clients on this host are served without a proof and \
+             the uid they claim is believed: any local user can act as any user"
+                .into(),
+        );
+        if !loopback(&c.listen) {
+            w.push(format!(
+                "listen = {:?} with insecure_loopback: clients of other hosts will be refused \
+                 (they have no secret to prove)",
+                c.listen
+            ));
+        }
     }
     if c.token.is_none() {
         w.push("no token or token_file: every control request (priorities, rules, policy) will be refused".into());
     }
     w
+}
+
+/// Who the server will serve, as `iosets serve --config` would decide it: the `auth_file`'s
+/// secret, no proof (`insecure_loopback`), or the node's default secret (its place, and
+/// whether it is there and private, or will be made at the first start).
+fn authentication(c: &ServerConfig) -> String {
+    if c.auth.is_some() {
+        return "cluster secret (auth_file); every client proves it, on loopback too".into();
+    }
+    if c.insecure_loopback {
+        return "none (insecure_loopback): any local user can act as any user; other hosts \
+                refused"
+            .into();
+    }
+    match iosets_proto::auth::default_path() {
+        Err(e) => format!("the node's default secret, but {e}"),
+        Ok(p) => match std::fs::symlink_metadata(&p) {
+            Err(_) => format!(
+                "the node's default secret {} (made at the first start, mode 600); every \
+                 client proves it, on loopback too",
+                p.display()
+            ),
+            Ok(_) => match iosets_proto::auth::Secret::load_private(&p) {
+                Ok(_) => format!(
+                    "the node's default secret {} (present, private); every client proves it, \
+                     on loopback too",
+                    p.display()
+                ),
+                Err(e) => format!("the node's default secret, unusable: {e}"),
+            },
+        },
+    }
 }
 
 /// The effective settings, one `key = value` per line, as the server will run with them.
@@ -182,14 +231,7 @@ fn describe(c: &ServerConfig) -> String {
                 "refused (no token)"
             }
         ),
-        format!(
-            "authentication = {}",
-            if c.auth.is_some() {
-                "cluster secret"
-            } else {
-                "none (loopback clients only)"
-            }
-        ),
+        format!("authentication = {}", authentication(c)),
         format!("auto_priority = {}", c.auto_priority),
         format!("max_jobs = {}", c.max_jobs),
         format!("forget_idle_s = {}", c.forget_idle_s),

@@ -19,7 +19,8 @@ pub(crate) struct MountArgs {
     #[arg(long, value_delimiter = ',', conflicts_with = "local")]
     servers: Vec<String>,
     /// Run a server in this process on ROOT with the default policy instead (nothing else
-    /// needs to run).
+    /// needs to run). It has no TCP port and no socket: the mount reaches it in process, and
+    /// no other process or user can.
     #[arg(long, value_name = "ROOT")]
     local: Option<PathBuf>,
     /// The servers' control token (for `.iosets/`), as `iosets serve --token-file` got it.
@@ -61,7 +62,9 @@ pub(crate) struct MountArgs {
     /// With --daemon: where the background process writes its log.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// The cluster's shared secret file, for servers started with --auth-file.
+    /// The cluster's shared secret file (default: the node's, where `iosets serve` makes it:
+    /// /etc/iosets/secret for root, ~/.local/state/iosets/secret for another user). Not
+    /// used with --local, whose server is reached in process.
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
     /// Who besides root may write .iosets/jobs/<id>/priority: `capped` (a process of the job,
@@ -102,8 +105,12 @@ fn options(args: &MountArgs) -> Result<MountOptions> {
     if let Some(f) = &args.token_file {
         o.token = Some(read_token_file(f)?);
     }
-    if let Some(f) = &args.auth_file {
-        o.auth = Some(iosets_server::read_auth_file(f)?);
+    // With --local the server is in this process: nothing to prove.
+    if args.local.is_none() {
+        o.auth = match &args.auth_file {
+            Some(f) => Some(iosets_server::read_auth_file(f)?),
+            None => iosets_client::ClientConfig::auth_default()?,
+        };
     }
     Ok(o)
 }

@@ -80,10 +80,17 @@ pub(crate) struct ServeArgs {
     /// `iosets ctl rule`.
     #[arg(long, value_name = "FILE")]
     quota: Option<PathBuf>,
-    /// The cluster's shared secret file (like BeeGFS's connAuthFile; mode 600): every client
-    /// must prove it holds the same secret. Without it, only loopback peers are accepted.
-    #[arg(long, value_name = "FILE")]
+    /// The cluster's shared secret file (like BeeGFS's connAuthFile; mode 600): every client,
+    /// on loopback too, must prove it holds the same secret. Without it (and without
+    /// --insecure-loopback) the node's default secret is used, made at the first start:
+    /// $IOSETS_AUTH_FILE, else /etc/iosets/secret for root, else
+    /// ~/.local/state/iosets/secret; `iosets mount`, `ctl` and `top` find it there.
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure_loopback")]
     auth_file: Option<PathBuf>,
+    /// Serve every client on this host without a proof (no secret): any local user can act as
+    /// any user, since the uid a request claims is believed. For a single-user machine.
+    #[arg(long)]
+    insecure_loopback: bool,
     /// Where to serve GET /metrics, /jobs and /stats over HTTP (default 127.0.0.1:0, printed at
     /// start; `none`: nowhere). Never the data port.
     #[arg(long, value_name = "ADDR")]
@@ -186,6 +193,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(f) = &args.auth_file {
         config.auth = Some(read_auth_file(f)?);
+        config.insecure_loopback = false;
+    }
+    if args.insecure_loopback {
+        config.insecure_loopback = true;
     }
     match args.admin_listen.as_deref() {
         None => {}
@@ -223,6 +234,20 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         config.metrics_max_jobs = n;
     }
     config.handle_signals = true;
+    config.validate()?;
+    // The easy path is the safe one: no secret given and the host not trusted explicitly, the
+    // node's default secret (made now if this is the first start).
+    let mut secret_note = String::new();
+    if config.auth.is_none() && !config.insecure_loopback {
+        let path = iosets_proto::auth::default_path()?;
+        let (secret, made) = iosets_proto::auth::Secret::load_or_create(&path)?;
+        config.auth = Some(secret);
+        secret_note = format!(
+            " {} {}",
+            if made { "made now in" } else { "from" },
+            path.display()
+        );
+    }
     let handle = Server::start(config.clone())?;
     println!(
         "iosets serve: listening on {} (policy {}{}, {} workers{}, root {}; control {}; \
@@ -245,9 +270,9 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
             "disabled (no token)"
         },
         if config.auth.is_some() {
-            "by cluster secret"
+            format!("by cluster secret{secret_note}")
         } else {
-            "none: loopback peers only"
+            "none: any local user can act as any user (--insecure-loopback)".to_string()
         },
         handle
             .admin_addr()
@@ -283,7 +308,8 @@ pub(crate) struct CtlArgs {
     /// Print the raw JSON report (jobs, stats, why).
     #[arg(long)]
     json: bool,
-    /// The cluster's shared secret file, for a server started with --auth-file.
+    /// The cluster's shared secret file (default: the node's, where `iosets serve` makes it:
+    /// /etc/iosets/secret for root, ~/.local/state/iosets/secret for another user).
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
     #[command(subcommand)]
@@ -502,9 +528,10 @@ fn control(args: &CtlArgs, server: &str, token: &str, op: Control) -> Result<Rep
     let mut cfg = ClientConfig::new(JobId(0));
     cfg.retries = 0;
     cfg.connect_timeout = Duration::from_secs(5);
-    if let Some(f) = &args.auth_file {
-        cfg.auth = Some(read_auth_file(f)?);
-    }
+    cfg.auth = match &args.auth_file {
+        Some(f) => Some(read_auth_file(f)?),
+        None => ClientConfig::auth_default()?,
+    };
     let client = BlockingClient::connect_to(&[server], cfg)?;
     Ok(client.control(0, token, op)?)
 }

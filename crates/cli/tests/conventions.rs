@@ -114,16 +114,48 @@ fn config_check_passes_a_good_file_and_names_the_first_error_of_a_bad_one() {
     assert!(stdout(&o).starts_with("good.toml: ok\n"), "{}", stdout(&o));
     assert!(stdout(&o).contains("policy = iosets"));
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    // Without auth_file: the node's default secret, to be made at the first start.
+    assert!(
+        stdout(&o).contains("authentication = the node's default secret")
+            && stdout(&o).contains("made at the first start"),
+        "{}",
+        stdout(&o)
+    );
 
     std::fs::write(
         dir.join("open.toml"),
-        "root = \"data\"\nlisten = \"0.0.0.0:0\"\n",
+        "root = \"data\"\nlisten = \"0.0.0.0:0\"\ninsecure_loopback = true\n",
     )
     .unwrap();
     let o = iosets(&dir, &["config", "check", "open.toml"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("without auth_file"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("any local user can act as any user"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("other hosts will be refused"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("no token"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("authentication = none (insecure_loopback)"));
+
+    // A default secret others may read: refused, as `iosets serve` would.
+    let secret = common::node_secret_path(&dir);
+    std::fs::write(&secret, "0123456789abcdef0123456789abcdef\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fails(
+        &dir,
+        &["config", "check", "good.toml"],
+        &["good.toml", "mode 644", "chmod 600"],
+    );
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = iosets(&dir, &["config", "check", "good.toml"]);
+    assert!(stdout(&o).contains("(present, private)"), "{}", stdout(&o));
+    std::fs::remove_file(&secret).unwrap();
 
     std::fs::write(
         dir.join("bad.toml"),

@@ -28,6 +28,7 @@ fn json_logs_name_every_refusal_and_its_peer() {
             "127.0.0.1:0",
             "--token-file",
             "token",
+            "--insecure-loopback",
         ])
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())

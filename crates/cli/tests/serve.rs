@@ -38,6 +38,8 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
             "127.0.0.1:0",
             "--throttle-mib-s",
             "8",
+            // Raw frames, without the secret's handshake.
+            "--insecure-loopback",
         ],
     );
     let mut setup = TcpStream::connect(&addr).unwrap();

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use common::{iosets, scratch, stderr, stdout};
+use common::{iosets, node_secret, node_secret_path, scratch, stderr, stdout};
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_types::{JobId, Priority};
 
@@ -67,10 +67,17 @@ impl Drop for Rig {
 
 /// A job writing 64 KiB blocks to its own file with a priority hint, until told to stop or
 /// 20000 writes (a bound, should the test hang elsewhere); returns the bytes written.
-fn writer(addr: String, job: u64, hint: f64, stop: Arc<AtomicBool>) -> JoinHandle<u64> {
+fn writer(
+    addr: String,
+    secret: iosets_client::Secret,
+    job: u64,
+    hint: f64,
+    stop: Arc<AtomicBool>,
+) -> JoinHandle<u64> {
     thread::spawn(move || {
         let mut cfg = ClientConfig::new(JobId(job));
         cfg.priority = Priority::new(hint);
+        cfg.auth = Some(secret);
         let c = BlockingClient::connect_to(&[addr.as_str()], cfg).unwrap();
         let path = format!("/job{job}.dat");
         c.create(&path, 0o644, false).unwrap();
@@ -170,16 +177,27 @@ fn top_shows_jobs_sorts_on_s_and_quits_on_q_in_a_real_terminal() {
     };
     // Job 11 hints set 2 (priority 0.01), job 22 set 0 (priority 1): sorted by job id 11 comes
     // first, sorted by set 22 does.
-    rig.writers
-        .push(writer(addr.clone(), 11, 0.01, stop.clone()));
-    rig.writers
-        .push(writer(addr.clone(), 22, 1.0, stop.clone()));
+    rig.writers.push(writer(
+        addr.clone(),
+        node_secret(&dir),
+        11,
+        0.01,
+        stop.clone(),
+    ));
+    rig.writers.push(writer(
+        addr.clone(),
+        node_secret(&dir),
+        22,
+        1.0,
+        stop.clone(),
+    ));
 
     let socket = format!("iosets-top-test-{}", std::process::id());
     rig.tmux_socket = Some(socket.clone());
     let status = dir.join("top-status");
     let command = format!(
-        "'{}' top --server {addr} --server {doomed_addr} --token-file '{}' --interval 0.25; echo $? > '{}'",
+        "IOSETS_AUTH_FILE='{}' '{}' top --server {addr} --server {doomed_addr} --token-file '{}' --interval 0.25; echo $? > '{}'",
+        node_secret_path(&dir).display(),
         env!("CARGO_BIN_EXE_iosets"),
         dir.join("tok").display(),
         status.display()

@@ -80,7 +80,7 @@ fn record_trace(dir: &Path) -> PathBuf {
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
     let trace = dir.join("server-trace.csv");
-    let mut cfg = ServerConfig::new(&root);
+    let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
     cfg.workers = 2;
     cfg.trace = Some(trace.clone());
     let server = Server::start(cfg).expect("server starts");

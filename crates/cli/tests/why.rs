@@ -43,6 +43,8 @@ fn serve(dir: &std::path::Path, root: &str) -> Served {
             "1",
             "--throttle-mib-s",
             "32",
+            // Raw frames, without the secret's handshake (`iosets ctl` finds the secret).
+            "--insecure-loopback",
             "--token-file",
             "tok",
         ],

@@ -17,7 +17,7 @@ use iosets_types::{JobId, Priority};
 use crate::phase::{PhaseClock, Quiet, Stamped};
 
 use crate::config::ClientConfig;
-use crate::conn::{read_range, Caller, Endpoint, Landing, Local, LOCAL_MIN};
+use crate::conn::{read_range, Caller, Connector, Endpoint, Landing, Local, LOCAL_MIN};
 use crate::error::ClientError;
 use crate::layout::{normalize_path, Layout};
 
@@ -154,6 +154,25 @@ impl Client {
     /// file must list the same servers in the same order). Fails if any server cannot be
     /// reached (after the configured retries); later connection losses are repaired on use.
     pub async fn connect(servers: &[SocketAddr], cfg: ClientConfig) -> Result<Client, ClientError> {
+        let servers: Vec<_> = servers.iter().map(|&a| (a, None)).collect();
+        Client::connect_endpoints(&servers, cfg).await
+    }
+
+    /// Connects to one server that runs inside this process, through `connector` (see
+    /// [`Connector`]): no address or port, nothing another process or user could connect to.
+    /// `name` stands for the server in errors and in [`Client::servers`].
+    pub async fn connect_in_process(
+        name: SocketAddr,
+        connector: Connector,
+        cfg: ClientConfig,
+    ) -> Result<Client, ClientError> {
+        Client::connect_endpoints(&[(name, Some(connector))], cfg).await
+    }
+
+    async fn connect_endpoints(
+        servers: &[(SocketAddr, Option<Connector>)],
+        cfg: ClientConfig,
+    ) -> Result<Client, ClientError> {
         cfg.validate()?;
         let layout = Layout::new(cfg.chunk_size, servers.len())?;
         // A region the kernel refuses (no memfd) only means no same-host transport.
@@ -163,10 +182,10 @@ impl Client {
             .flatten()
             .map(Local::new);
         let mut endpoints = Vec::with_capacity(servers.len());
-        for &addr in servers {
+        for (addr, connector) in servers {
             let mut attempt = 0;
             let ep = loop {
-                match Endpoint::connect(addr, &cfg, local.clone()).await {
+                match Endpoint::connect(*addr, connector.clone(), &cfg, local.clone()).await {
                     Ok(ep) => break ep,
                     Err(e) if attempt >= cfg.retries => return Err(e),
                     Err(_) => {

@@ -126,6 +126,30 @@ impl ClientConfig {
         }
     }
 
+    /// This node's secret for the current user, as `iosets mount`, `ctl` and `top` find it
+    /// without a flag: the file `IOSETS_AUTH_FILE` names, else the default place
+    /// ([`iosets_proto::auth::default_path`]: `/etc/iosets/secret` for root, a state directory
+    /// for another user) when a file is there, where `iosets serve` made it. `None` when
+    /// there is none.
+    ///
+    /// # Errors
+    /// [`ClientError::Config`] when the file named or found cannot be read or is not a usable
+    /// secret.
+    pub fn auth_default() -> Result<Option<iosets_proto::auth::Secret>, ClientError> {
+        if let Some(s) = ClientConfig::auth_from_env()? {
+            return Ok(Some(s));
+        }
+        let Ok(path) = iosets_proto::auth::default_path() else {
+            return Ok(None);
+        };
+        match std::fs::symlink_metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            _ => iosets_proto::auth::Secret::from_file(&path)
+                .map(Some)
+                .map_err(|e| ClientError::Config(format!("the node's default secret: {e}"))),
+        }
+    }
+
     /// The defaults with the job from [`job_from_env`], or job 0 when the environment names
     /// none.
     pub fn from_env() -> ClientConfig {

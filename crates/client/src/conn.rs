@@ -255,6 +255,49 @@ impl Conn {
         Ok(conn)
     }
 
+    /// A connection to a server inside this process, made by `connector` (see [`Connector`]):
+    /// no handshake (nothing outside the process can reach it); the client's region, when it
+    /// has one, is attached with the first frame, so large reads and writes move through it as
+    /// on the same-host socket. A region the server refuses leaves a connection without one.
+    async fn in_process(
+        server: SocketAddr,
+        connector: &Connector,
+        cfg: &ClientConfig,
+        local: Option<&Local>,
+    ) -> Result<Conn, ClientError> {
+        let open = || -> Result<UnixStream, ClientError> {
+            let stream = connector().map_err(|source| ClientError::Connect { server, source })?;
+            stream
+                .set_nonblocking(true)
+                .and_then(|()| UnixStream::from_std(stream))
+                .map_err(|source| ClientError::Connect { server, source })
+        };
+        let mut stream = open()?;
+        let Some(local) = local else {
+            let (read, write) = stream.into_split();
+            return Ok(Conn::start(server, read, write, cfg, None));
+        };
+        let who = Caller {
+            job: cfg.job,
+            priority: None,
+            creds: None,
+            phase: None,
+            elsewhere: None,
+        };
+        let attached = tokio::time::timeout(
+            cfg.connect_timeout,
+            attach(&mut stream, who, &local.region, None, cfg.max_frame),
+        )
+        .await;
+        if !matches!(attached, Ok(Ok(()))) {
+            // The stream's state is unknown after a failed attach: a fresh one, without region.
+            let (read, write) = open()?.into_split();
+            return Ok(Conn::start(server, read, write, cfg, None));
+        }
+        let (read, write) = stream.into_split();
+        Ok(Conn::start(server, read, write, cfg, Some(local.clone())))
+    }
+
     /// Starts the tasks of a connection over `read` and `write`.
     fn start<R, W>(
         server: SocketAddr,
@@ -477,7 +520,7 @@ impl Conn {
             if let Some(secret) = &cfg.auth {
                 prove(&mut stream, secret, self.server, cfg).await.ok()?;
             }
-            attach(&mut stream, who, &local.region, &id, cfg.max_frame)
+            attach(&mut stream, who, &local.region, Some(&id), cfg.max_frame)
                 .await
                 .ok()?;
             Some(stream)
@@ -552,19 +595,21 @@ async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
         .await
         .unwrap_or_else(|_| {
             Err(fail(format!(
-                "no challenge and proof within {:?} (is the server started with --auth-file?)",
+                "no response within {:?} to the authentication (no challenge or no proof came: \
+                 is it an iosets server?)",
                 cfg.connect_timeout
             )))
         })
 }
 
 /// The first exchange on a same-host socket: [`Request::AttachRegion`] with the region's
-/// descriptor, answered [`Reply::Attached`] with the identity the server gave over TCP.
+/// descriptor, answered [`Reply::Attached`] with the identity the server gave over TCP (`id`;
+/// `None` in process, where there is no other server to mistake it for).
 async fn attach(
     stream: &mut UnixStream,
     who: Caller,
     region: &Region,
-    id: &str,
+    id: Option<&str>,
     max_frame: u32,
 ) -> Result<(), String> {
     let header = Header {
@@ -589,7 +634,7 @@ async fn attach(
         .map_err(|e| format!("sending the region: {e}"))?;
     match read_frame(stream, max_frame).await {
         Ok(Frame::Response(_, OpCode::AttachRegion, Response::Ok(Reply::Attached { id: got })))
-            if got == id =>
+            if id.is_none_or(|id| got == id) =>
         {
             Ok(())
         }
@@ -753,10 +798,17 @@ async fn read_loop<R: AsyncRead + Unpin>(
     shared.fail(reason, end);
 }
 
+/// Makes a connection to a server that runs inside this process: one end of a Unix socket
+/// pair whose other end the server serves (`iosets_server::ServerHandle::in_process`). Such a
+/// connection has no address or port another process could reach; the server serves it
+/// without a proof. Called again to reconnect.
+pub type Connector = Arc<dyn Fn() -> std::io::Result<std::os::unix::net::UnixStream> + Send + Sync>;
+
 /// One server: its address and the current connection to it.
-#[derive(Debug)]
 pub(crate) struct Endpoint {
     pub(crate) addr: SocketAddr,
+    /// For a server in this process: how to reach it (instead of `addr`, then only a name).
+    connector: Option<Connector>,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
     /// The client's shared region, when it may use the same-host transport.
     local: Option<Local>,
@@ -764,21 +816,48 @@ pub(crate) struct Endpoint {
     is_local: std::sync::atomic::AtomicBool,
 }
 
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("addr", &self.addr)
+            .field("in_process", &self.connector.is_some())
+            .field("is_local", &self.is_local())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Endpoint {
     /// An endpoint for `addr`, connected now (over TCP: the same-host transport is asked for
-    /// with the first request that would use it).
+    /// with the first request that would use it), or through `connector` for a server in this
+    /// process (`addr` is then only its name in errors).
     pub(crate) async fn connect(
         addr: SocketAddr,
+        connector: Option<Connector>,
         cfg: &ClientConfig,
         local: Option<Local>,
     ) -> Result<Endpoint, ClientError> {
-        let conn = Conn::connect(addr, cfg).await?;
-        Ok(Endpoint {
+        let ep = Endpoint {
             addr,
-            conn: tokio::sync::Mutex::new(Some(Arc::new(conn))),
+            connector,
+            conn: tokio::sync::Mutex::new(None),
             local,
             is_local: std::sync::atomic::AtomicBool::new(false),
-        })
+        };
+        let conn = ep.open(cfg).await?;
+        *ep.conn.lock().await = Some(Arc::new(conn));
+        Ok(ep)
+    }
+
+    /// A new connection: TCP, or in process (its region attached when it can be).
+    async fn open(&self, cfg: &ClientConfig) -> Result<Conn, ClientError> {
+        match &self.connector {
+            None => Conn::connect(self.addr, cfg).await,
+            Some(c) => {
+                let conn = Conn::in_process(self.addr, c, cfg, self.local.as_ref()).await?;
+                self.is_local.store(conn.is_local(), Ordering::Relaxed);
+                Ok(conn)
+            }
+        }
     }
 
     /// Whether requests to this server currently go through the same-host transport.
@@ -816,7 +895,7 @@ impl Endpoint {
             _ => {
                 *current = None;
                 self.is_local.store(false, Ordering::Relaxed);
-                let c = Arc::new(Conn::connect(self.addr, cfg).await?);
+                let c = Arc::new(self.open(cfg).await?);
                 *current = Some(c.clone());
                 c
             }

@@ -93,6 +93,7 @@ pub use config::{
     job_from_env, ClientConfig, AUTH_FILE_VAR, DEFAULT_CHUNK_SIZE, DEFAULT_LOCAL_REGION,
     MAX_CHUNK_SIZE,
 };
+pub use conn::Connector;
 pub use error::ClientError;
 pub use iosets_proto::auth::Secret;
 pub use iosets_proto::{

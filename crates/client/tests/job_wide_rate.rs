@@ -39,7 +39,7 @@ fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
     let mut handles = Vec::new();
     let mut traces = Vec::new();
     for i in 0..2 {
-        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}")));
+        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
         cfg.workers = 4;
         cfg.policy = "timeorder".into();
         let trace = scratch.path().join(format!("trace{i}.csv"));

@@ -118,7 +118,7 @@ fn a_full_region_falls_back_to_frames() {
 #[test]
 fn a_server_without_the_transport_keeps_the_client_on_tcp() {
     let scratch = Scratch::new("local-off");
-    let mut cfg = ServerConfig::new(scratch.sub("root"));
+    let mut cfg = ServerConfig::new(scratch.sub("root")).with_insecure_loopback();
     cfg.local = false;
     let server = Server::start(cfg).unwrap();
     let client = BlockingClient::connect(&[server.addr()], config(3, MIB)).unwrap();
@@ -169,7 +169,7 @@ fn tcp_and_same_host_clients_share_a_file() {
 #[test]
 fn a_timed_out_reads_range_is_not_reused_before_its_answer() {
     let scratch = Scratch::new("local-late");
-    let mut cfg = ServerConfig::new(scratch.sub("root"));
+    let mut cfg = ServerConfig::new(scratch.sub("root")).with_insecure_loopback();
     // One worker, arrival order, and a slow device: a request waits behind the one before it.
     cfg.workers = 1;
     cfg.policy = "noop".into();
@@ -233,7 +233,7 @@ fn a_client_killed_mid_stream_loses_nothing_acknowledged() {
     }
     let scratch = Scratch::new("local-kill");
     let root = scratch.sub("root");
-    let server = Server::start(ServerConfig::new(&root)).unwrap();
+    let server = Server::start(ServerConfig::new(&root).with_insecure_loopback()).unwrap();
     let setup = BlockingClient::connect(&[server.addr()], config(9, MIB)).unwrap();
     setup.create("victim", 0o644, false).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())

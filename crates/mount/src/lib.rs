@@ -288,8 +288,12 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
             let token = opts.token.get_or_insert_with(random_token).clone();
             let mut cfg = ServerConfig::new(root);
             cfg.token = Some(token);
+            // No TCP port and no same-host socket: the mount reaches its server in process,
+            // by a channel no other process or user can (issue 33).
+            cfg.listen_tcp = false;
+            cfg.admin_listen = None;
             let h = Server::start(cfg)?;
-            opts.servers = vec![h.addr().to_string()];
+            opts.servers = vec!["in-process".into()];
             Some(h)
         }
         None => None,
@@ -316,7 +320,14 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     };
     let client = rt
         .block_on(async {
-            let c = Client::connect_to(&opts.servers, ccfg).await?;
+            let c = match &local {
+                Some(h) => {
+                    let link = h.in_process();
+                    let connector: iosets_client::Connector = Arc::new(move || link.connect());
+                    Client::connect_in_process(h.addr(), connector, ccfg).await?
+                }
+                None => Client::connect_to(&opts.servers, ccfg).await?,
+            };
             c.statfs().await?;
             Ok::<_, iosets_client::ClientError>(c)
         })
@@ -389,7 +400,7 @@ impl Mounted {
         &self.mountpoint
     }
 
-    /// The servers it talks to (the local server's address with `local`).
+    /// The servers it talks to (`in-process` with `local`: its server has no address).
     pub fn servers(&self) -> &[String] {
         &self.servers
     }

@@ -44,7 +44,7 @@ impl Setup {
         for i in 0..n {
             let root = dir.path().join(format!("root{i}"));
             std::fs::create_dir(&root).unwrap();
-            let mut cfg = ServerConfig::new(&root);
+            let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
             cfg.token = Some(TOKEN.into());
             tweak(&mut cfg);
             servers.push(Server::start(cfg).unwrap());
@@ -545,7 +545,7 @@ fn a_dead_server_gives_eio_in_bounded_time_and_a_restarted_one_works_again() {
     assert_eq!(e.raw_os_error(), Some(5), "EIO expected: {e}");
     eprintln!("EIO after {:?}", started.elapsed());
     // The same address again: new I/O works.
-    let mut cfg = ServerConfig::new(s.root(0));
+    let mut cfg = ServerConfig::new(s.root(0)).with_insecure_loopback();
     cfg.listen = addr.to_string();
     cfg.token = Some(TOKEN.into());
     s.servers.push(Server::start(cfg).unwrap());

@@ -72,6 +72,85 @@ pub enum AuthError {
         /// Its length after trimming.
         len: usize,
     },
+    /// The default secret file is not the server user's own.
+    #[error(
+        "the secret file {path} belongs to uid {owner}, not to this server's user (uid {uid}): \
+         another user could know it; remove it (a new one is made at the next start) or give \
+         --auth-file"
+    )]
+    Owner {
+        /// The file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The user expected (the server's effective uid).
+        uid: u32,
+    },
+    /// The default secret file may be read by the group or by other users.
+    #[error(
+        "the secret file {path} has mode {mode:o}: group or other users may read or write it, \
+         so it is no secret; `chmod 600 {path}` (and replace the secret on every node if other \
+         users may have read it)"
+    )]
+    Exposed {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+    /// No place for the default secret: not root, and neither `IOSETS_AUTH_FILE`,
+    /// `XDG_STATE_HOME` nor `HOME` is set.
+    #[error(
+        "no default place for the cluster secret (not root, and none of {AUTH_FILE_VAR}, \
+         XDG_STATE_HOME, HOME is set): give --auth-file FILE"
+    )]
+    NoDefaultPath,
+    /// The OS gave no randomness for a new secret.
+    #[error("no randomness for a new secret: {0}")]
+    Random(String),
+}
+
+/// The environment variable naming this node's secret file, for servers and clients alike
+/// ([`default_path`]).
+pub const AUTH_FILE_VAR: &str = "IOSETS_AUTH_FILE";
+
+/// Where a root server keeps the node's secret when none is configured.
+pub const ROOT_SECRET_PATH: &str = "/etc/iosets/secret";
+
+/// Bytes of randomness in a secret [`Secret::load_or_create`] makes (256 bits, written as 64
+/// hexadecimal digits).
+pub const NEW_SECRET_BYTES: usize = 32;
+
+/// The default secret file of this node for the current user: `$IOSETS_AUTH_FILE` when set
+/// (and not empty), else [`ROOT_SECRET_PATH`] for root, else
+/// `$XDG_STATE_HOME/iosets/secret`, else `$HOME/.local/state/iosets/secret`.
+///
+/// `iosets serve` creates it at its first start when no secret is configured
+/// ([`Secret::load_or_create`]); `iosets mount`, `ctl` and `top` on the same host, run by the
+/// same user, find it there without a flag. Another user finds their own path, where no secret
+/// is: the trust boundary is who may read the file.
+///
+/// # Errors
+/// [`AuthError::NoDefaultPath`] when none of these applies.
+pub fn default_path() -> Result<PathBuf, AuthError> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(p) = var(AUTH_FILE_VAR) {
+        return Ok(p);
+    }
+    if rustix::process::geteuid().is_root() {
+        return Ok(PathBuf::from(ROOT_SECRET_PATH));
+    }
+    if let Some(state) = var("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
+        return Ok(state.join("iosets").join("secret"));
+    }
+    var("HOME")
+        .filter(|p| p.is_absolute())
+        .map(|h| h.join(".local/state/iosets/secret"))
+        .ok_or(AuthError::NoDefaultPath)
 }
 
 /// A cluster's shared secret. `Debug` never shows it; equality is in constant time.
@@ -126,6 +205,115 @@ impl Secret {
         let mode = file.metadata().map_err(io)?.permissions().mode() & 0o7777;
         if mode & 0o007 != 0 || mode & 0o020 != 0 {
             return Err(AuthError::Permissions {
+                path: path.to_path_buf(),
+                mode,
+            });
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_SECRET_LEN as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        Secret::trimmed(&bytes, &path.display().to_string())
+    }
+
+    /// A new random secret ([`NEW_SECRET_BYTES`] from the OS, as hexadecimal), for a cluster
+    /// that lives in one process or one run (a test, an experiment) and is handed to its
+    /// clients directly.
+    ///
+    /// # Errors
+    /// [`AuthError::Random`] when the OS gives no randomness.
+    pub fn random() -> Result<Secret, AuthError> {
+        Secret::trimmed(random_hex()?.as_bytes(), "made")
+    }
+
+    /// The node's default secret at `path` (see [`default_path`]), made at the first start:
+    /// 256 random bits, written as hexadecimal to a new file of mode 0600 (its directories,
+    /// when missing, are made with mode 0700). Returns the secret and whether it was made now.
+    ///
+    /// Stricter than [`Secret::from_file`], because nobody chose this file: an existing one
+    /// must belong to the effective user and be readable by nobody else (no group bits), and
+    /// a symbolic link is not followed.
+    ///
+    /// # Errors
+    /// [`AuthError::Io`], [`AuthError::Owner`], [`AuthError::Exposed`],
+    /// [`AuthError::Length`], [`AuthError::Random`].
+    pub fn load_or_create(path: &Path) -> Result<(Secret, bool), AuthError> {
+        use std::io::Write;
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        let io = |source| AuthError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io)?;
+        }
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path);
+        match created {
+            Ok(mut file) => {
+                let mut text = match random_hex() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let _ = std::fs::remove_file(path);
+                        return Err(e);
+                    }
+                };
+                text.push('\n');
+                let written = file
+                    .write_all(text.as_bytes())
+                    .and_then(|()| file.sync_all());
+                if let Err(e) = written {
+                    let _ = std::fs::remove_file(path);
+                    return Err(io(e));
+                }
+                Ok((Secret::trimmed(text.as_bytes(), "made")?, true))
+            }
+            // Made by an earlier start (or by another server starting at the same time).
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                Secret::load_private(path).map(|s| (s, false))
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    /// Reads a secret file that must be the effective user's and private to it (no group or
+    /// other bits), not through a symbolic link: the checks [`Secret::load_or_create`] makes
+    /// of an existing file.
+    ///
+    /// # Errors
+    /// [`AuthError::Io`], [`AuthError::Owner`], [`AuthError::Exposed`], [`AuthError::Length`].
+    pub fn load_private(path: &Path) -> Result<Secret, AuthError> {
+        use std::io::Read;
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let io = |source| AuthError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        let uid = rustix::process::geteuid().as_raw();
+        if meta.uid() != uid {
+            return Err(AuthError::Owner {
+                path: path.to_path_buf(),
+                owner: meta.uid(),
+                uid,
+            });
+        }
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(AuthError::Exposed {
                 path: path.to_path_buf(),
                 mode,
             });
@@ -204,6 +392,13 @@ pub fn nonce() -> Result<[u8; NONCE_LEN], getrandom::Error> {
     Ok(n)
 }
 
+/// [`NEW_SECRET_BYTES`] random bytes from the OS, as hexadecimal digits.
+fn random_hex() -> Result<String, AuthError> {
+    let mut raw = [0u8; NEW_SECRET_BYTES];
+    getrandom::getrandom(&mut raw).map_err(|e| AuthError::Random(e.to_string()))?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Whether `a` and `b` are equal, in a time that depends on neither their contents nor the
 /// length of `b` (the secret side): both are hashed, and the digests compared without an early
 /// exit. For tokens a peer sends.
@@ -264,6 +459,53 @@ mod tests {
         );
         let e = Secret::from_file(&dir.join("missing")).unwrap_err();
         assert!(e.to_string().contains("cannot read"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_default_secret_is_made_private_and_refused_when_exposed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("iosets-auth-default-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("state/iosets/secret");
+        let (made, created) = Secret::load_or_create(&path).unwrap();
+        assert!(created);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        let parent = std::fs::metadata(path.parent().unwrap()).unwrap();
+        assert_eq!(parent.permissions().mode() & 0o777, 0o700);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.trim().len(), 2 * NEW_SECRET_BYTES);
+        // The second start reads the same secret; the client's reader agrees.
+        let (again, created) = Secret::load_or_create(&path).unwrap();
+        assert!(!created);
+        assert_eq!(again, made);
+        assert_eq!(Secret::from_file(&path).unwrap(), made);
+        // Another directory gets another secret.
+        let (other, _) = Secret::load_or_create(&dir.join("other/secret")).unwrap();
+        assert_ne!(other, made);
+        // Group- or other-readable: refused with the fix in the message, never rewritten.
+        for mode in [0o640, 0o604, 0o660] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let e = Secret::load_or_create(&path).unwrap_err();
+            assert!(matches!(e, AuthError::Exposed { .. }), "{mode:o}: {e}");
+            assert!(e.to_string().contains("chmod 600"), "{e}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        // Another user's file (as root, hand it to nobody): refused.
+        if rustix::process::geteuid().is_root() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            let e = Secret::load_or_create(&path).unwrap_err();
+            assert!(matches!(e, AuthError::Owner { owner: 65534, .. }), "{e}");
+        }
+        // A symbolic link in its place is not followed.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dir.join("other/secret"), &path).unwrap();
+        assert!(matches!(
+            Secret::load_or_create(&path),
+            Err(AuthError::Io { .. })
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -35,7 +35,7 @@ use iosets_types::{JobId, Priority};
 const MIB: usize = 1 << 20;
 
 fn start(root: &std::path::Path, policy: &str) -> ServerHandle {
-    let mut c = ServerConfig::new(root);
+    let mut c = ServerConfig::new(root).with_insecure_loopback();
     c.policy = policy.into();
     c.workers = 4;
     // TRACE=file: the server's request trace (arrival, dispatch, completion of every request).

@@ -84,11 +84,27 @@ pub struct ServerConfig {
     /// [`ServerConfig::set_quota_toml`]; changed at run time with `iosets ctl rule`. Thread
     /// percentages are of `workers`. See [`iosets_runtime::quota`].
     pub quota: Option<iosets_runtime::QuotaConfig>,
-    /// The cluster's shared secret (`auth_file`, `--auth-file`): every connection, data and
-    /// control alike, proves it holds it before anything else is read
-    /// ([`iosets_proto::auth`]). Without one the server accepts loopback peers only (and says so
-    /// at start).
+    /// The cluster's shared secret (`auth_file`, `--auth-file`): every TCP and same-host
+    /// socket connection, data and control alike, proves it holds it before anything else is
+    /// read ([`iosets_proto::auth`]), on loopback too. Without one (the default of
+    /// [`ServerConfig::new`]) no TCP client is served unless
+    /// [`insecure_loopback`](ServerConfig::insecure_loopback) says otherwise; the same-host
+    /// socket then serves root and the server's own user only (`SO_PEERCRED`), and
+    /// [`ServerHandle::connect_in_process`](crate::ServerHandle::connect_in_process) always
+    /// works. `iosets serve` makes a secret at first start when none is given
+    /// ([`iosets_proto::auth::default_path`]).
     pub auth: Option<iosets_proto::auth::Secret>,
+    /// Serve clients on this host without any proof (`insecure_loopback`,
+    /// `--insecure-loopback`): loopback TCP peers and every same-host socket peer are served
+    /// as they come. **Any local user can then act as any user**: the claimed uid and gid of a
+    /// request are believed (NFS `AUTH_SYS` on a node every user logs in to). Default off; only
+    /// without a secret (with one, every client proves it).
+    pub insecure_loopback: bool,
+    /// Listen for TCP clients on [`listen`](ServerConfig::listen) (default true). `false`: no
+    /// TCP listener and no same-host socket at all; the server is reached only through
+    /// [`ServerHandle::connect_in_process`](crate::ServerHandle::connect_in_process), a channel
+    /// no other process can use (`iosets mount --local`).
+    pub listen_tcp: bool,
     /// Where `GET /metrics` (Prometheus) and `GET /jobs`, `GET /stats` (JSON job and server
     /// statistics) are served over HTTP, apart from the data port (default `127.0.0.1:0`:
     /// loopback, a free port, see [`crate::ServerHandle::admin_addr`]); `None`: nowhere.
@@ -227,6 +243,8 @@ impl ServerConfig {
             meta_fanout: 1,
             quota: None,
             auth: None,
+            insecure_loopback: false,
+            listen_tcp: true,
             admin_listen: Some("127.0.0.1:0".into()),
             hints: HintPolicy::default(),
             root_squash: false,
@@ -240,12 +258,22 @@ impl ServerConfig {
         }
     }
 
+    /// This configuration with [`insecure_loopback`](ServerConfig::insecure_loopback) on: every
+    /// client on this host is served without a proof (any local user can act as any user).
+    /// For tests and single-user machines.
+    #[must_use]
+    pub fn with_insecure_loopback(mut self) -> ServerConfig {
+        self.insecure_loopback = true;
+        self
+    }
+
     /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
     /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`,
     /// `metrics_max_jobs`, `local`,
     /// `local_socket`,
     /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, `auth_file`,
+    /// `insecure_loopback`,
     /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `root_squash`, `no_creds`,
     /// `frame_timeout_s`,
     /// `idle_timeout_s`, `write_timeout_s`, `max_connections`, `max_inflight_mib_per_conn`,
@@ -366,6 +394,9 @@ impl ServerConfig {
         if let Some(f) = file.auth_file {
             c.auth = Some(read_auth_file(&resolve(f))?);
         }
+        if let Some(i) = file.insecure_loopback {
+            c.insecure_loopback = i;
+        }
         match file.admin_listen.as_deref() {
             None => {}
             Some("" | "none") => c.admin_listen = None,
@@ -445,6 +476,13 @@ impl ServerConfig {
 
     /// Checks every value; the server refuses to start on any error.
     pub fn validate(&self) -> Result<(), ServerError> {
+        if self.insecure_loopback && self.auth.is_some() {
+            return Err(ServerError::Config {
+                reason: "insecure_loopback with a cluster secret (auth_file): with a secret every \
+                         client proves it, on loopback too; drop one of them"
+                    .into(),
+            });
+        }
         let bad = |reason: String| Err(ServerError::Config { reason });
         if !self.root.is_dir() {
             return bad(format!("root {} is not a directory", self.root.display()));
@@ -670,6 +708,7 @@ struct FileConfig {
     meta_fanout: Option<u32>,
     quota: Option<iosets_runtime::quota::TomlQuota>,
     auth_file: Option<PathBuf>,
+    insecure_loopback: Option<bool>,
     admin_listen: Option<String>,
     hints: Option<String>,
     root_squash: Option<bool>,

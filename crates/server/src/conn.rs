@@ -111,6 +111,19 @@ pub(crate) async fn serve(
             }
             Handshake::Refused => return,
         }
+    } else if !shared.config.insecure_loopback {
+        // Nothing to prove with, and the host is not trusted: a peer on loopback may be any
+        // local user, claiming any uid.
+        refuse_unproven(
+            &shared,
+            &mut rd,
+            &mut wr,
+            peer,
+            Refusal::Unauthenticated,
+            UNAUTHENTICATED,
+        )
+        .await;
+        return;
     } else {
         // The first prefix tells a frame from an HTTP request that came to the wrong port.
         let mut prefix = [0u8; 4];
@@ -262,6 +275,61 @@ where
     .await;
     Handshake::Refused
 }
+
+/// What a client of a server without a secret that does not trust its host is told.
+const UNAUTHENTICATED: &str = "refused: this server serves only clients that prove the cluster \
+     secret, and it has none (start it with --auth-file, or without one to make the default \
+     secret, or with --insecure-loopback to trust every local user)";
+
+/// Refuses a peer that cannot be served (logged and counted as `kind`): its first frame's tag
+/// and operation are read (at most the first [`REFUSED_HEAD`] bytes, within the frame
+/// timeout) so that the `EACCES` answer carrying `message` reaches the request that is waiting
+/// for it; nothing else is read.
+pub(crate) async fn refuse_unproven<R, W>(
+    shared: &Shared,
+    rd: &mut R,
+    wr: &mut W,
+    peer: Option<std::net::IpAddr>,
+    kind: Refusal,
+    message: &str,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    shared.guard.refuse(kind, peer, message);
+    let limit = Duration::from_secs_f64(shared.config.frame_timeout_s);
+    let first = tokio::time::timeout(limit, async {
+        let mut prefix = [0u8; 4];
+        rd.read_exact(&mut prefix).await.ok()?;
+        let len = frame_len(prefix, u32::MAX).ok()?;
+        let mut head = [0u8; REFUSED_HEAD];
+        let head = &mut head[..len.min(REFUSED_HEAD)];
+        rd.read_exact(head).await.ok()?;
+        // version, kind, flags (u16), tag (u64), job, priority, uid, gid, phase; 12 more bytes
+        // when flag 16 (served elsewhere) is set; then the operation.
+        let tag = u64::from_le_bytes(head.get(4..12)?.try_into().ok()?);
+        let flags = u16::from_le_bytes(head.get(2..4)?.try_into().ok()?);
+        let at = if flags & 16 != 0 { 56 } else { 44 };
+        let op = head.get(at).copied().and_then(OpCode::from_u8);
+        Some((tag, op))
+    })
+    .await
+    .ok()
+    .flatten();
+    let mut header = no_header();
+    header.tag = first.map_or(0, |(tag, _)| tag);
+    let op = first.and_then(|(_, op)| op).unwrap_or(OpCode::Auth);
+    let refused = error_frame(header, op, EACCES, message.into());
+    let _ = tokio::time::timeout(limit, async {
+        wr.write_all(&refused.head).await?;
+        wr.write_all(&refused.data).await?;
+        wr.flush().await
+    })
+    .await;
+}
+
+/// The bytes of a refused peer's first frame read to answer it: its header and operation.
+const REFUSED_HEAD: usize = 57;
 
 /// The largest frame read during the handshake (a proof is about 100 bytes).
 const AUTH_FRAME_MAX: u32 = 4096;

@@ -61,11 +61,17 @@ pub(crate) enum Refusal {
     WriteTimeout,
     /// A frame that could not be decoded, or a response sent to the server.
     BadFrame,
+    /// A loopback TCP peer of a server that has no cluster secret and was not told to trust
+    /// its host (`insecure_loopback`): it cannot prove anything, so it is not served.
+    Unauthenticated,
+    /// A same-host socket peer of another user than root or the server's own, on a server
+    /// without a cluster secret (checked by `SO_PEERCRED`).
+    LocalUser,
 }
 
 impl Refusal {
     /// Every kind, in the order of the counters.
-    pub(crate) const ALL: [Refusal; 12] = [
+    pub(crate) const ALL: [Refusal; 14] = [
         Refusal::NotLoopback,
         Refusal::AuthMissing,
         Refusal::AuthFailed,
@@ -78,6 +84,8 @@ impl Refusal {
         Refusal::IdleTimeout,
         Refusal::WriteTimeout,
         Refusal::BadFrame,
+        Refusal::Unauthenticated,
+        Refusal::LocalUser,
     ];
 
     /// The label in logs and metrics.
@@ -95,6 +103,8 @@ impl Refusal {
             Refusal::IdleTimeout => "idle_timeout",
             Refusal::WriteTimeout => "write_timeout",
             Refusal::BadFrame => "bad_frame",
+            Refusal::Unauthenticated => "unauthenticated",
+            Refusal::LocalUser => "local_user",
         }
     }
 

@@ -35,7 +35,11 @@
 //! # What it is not
 //! Not a file system: no caching, no striping, no replication. Striping is the client's
 //! ([`iosets-client`]); many servers run side by side with no central controller, each scheduling
-//! its own queue. There is no authentication of data requests: the job id is what the client says.
+//! its own queue. A client is trusted as a node of the cluster, not as a user: it proves the
+//! cluster secret ([`ServerConfig::auth`]), or is this process ([`ServerHandle::in_process`]),
+//! or (without a secret) is root or the server's own user on the same-host socket, or the
+//! server was told to trust its host ([`ServerConfig::insecure_loopback`]). The job id is what
+//! a trusted client says.
 //!
 //! # Permissions
 //! A request that carries a user's credentials (the mount's, as NFS `AUTH_SYS`) is done **as
@@ -110,8 +114,9 @@ pub struct ShutdownReport {
 /// A running server. Dropping it stops the server (gracefully) and waits for it.
 #[derive(Debug)]
 pub struct ServerHandle {
-    addr: SocketAddr,
+    addr: Option<SocketAddr>,
     admin: Option<SocketAddr>,
+    in_process: InProcess,
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<Result<ShutdownReport, ServerError>>>,
 }
@@ -144,21 +149,28 @@ impl Server {
                     source,
                 }
             })?;
-        let listener =
-            std::net::TcpListener::bind(&config.listen).map_err(|source| ServerError::Io {
-                what: format!("binding {}", config.listen),
-                source,
-            })?;
-        listener
-            .set_nonblocking(true)
-            .map_err(|source| ServerError::Io {
+        let listener = if config.listen_tcp {
+            let l =
+                std::net::TcpListener::bind(&config.listen).map_err(|source| ServerError::Io {
+                    what: format!("binding {}", config.listen),
+                    source,
+                })?;
+            l.set_nonblocking(true).map_err(|source| ServerError::Io {
                 what: "configuring the listener".into(),
                 source,
             })?;
-        let addr = listener.local_addr().map_err(|source| ServerError::Io {
-            what: "reading the bound address".into(),
-            source,
-        })?;
+            Some(l)
+        } else {
+            None
+        };
+        let addr = listener
+            .as_ref()
+            .map(std::net::TcpListener::local_addr)
+            .transpose()
+            .map_err(|source| ServerError::Io {
+                what: "reading the bound address".into(),
+                source,
+            })?;
         let admin = match &config.admin_listen {
             None => None,
             Some(a) => {
@@ -254,6 +266,7 @@ impl Server {
             workers.push(h);
         }
         let (stop, stop_rx) = watch::channel(false);
+        let (in_process, in_process_rx) = tokio::sync::mpsc::unbounded_channel();
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("iosets-server".into())
@@ -262,6 +275,7 @@ impl Server {
                     s,
                     listener,
                     admin.map(|(l, _)| l),
+                    in_process_rx,
                     stop_rx,
                     workers,
                 ))
@@ -272,7 +286,7 @@ impl Server {
             })?;
         let c = &shared.config;
         tracing::info!(
-            %addr,
+            addr = %addr.map_or_else(|| "none (in process only)".to_string(), |a| a.to_string()),
             admin = %admin_addr.map_or_else(|| "none".to_string(), |a| a.to_string()),
             policy = shared.sched.policy_name(),
             workers = c.workers,
@@ -281,13 +295,25 @@ impl Server {
             fd_limit = shared.fds.limit,
             cached_files = shared.fds.cached_files,
             dirty_files = shared.fds.dirty_files,
-            authentication = if c.auth.is_some() { "cluster secret" } else { "none" },
+            authentication = if c.auth.is_some() {
+                "cluster secret"
+            } else if c.insecure_loopback {
+                "none: every local client trusted"
+            } else {
+                "none: root and own user on the same-host socket, in process"
+            },
             "serving"
         );
-        if c.auth.is_none() {
+        if c.auth.is_none() && c.insecure_loopback {
             tracing::warn!(
-                "no cluster secret (--auth-file): only loopback peers are accepted; give every \
-                 node the same secret file to serve other hosts"
+                "--insecure-loopback: clients on this host are served without proving anything \
+                 and the uid they claim is believed: any local user can act as any user; give \
+                 every node the same secret file (--auth-file) instead"
+            );
+        } else if c.auth.is_none() && c.listen_tcp {
+            tracing::warn!(
+                "no cluster secret (--auth-file) and not --insecure-loopback: no TCP client will \
+                 be served, on loopback neither"
             );
         }
         if admin_addr.is_some_and(|a| !a.ip().is_loopback()) {
@@ -300,16 +326,63 @@ impl Server {
         Ok(ServerHandle {
             addr,
             admin: admin_addr,
+            in_process: InProcess(in_process),
             stop,
             thread: Some(thread),
         })
     }
 }
 
+/// Makes connections to a server from inside its own process
+/// ([`ServerHandle::in_process`]): each is one end of a Unix socket pair whose other end the
+/// server serves. No other process can reach such a connection (it has no name and no port),
+/// so it is served without a proof, whatever the server's secret: whoever holds this handle is
+/// the process that started the server. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct InProcess(tokio::sync::mpsc::UnboundedSender<std::os::unix::net::UnixStream>);
+
+impl InProcess {
+    /// A new connection to the server (blocking mode; the client library makes it
+    /// non-blocking). Requests on it are the TCP protocol's, and a shared region may be
+    /// attached with its first frame as on the same-host socket.
+    ///
+    /// # Errors
+    /// When no socket pair can be made (out of descriptors), or the server has stopped
+    /// (`NotConnected`).
+    pub fn connect(&self) -> std::io::Result<std::os::unix::net::UnixStream> {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair()?;
+        self.0.send(theirs).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::NotConnected, "the server has stopped")
+        })?;
+        Ok(ours)
+    }
+}
+
 impl ServerHandle {
-    /// The address the server listens on.
+    /// The address the server listens on: the unspecified address `0.0.0.0:0` when it has no
+    /// TCP listener ([`ServerConfig::listen_tcp`] false; see [`ServerHandle::tcp_addr`]).
     pub fn addr(&self) -> SocketAddr {
         self.addr
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))
+    }
+
+    /// The TCP address the server listens on, if it listens on one.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// A maker of connections to this server from inside this process, served without a
+    /// proof (see [`InProcess`]).
+    pub fn in_process(&self) -> InProcess {
+        self.in_process.clone()
+    }
+
+    /// One connection from inside this process (see [`InProcess::connect`]).
+    ///
+    /// # Errors
+    /// As [`InProcess::connect`].
+    pub fn connect_in_process(&self) -> std::io::Result<std::os::unix::net::UnixStream> {
+        self.in_process.connect()
     }
 
     /// The admin address (`GET /metrics`, `/jobs`, `/stats`), if the server has one.
@@ -359,8 +432,9 @@ async fn signal_or_never(kind: Option<tokio::signal::unix::SignalKind>) {
     }
 }
 
-/// Admits a new connection (`peer`: a TCP peer's address; `None`: the same-host socket): a peer
-/// off this host is refused without a cluster secret; at the connection cap the connection idle
+/// Admits a new connection (`peer`: a TCP peer's address; `None`: the same-host socket or in
+/// process): a peer off this host is refused without a cluster secret (one on this host is
+/// refused after, by its connection, unless the server trusts its host); at the connection cap the connection idle
 /// the longest makes room, or the new one is refused. Refusals are logged and counted.
 pub(crate) fn admit(shared: &Shared, peer: Option<SocketAddr>) -> Option<guard::Registered> {
     let ip = peer.map(|p| p.ip().to_canonical());
@@ -389,16 +463,20 @@ pub(crate) fn admit(shared: &Shared, peer: Option<SocketAddr>) -> Option<guard::
 
 async fn main_loop(
     shared: Arc<Shared>,
-    listener: std::net::TcpListener,
+    listener: Option<std::net::TcpListener>,
     admin: Option<std::net::TcpListener>,
+    mut in_process: tokio::sync::mpsc::UnboundedReceiver<std::os::unix::net::UnixStream>,
     mut stop: watch::Receiver<bool>,
     workers: Vec<JoinHandle<()>>,
 ) -> Result<ShutdownReport, ServerError> {
     use tokio::signal::unix::SignalKind;
-    let listener = TcpListener::from_std(listener).map_err(|source| ServerError::Io {
-        what: "registering the listener".into(),
-        source,
-    })?;
+    let listener = listener
+        .map(TcpListener::from_std)
+        .transpose()
+        .map_err(|source| ServerError::Io {
+            what: "registering the listener".into(),
+            source,
+        })?;
     let signals = shared.config.handle_signals;
     let term = signal_or_never(signals.then(SignalKind::terminate));
     let int = signal_or_never(signals.then(SignalKind::interrupt));
@@ -415,7 +493,15 @@ async fn main_loop(
     let (conn_stop, conn_stop_rx) = watch::channel(false);
     let mut conns = JoinSet::new();
     let mut admin_conns = JoinSet::new();
-    conn::local::spawn(&shared, &listener, &mut conns, &conn_stop_rx);
+    // The TCP port names the server on this node (0 without TCP).
+    let port = listener
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map_or(0, |a| a.port());
+    // The same-host socket is offered to TCP clients: none without TCP.
+    if let Some(l) = &listener {
+        conn::local::spawn(&shared, l, &mut conns, &conn_stop_rx);
+    }
     // The runtime forgets idle jobs by itself (on completions and on an idle worker's timer);
     // this tick only makes it prompt when every worker is busy elsewhere.
     let mut sweep = tokio::time::interval(shared.sched.book_config().sweep_interval());
@@ -428,7 +514,27 @@ async fn main_loop(
             _ = stop.changed() => break,
             _ = &mut term => { tracing::info!("SIGTERM: stopping gracefully"); break }
             _ = &mut int => { tracing::info!("SIGINT: stopping gracefully"); break }
-            accepted = listener.accept() => match accepted {
+            Some(stream) = in_process.recv() => {
+                let Some(reg) = admit(&shared, None) else {
+                    continue;
+                };
+                let stream = stream
+                    .set_nonblocking(true)
+                    .and_then(|()| tokio::net::UnixStream::from_std(stream));
+                let Ok(stream) = stream else {
+                    tracing::warn!("an in-process connection could not be registered");
+                    continue;
+                };
+                let s = shared.clone();
+                let rx = conn_stop_rx.clone();
+                s.counters.connection_opened();
+                conns.spawn(async move {
+                    let via = conn::local::Via::InProcess;
+                    conn::local::serve(s.clone(), stream, port, reg, rx, via).await;
+                    s.counters.connection_closed();
+                });
+            }
+            accepted = accept_tcp(listener.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
                     let Some(reg) = admit(&shared, Some(peer)) else {
                         drop(stream);
@@ -503,6 +609,16 @@ async fn main_loop(
 
 /// Admin (HTTP) connections served at once; more wait in the kernel's backlog.
 const MAX_ADMIN_CONNECTIONS: usize = 16;
+
+/// The next connection on the TCP listener, or never when there is none.
+async fn accept_tcp(
+    l: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
+    match l {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
 
 /// The next connection on the admin listener, or never when there is none.
 async fn accept_admin(

@@ -63,7 +63,7 @@ fn big_writable_mib() -> u64 {
 fn announced_frames_take_memory_as_their_bytes_arrive() {
     // D7: 200 connections announcing 64 MiB frames reserved 13.7 GB of address space.
     let root = TempDir::new("hostile-announce");
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let admin = server.admin_addr().unwrap();
     let before = big_writable_mib();
     let frames0 = value(&metrics(admin), "iosets_frames_total");

@@ -21,7 +21,7 @@ fn every_traversal_attempt_is_refused() {
     std::fs::write(root.0.join("inside"), b"fine").unwrap();
     std::os::unix::fs::symlink("inside", root.0.join("alias")).unwrap();
 
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
 
     let secret = outside.0.join("secret").to_string_lossy().into_owned();

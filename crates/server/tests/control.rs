@@ -16,7 +16,7 @@ const EINVAL: i32 = 22;
 #[test]
 fn control_without_a_token_is_refused() {
     let root = TempDir::new("notoken");
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     for op in [
         Control::Jobs,
@@ -36,7 +36,7 @@ fn control_without_a_token_is_refused() {
 #[test]
 fn wrong_token_bad_policy_and_bad_values_are_errors() {
     let root = TempDir::new("badctl");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some("s3cret".into());
     let server = Server::start(config).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
@@ -82,13 +82,13 @@ fn wrong_token_bad_policy_and_bad_values_are_errors() {
     assert_eq!(stats.policy, "iosets", "a refused switch changes nothing");
     assert_eq!(stats.switches, 0);
     // Unknown policy at start is an error too.
-    let mut bad = ServerConfig::new(&root.0);
+    let mut bad = ServerConfig::new(&root.0).with_insecure_loopback();
     bad.policy = "fastest".into();
     assert!(Server::start(bad)
         .unwrap_err()
         .to_string()
         .contains("fastest"));
-    let mut bad = ServerConfig::new(&root.0);
+    let mut bad = ServerConfig::new(&root.0).with_insecure_loopback();
     bad.throttle_mib_s = Some(-1.0);
     assert!(Server::start(bad).is_err());
 }
@@ -96,7 +96,7 @@ fn wrong_token_bad_policy_and_bad_values_are_errors() {
 #[test]
 fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
     let root = TempDir::new("switch");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some("t".into());
     config.throttle_mib_s = Some(10.0);
     config.workers = 2;
@@ -202,7 +202,7 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
 #[test]
 fn automatic_priorities_follow_the_detected_period_and_control_wins() {
     let root = TempDir::new("auto");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some("t".into());
     config.auto_priority = true;
     let server = Server::start(config).unwrap();

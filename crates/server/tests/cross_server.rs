@@ -26,7 +26,7 @@ fn start(
     trace: std::path::PathBuf,
     order: &str,
 ) -> iosets_server::ServerHandle {
-    let mut cfg = ServerConfig::new(root);
+    let mut cfg = ServerConfig::new(root).with_insecure_loopback();
     cfg.policy = "iosets".into();
     cfg.policy_options = vec![
         ("order".into(), order.into()),

@@ -68,7 +68,7 @@ fn six_thousand_files_at_a_limit_of_1024_descriptors() {
     )
     .expect("lowering this test's RLIMIT_NOFILE");
     let dir = TempDir::new("fd-limit");
-    let server = Server::start(ServerConfig::new(&dir.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&dir.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     const FILES: usize = 6_000;
     let name = |i: usize| format!("f{i:05}");
@@ -179,7 +179,7 @@ fn unlink_frees_space_while_the_server_runs() {
             return;
         }
     };
-    let server = Server::start(ServerConfig::new(&fs.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&fs.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     write_mib(&mut c, "first", 15).unwrap();
     c.ok(Request::Unlink {
@@ -199,7 +199,7 @@ fn unlink_frees_space_while_the_server_runs() {
 fn shutdown_after_a_directory_rename_and_a_symlink_swap_succeeds() {
     let _serial = serial();
     let dir = TempDir::new("fd-swap");
-    let server = Server::start(ServerConfig::new(&dir.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&dir.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     c.ok(Request::Mkdir {
         path: "a".into(),

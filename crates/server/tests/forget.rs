@@ -31,7 +31,7 @@ fn gauge(text: &str, name: &str) -> u64 {
 #[test]
 fn a_hundred_thousand_jobs_leave_nothing_behind() {
     let root = TempDir::new("forget");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some(TOKEN.into());
     config.auto_priority = true;
     config.forget_idle_s = 1.0;

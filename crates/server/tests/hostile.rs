@@ -66,7 +66,7 @@ fn a_client_that_never_reads_is_stopped_by_backpressure() {
     // frames, so this pins the behaviour rather than reproducing the defect; the soak suite's
     // `noread` probe measures the memory.)
     let root = TempDir::new("hostile-noread");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_inflight_per_conn = 16;
     let server = Server::start(config).unwrap();
     let mut flood = TcpStream::connect(server.addr()).unwrap();
@@ -114,7 +114,7 @@ fn a_client_that_never_reads_is_stopped_by_backpressure() {
 #[test]
 fn silent_and_trickling_connections_are_closed() {
     let root = TempDir::new("hostile-timeouts");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.idle_timeout_s = 0.5;
     config.frame_timeout_s = 0.5;
     let server = Server::start(config).unwrap();
@@ -149,7 +149,7 @@ fn silent_and_trickling_connections_are_closed() {
 #[test]
 fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
     let root = TempDir::new("hostile-cap");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_connections = Some(8);
     let server = Server::start(config).unwrap();
     let admin = server.admin_addr().unwrap();
@@ -183,7 +183,7 @@ fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
 fn in_flight_bytes_are_bounded_per_connection_and_per_server() {
     // D8: backpressure counted requests (256 per connection), not bytes.
     let root = TempDir::new("hostile-bytes");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some(TOKEN.into());
     config.max_inflight_bytes_per_conn = 1 << 20;
     config.max_inflight_bytes = 3 << 19; // 1.5 MiB for the whole server
@@ -356,13 +356,59 @@ fn host_address() -> Option<std::net::IpAddr> {
 }
 
 #[test]
-fn without_a_secret_only_loopback_peers_are_served() {
+fn without_a_secret_no_tcp_client_is_served_on_loopback_neither() {
+    let root = TempDir::new("hostile-nosecret");
+    std::fs::write(root.0.join("private"), b"root only").unwrap();
+    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let admin = server.admin_addr().unwrap();
+    // A loopback peer (any local user could be it) is answered EACCES, with what to do, and
+    // closed; its request is not served.
+    let mut peer = Conn::connect(server.addr(), 1);
+    let tag = peer.send(write("private", 0, b"overwritten".to_vec()));
+    match peer.recv() {
+        Some((t, Response::Err { errno, message })) => {
+            assert_eq!((t, errno), (tag, EACCES));
+            assert!(message.contains("--insecure-loopback"), "{message}");
+        }
+        r => panic!("{r:?}"),
+    }
+    assert!(closed_by_server(&mut peer.stream));
+    assert_eq!(refusals(admin, "unauthenticated"), 1.0);
+    // The client library is told the same.
+    let mut cfg = ClientConfig::new(JobId(2));
+    cfg.retries = 0;
+    let addr = server.addr().to_string();
+    match BlockingClient::connect_to(&[addr.as_str()], cfg).and_then(|c| c.read_at("private", 0, 9))
+    {
+        Err(ClientError::Errno { errno, .. }) => assert_eq!(errno, EACCES),
+        r => panic!("{r:?}"),
+    }
+    assert_eq!(std::fs::read(root.0.join("private")).unwrap(), b"root only");
+    // This process reaches it through its handle, with no proof.
+    let mut w = server.connect_in_process().unwrap();
+    let mut r = w.try_clone().unwrap();
+    w.write_all(&encode(&Frame::Request(header(1, None), read("private", 0, 9))).head)
+        .unwrap();
+    let mut prefix = [0u8; 4];
+    r.read_exact(&mut prefix).unwrap();
+    let mut body = vec![0u8; iosets_proto::frame_len(prefix, 1 << 20).unwrap()];
+    r.read_exact(&mut body).unwrap();
+    match iosets_proto::decode(body.into()).unwrap() {
+        Frame::Response(_, _, Response::Ok(Reply::Data(d))) => assert_eq!(&d[..], b"root only"),
+        f => panic!("{f:?}"),
+    }
+    assert!(refusals(admin, "unauthenticated") >= 2.0);
+    assert!(server.shutdown().unwrap().balanced);
+}
+
+#[test]
+fn with_insecure_loopback_only_loopback_peers_are_served() {
     let Some(ip) = host_address() else {
         eprintln!("skipped: this host has no non-loopback address to connect from");
         return;
     };
     let root = TempDir::new("hostile-loopback");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.listen = "0.0.0.0:0".into();
     let server = Server::start(config).unwrap();
     let port = server.addr().port();
@@ -411,7 +457,7 @@ fn priority_hints_are_capped_by_default_and_the_policy_is_the_servers() {
         ("cap=0.01".parse().unwrap(), Some(0.01)),
     ] {
         let root = TempDir::new("hostile-hints");
-        let mut config = ServerConfig::new(&root.0);
+        let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
         config.hints = hints;
         let server = Server::start(config).unwrap();
         let mut c = Conn::connect(server.addr(), 77);
@@ -441,7 +487,7 @@ fn clients_that_never_read_cannot_hold_the_servers_bytes_from_the_others() {
     // The server's byte budget full of answers nobody reads: their connections are closed
     // (after a second without progress), so a new client is served.
     let root = TempDir::new("hostile-pressure");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_inflight_bytes = 4 << 20;
     let server = Server::start(config).unwrap();
     let admin = server.admin_addr().unwrap();

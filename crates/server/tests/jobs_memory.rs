@@ -52,7 +52,7 @@ fn rss_kib() -> (u64, u64) {
 /// `window` in flight, then measures.
 fn run(jobs: u64, auto_priority: bool, max_jobs: usize) -> Measured {
     let root = TempDir::new("jobs-memory");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some(TOKEN.into());
     config.auto_priority = auto_priority;
     config.max_jobs = max_jobs;
@@ -148,7 +148,11 @@ const ONE_WRITE_JOB_BYTES: u64 = 560;
 #[test]
 #[ignore = "100,000 job ids: run alone, with --release --ignored --nocapture, to print the figures"]
 fn a_hundred_thousand_job_ids_fit_in_200_mb() {
-    let m = run(100_000, true, ServerConfig::new(".").max_jobs);
+    let m = run(
+        100_000,
+        true,
+        ServerConfig::new(".").with_insecure_loopback().max_jobs,
+    );
     print(&m, "auto_priority, default max_jobs");
     assert_goals(&m);
 }
@@ -200,7 +204,7 @@ fn value(text: &str, series: &str) -> f64 {
 #[test]
 fn metrics_list_the_latest_jobs_and_sum_the_others() {
     let root = TempDir::new("jobs-metrics");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.metrics_max_jobs = 5;
     let server = Server::start(config).unwrap();
     let mut c = Conn::connect(server.addr(), 100);
@@ -281,7 +285,7 @@ fn peers_of(c: &mut Conn, job: u64) -> Vec<String> {
 #[test]
 fn a_job_id_claimed_from_two_hosts_shows_both() {
     let root = TempDir::new("jobs-peers");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.token = Some(TOKEN.into());
     let server = Server::start(config).unwrap();
     let mut one = connect_from([127, 0, 0, 1], server.addr(), 42);

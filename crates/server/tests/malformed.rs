@@ -23,7 +23,7 @@ fn raw_frame(body: &[u8]) -> Vec<u8> {
 #[test]
 fn bad_frames_are_answered_and_others_keep_being_served() {
     let root = TempDir::new("malformed");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_frame = 1 << 20;
     let server = Server::start(config).unwrap();
     let mut good = Conn::connect(server.addr(), 7);

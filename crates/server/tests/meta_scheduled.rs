@@ -43,7 +43,7 @@ fn set_stripes(dir: &Path, value: &[u8]) -> bool {
 }
 
 fn config(root: &TempDir) -> ServerConfig {
-    let mut c = ServerConfig::new(&root.0);
+    let mut c = ServerConfig::new(&root.0).with_insecure_loopback();
     c.token = Some(TOKEN.into());
     c
 }

@@ -13,8 +13,8 @@ const ENOENT: i32 = 2;
 #[test]
 fn a_change_made_by_another_server_empties_the_cache() {
     let root = TempDir::new("shared-ns");
-    let a = Server::start(ServerConfig::new(&root.0)).unwrap();
-    let b = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let a = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
+    let b = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut ca = Conn::connect(a.addr(), 1);
     let mut cb = Conn::connect(b.addr(), 1);
     ca.ok(create("f"));
@@ -77,7 +77,7 @@ fn a_change_made_by_another_server_empties_the_cache() {
 #[test]
 fn shutdown_fsyncs_renamed_and_unlinked_files_and_succeeds() {
     let root = TempDir::new("fsync-ns");
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     for name in ["keep", "moved", "gone"] {
         c.ok(create(name));
@@ -113,7 +113,7 @@ fn set_id_bits_are_dropped_and_fifos_are_refused_without_hanging() {
         .status()
         .unwrap()
         .success());
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     c.ok(Request::Create {
         path: "suid".into(),

@@ -62,7 +62,7 @@ fn tool(name: &str) -> PathBuf {
 /// A server with an admin address, a bandwidth cap and one quota rule (so that every family
 /// of the exposition has series).
 fn server(root: &TempDir) -> ServerHandle {
-    let mut cfg = ServerConfig::new(&root.0);
+    let mut cfg = ServerConfig::new(&root.0).with_insecure_loopback();
     cfg.token = Some(TOKEN.into());
     cfg.throttle_mib_s = Some(THROTTLE_MIB_S);
     cfg.set_quota_toml("[[rule]]\nname = \"writers\"\nmatch = \"job=7\"\nthreads_pct = 50\n")

@@ -29,7 +29,7 @@ fn add(c: &mut Conn, rule: &str, rank: Option<u32>) -> Response {
 }
 
 fn config(root: &Path) -> ServerConfig {
-    let mut c = ServerConfig::new(root);
+    let mut c = ServerConfig::new(root).with_insecure_loopback();
     c.token = Some(TOKEN.into());
     c.policy = "timeorder".into();
     c

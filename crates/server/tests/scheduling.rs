@@ -94,7 +94,7 @@ fn start(
     trace: &std::path::Path,
     opts: &[(&str, &str)],
 ) -> iosets_server::ServerHandle {
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.policy = "iosets".into();
     config.policy_options = opts
         .iter()

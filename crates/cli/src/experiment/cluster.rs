@@ -203,9 +203,16 @@ impl Drop for Live {
     }
 }
 
-fn server_config(spec: &RunSpec<'_>, root: PathBuf, trace: PathBuf) -> ServerConfig {
+fn server_config(
+    spec: &RunSpec<'_>,
+    root: PathBuf,
+    trace: PathBuf,
+    secret: &iosets_proto::auth::Secret,
+) -> ServerConfig {
     let plan = spec.plan;
     let mut cfg = ServerConfig::new(root);
+    // The run's own secret: the servers serve its mount only.
+    cfg.auth = Some(secret.clone());
     cfg.policy = spec.config.policy().into();
     if cfg.policy == "iosets" {
         cfg.policy_options = vec![
@@ -345,12 +352,13 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
         keep: spec.keep,
     };
     let mut traces = Vec::new();
+    let secret = iosets_proto::auth::Secret::random().context("a secret for the run")?;
     for i in 0..plan.shape.servers {
         let server_root = root.join(format!("server{i}"));
         std::fs::create_dir_all(&server_root)
             .with_context(|| format!("creating {}", server_root.display()))?;
         let trace = spec.dir.join(format!("server{i}.trace.csv"));
-        let cfg = server_config(spec, server_root, trace.clone());
+        let cfg = server_config(spec, server_root, trace.clone(), &secret);
         let h = Server::start(cfg)
             .with_context(|| format!("starting server {i} ({})", spec.config.policy()))?;
         traces.push(trace);
@@ -359,6 +367,7 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
     let mut opts = MountOptions::new(&mountpoint);
     opts.servers = live.servers.iter().map(|s| s.addr().to_string()).collect();
     opts.token = Some(TOKEN.into());
+    opts.auth = Some(secret);
     opts.threads = MOUNT_THREADS;
     // A request may wait for whole phases of other jobs (timeorder with every job in I/O, or a
     // set's turn): bound it by the run, not by the interactive default.

@@ -108,6 +108,9 @@ impl ServerSpec {
             .arg("--root")
             .arg(&self.root)
             .args(["--listen", listen, "--policy", "timeorder"])
+            // The probe speaks raw frames without the cluster secret's handshake: it runs the
+            // server trusting its host (the secret's own checks are `hostile.rs`'s).
+            .arg("--insecure-loopback")
             .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -36,7 +36,7 @@ pub(crate) struct TopArgs {
     /// File holding the control token (or set IOSETS_TOKEN).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// The cluster's shared secret file, for servers started with --auth-file.
+    /// The cluster's shared secret file (default: the node's, where `iosets serve` makes it).
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
     /// Seconds between two rounds of questions to the servers (0.05 to 3600).
@@ -89,7 +89,10 @@ pub(crate) fn run(args: &TopArgs) -> Result<()> {
         bail!("--batch 0: expected at least one frame");
     }
     let token = crate::serve_cmd::control_token(args.token_file.as_deref())?;
-    let auth = args.auth_file.as_deref().map(read_auth_file).transpose()?;
+    let auth = match args.auth_file.as_deref() {
+        Some(f) => Some(read_auth_file(f)?),
+        None => iosets_client::ClientConfig::auth_default()?,
+    };
     let poller = Poller::new(
         args.servers.clone(),
         token,

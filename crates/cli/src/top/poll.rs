@@ -170,7 +170,7 @@ mod tests {
 
     /// A real server on `listen` serving a fresh directory, with control token `t`.
     fn server(listen: &str, root: &std::path::Path) -> iosets_server::ServerHandle {
-        let mut cfg = iosets_server::ServerConfig::new(root);
+        let mut cfg = iosets_server::ServerConfig::new(root).with_insecure_loopback();
         cfg.listen = listen.into();
         cfg.token = Some("t".into());
         cfg.admin_listen = None;

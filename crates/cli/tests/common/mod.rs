@@ -21,13 +21,29 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `iosets ARGS` in `dir`.
+/// Where a server started by [`serve`] in `dir` keeps the node's default secret (through
+/// `IOSETS_AUTH_FILE`: a test never makes `/etc/iosets/secret`).
+pub fn node_secret_path(dir: &Path) -> PathBuf {
+    dir.join("node.secret")
+}
+
+/// The secret a server started by [`serve`] in `dir` made.
+pub fn node_secret(dir: &Path) -> iosets_client::Secret {
+    iosets_client::Secret::from_file(&node_secret_path(dir)).unwrap()
+}
+
+/// Runs `iosets ARGS` in `dir` (finding the node's secret, when a server of `dir` made one, as
+/// a client on its node would).
 pub fn iosets(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap()
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iosets"));
+    cmd.current_dir(dir).args(args);
+    // A server started here makes its secret here, never in /etc.
+    if node_secret_path(dir).exists() || args.first() == Some(&"serve") {
+        cmd.env("IOSETS_AUTH_FILE", node_secret_path(dir));
+    } else {
+        cmd.env_remove("IOSETS_AUTH_FILE");
+    }
+    cmd.output().unwrap()
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -59,6 +75,7 @@ pub fn serve(dir: &Path, args: &[&str]) -> (Child, String) {
         .current_dir(dir)
         .arg("serve")
         .args(args)
+        .env("IOSETS_AUTH_FILE", node_secret_path(dir))
         .stdout(Stdio::piped())
         // Not read by the test: a pipe nobody drains could block the server's logging.
         .stderr(Stdio::null())

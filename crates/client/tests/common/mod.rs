@@ -44,7 +44,7 @@ impl Drop for Scratch {
 
 /// Starts a server on `root` (loopback, free port unless `listen` is given).
 pub fn start(root: &Path, listen: Option<SocketAddr>) -> ServerHandle {
-    let mut cfg = ServerConfig::new(root);
+    let mut cfg = ServerConfig::new(root).with_insecure_loopback();
     cfg.workers = 2;
     if let Some(a) = listen {
         cfg.listen = a.to_string();

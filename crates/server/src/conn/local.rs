@@ -48,6 +48,7 @@ use tokio::task::JoinSet;
 use iosets_proto::Request;
 
 use super::Link;
+use crate::guard::Refusal;
 use crate::root::FsError;
 use crate::state::Shared;
 
@@ -286,7 +287,7 @@ async fn accept(
                     let rx = stop.clone();
                     s.counters.connection_opened();
                     conns.spawn(async move {
-                        serve(s.clone(), stream, port, reg, rx).await;
+                        serve(s.clone(), stream, port, reg, rx, Via::Socket).await;
                         s.counters.connection_closed();
                     });
                 }
@@ -306,25 +307,70 @@ async fn accept(
     while conns.join_next().await.is_some() {}
 }
 
+/// How a same-host connection came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// Through the same-host socket, which any process of the node can connect to: its peer
+    /// proves the cluster secret, or (without one) must be root or the server's own user
+    /// (`SO_PEERCRED`), unless the server trusts its host (`insecure_loopback`).
+    Socket,
+    /// Through [`crate::ServerHandle::connect_in_process`]: a socket pair made inside this
+    /// process, that no other process can reach; served as it is.
+    InProcess,
+}
+
+/// Whether a same-host socket peer of uid `uid` may be served without a proof: root, or the
+/// server's own user (who could read any secret the server holds anyway).
+pub(crate) fn trusted_local_user(uid: u32) -> bool {
+    uid == 0 || uid == rustix::process::geteuid().as_raw()
+}
+
 /// Serves one same-host connection: its first bytes are read with the descriptor that may come
 /// with them, then it is a connection like any other.
-async fn serve(
+pub(crate) async fn serve(
     shared: Arc<Shared>,
     mut stream: UnixStream,
     port: u16,
     reg: crate::guard::Registered,
     mut stop: watch::Receiver<bool>,
+    via: Via,
 ) {
-    // With a cluster secret, a same-host client proves it too, before its region comes.
+    let cred = stream.peer_cred().ok();
     let (mut rd, mut wr) = stream.split();
-    let passed = tokio::select! {
-        biased;
-        _ = stop.changed() => return,
-        _ = reg.entry.evict.notified() => return,
-        h = super::authenticate(&shared, &mut rd, &mut wr, None) => h,
-    };
-    if passed != super::Handshake::Passed {
-        return;
+    if via == Via::Socket {
+        if shared.config.auth.is_some() {
+            // With a cluster secret, a same-host client proves it too, before its region comes.
+            let passed = tokio::select! {
+                biased;
+                _ = stop.changed() => return,
+                _ = reg.entry.evict.notified() => return,
+                h = super::authenticate(&shared, &mut rd, &mut wr, None) => h,
+            };
+            if passed != super::Handshake::Passed {
+                return;
+            }
+        } else if !shared.config.insecure_loopback
+            && !cred.is_some_and(|c| trusted_local_user(c.uid()))
+        {
+            let who = cred.map_or_else(
+                || "an unknown user".to_string(),
+                |c| format!("uid {} (pid {})", c.uid(), c.pid().unwrap_or(0)),
+            );
+            let message = format!(
+                "refused a same-host client of {who}: without a cluster secret this server \
+                 serves root and its own user only on its socket"
+            );
+            super::refuse_unproven(
+                &shared,
+                &mut rd,
+                &mut wr,
+                None,
+                Refusal::LocalUser,
+                &message,
+            )
+            .await;
+            return;
+        }
     }
     let mut first = vec![0u8; 4096];
     let silent = Duration::from_secs_f64(shared.config.idle_timeout_s);
@@ -383,7 +429,7 @@ mod tests {
     }
 
     fn server(scratch: &Scratch, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
-        let mut cfg = ServerConfig::new(&scratch.0);
+        let mut cfg = ServerConfig::new(&scratch.0).with_insecure_loopback();
         cfg.workers = 1;
         tune(&mut cfg);
         let s = Server::start(cfg).unwrap();

@@ -379,12 +379,26 @@ fn striped_dir(dir: &Path, stripes: u32) -> Result<()> {
     })
 }
 
+/// The run's secret file in `scratch` (made at its first use, mode 0600).
+fn secret_file(scratch: &Path) -> PathBuf {
+    scratch.join("secret")
+}
+
+/// The run's secret (see [`secret_file`]).
+fn run_secret(scratch: &Path) -> Result<iosets_proto::auth::Secret> {
+    let path = secret_file(scratch);
+    let (secret, _) = iosets_proto::auth::Secret::load_or_create(&path)
+        .with_context(|| format!("the run's secret {}", path.display()))?;
+    Ok(secret)
+}
+
 /// Starts `iosets serve` and reads the address it listens on from its first line.
 fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<ServerChild> {
     let p = spec.params;
     let token = scratch.join("token");
     std::fs::write(&token, format!("{TOKEN}\n"))
         .with_context(|| format!("writing {}", token.display()))?;
+    run_secret(scratch)?;
     let stderr = spec.dir.join("server.stderr");
     let err = File::create(&stderr).with_context(|| format!("creating {}", stderr.display()))?;
     let mut cmd = Command::new(this_program()?);
@@ -396,7 +410,11 @@ fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<Serve
         .args(["--meta-latency-ms", &p.meta_latency_ms.to_string()])
         .args(["--meta-fanout", "1"])
         .arg("--token-file")
-        .arg(&token);
+        .arg(&token)
+        // The run's own secret (made in its scratch directory): its mounts and control
+        // client prove it, nobody else on the node can.
+        .arg("--auth-file")
+        .arg(secret_file(scratch));
     if spec.setting.quota() {
         let q = spec.dir.join("quota.toml");
         std::fs::write(&q, p.quota_toml()).with_context(|| format!("writing {}", q.display()))?;
@@ -467,7 +485,13 @@ fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<Serve
 }
 
 /// Mounts the server for one job's processes.
-fn mount(spec: &RunSpec<'_>, addr: &str, mountpoint: &Path, threads: u32) -> Result<Mounted> {
+fn mount(
+    spec: &RunSpec<'_>,
+    addr: &str,
+    secret: &iosets_proto::auth::Secret,
+    mountpoint: &Path,
+    threads: u32,
+) -> Result<Mounted> {
     if iosets_mount::mounted_at(mountpoint).is_some() {
         bail!(
             "{} is already a mount point; run `iosets umount {}`",
@@ -481,6 +505,7 @@ fn mount(spec: &RunSpec<'_>, addr: &str, mountpoint: &Path, threads: u32) -> Res
     let mut opts = MountOptions::new(mountpoint);
     opts.servers = vec![addr.to_string()];
     opts.token = Some(TOKEN.into());
+    opts.auth = Some(secret.clone());
     opts.threads = threads as usize;
     // Every stat and every name lookup must reach the server (the metadata server is what is
     // measured): the kernel keeps no attribute or entry.
@@ -677,6 +702,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     striped_dir(&root.join(format!("stagein.{LIGHT_JOB}")), p.light_stripes)?;
 
     let server = start_server(spec, &root, &scratch)?;
+    let secret = run_secret(&scratch)?;
     let addr = server.addr.clone();
     let admin = server.admin.clone();
     let server_pid = server.child.id();
@@ -685,10 +711,11 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
     let light_mnt = mnt(LIGHT_JOB);
     live.mounts.push((light_mnt.clone(), None));
     live.mounts.last_mut().expect("pushed").1 =
-        Some(mount(spec, &addr, &light_mnt, p.light_procs)?);
+        Some(mount(spec, &addr, &secret, &light_mnt, p.light_procs)?);
     let mut cfg = ClientConfig::new(JobId(0));
     cfg.retries = 0;
     cfg.connect_timeout = Duration::from_secs(5);
+    cfg.auth = Some(secret.clone());
     live.control = Some(
         BlockingClient::connect_to(&[addr.as_str()], cfg)
             .context("connecting to the server's control port")?,
@@ -706,7 +733,7 @@ fn run_in(spec: &RunSpec<'_>, live: &mut Live) -> Result<Measured> {
         let heavy_mnt = mnt(HEAVY_JOB);
         live.mounts.push((heavy_mnt.clone(), None));
         live.mounts.last_mut().expect("pushed").1 =
-            Some(mount(spec, &addr, &heavy_mnt, p.heavy_procs)?);
+            Some(mount(spec, &addr, &secret, &heavy_mnt, p.heavy_procs)?);
         let args = vec![
             "--procs".to_string(),
             p.heavy_procs.to_string(),
