@@ -98,6 +98,9 @@ fn two_priorities(workers: usize) {
     cfg.policy = "iosets".into();
     cfg.workers = workers;
     cfg.throttle_mib_s = Some(DEVICE_MIB_S);
+    if let Ok(t) = std::env::var("PRIO_DD_TRACE") {
+        cfg.trace = Some(format!("{t}-{workers}.csv").into());
+    }
     let server = Server::start(cfg).unwrap();
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
@@ -106,13 +109,15 @@ fn two_priorities(workers: usize) {
     opts.token = Some(TOKEN.into());
     let mount = iosets_mount::mount(opts).unwrap();
 
+    std::fs::create_dir(mnt.join("hi")).unwrap();
+    std::fs::create_dir(mnt.join("lo")).unwrap();
     let ctl = mnt.join(".iosets/jobs");
     std::fs::write(ctl.join(format!("{HIGH}/priority")), "1\n").unwrap();
     std::fs::write(ctl.join(format!("{LOW}/priority")), "0.01\n").unwrap();
     let spawn = |job: u64, name: &str, k: usize| {
         Command::new("dd")
             .arg("if=/dev/zero")
-            .arg(format!("of={}/{name}{k}", mnt.display()))
+            .arg(format!("of={}/{name}/{k}", mnt.display()))
             .arg("bs=1M")
             .arg(format!("count={MIB_PER_WRITER}"))
             .arg("oflag=sync")

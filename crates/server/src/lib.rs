@@ -201,6 +201,11 @@ impl Server {
             .set_service_threads(config.workers)
             .map_err(quota_err)?;
         sched.set_quota(config.quota.clone()).map_err(quota_err)?;
+        sched
+            .set_inservice_limit(config.inservice_limit)
+            .map_err(|e| ServerError::Config {
+                reason: e.to_string(),
+            })?;
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
             sched,
