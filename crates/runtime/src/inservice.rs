@@ -31,8 +31,9 @@
 //!   by one, never below 1);
 //! - else, if the limit held a batch back during the window, it goes up: doubled until the first
 //!   decrease (slow start, from 1), then by one;
-//! - the shortest times age by 1/64 per window, so a device that got slower for good is learnt
-//!   again.
+//! - at a limit of 1, a window still above the target raises the shortest times by 1/64, so a
+//!   device that got slower for good is learnt again (only there: with more in service no batch
+//!   shows the unloaded time, and raising them would let the limit drift up).
 //!
 //! On a device that serves one request at a time (the emulated device, a disk), a second request
 //! in service doubles the service time, so the limit stays at 1–2: the policy orders every
@@ -276,8 +277,13 @@ impl Limiter {
             }
             .min(self.max);
         }
-        for f in &mut self.floor {
-            *f += *f / 64;
+        if self.limit == 1 && mean > LATENCY_TARGET {
+            // Alone in service and still late: the device itself got slower (or busier with
+            // others' work). Only here may the shortest times rise; above 1 in service no sample
+            // shows the unloaded time, and raising them there would let the limit drift up.
+            for f in &mut self.floor {
+                *f += *f / 64;
+            }
         }
         self.count = 0;
         self.sum = 0;

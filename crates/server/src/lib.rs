@@ -25,6 +25,9 @@
 //! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
 //!   Set-10 set, as seed 004 did with FTIO: the runtime's job book does it
 //!   ([`iosets_runtime::book`]), with the statistics, meters and forgetting of idle jobs;
+//! - lets only a few **data requests into service** at once (`inservice_limit`, default `auto`,
+//!   adapted to the device's service times; [`iosets_runtime::inservice`]), so that the rest
+//!   queue in the policy and its order (priorities) decides, whatever the number of workers;
 //! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
 //! - stops gracefully: no new frames are read, everything queued is served and answered, every
 //!   written file is fsynced, then the server returns.
