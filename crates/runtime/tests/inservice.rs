@@ -135,7 +135,7 @@ fn metadata_is_not_held_by_the_limit() {
     assert!(rest >= 1, "the second write goes when the slot frees");
     s.check_balance().unwrap();
     let st = s.stats();
-    assert_eq!((st.queued, st.in_flight, st.counters.completed), (0, 0, 4));
+    assert_eq!((st.queued, st.in_flight, st.counters.completed), (0, 0, 3));
 }
 
 #[test]
