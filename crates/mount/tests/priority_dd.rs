@@ -83,7 +83,10 @@ fn wait_all(kids: &mut [Child], start: Instant) -> (Duration, bool) {
         if running == 0 {
             return (start.elapsed(), ok);
         }
-        assert!(start.elapsed() < GUARD, "writers still running after {GUARD:?}");
+        assert!(
+            start.elapsed() < GUARD,
+            "writers still running after {GUARD:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }

@@ -354,7 +354,10 @@ mod tests {
     fn auto_keeps_one_or_two_in_service_on_a_serial_device() {
         let mut l = Limiter::new(InServiceLimit::Auto, 16);
         let seen = drive(&mut l, 1, 400);
-        assert!(seen[100..].iter().all(|&n| (1..=2).contains(&n)), "{seen:?}");
+        assert!(
+            seen[100..].iter().all(|&n| (1..=2).contains(&n)),
+            "{seen:?}"
+        );
         assert!(l.changes() > 2, "it adapts: {seen:?}");
     }
 

@@ -112,9 +112,8 @@ pub use iosets_policy::{Counted, Counters};
 pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
 pub use scheduler::Scheduler;
 pub use stats::{
-    InServiceStats, JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource, SchedulerStats,
-    WaitSummary,
-    PEERS_KEPT,
+    InServiceStats, JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource,
+    SchedulerStats, WaitSummary, PEERS_KEPT,
 };
 pub use why::{WaitCause, WaitCauses};
 pub use work::{Completion, CompletionEvent, Next, Work};

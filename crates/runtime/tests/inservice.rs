@@ -74,7 +74,10 @@ fn run(limit: InServiceLimit, completions: usize) -> (u64, u64, usize) {
 fn with_every_request_in_service_priorities_do_nothing() {
     let (hi, lo, most) = run(InServiceLimit::Off, 800);
     assert_eq!(most, 8, "all eight writers' requests in service at once");
-    assert_eq!(hi, lo, "a FIFO device serves the two jobs alike: {hi} vs {lo}");
+    assert_eq!(
+        hi, lo,
+        "a FIFO device serves the two jobs alike: {hi} vs {lo}"
+    );
 }
 
 #[test]
@@ -84,7 +87,10 @@ fn a_limit_below_the_favoured_jobs_concurrency_gives_it_its_weighted_share() {
         assert_eq!(most, n, "limit {n}");
         let share = hi as f64 / (hi + lo) as f64;
         // Weights 1 : 0.01: 1/1.01 = 0.990 of the bytes while both are backlogged.
-        assert!(share >= 0.98, "limit {n}: high's share {share:.3} ({hi} vs {lo})");
+        assert!(
+            share >= 0.98,
+            "limit {n}: high's share {share:.3} ({hi} vs {lo})"
+        );
         assert!(lo > 0, "limit {n}: the low job is not starved");
     }
     // At the job's own concurrency the limit no longer makes it queue.
@@ -117,7 +123,10 @@ fn metadata_is_not_held_by_the_limit() {
     }
     let st = s.stats();
     assert_eq!(st.inservice.data_in_service, 1);
-    let ops: Vec<Op> = out.iter().map(|w| w.completion().batch().head().op).collect();
+    let ops: Vec<Op> = out
+        .iter()
+        .map(|w| w.completion().batch().head().op)
+        .collect();
     assert!(
         ops.iter().all(|&o| o == Op::Other),
         "only metadata passes a full limit: {ops:?}"
