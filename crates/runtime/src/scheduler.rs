@@ -549,8 +549,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
         batch: &Batch,
         generation: u64,
         policy: &'static str,
-        dispatched_at: Nanos,
-        handed_at: Nanos,
+        (dispatched_at, handed_at): (Nanos, Nanos),
         splits: &[Split],
         outcome: Outcome,
     ) {
