@@ -33,6 +33,11 @@ pub(crate) struct ServeArgs {
     /// Worker threads doing the blocking I/O (default 4).
     #[arg(long)]
     workers: Option<usize>,
+    /// Data requests (reads, writes) in service at once: `auto` (the default: adapted to the
+    /// device's service times, so that requests queue in the policy and priorities act), `off`
+    /// (up to --workers), or a number in 1..=workers. Metadata and fsync are not counted.
+    #[arg(long, value_name = "auto|off|N")]
+    inservice_limit: Option<String>,
     /// Emulate a device of this bandwidth, MiB/s (emulation: the I/O is done, then the worker
     /// waits until it would have finished on such a device).
     #[arg(long, value_name = "MIB_S")]
@@ -154,6 +159,11 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     }
     if let Some(w) = args.workers {
         config.workers = w;
+    }
+    if let Some(l) = &args.inservice_limit {
+        config.inservice_limit = l
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--inservice-limit: {e}"))?;
     }
     if args.throttle_mib_s.is_some() {
         config.throttle_mib_s = args.throttle_mib_s;

@@ -71,7 +71,7 @@ impl Setup {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir(&root).unwrap();
-        let mut cfg = ServerConfig::new(&root);
+        let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
         cfg.token = Some(TOKEN.into());
         cfg.hints = hints;
         let server = Server::start(cfg).unwrap();

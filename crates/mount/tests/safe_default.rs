@@ -43,7 +43,7 @@ impl Cluster {
         for i in 0..2 {
             let root = dir.path().join(format!("root{i}"));
             std::fs::create_dir(&root).unwrap();
-            let mut cfg = ServerConfig::new(&root);
+            let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
             cfg.token = Some(TOKEN.into());
             cfg.policy = policy.into();
             cfg.workers = 2;

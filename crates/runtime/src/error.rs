@@ -30,6 +30,12 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// An in-service limit was refused (see [`crate::InServiceLimit`]); nothing was changed.
+    #[error("{reason}")]
+    InService {
+        /// Why.
+        reason: String,
+    },
     /// The runtime's own bookkeeping disagrees with the policies' (see
     /// [`crate::Scheduler::check_balance`]).
     #[error("runtime bookkeeping does not balance: {what}: expected {expected}, found {found}")]

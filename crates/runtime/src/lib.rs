@@ -38,6 +38,10 @@
 //!   behind another job of its set (exclusivity), behind other sets (share), a free thread the
 //!   policy did not use (policy) — in integer nanoseconds that sum to it exactly, at O(1) per
 //!   event; per job in [`JobStats::wait_causes`].
+//! - **In service** ([`inservice`]): with [`Scheduler::set_inservice_limit`], at most a fixed
+//!   number of data batches (reads, writes) are handed out at once, or a number adapted to the
+//!   device's service times (`auto`), so that requests queue in the policy, where the order is
+//!   made, rather than in the device. Metadata and fsync are not counted. Off by default.
 //! - **Control**: [`Scheduler::set_priority`], [`Scheduler::switch_policy`] (queued requests move to
 //!   the new policy with their payloads; in-service batches complete against the old one),
 //!   [`Scheduler::shutdown`], [`Scheduler::stats`], [`Scheduler::forget_idle`],
@@ -91,6 +95,7 @@ pub mod book;
 mod clock;
 mod error;
 mod gate;
+pub mod inservice;
 pub mod quota;
 mod scheduler;
 mod stats;
@@ -102,12 +107,13 @@ pub use book::BookConfig;
 pub use clock::{Clock, MonotonicClock};
 pub use error::RuntimeError;
 pub use gate::{RuleJob, RuleStats};
+pub use inservice::InServiceLimit;
 pub use iosets_policy::{Counted, Counters};
 pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
 pub use scheduler::Scheduler;
 pub use stats::{
-    JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource, SchedulerStats, WaitSummary,
-    PEERS_KEPT,
+    InServiceStats, JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource,
+    SchedulerStats, WaitSummary, PEERS_KEPT,
 };
 pub use why::{WaitCause, WaitCauses};
 pub use work::{Completion, CompletionEvent, Next, Work};

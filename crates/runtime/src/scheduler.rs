@@ -7,13 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use iosets_policy::{Counted, Counters, Dispatch, PolicyError};
-use iosets_types::{Batch, JobId, Nanos, Outcome, Priority, Request, RequestId};
+use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Priority, Request, RequestId};
 
 use crate::book::{BookConfig, BookEntry, JobBook, Move};
 use crate::clock::{Clock, MonotonicClock};
 use crate::gate::Gate;
+use crate::inservice::{governed, InServiceLimit, Limiter};
 use crate::quota::{Origin, QuotaConfig, RuleSpec};
-use crate::stats::{add_counters, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats};
+use crate::stats::{
+    add_counters, InServiceStats, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats,
+};
 use crate::sync::{AtomicU64, Condvar, Instant, Mutex, MutexGuard, Ordering};
 use crate::why::{Snap, Split, Splits, Why};
 use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
@@ -110,6 +113,26 @@ struct State<T> {
     service_threads: usize,
     /// The wait accounting by cause ([`crate::why`]).
     why: Why,
+    /// The limit on data batches in service ([`crate::inservice`]).
+    limiter: Limiter,
+    /// A data batch the policy dispatched while the limit was reached, handed out first when a
+    /// slot frees; nothing more is asked of the policy meanwhile.
+    parked: Option<Parked<T>>,
+    /// Requests of `Op::Other` (metadata, fsync) submitted and not yet dispatched: with the
+    /// limit reached, the policy is asked only if there are some (one may come first in its
+    /// order and needs no data slot).
+    other_waiting: usize,
+}
+
+/// A dispatched batch waiting for a data slot ([`crate::inservice`]): dispatched for the policy
+/// and the accounting (its payloads taken, its wait split at `at`), not yet handed to a worker.
+struct Parked<T> {
+    batch: Batch,
+    payloads: Vec<T>,
+    splits: Splits,
+    generation: u64,
+    policy: &'static str,
+    at: Nanos,
 }
 
 /// A queued (or quota-held) request's payload and the snapshot its wait split is computed from
@@ -177,6 +200,33 @@ impl<T> State<T> {
         self.active.policy.queued()
     }
 
+    /// Whether a worker woken now has something to do: ask the policy (requests queued, none
+    /// parked, and a data slot free or metadata waiting) or take the parked batch (a slot is
+    /// free).
+    fn pending(&self) -> bool {
+        match self.parked {
+            None => self.queued() > 0 && self.may_ask(),
+            Some(_) => self.limiter.room(),
+        }
+    }
+
+    /// Whether the policy may be asked for a batch (nothing parked): with a data slot free,
+    /// anything may go; with the limit reached, only if something that needs no slot waits.
+    /// Data is then ordered when a slot frees, with what is queued at that moment.
+    fn may_ask(&self) -> bool {
+        self.limiter.room() || self.other_waiting > 0
+    }
+
+    /// What the wait accounting counts as every thread busy: the service threads, or fewer
+    /// under the in-service limit.
+    fn capacity(&self) -> usize {
+        match (self.limiter.limit(), self.service_threads) {
+            (None, t) => t,
+            (Some(l), 0) => l,
+            (Some(l), t) => l.min(t),
+        }
+    }
+
     /// Requests held by the quota gate.
     fn held(&self) -> usize {
         self.gate.as_ref().map_or(0, Gate::held)
@@ -229,6 +279,9 @@ impl<T> State<T> {
                 "a policy dispatched a request the runtime never gave it (policy contract broken)",
             );
             out.push(queued.payload);
+            if r.op == Op::Other {
+                self.other_waiting = self.other_waiting.saturating_sub(1);
+            }
             if let Some(gate) = self.gate.as_mut() {
                 gate.dispatched(r.id);
             }
@@ -249,6 +302,23 @@ impl<T> State<T> {
         splits
     }
 
+    /// Parks `batch`, dispatched at `now` while the in-service limit is reached: it is out of
+    /// the policy and accounted as dispatched, and goes to the next worker once a slot frees.
+    fn park(&mut self, batch: Batch, now: Nanos) {
+        debug_assert!(self.parked.is_none(), "one parked batch at a time");
+        let mut payloads = Vec::with_capacity(batch.len());
+        let splits = self.take_payloads(&batch, &mut payloads, now);
+        self.limiter.held_back();
+        self.parked = Some(Parked {
+            batch,
+            payloads,
+            splits,
+            generation: self.active.generation,
+            policy: self.active.policy.name(),
+            at: now,
+        });
+    }
+
     /// Numbers `req`, stamps its arrival (from the clock reading `raw`) and queues it with its
     /// payload. Returns its id and the time used.
     fn enqueue(
@@ -267,6 +337,9 @@ impl<T> State<T> {
         self.submitted += 1;
         req.id = id;
         req.arrival = now;
+        if req.op == Op::Other {
+            self.other_waiting += 1;
+        }
         if let Some(gate) = self.gate.as_mut() {
             let origin = origin.copied().unwrap_or_default();
             if let Some(rule) = gate.classify(&req, &origin) {
@@ -476,7 +549,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
         batch: &Batch,
         generation: u64,
         policy: &'static str,
-        dispatched_at: Nanos,
+        (dispatched_at, handed_at): (Nanos, Nanos),
         splits: &[Split],
         outcome: Outcome,
     ) {
@@ -508,6 +581,17 @@ impl<T: Send + 'static> Sink for Inner<T> {
                 }
             }
             st.why.batch_done(now);
+            if governed(batch) {
+                let bytes = batch.requests().map(|r| r.len).sum();
+                if st
+                    .limiter
+                    .completed(bytes, now.saturating_sub(handed_at).0)
+                    .is_some()
+                {
+                    let capacity = st.capacity();
+                    st.why.set_threads(capacity, now);
+                }
+            }
             st.requests_in_service -= batch.len() as u64;
             st.completed += batch.len() as u64;
             if let Some(gate) = st.gate.as_mut() {
@@ -523,8 +607,9 @@ impl<T: Send + 'static> Sink for Inner<T> {
         } else {
             st.rejected_completions += 1;
         }
-        // A completion can unblock a queue (IO-SETS releases a set, a time slice ends).
-        if st.queued() > 0 {
+        // A completion can unblock a queue (IO-SETS releases a set, a time slice ends) or free a
+        // slot for a parked batch.
+        if st.pending() {
             self.wake_one(st);
         }
         if st.idle_waiters > 0 && st.queued() == 0 && st.in_flight() == 0 && st.held() == 0 {
@@ -637,6 +722,9 @@ impl<T: Send + 'static> Scheduler<T> {
             gate: None,
             service_threads: 0,
             why: Why::default(),
+            limiter: Limiter::default(),
+            parked: None,
+            other_waiting: 0,
         };
         let first_sweep =
             Nanos(u64::try_from(book.sweep_interval().as_nanos()).unwrap_or(u64::MAX));
@@ -709,8 +797,19 @@ impl<T: Send + 'static> Scheduler<T> {
         let payloads = Vec::with_capacity(1);
         let mut st = self.inner.state.lock();
         let (_, now) = st.enqueue(req, None, payload, raw)?;
+        if st.parked.is_some() || !st.may_ask() {
+            // The limit is reached: a slot that frees takes the batch the policy then chooses.
+            self.inner.wake_one(&mut st);
+            return Ok(Next::TimedOut);
+        }
         match st.active.policy.dispatch(now) {
-            Dispatch::Ready(batch) => Ok(Next::Work(self.hand_out(st, batch, now, payloads))),
+            Dispatch::Ready(batch) if !governed(&batch) || st.limiter.room() => {
+                Ok(Next::Work(self.hand_out(st, batch, now, payloads)))
+            }
+            Dispatch::Ready(batch) => {
+                st.park(batch, now);
+                Ok(Next::TimedOut)
+            }
             Dispatch::NotBefore(_) | Dispatch::Idle => {
                 self.inner.wake_one(&mut st);
                 Ok(Next::TimedOut)
@@ -727,11 +826,40 @@ impl<T: Send + 'static> Scheduler<T> {
         now: Nanos,
         mut payloads: Vec<T>,
     ) -> Work<T> {
-        let inner = &*self.inner;
         let splits = st.take_payloads(&batch, &mut payloads, now);
         let generation = st.active.generation;
         let policy = st.active.policy.name();
-        if st.queued() > 0 {
+        self.give(
+            st,
+            Parked {
+                batch,
+                payloads,
+                splits,
+                generation,
+                policy,
+                at: now,
+            },
+            now,
+        )
+    }
+
+    /// Gives the worker `out`, dispatched at `out.at` and handed out at `now`: counts it in
+    /// service against the limit, passes the wake on if more is queued, and makes its completion
+    /// token. Releases the lock.
+    fn give(&self, mut st: MutexGuard<'_, State<T>>, out: Parked<T>, now: Nanos) -> Work<T> {
+        let inner = &*self.inner;
+        let Parked {
+            batch,
+            payloads,
+            splits,
+            generation,
+            policy,
+            at,
+        } = out;
+        if governed(&batch) {
+            st.limiter.started();
+        }
+        if st.pending() {
             // More may be dispatchable and another worker may be idle: pass the wake on.
             inner.wake_one(&mut st);
         } else if st.shutdown {
@@ -742,7 +870,7 @@ impl<T: Send + 'static> Scheduler<T> {
         let sink: Arc<dyn Sink> = self.inner.clone();
         Work::new(
             payloads,
-            Completion::new(sink, batch, generation, policy, now, splits),
+            Completion::new(sink, batch, generation, policy, at, now, splits),
         )
     }
 
@@ -783,19 +911,35 @@ impl<T: Send + 'static> Scheduler<T> {
         loop {
             let now = st.tick(inner.clock.now());
             st.pump(now);
-            let timer = match st.active.policy.dispatch(now) {
-                Dispatch::Ready(batch) => {
-                    return Next::Work(self.hand_out(st, batch, now, payloads));
+            let timer = if st.parked.is_some() {
+                if st.limiter.room() {
+                    let out = st.parked.take().expect("checked");
+                    return Next::Work(self.give(st, out, now));
                 }
-                Dispatch::NotBefore(t) => Some(t),
-                Dispatch::Idle => None,
+                // Nothing more from the policy until the parked batch goes: a completion wakes.
+                None
+            } else if !st.may_ask() {
+                // The limit is reached: the policy chooses when a slot frees (a completion wakes).
+                None
+            } else {
+                match st.active.policy.dispatch(now) {
+                    Dispatch::Ready(batch) if !governed(&batch) || st.limiter.room() => {
+                        return Next::Work(self.hand_out(st, batch, now, payloads));
+                    }
+                    Dispatch::Ready(batch) => {
+                        st.park(batch, now);
+                        continue;
+                    }
+                    Dispatch::NotBefore(t) => Some(t),
+                    Dispatch::Idle => None,
+                }
             };
             // A request held back by a rate goes when its bucket refills.
             let timer = match (timer, st.gate.as_ref().and_then(Gate::timer)) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            if st.shutdown && st.queued() == 0 && st.held() == 0 {
+            if st.shutdown && st.queued() == 0 && st.held() == 0 && st.parked.is_none() {
                 return Next::Shutdown;
             }
             if inner.claim_sweep(now) {
@@ -1029,9 +1173,34 @@ impl<T: Send + 'static> Scheduler<T> {
             let mut st = self.inner.state.lock();
             let now = st.tick(raw);
             st.service_threads = threads;
-            st.why.set_threads(threads, now);
+            st.limiter.set_threads(threads);
+            let capacity = st.capacity();
+            st.why.set_threads(capacity, now);
         }
         self.update_quota(|current| Ok(current.cloned()))
+    }
+
+    /// Puts the limit on data batches in service in force ([`crate::inservice`]): `Off` (the
+    /// default), `Fixed(n)` or `Auto`. What `auto` learnt of the device is kept across changes.
+    /// A lower limit takes effect as batches complete; nothing in service is taken back.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InService`] for `Fixed(0)`; nothing is changed then.
+    pub fn set_inservice_limit(&self, limit: InServiceLimit) -> Result<(), RuntimeError> {
+        if let InServiceLimit::Fixed(n) = limit {
+            InServiceLimit::fixed(n).map_err(|reason| RuntimeError::InService { reason })?;
+        }
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let now = st.tick(raw);
+        st.limiter.set_mode(limit);
+        let capacity = st.capacity();
+        st.why.set_threads(capacity, now);
+        // A higher limit may let a parked batch or a queued one go.
+        if st.pending() {
+            self.inner.wake_all(&mut st);
+        }
+        Ok(())
     }
 
     /// Puts the quota rules `quota` in force (`None`: no quota layer), at run time, losing
@@ -1235,6 +1404,13 @@ impl<T: Send + 'static> Scheduler<T> {
             switches: st.switches,
             rejected_completions: st.rejected_completions,
             shut_down: st.shutdown,
+            inservice: InServiceStats {
+                mode: st.limiter.mode(),
+                limit: st.limiter.limit(),
+                data_in_service: st.limiter.in_service(),
+                parked: st.parked.is_some(),
+                changes: st.limiter.changes(),
+            },
             jobs: Vec::new(),
             forgotten_jobs: 0,
             evicted_jobs: 0,

@@ -202,6 +202,8 @@ pub struct SchedulerStats {
     pub rejected_completions: u64,
     /// Whether `shutdown` was called.
     pub shut_down: bool,
+    /// The limit on data batches in service and what it holds ([`crate::inservice`]).
+    pub inservice: InServiceStats,
     /// Per-job statistics, by job id: every job the book remembers, has work queued or in service,
     /// or has a priority.
     pub jobs: Vec<JobStats>,
@@ -209,6 +211,22 @@ pub struct SchedulerStats {
     pub forgotten_jobs: u64,
     /// Job records dropped to keep the book within its size, since the start.
     pub evicted_jobs: u64,
+}
+
+/// The in-service limit's state ([`crate::inservice`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InServiceStats {
+    /// The mode set: off, a fixed number, or auto.
+    pub mode: crate::InServiceLimit,
+    /// The limit in force (for `auto`, the one it adapted to); `None` when off.
+    pub limit: Option<usize>,
+    /// Data batches (reads, writes) handed to workers and not completed.
+    pub data_in_service: usize,
+    /// Whether a dispatched data batch waits for a slot.
+    pub parked: bool,
+    /// Times the limit changed since the start.
+    pub changes: u64,
 }
 
 impl SchedulerStats {

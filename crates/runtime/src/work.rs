@@ -11,13 +11,14 @@ use crate::why::{Split, Splits};
 /// payload type).
 pub(crate) trait Sink: Send + Sync {
     /// The batch `batch`, dispatched by policy instance `generation` (named `policy`) at
-    /// `dispatched_at`, ended with `outcome`; `splits` are its requests' waits by cause.
+    /// `at.0` and handed to a worker at `at.1` (later when it waited for a slot of the
+    /// in-service limit), ended with `outcome`; `splits` are its requests' waits by cause.
     fn finish(
         &self,
         batch: &Batch,
         generation: u64,
         policy: &'static str,
-        dispatched_at: Nanos,
+        at: (Nanos, Nanos),
         splits: &[Split],
         outcome: Outcome,
     );
@@ -133,6 +134,7 @@ pub struct Completion {
     generation: u64,
     policy: &'static str,
     dispatched_at: Nanos,
+    handed_at: Nanos,
     splits: Splits,
     answered: bool,
 }
@@ -144,6 +146,7 @@ impl Completion {
         generation: u64,
         policy: &'static str,
         dispatched_at: Nanos,
+        handed_at: Nanos,
         splits: Splits,
     ) -> Completion {
         Completion {
@@ -152,6 +155,7 @@ impl Completion {
             generation,
             policy,
             dispatched_at,
+            handed_at,
             splits,
             answered: false,
         }
@@ -185,7 +189,7 @@ impl Completion {
             &self.batch,
             self.generation,
             self.policy,
-            self.dispatched_at,
+            (self.dispatched_at, self.handed_at),
             self.splits.as_slice(),
             outcome,
         );
@@ -205,7 +209,7 @@ impl Drop for Completion {
                 &self.batch,
                 self.generation,
                 self.policy,
-                self.dispatched_at,
+                (self.dispatched_at, self.handed_at),
                 self.splits.as_slice(),
                 Outcome::Abandoned,
             );

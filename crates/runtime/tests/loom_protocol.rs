@@ -528,3 +528,63 @@ fn a_worker_leaving_on_its_deadline_hands_the_policy_timer_on() {
         sched.check_balance().unwrap();
     });
 }
+
+/// (in service a) The limit on data in service: with one slot, the second write waits behind the
+/// first even with a worker free; the first one's completion, on another thread, must wake the
+/// worker blocked behind the limit (the policy is not asked while the limit is reached).
+#[test]
+fn a_completion_that_frees_a_data_slot_wakes_the_worker_blocked_behind_the_limit() {
+    check_every_interleaving(|| {
+        let (sched, ledger) = scheduler("noop", &[]);
+        sched
+            .set_inservice_limit(iosets_runtime::InServiceLimit::Fixed(1))
+            .unwrap();
+        sched.submit(request_at(1, 0, None), 1).unwrap();
+        sched.submit(request_at(1, 1, None), 2).unwrap();
+        let first = sched
+            .try_next()
+            .work()
+            .expect("the first write goes at once");
+        let blocked = spawn_take_one(&sched);
+        let completer = thread::spawn(move || first.complete(done()));
+        assert_eq!(join(completer), [1]);
+        assert_eq!(join(blocked), [2]);
+        assert_each_once(&ledger, 2, done());
+        sched.check_balance().unwrap();
+    });
+}
+
+/// (in service b) A metadata request arriving while the data slot is taken makes a worker ask
+/// the policy, which parks the write ahead of it; the completion of the write in service must
+/// wake a worker for the parked batch, and then the metadata request goes.
+#[test]
+fn a_parked_batch_is_handed_out_when_the_slot_frees() {
+    check(|| {
+        let (sched, ledger) = scheduler("noop", &[]);
+        sched
+            .set_inservice_limit(iosets_runtime::InServiceLimit::Fixed(1))
+            .unwrap();
+        sched.submit(request_at(1, 0, None), 1).unwrap();
+        let first = sched
+            .try_next()
+            .work()
+            .expect("the first write goes at once");
+        sched.submit(request_at(1, 1, None), 2).unwrap();
+        let producer = {
+            let sched = sched.clone();
+            thread::spawn(move || {
+                sched
+                    .submit(Request::builder(JobId(1), Op::Other).build(), 3)
+                    .unwrap();
+            })
+        };
+        let worker = spawn_serve(&sched);
+        join(producer);
+        first.complete(done());
+        sched.wait_idle();
+        sched.shutdown();
+        assert_eq!(join(worker), [2, 3], "noop's order is kept");
+        assert_eq!(ledger.by_request().len(), 3);
+        sched.check_balance().unwrap();
+    });
+}

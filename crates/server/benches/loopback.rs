@@ -19,7 +19,8 @@
 //! comparison is of the paths, not of the disk. `PROFILE=w1|w8|r1|r8` (with `TRANSPORT=tcp` for
 //! TCP, `buf` for a `WriteBuf`; `DIRECT=0` to skip the direct measure) loops one pattern for
 //! `perf record`; `PROFILE=small` measures the fixed cost of a request (4 KiB reads at depth 1),
-//! `PROFILE=durable` alternates durable writes direct and through the server.
+//! `PROFILE=durable` alternates durable writes direct and through the server. `INSERVICE=off`
+//! (or `auto`, or a number) sets the server's limit on data requests in service.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -38,6 +39,10 @@ fn start(root: &std::path::Path, policy: &str) -> ServerHandle {
     let mut c = ServerConfig::new(root).with_insecure_loopback();
     c.policy = policy.into();
     c.workers = 4;
+    // INSERVICE=auto|off|N: the limit on data requests in service (default: the server's, auto).
+    if let Ok(l) = std::env::var("INSERVICE") {
+        c.inservice_limit = l.parse().unwrap();
+    }
     // TRACE=file: the server's request trace (arrival, dispatch, completion of every request).
     c.trace = std::env::var_os("TRACE").map(std::path::PathBuf::from);
     Server::start(c).unwrap()

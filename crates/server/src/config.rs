@@ -21,6 +21,14 @@ pub struct ServerConfig {
     pub policy_options: Vec<(String, String)>,
     /// Worker threads doing the blocking I/O.
     pub workers: usize,
+    /// How many data requests (reads, writes) may be in service at once, below `workers`
+    /// (`inservice_limit`: `auto`, `off` or a number; default `auto`). A policy orders only what
+    /// queues in front of it: with every request in service at once, the device serves them in
+    /// its own order and priorities do nothing. `auto` keeps the device's queue short by its
+    /// service times (1–2 on a device that serves one request at a time, about 1.5× the lanes
+    /// of a parallel one) and never above `workers`; see [`iosets_runtime::inservice`].
+    /// Metadata and fsync are not counted.
+    pub inservice_limit: iosets_runtime::InServiceLimit,
     /// Emulated device bandwidth in MiB/s (none: the backing store's own speed).
     pub throttle_mib_s: Option<f64>,
     /// The control token; without one, every control request is refused.
@@ -223,6 +231,7 @@ impl ServerConfig {
             policy: "iosets".into(),
             policy_options: Vec::new(),
             workers: 4,
+            inservice_limit: iosets_runtime::InServiceLimit::Auto,
             throttle_mib_s: None,
             token: None,
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
@@ -267,7 +276,8 @@ impl ServerConfig {
         self
     }
 
-    /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `throttle_mib_s`,
+    /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `inservice_limit`
+    /// (`"auto"`, `"off"` or a number), `throttle_mib_s`,
     /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
     /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`,
     /// `metrics_max_jobs`, `local`,
@@ -332,6 +342,26 @@ impl ServerConfig {
         }
         if let Some(w) = file.workers {
             c.workers = w;
+        }
+        match file.inservice_limit {
+            None => {}
+            Some(toml::Value::String(v)) => {
+                c.inservice_limit = v.parse().map_err(|reason| ServerError::Config { reason })?;
+            }
+            Some(toml::Value::Integer(n)) => {
+                c.inservice_limit = usize::try_from(n)
+                    .map_err(|_| format!("inservice_limit = {n}: must be at least 1"))
+                    .and_then(iosets_runtime::InServiceLimit::fixed)
+                    .map_err(|reason| ServerError::Config { reason })?;
+            }
+            Some(other) => {
+                return Err(ServerError::Config {
+                    reason: format!(
+                        "inservice_limit = {other}: expected \"auto\", \"off\" or a number of \
+                         requests (at least 1)"
+                    ),
+                })
+            }
         }
         c.throttle_mib_s = file.throttle_mib_s;
         match (file.token, file.token_file) {
@@ -489,6 +519,14 @@ impl ServerConfig {
         }
         if self.workers == 0 || self.workers > 1024 {
             return bad(format!("workers = {}: must be 1..=1024", self.workers));
+        }
+        if let iosets_runtime::InServiceLimit::Fixed(n) = self.inservice_limit {
+            if n == 0 || n > self.workers {
+                return bad(format!(
+                    "inservice_limit = {n}: must be in 1..={} (the workers), or auto, or off",
+                    self.workers
+                ));
+            }
         }
         if let Some(r) = self.throttle_mib_s {
             if !(r.is_finite() && (0.001..=1e9).contains(&r)) {
@@ -688,6 +726,7 @@ struct FileConfig {
     policy: Option<String>,
     policy_options: Option<BTreeMap<String, toml::Value>>,
     workers: Option<usize>,
+    inservice_limit: Option<toml::Value>,
     throttle_mib_s: Option<f64>,
     token: Option<String>,
     token_file: Option<PathBuf>,
@@ -724,6 +763,44 @@ struct FileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inservice_limit_is_auto_off_or_a_count_within_the_workers() {
+        let dir = std::env::temp_dir();
+        let d = dir.display();
+        assert_eq!(
+            ServerConfig::new(&dir).inservice_limit,
+            iosets_runtime::InServiceLimit::Auto
+        );
+        for (v, want) in [
+            ("\"auto\"", iosets_runtime::InServiceLimit::Auto),
+            ("\"off\"", iosets_runtime::InServiceLimit::Off),
+            ("3", iosets_runtime::InServiceLimit::Fixed(3)),
+            ("\"2\"", iosets_runtime::InServiceLimit::Fixed(2)),
+        ] {
+            let c = ServerConfig::from_toml_str(
+                &format!("root = \"{d}\"\ninservice_limit = {v}\n"),
+                Path::new("."),
+            )
+            .unwrap();
+            assert_eq!(c.inservice_limit, want, "{v}");
+            c.validate().unwrap();
+        }
+        for bad in ["0", "-1", "\"many\"", "1.5", "true"] {
+            let e = ServerConfig::from_toml_str(
+                &format!("root = \"{d}\"\ninservice_limit = {bad}\n"),
+                Path::new("."),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("inservice_limit"), "{bad}: {e}");
+        }
+        let mut c = ServerConfig::new(&dir);
+        c.workers = 4;
+        c.inservice_limit = iosets_runtime::InServiceLimit::Fixed(5);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("inservice_limit = 5: must be in 1..=4"), "{e}");
+    }
 
     #[test]
     fn toml_with_options_and_unknown_key() {

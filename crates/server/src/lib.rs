@@ -28,6 +28,9 @@
 //! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
 //!   Set-10 set, as seed 004 did with FTIO: the runtime's job book does it
 //!   ([`iosets_runtime::book`]), with the statistics, meters and forgetting of idle jobs;
+//! - lets only a few **data requests into service** at once (`inservice_limit`, default `auto`,
+//!   adapted to the device's service times; [`iosets_runtime::inservice`]), so that the rest
+//!   queue in the policy and its order (priorities) decides, whatever the number of workers;
 //! - can emulate a slower device ([`throttle`], `--throttle-mib-s`);
 //! - stops gracefully: no new frames are read, everything queued is served and answered, every
 //!   written file is fsynced, then the server returns.
@@ -233,6 +236,11 @@ impl Server {
             .set_service_threads(config.workers)
             .map_err(quota_err)?;
         sched.set_quota(config.quota.clone()).map_err(quota_err)?;
+        sched
+            .set_inservice_limit(config.inservice_limit)
+            .map_err(|e| ServerError::Config {
+                reason: e.to_string(),
+            })?;
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
             sched,

@@ -66,7 +66,7 @@ fn a_dangling_link_out_of_the_root_is_an_existing_name_never_followed() {
     );
     std::os::unix::fs::symlink("loop", root.0.join("loop")).unwrap();
 
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     for name in ["out", "sub/up"] {
         // A plain create: the name exists and its link is not followed out of the root.
@@ -109,7 +109,7 @@ fn a_dangling_link_inside_the_root_makes_its_target_as_open_o_creat_does() {
     std::os::unix::fs::symlink("never", root.0.join("excl")).unwrap();
     std::os::unix::fs::symlink("nodir/file", root.0.join("nowhere")).unwrap();
 
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let mut c = Conn::connect(server.addr(), 1);
     // Exclusive, mknod, mkdir, symlink: the name exists; the target is not made.
     for req in makers("excl") {

@@ -65,7 +65,7 @@ fn connect(addr: SocketAddr) -> TcpStream {
 }
 
 fn server(dir: &TempDir) -> iosets_server::ServerHandle {
-    let mut cfg = ServerConfig::new(&dir.0);
+    let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
     cfg.token = Some(TOKEN.into());
     cfg.workers = 2;
     cfg.policy = "iosets".into();

@@ -65,7 +65,7 @@ fn tree(root: &Path) {
 }
 
 fn start(root: &Path, squash: bool, no_creds: NoCreds) -> iosets_server::ServerHandle {
-    let mut c = ServerConfig::new(root);
+    let mut c = ServerConfig::new(root).with_insecure_loopback();
     c.policy = "timeorder".into();
     c.root_squash = squash;
     c.no_creds = no_creds;

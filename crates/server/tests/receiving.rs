@@ -89,7 +89,7 @@ fn slow_announcements_hold_a_step_each_and_other_clients_are_answered() {
     // The attack at the server's defaults (2 GiB, 64 MiB frames): 32 connections
     // announce 64 MiB frames; half send 100 bytes and then nothing, half a byte every 100 ms.
     let root = TempDir::new("receiving-slow");
-    let server = Server::start(ServerConfig::new(&root.0)).unwrap();
+    let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let admin = server.admin_addr().unwrap();
     let mut good = Conn::connect(server.addr(), 2);
     // A hang guard only: the goal (and the measure) is well under a second.
@@ -174,7 +174,7 @@ fn frames_sent_almost_whole_then_stalled_leave_the_reserve_and_are_closed_for_a_
     // a large frame of another client waiting for its share gets the stalled frames that hold
     // more than theirs closed after a second without bytes, not by their frame timeout.
     let root = TempDir::new("receiving-stall");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_inflight_bytes = 32 << 20;
     config.max_frame = (4 << 20) + (64 << 10);
     // Far beyond the run: what frees the room must be the stalled frames' closing, not timeouts.
@@ -267,7 +267,7 @@ fn large_writes_from_many_connections_complete_within_the_budget() {
     // a time, the oldest first: every write completes (no two frames deadlock holding parts
     // of the budget), every byte reads back, and the server never holds more than its budget.
     let root = TempDir::new("receiving-large");
-    let mut config = ServerConfig::new(&root.0);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
     config.max_inflight_bytes = 8 << 20;
     config.max_frame = (4 << 20) + (64 << 10);
     let server = Server::start(config).unwrap();
