@@ -67,7 +67,7 @@ pub(crate) struct MountArgs {
     /// used with --local, whose server is reached in process.
     #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
     auth_file: Option<PathBuf>,
-    /// Who besides root may write .iosets/jobs/<id>/priority: `capped` (a process of the job,
+    /// Who besides root may write `.iosets/jobs/<id>/priority`: `capped` (a process of the job,
     /// known by its Slurm cgroup, up to the servers' hint cap), `any` (no cap), `off` (only
     /// root). See CONTROL DIRECTORY below.
     #[arg(long, default_value = "capped", value_name = "off|capped|any")]

@@ -9,12 +9,12 @@
 //! ```
 //!
 //! The mount holds the servers' control token; users never see it. Who may write a priority is
-//! [`may_set`]'s answer ([`README`] says it for users): root any job's; another process only its
+//! `may_set`'s answer ([`README`] says it for users): root any job's; another process only its
 //! own job's, that job known from the Slurm cgroup it runs in (never from the environment, which
 //! the user sets), within the servers' hint cap, as `--self-priority` allows. A refused write is
 //! `EACCES`, a value that is neither a finite positive number nor `clear` is `EINVAL`; nothing
 //! changes either way, and the mount logs why once per process, job and reason
-//! ([`Refusals`]). The directory is hidden from `readdir` of the root (a backing entry of that
+//! (`Refusals`). The directory is hidden from `readdir` of the root (a backing entry of that
 //! name is hidden behind it).
 
 use iosets_proto::{JobReport, JobsReport, ServerReport};

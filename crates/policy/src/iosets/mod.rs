@@ -28,7 +28,7 @@
 //!
 //! **Safe for jobs that are not periodic** (DESIGN; most jobs of a real machine are `cp`, `tar`,
 //! `ls`, streams and shells). Three defaults, each measured through the mount (issue 27):
-//! - **Metadata apart** (`metadata=apart`, [`meta`]): lookups, stats, readdirs, creates, … go to a
+//! - **Metadata apart** (`metadata=apart`, the `meta` module): lookups, stats, readdirs, creates, … go to a
 //!   class of their own, one more flow of the fair queuing across sets (weight `meta_weight`),
 //!   fair among jobs, never held by any job's phase; they neither start, keep nor open a phase.
 //!   Data and fsyncs stay in the sets. `metadata=sets` is the behaviour before.
@@ -302,7 +302,7 @@ enum SetKey {
     New,
     Solo(JobId),
     /// Not a set: the metadata class (`metadata=apart`), a flow of the fair queuing beside the
-    /// sets ([`meta`]).
+    /// sets (the `meta` module).
     Meta,
 }
 
@@ -582,7 +582,7 @@ impl IoSets {
     }
 
     /// Metadata requests ([`Op::Meta`]) in a class of their own beside the sets, with `weight` in
-    /// the fair queuing across sets (see [`meta`]); `None`: in the job's set, like data.
+    /// the fair queuing across sets (see the `meta` module); `None`: in the job's set, like data.
     ///
     /// # Panics
     /// If `weight` is not a finite number > 0.
