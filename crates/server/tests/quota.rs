@@ -320,6 +320,8 @@ fn bad_quota_files_are_config_errors_naming_the_rule() {
 #[test]
 fn rules_match_on_the_callers_uid_and_address() {
     let dir = TempDir::new("quota-origin");
+    // Alice and Bob create files in the root: the server does their requests as them (issue 33).
+    std::fs::set_permissions(&dir.0, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
     let mut cfg = config(&dir.0);
     cfg.set_quota_toml(concat!(
         "[[rule]]\nname = \"remote\"\nmatch = \"client=10.0.0.0/8\"\nthreads_pct = 10\n",

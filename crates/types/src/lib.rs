@@ -189,7 +189,7 @@ impl std::str::FromStr for Op {
         match s.trim().to_ascii_lowercase().as_str() {
             "read" | "r" => Ok(Op::Read),
             "write" | "w" => Ok(Op::Write),
-            "other" | "o" | "fsync" => Ok(Op::Other),
+            "other" | "o" => Ok(Op::Other),
             "meta" | "m" | "metadata" => Ok(Op::Meta),
             other => Err(format!(
                 "unknown operation {other:?}: expected read, write, other or meta"
