@@ -291,6 +291,15 @@ struct Newcomer {
 /// aperiodic guard then starts counting again).
 const MAX_UNKNOWN_TRACKED: usize = 65_536;
 
+/// Makes room in `map` for `key`: a map of [`MAX_UNKNOWN_TRACKED`] entries without `key` is
+/// emptied (what the policy remembers per job is advice; forgetting it all at once is safe and
+/// keeps memory bounded without a scan).
+fn make_room<V>(map: &mut IdMap<JobId, V>, key: JobId) {
+    if map.len() >= MAX_UNKNOWN_TRACKED && !map.contains_key(&key) {
+        map.clear();
+    }
+}
+
 /// How many emptied job queues are kept for reuse.
 const SPARE_QUEUES: usize = 256;
 
@@ -698,9 +707,7 @@ impl IoSets {
 
     /// The record of newcomer `job`, made if need be (all are dropped when too many are kept).
     fn newcomer(&mut self, job: JobId) -> &mut Newcomer {
-        if self.unknown_seen.len() >= MAX_UNKNOWN_TRACKED && !self.unknown_seen.contains_key(&job) {
-            self.unknown_seen.clear();
-        }
+        make_room(&mut self.unknown_seen, job);
         self.unknown_seen.entry(job).or_default()
     }
 
@@ -809,11 +816,7 @@ impl IoSets {
             Order::Phase => {
                 let job = &self.jobs[j];
                 if let Some(stamp) = job.phase_seen {
-                    if self.renewed.len() >= MAX_UNKNOWN_TRACKED
-                        && !self.renewed.contains_key(&job.id)
-                    {
-                        self.renewed.clear();
-                    }
+                    make_room(&mut self.renewed, job.id);
                     self.renewed.insert(job.id, (stamp, now));
                 }
                 job.id.0
@@ -1013,9 +1016,7 @@ impl IoSets {
             n.turn_len = turn;
         }
         if self.order == Order::Phase && self.sets[s].holder == Some(j) {
-            if self.turns.len() >= MAX_UNKNOWN_TRACKED && !self.turns.contains_key(&id) {
-                self.turns.clear();
-            }
+            make_room(&mut self.turns, id);
             let set = &self.sets[s];
             self.turns.insert(
                 id,
@@ -1364,9 +1365,7 @@ impl Policy for IoSets {
             return;
         }
         // Its client sends phase ends: its open phases may hold its set from now on.
-        if self.enders.len() >= MAX_UNKNOWN_TRACKED && !self.enders.contains_key(&job) {
-            self.enders.clear();
-        }
+        make_room(&mut self.enders, job);
         self.enders.insert(job, ());
         let Some(&j) = self.job_slots.get(&job) else {
             return;
