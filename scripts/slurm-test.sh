@@ -18,7 +18,7 @@
 #   5. With the mount gone, `srun -n2 --io-priority=0.1` fails (on_error=fail): both tasks
 #      print the plugin's refusal, srun exits non-zero, the command never ran.
 #      With on_error=continue instead, the step runs and the failure is in slurmd's log.
-#   6. plugstack.conf switched to `ctl=iosets servers=... token_file=...` (scontrol
+#   6. plugstack.conf switched to `ctl=iosets servers=... token_file=... auth_file=...` (scontrol
 #      reconfigure; slurmd fetches it again): `srun --io-priority=0.25` sets and clears the
 #      priority through `iosets ctl`.
 #   7. No plugin, deploy/slurm/prolog.sh and epilog.sh as Prolog/Epilog instead:
@@ -60,6 +60,9 @@ fi
 IOSETS=$1
 
 T=$(mktemp -d /tmp/iosets-slurm.XXXXXX)
+# The node secret of this test bed: serve, mount, ctl and the plugin (through slurmd) find it
+# here, and the test never makes /etc/iosets/secret.
+export IOSETS_AUTH_FILE="$T/node.secret"
 chmod 755 "$T"  # munged (user munge) must reach its key and socket below it
 mkdir -p "$T/etc" "$T/ctld" "$T/spool" "$T/data" "$T/mnt" "$T/out" "$T/munge"
 PIDS=()        # processes this script started (killed in reverse order on exit)
@@ -416,7 +419,7 @@ say "no mount, on_error=continue: the step ran; slurmd.log: ${line#*error: }"
 start_mount
 
 # ---- 6. the ctl mechanism: plugstack.conf runs `iosets ctl` against the server
-echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token" >"$T/etc/plugstack.conf"
+echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token auth_file=$IOSETS_AUTH_FILE" >"$T/etc/plugstack.conf"
 reconfigure
 start_writer --io-priority=0.25
 entry=$(job_entry "$job")

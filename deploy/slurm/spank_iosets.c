@@ -10,9 +10,11 @@
  *
  * Plugin arguments (plugstack.conf), exactly one mechanism per site:
  *   mount=DIR             write through DIR/.iosets/jobs/<job id>/priority of an `iosets mount`
- *   ctl=PATH servers=H:P[,H:P...] [token_file=FILE]
- *                         run `PATH ctl --server H:P [--token-file FILE] set-priority|clear-priority`
- *                         once per server
+ *   ctl=PATH servers=H:P[,H:P...] [token_file=FILE] [auth_file=FILE]
+ *                         run `PATH ctl --server H:P [--token-file FILE] [--auth-file FILE]
+ *                         set-priority|clear-priority` once per server. Without auth_file= ctl
+ *                         finds the node's default secret (/etc/iosets/secret for root; the
+ *                         job epilog runs with slurmd's environment, not the job's)
  *   on_error=fail|continue  what a failed write at step start does (default fail: every task
  *                         of the step refuses to start, printing why, so srun exits non-zero
  *                         and a job that asked for a priority never runs silently without it;
@@ -68,6 +70,7 @@ SPANK_PLUGIN(iosets, 1);
 static char *mount_dir;
 static char *ctl_path;
 static char *token_file;
+static char *auth_file;
 static char *servers[MAX_SERVERS];
 static int n_servers;
 static int fail_on_error = 1;
@@ -168,6 +171,8 @@ static int parse_args(int ac, char **av)
             ctl_path = strdup(a + 4);
         } else if (strncmp(a, "token_file=", 11) == 0) {
             token_file = strdup(a + 11);
+        } else if (strncmp(a, "auth_file=", 10) == 0) {
+            auth_file = strdup(a + 10);
         } else if (strncmp(a, "servers=", 8) == 0) {
             char *list = strdup(a + 8), *save = NULL, *tok;
             for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -192,7 +197,7 @@ static int parse_args(int ac, char **av)
             timeout_s = (int)t;
         } else {
             slurm_error("iosets: unknown plugin argument '%s' (known: mount=, ctl=, "
-                        "servers=, token_file=, on_error=fail|continue, timeout=)",
+                        "servers=, token_file=, auth_file=, on_error=fail|continue, timeout=)",
                         a);
             return -1;
         }
@@ -201,8 +206,9 @@ static int parse_args(int ac, char **av)
         slurm_error("iosets: plugstack.conf must give exactly one of mount=DIR or ctl=PATH");
         return -1;
     }
-    if (mount_dir && (mount_dir[0] != '/' || n_servers || token_file)) {
-        slurm_error("iosets: mount= needs an absolute path and takes no servers=/token_file=");
+    if (mount_dir && (mount_dir[0] != '/' || n_servers || token_file || auth_file)) {
+        slurm_error("iosets: mount= needs an absolute path and takes no "
+                    "servers=/token_file=/auth_file=");
         return -1;
     }
     if (ctl_path && (ctl_path[0] != '/' || n_servers == 0)) {
@@ -342,7 +348,7 @@ static int write_mount(uint32_t job, const char *value, char *msg)
 }
 
 /*
- * Runs `CTL ctl --server S [--token-file F] set-priority JOB P` (or clear-priority JOB) for
+ * Runs `CTL ctl --server S [--token-file F] [--auth-file A] set-priority JOB P` (or clear-priority JOB) for
  * every server. Returns 0, or -1 with the first failure's reason (and ctl's stderr) in msg.
  */
 static int run_ctl(uint32_t job, const char *value, char *msg)
@@ -352,7 +358,7 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
 
     snprintf(jobstr, sizeof jobstr, "%u", job);
     for (i = 0; i < n_servers; i++) {
-        char *argv[12], out[MSG_LEN];
+        char *argv[14], out[MSG_LEN];
         int n = 0, pfd[2], timed_out, rc;
         pid_t pid;
 
@@ -363,6 +369,10 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
         if (token_file) {
             argv[n++] = "--token-file";
             argv[n++] = token_file;
+        }
+        if (auth_file) {
+            argv[n++] = "--auth-file";
+            argv[n++] = auth_file;
         }
         argv[n++] = clear ? "clear-priority" : "set-priority";
         argv[n++] = jobstr;

@@ -37,8 +37,9 @@ pub fn node_secret(dir: &Path) -> iosets_client::Secret {
 pub fn iosets(dir: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_iosets"));
     cmd.current_dir(dir).args(args);
-    // A server started here makes its secret here, never in /etc.
-    if node_secret_path(dir).exists() || args.first() == Some(&"serve") {
+    // A server started here makes its secret here, never in /etc; `config check` reports on
+    // that same place, so that its answer does not depend on this machine's /etc.
+    if node_secret_path(dir).exists() || matches!(args.first(), Some(&"serve" | &"config")) {
         cmd.env("IOSETS_AUTH_FILE", node_secret_path(dir));
     } else {
         cmd.env_remove("IOSETS_AUTH_FILE");
