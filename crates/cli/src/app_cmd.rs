@@ -92,6 +92,15 @@ struct PeriodicArgs {
     /// (and logged with its real end) and the app exits 0; an I/O phase is always finished first.
     #[arg(long, value_name = "UNIX_S", allow_negative_numbers = true)]
     stop_at: Option<f64>,
+    /// Wait this long (seconds) before the first compute phase, logging nothing: the job's
+    /// release time after its launch, as in the IO-SETS paper's workloads.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    release: f64,
 }
 
 /// Most processes one rank runs (each is a thread).
@@ -127,6 +136,7 @@ struct Plan {
     iterations: u32,
     fsync: bool,
     stop_at: Option<f64>,
+    release: f64,
 }
 
 fn periodic(args: &PeriodicArgs) -> Result<()> {
@@ -170,6 +180,12 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
             args.block_kib
         );
     }
+    if !(args.release.is_finite() && args.release >= 0.0) {
+        bail!(
+            "--release {}: expected a finite number of seconds >= 0",
+            args.release
+        );
+    }
     if let Some(t) = args.stop_at {
         if !t.is_finite() {
             bail!("--stop-at {t}: expected a finite UNIX time in seconds");
@@ -189,6 +205,7 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
         iterations: args.iterations,
         fsync: args.fsync,
         stop_at: args.stop_at,
+        release: args.release,
     })
 }
 
@@ -508,6 +525,10 @@ fn run_periodic(plan: &Plan, files: &[DataFile], log: &mut Log, clock: &Clock) -
         end,
         bytes,
     };
+    if plan.release > 0.0 {
+        let released = clock.now() + plan.release;
+        clock.sleep_until(plan.stop_at.map_or(released, |t| released.min(t)));
+    }
     let mut start = clock.now();
     for iteration in 0..plan.iterations {
         let planned = start + plan.compute;
@@ -602,6 +623,7 @@ mod tests {
             job: None,
             block_kib: 1024,
             stop_at: None,
+            release: 0.0,
         }
     }
 
@@ -703,6 +725,20 @@ mod tests {
                     ..args(1, 1.0, 1)
                 },
                 "--stop-at NaN",
+            ),
+            (
+                PeriodicArgs {
+                    release: -1.0,
+                    ..args(1, 1.0, 1)
+                },
+                "--release -1",
+            ),
+            (
+                PeriodicArgs {
+                    release: f64::INFINITY,
+                    ..args(1, 1.0, 1)
+                },
+                "--release inf",
             ),
         ];
         for (a, needle) in cases {

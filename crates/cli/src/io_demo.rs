@@ -288,8 +288,8 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
          its I/O lengthened ×{:.2} to load the device as the fifteen do; {} process{} per job \
          (seed 004: 8)",
         1.0 / p.shape.scale,
-        p.low.jobs,
-        if p.low.jobs == 1 { "" } else { "s" },
+        p.low().jobs,
+        if p.low().jobs == 1 { "" } else { "s" },
         p.shape.low_load,
         p.shape.procs,
         if p.shape.procs == 1 { "" } else { "es" },
@@ -297,7 +297,7 @@ pub(crate) fn run(args: &IoDemoArgs) -> Result<()> {
     for l in p.describe() {
         println!("  {l}");
     }
-    let low_phases = (p.window.1 - p.window.0) / p.low.period_s;
+    let low_phases = (p.window.1 - p.window.0) / p.low().period_s;
     println!(
         "  metrics over [{:.2} s, {:.2} s] after the first start ({low_phases:.1} low-frequency \
          periods), seed 004 §4.3 from the applications' phase logs; iosets: order={} \
@@ -401,13 +401,13 @@ mod tests {
     fn the_plan_keeps_seed_004s_shape() {
         let p = plan(&args(false, 6)).unwrap();
         // Periods 19.2 s and 384 s, scaled by 1/64.
-        assert!((p.high.period_s - 0.3).abs() < 1e-9);
-        assert!((p.low.period_s - 6.0).abs() < 1e-9);
-        assert_eq!(p.set10(p.high).0, -1);
-        assert_eq!(p.set10(p.low).0, 1);
-        assert_eq!(p.set10(p.high).1.get(), 10.0);
+        assert!((p.high().period_s - 0.3).abs() < 1e-9);
+        assert!((p.low().period_s - 6.0).abs() < 1e-9);
+        assert_eq!(p.set10(p.high()).0, -1);
+        assert_eq!(p.set10(p.low()).0, 1);
+        assert_eq!(p.set10(p.high()).1.get(), 10.0);
         // The window holds at least 6 phases of every low-frequency job.
-        assert!((p.window.1 - p.window.0) / p.low.period_s >= 6.0);
+        assert!((p.window.1 - p.window.0) / p.low().period_s >= 6.0);
         // The low-frequency jobs bring the load of seed 004's fifteen (the device busy about
         // all the time when their phases are spread out).
         let load: f64 = p
@@ -418,7 +418,7 @@ mod tests {
         assert!((0.9..1.05).contains(&load), "{load}");
         let q = plan(&args(true, 2)).unwrap();
         assert_eq!(
-            q.set10(q.high),
+            q.set10(q.high()),
             (-1, iosets_types::Priority::new(10.0).unwrap())
         );
     }

@@ -288,6 +288,40 @@ fn stop_at_cuts_a_compute_phase_and_never_an_io_phase() {
 }
 
 #[test]
+fn release_delays_the_first_compute_phase_and_logs_nothing_before_it() {
+    let dir = common::scratch("app-release");
+    let launched = unix_now();
+    let args = [
+        "--dir",
+        ".",
+        "--procs",
+        "1",
+        "--compute",
+        "0.05",
+        "--write-mib",
+        "1",
+        "--iterations",
+        "2",
+        "--job",
+        "5",
+        "--release",
+        "0.4",
+    ];
+    let out = output_within(app(&dir, &args), Duration::from_secs(60));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = parse_phase_log(&text(&out.stdout)).unwrap();
+    assert_ordered(&rows);
+    // Two iterations, a compute and an I/O phase each: the release is not a phase.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows[0].kind, PhaseKind::Compute);
+    assert!(
+        rows[0].start >= launched + 0.4,
+        "{:?} vs {launched}",
+        rows[0]
+    );
+}
+
+#[test]
 fn bad_flags_fail_with_a_message() {
     let dir = common::scratch("app-bad");
     let file = dir.join("plain-file");

@@ -273,27 +273,27 @@ pub(crate) fn window_overlap(plan: &Plan, services: &[Service], t0: f64) -> Opti
     (t.busy_ns > 0).then(|| t.share())
 }
 
-/// The simulator's fluid workload for `plan` on a device of `b` bytes/s.
+/// The simulator's fluid workload for `plan` on a device of `b` bytes/s: every job with its
+/// release, compute length and volume; its group is its class (`Plan::classes`).
 pub(crate) fn fluid_workload(plan: &Plan, b: f64) -> Workload {
-    let job = |group: usize, k: Kind| {
+    let classes = plan.classes();
+    let job = |k: Kind| {
         let bytes = plan.phase_bytes(k) as f64;
         // Enough iterations to reach past the window even if no I/O took any time.
-        let n = (plan.window.1 / k.compute_s).ceil() as usize + 2;
+        let n = ((plan.window.1 - k.release_s).max(0.0) / k.compute_s).ceil() as usize + 2;
         Job {
-            group,
-            release: 0.0,
+            group: classes.iter().position(|&c| c == k.name).unwrap_or(0),
+            release: k.release_s,
             cpu: vec![k.compute_s; n],
             volume: vec![bytes; n],
             class_w_iter: k.compute_s + bytes / b,
         }
     };
-    let mut jobs = vec![job(0, plan.high)];
-    jobs.extend((0..plan.low.jobs).map(|_| job(1, plan.low)));
     Workload {
         bandwidth: b,
         window: Window::new(plan.window.0, plan.window.1).ok(),
-        jobs,
-        groups: vec!["high".into(), "low".into()],
+        jobs: plan.jobs().into_iter().map(|(_, k)| job(k)).collect(),
+        groups: classes.iter().map(|c| c.to_string()).collect(),
     }
 }
 
@@ -312,6 +312,17 @@ const SIM_SEEDS: u64 = 10;
 /// default scale: `B` = 101.6 MiB/s on a 110 MiB/s device, which moved 109.6 MiB/s on average
 /// over clairvoyant's windows).
 pub(crate) fn predict(plan: &Plan, config: Config, b: f64, device: f64) -> Result<[f64; 4]> {
+    predict_jobs(plan, config, b, device).map(|(m, _)| m)
+}
+
+/// [`predict`], and each job's `e_cpu` and `e_io` in the window (the mean over the seeds), in
+/// the order of `plan.jobs()`.
+pub(crate) fn predict_jobs(
+    plan: &Plan,
+    config: Config,
+    b: f64,
+    device: f64,
+) -> Result<([f64; 4], Vec<JobWork>)> {
     let heuristic: Heuristic = config
         .heuristic()
         .parse()
@@ -326,6 +337,13 @@ pub(crate) fn predict(plan: &Plan, config: Config, b: f64, device: f64) -> Resul
         1
     };
     let mut sum = [0.0; 4];
+    let mut jobs = vec![
+        JobWork {
+            e_cpu: 0.0,
+            e_io: 0.0
+        };
+        workload.jobs.len()
+    ];
     for seed in 0..seeds {
         let r = simulate(
             &workload,
@@ -348,8 +366,12 @@ pub(crate) fn predict(plan: &Plan, config: Config, b: f64, device: f64) -> Resul
         for (s, v) in sum.iter_mut().zip(Metrics::compute(window, &work).values()) {
             *s += v;
         }
+        for (acc, w) in jobs.iter_mut().zip(&work) {
+            acc.e_cpu += w.e_cpu / seeds as f64;
+            acc.e_io += w.e_io / seeds as f64;
+        }
     }
-    Ok(sum.map(|s| s / seeds as f64))
+    Ok((sum.map(|s| s / seeds as f64), jobs))
 }
 
 /// The mean, smallest and largest of `xs` (NaN for none).
@@ -405,8 +427,8 @@ mod tests {
         assert_eq!(w.jobs.len(), 16);
         assert_eq!(w.window, Some(Window::new(20.0, 160.0).unwrap()));
         // Alone, a job's period is its plan's period.
-        assert!((w.jobs[0].w_iter(b) - p.high.period_s).abs() < 1e-9);
-        assert!((w.jobs[1].w_iter(b) - p.low.period_s).abs() < 1e-9);
+        assert!((w.jobs[0].w_iter(b) - p.high().period_s).abs() < 1e-9);
+        assert!((w.jobs[1].w_iter(b) - p.low().period_s).abs() < 1e-9);
         w.validate().unwrap();
     }
 

@@ -256,8 +256,9 @@ fn spawn_app(plan: &Plan, job: u64, mountpoint: &Path, dir: &Path, stop_at: f64)
     Command::new(exe)
         .args(["app", "periodic", "--dir"])
         .arg(mountpoint)
-        .args(["--procs", &plan.shape.procs.to_string()])
+        .args(["--procs", &kind.procs.to_string()])
         .args(["--compute", &format!("{:.6}", kind.compute_s)])
+        .args(["--release", &format!("{:.6}", kind.release_s)])
         .args(["--write-mib", &kind.mib_per_proc.to_string()])
         .args(["--iterations", &plan.iterations(kind).to_string()])
         .arg("--fsync")
@@ -294,18 +295,15 @@ pub(crate) fn tail(path: &Path, n: usize) -> Vec<String> {
     lines[lines.len().saturating_sub(n)..].to_vec()
 }
 
-/// I/O phases logged so far (rows of any rank), per kind: (high, low).
-fn phases_done(plan: &Plan, dir: &Path) -> (usize, usize) {
-    let mut done = (0, 0);
+/// I/O phases logged so far (rows of any rank), per class, in the order of `plan.classes()`.
+fn phases_done(plan: &Plan, dir: &Path) -> Vec<(&'static str, usize)> {
+    let mut done: Vec<(&'static str, usize)> = plan.classes().into_iter().map(|c| (c, 0)).collect();
     for (job, kind) in plan.jobs() {
         let n = std::fs::read_to_string(dir.join(format!("job{job}.csv")))
             .map(|t| t.lines().filter(|l| l.contains(",io,")).count())
-            .unwrap_or(0)
-            / plan.shape.procs as usize;
-        if kind.name == "high" {
-            done.0 += n;
-        } else {
-            done.1 += n;
+            .unwrap_or(0);
+        if let Some(d) = done.iter_mut().find(|(c, _)| *c == kind.name) {
+            d.1 += n;
         }
     }
     done
@@ -435,9 +433,13 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
             }
         }
         if now.duration_since(last_count) >= Duration::from_secs(1) {
-            let (high, low) = phases_done(plan, &spec.dir);
+            let done = phases_done(plan, &spec.dir)
+                .iter()
+                .map(|(c, n)| format!("{c} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ");
             bar.set_message(format!(
-                "I/O phases done: high {high}, low {low}; {} of {} jobs running",
+                "I/O phases done: {done}; {} of {} jobs running",
                 live.children.len() - ended.len(),
                 live.children.len()
             ));

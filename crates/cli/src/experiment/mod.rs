@@ -24,6 +24,7 @@ pub(crate) mod analysis;
 pub(crate) mod cluster;
 pub(crate) mod plan;
 mod plots;
+pub(crate) mod random;
 pub(crate) mod report;
 pub(crate) mod seed003;
 
@@ -60,6 +61,10 @@ enum Which {
     /// processes, stripe count 96) against a light one (8 processes, stripe count 4) and its
     /// stage-in, alone (reference), without (off) and with (on) a 71 % thread quota.
     Seed003(seed003::Seed003Args),
+    /// Random periodic workloads (seed 001's three classes of period, 1 to 8 writers per job,
+    /// I/O load 0.5 to 1.2) through the mount under timeorder, clairvoyant and auto, each
+    /// beside the fluid simulator's prediction for the same workload.
+    Random(random::RandomArgs),
 }
 
 /// `iosets experiment seed004` flags.
@@ -292,6 +297,7 @@ pub(crate) fn run(args: &ExperimentArgs) -> Result<()> {
     match &args.which {
         Which::Seed004(a) => seed004(a),
         Which::Seed003(a) => seed003::seed003(a),
+        Which::Random(a) => random::random(a),
     }
 }
 

@@ -147,7 +147,7 @@ pub(crate) fn parse_scale(text: &str) -> Result<f64> {
 /// One kind of job, scaled.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Kind {
-    /// `high` or `low`.
+    /// Its class: `high` or `low` in seed 004; `high`, `medium` or `low` in a random workload.
     pub(crate) name: &'static str,
     /// How many jobs of this kind run.
     pub(crate) jobs: usize,
@@ -157,6 +157,10 @@ pub(crate) struct Kind {
     pub(crate) mib_per_proc: u64,
     /// The period alone (compute + I/O alone), seconds.
     pub(crate) period_s: f64,
+    /// Processes (writer threads) per job.
+    pub(crate) procs: u32,
+    /// When its jobs start, seconds after the launch (0 in seed 004).
+    pub(crate) release_s: f64,
 }
 
 /// What the experiment's flags ask for, before scaling.
@@ -184,12 +188,12 @@ pub(crate) struct Shape {
 /// The scaled experiment.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
-    /// The shape it was made from.
+    /// The shape it was made from (`procs` and `low_jobs` are seed 004's; a random workload
+    /// gives each kind its own).
     pub(crate) shape: Shape,
-    /// The high-frequency job.
-    pub(crate) high: Kind,
-    /// The low-frequency jobs.
-    pub(crate) low: Kind,
+    /// The kinds of job, in the order of their ids: seed 004's high-frequency job then its
+    /// low-frequency ones; a random workload's jobs, one kind each.
+    pub(crate) kinds: Vec<Kind>,
     /// The metrics window, seconds after the first application's start.
     pub(crate) window: (f64, f64),
     /// When the applications stop computing, seconds after their launch.
@@ -250,6 +254,8 @@ impl Plan {
                 compute_s: compute,
                 mib_per_proc: mib as u64,
                 period_s: period,
+                procs,
+                release_s: 0.0,
             })
         };
         let high = kind("high", 1, HIGH, 1.0)?;
@@ -263,29 +269,59 @@ impl Plan {
                 low.period_s
             );
         }
-        Ok(Plan {
-            shape,
-            high,
-            low,
-            window,
-            stop_after_s: window.1 + STOP_MARGIN_S,
-        })
+        Ok(Plan::of_kinds(shape, vec![high, low], window))
     }
 
-    /// Every job: id 1 is the high-frequency job, 2.. the low-frequency ones.
+    /// A plan of `kinds` (ids in their order, from 1), measured over `window` (seconds after
+    /// the launch, already scaled).
+    pub(crate) fn of_kinds(shape: Shape, kinds: Vec<Kind>, window: (f64, f64)) -> Plan {
+        Plan {
+            shape,
+            kinds,
+            window,
+            stop_after_s: window.1 + STOP_MARGIN_S,
+        }
+    }
+
+    /// Seed 004's high-frequency job (the first kind).
+    #[cfg(test)]
+    pub(crate) fn high(&self) -> Kind {
+        self.kinds[0]
+    }
+
+    /// Seed 004's low-frequency jobs (the last kind).
+    pub(crate) fn low(&self) -> Kind {
+        self.kinds[self.kinds.len() - 1]
+    }
+
+    /// Every job, ids from 1 in the order of the kinds: in seed 004, id 1 is the
+    /// high-frequency job, 2.. the low-frequency ones.
     pub(crate) fn jobs(&self) -> Vec<(u64, Kind)> {
-        std::iter::once((1, self.high))
-            .chain((0..self.low.jobs).map(|i| (2 + i as u64, self.low)))
+        self.kinds
+            .iter()
+            .flat_map(|&k| std::iter::repeat_n(k, k.jobs))
+            .zip(1u64..)
+            .map(|(k, id)| (id, k))
             .collect()
     }
 
     /// The kind of job `id`.
     pub(crate) fn kind_of(&self, job: u64) -> Option<Kind> {
-        match job {
-            1 => Some(self.high),
-            j if j >= 2 && j < 2 + self.low.jobs as u64 => Some(self.low),
-            _ => None,
+        self.jobs()
+            .into_iter()
+            .find(|&(j, _)| j == job)
+            .map(|(_, k)| k)
+    }
+
+    /// The distinct class names of the kinds, in order of first appearance.
+    pub(crate) fn classes(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for k in &self.kinds {
+            if !out.contains(&k.name) {
+                out.push(k.name);
+            }
         }
+        out
     }
 
     /// The aggregate device, bytes/s.
@@ -295,7 +331,7 @@ impl Plan {
 
     /// Bytes one I/O phase of `kind` moves (all processes).
     pub(crate) fn phase_bytes(&self, kind: Kind) -> u64 {
-        kind.mib_per_proc * u64::from(self.shape.procs) * MIB
+        kind.mib_per_proc * u64::from(kind.procs) * MIB
     }
 
     /// An I/O phase of `kind` alone on the device, seconds.
@@ -315,25 +351,44 @@ impl Plan {
 
     /// Iterations each job is given: more than fit before the stop (the stop ends them).
     pub(crate) fn iterations(&self, kind: Kind) -> u64 {
-        (self.stop_after_s / kind.period_s).ceil() as u64 + 2
+        ((self.stop_after_s - kind.release_s).max(0.0) / kind.period_s).ceil() as u64 + 2
     }
 
-    /// How long one run is expected to take, seconds: until the stop, plus the low-frequency
-    /// phases that may still be running then.
+    /// How long one run is expected to take, seconds: until the stop, plus the longest phase
+    /// that may still be running then.
     pub(crate) fn expected_run_s(&self) -> f64 {
-        self.stop_after_s + self.io_alone_s(self.low)
+        let longest = self.kinds.iter().map(|&k| self.io_alone_s(k));
+        self.stop_after_s + longest.fold(0.0, f64::max)
     }
 
-    /// The latest a run may take before its applications are killed: time for every
-    /// low-frequency job's last phase to finish one after the other, twice over.
+    /// The latest a run may take before its applications are killed: time for every job's
+    /// last phase to finish one after the other, twice over.
     pub(crate) fn run_deadline_s(&self) -> f64 {
-        self.stop_after_s + 30.0 + 2.0 * self.io_alone_s(self.low) * self.low.jobs as f64
+        let all: f64 = self
+            .kinds
+            .iter()
+            .map(|&k| self.io_alone_s(k) * k.jobs as f64)
+            .sum();
+        self.stop_after_s + 30.0 + 2.0 * all
     }
 
-    /// A line per kind for the outputs.
+    /// A line per kind for the outputs (seed 004's two kinds; the low-frequency ones'
+    /// lengthening by the demo's `low_load`).
     pub(crate) fn describe(&self) -> Vec<String> {
-        [(self.high, 1.0), (self.low, self.shape.low_load)]
-            .into_iter()
+        let last = self.kinds.len() - 1;
+        self.kinds
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| {
+                (
+                    k,
+                    if i == last && i > 0 {
+                        self.shape.low_load
+                    } else {
+                        1.0
+                    },
+                )
+            })
             .map(|(k, load)| {
                 let (set, p) = self.set10(k);
                 format!(
@@ -344,8 +399,8 @@ impl Plan {
                     if k.jobs == 1 { "" } else { "s" },
                     k.compute_s,
                     k.mib_per_proc,
-                    self.shape.procs,
-                    if self.shape.procs == 1 { "" } else { "es" },
+                    k.procs,
+                    if k.procs == 1 { "" } else { "es" },
                     self.io_alone_s(k),
                     if load == 1.0 {
                         String::new()
@@ -381,29 +436,29 @@ mod tests {
     fn full_scale_is_seed_004() {
         let p = Plan::new(shape(1.0)).unwrap();
         // 1.2 s × 110 MiB/s / 8 = 16.5 -> 17 MiB; 24 s -> 330 MiB per process.
-        assert_eq!(p.high.mib_per_proc, 17);
-        assert_eq!(p.low.mib_per_proc, 330);
-        assert!((p.high.period_s - 19.2).abs() < 1e-9);
-        assert!((p.low.period_s - 384.0).abs() < 1e-9);
-        assert!((p.high.compute_s + p.io_alone_s(p.high) - 19.2).abs() < 1e-9);
+        assert_eq!(p.high().mib_per_proc, 17);
+        assert_eq!(p.low().mib_per_proc, 330);
+        assert!((p.high().period_s - 19.2).abs() < 1e-9);
+        assert!((p.low().period_s - 384.0).abs() < 1e-9);
+        assert!((p.high().compute_s + p.io_alone_s(p.high()) - 19.2).abs() < 1e-9);
         assert_eq!(p.window, (400.0, 3200.0));
         assert_eq!(p.jobs().len(), 16);
-        assert_eq!(p.set10(p.high).0, 1);
-        assert_eq!(p.set10(p.low).0, 3);
+        assert_eq!(p.set10(p.high()).0, 1);
+        assert_eq!(p.set10(p.low()).0, 3);
     }
 
     #[test]
     fn scaled_volumes_are_whole_mib_and_compute_fills_the_period() {
         let p = Plan::new(shape(1.0 / 20.0)).unwrap();
         // 0.06 s × 110 / 8 = 0.825 -> 1 MiB; 1.2 s × 110 / 8 = 16.5 -> 17 MiB.
-        assert_eq!(p.high.mib_per_proc, 1);
-        assert_eq!(p.low.mib_per_proc, 17);
-        assert!((p.low.compute_s - (19.2 - 17.0 * 8.0 / 110.0)).abs() < 1e-9);
+        assert_eq!(p.high().mib_per_proc, 1);
+        assert_eq!(p.low().mib_per_proc, 17);
+        assert!((p.low().compute_s - (19.2 - 17.0 * 8.0 / 110.0)).abs() < 1e-9);
         assert_eq!(p.window, (20.0, 160.0));
         assert!(p.stop_after_s > p.window.1);
         // The two kinds stay in different sets at any scale (their periods differ by 20×).
-        assert_ne!(p.set10(p.high).0, p.set10(p.low).0);
-        assert!(p.iterations(p.high) as f64 * p.high.period_s > p.stop_after_s);
+        assert_ne!(p.set10(p.high()).0, p.set10(p.low()).0);
+        assert!(p.iterations(p.high()) as f64 * p.high().period_s > p.stop_after_s);
     }
 
     #[test]
