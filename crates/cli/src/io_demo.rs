@@ -115,6 +115,7 @@ fn plan(args: &IoDemoArgs) -> Result<Plan> {
         low_load: SEED_LOW_JOBS as f64 / args.low_jobs as f64,
         window,
         hold_idle_ms: HOLD_IDLE_MS,
+        chunk_kib: 1024,
     })
     .context("this --throttle-mib-s is too slow for the demo's scale")
 }

@@ -13,6 +13,7 @@ fn job(release: f64, cpu: &[f64], volume: &[f64], class_w_iter: f64) -> Job {
         cpu: cpu.to_vec(),
         volume: volume.to_vec(),
         class_w_iter,
+        peak: None,
     }
 }
 
@@ -112,6 +113,30 @@ fn two_jobs_under_fair_share() {
         .map(|s| (s.start, s.end, s.transferring))
         .collect();
     assert_eq!(rates, vec![(1.0, 2.0, 1), (2.0, 6.0, 2), (6.0, 7.0, 1)]);
+}
+
+#[test]
+fn a_job_takes_no_more_than_its_peak_and_leaves_the_rest_to_the_others() {
+    // A's writers reach 1/4 of B. Alone 1→2 at 1/4 (3.75 left); from 2 fair share would give
+    // it 1/2, it takes 1/4 and B gets 3/4: B's 2 units done at 2 + 8/3; A alone again at 1/4
+    // after that, 3.75 - (8/3)/4 = 3.0833… left, done 12.333… later.
+    let mut w = two_jobs();
+    w.jobs[0].peak = Some(0.25);
+    let r = run(&w, "fair-share");
+    let b_done = 2.0 + 8.0 / 3.0;
+    let a_left = 3.75 - (8.0 / 3.0) * 0.25;
+    assert_times(&r, &[b_done + a_left / 0.25, b_done]);
+    // A peak above every share changes nothing.
+    let mut w = two_jobs();
+    w.jobs[0].peak = Some(1.0);
+    assert_times(&run(&w, "fair-share"), &[7.0, 6.0]);
+    // Nonsense peaks are refused.
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let mut w = two_jobs();
+        w.jobs[1].peak = Some(bad);
+        let e = simulate(&w, "fair-share".parse().unwrap(), SimOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("peak"), "{e}");
+    }
 }
 
 #[test]

@@ -43,7 +43,7 @@ use iosets_sim::phaselog::{
 };
 
 use super::cluster::RunRecord;
-use super::plan::{Config, Kind, Plan};
+use super::plan::{Config, Kind, Plan, MIB};
 
 /// The metrics' names in the CSV files, in the order of the values.
 pub(crate) const METRIC_KEYS: [&str; 4] = [
@@ -273,26 +273,63 @@ pub(crate) fn window_overlap(plan: &Plan, services: &[Service], t0: f64) -> Opti
     (t.busy_ns > 0).then(|| t.share())
 }
 
+/// What the simulator is told about the jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Model {
+    /// The paper's fluid model: any job alone takes the whole device.
+    Fluid,
+    /// Each job no faster than its writers reach: a process writes one 1 MiB block at a time,
+    /// cut into the mount's chunks, chunk `k` of its file on server `(h(path) + k) mod K`, and
+    /// a job's processes advance together, so a job reaches the servers of its files' first
+    /// block: its peak is that many servers' share of the device ([`writers_peak`]).
+    Writers,
+}
+
+/// The most of a device of `device` bytes/s that job `job` of `kind` reaches on `servers`
+/// servers with chunks of `chunk` bytes ([`Model::Writers`]): the first 1 MiB block of its
+/// files `job<ID>.r0.p<I>` (as `iosets app periodic` names and writes them) lies on `n`
+/// distinct servers, and it takes `n / servers` of the device.
+pub(crate) fn writers_peak(job: u64, kind: Kind, servers: usize, chunk: u64, device: f64) -> f64 {
+    let Ok(layout) = iosets_client::Layout::new(chunk, servers) else {
+        return device;
+    };
+    let chunks = MIB.div_ceil(chunk.max(1));
+    let mut reached: Vec<usize> = (0..kind.procs)
+        .flat_map(|i| {
+            let path = format!("job{job}.r0.p{i}");
+            (0..chunks)
+                .map(|k| layout.server_of(&path, k))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    reached.sort_unstable();
+    reached.dedup();
+    device * reached.len() as f64 / servers as f64
+}
+
 /// The simulator's fluid workload for `plan` on a device of `b` bytes/s: every job with its
-/// release, compute length and volume; its group is its class (`Plan::classes`).
-pub(crate) fn fluid_workload(plan: &Plan, b: f64) -> Workload {
+/// release, compute length and volume, and under [`Model::Writers`] its peak; its group is its
+/// class (`Plan::classes`).
+pub(crate) fn fluid_workload(plan: &Plan, b: f64, model: Model) -> Workload {
     let classes = plan.classes();
-    let job = |k: Kind| {
+    let job = |id: u64, k: Kind| {
         let bytes = plan.phase_bytes(k) as f64;
         // Enough iterations to reach past the window even if no I/O took any time.
         let n = ((plan.window.1 - k.release_s).max(0.0) / k.compute_s).ceil() as usize + 2;
+        let peak = writers_peak(id, k, plan.shape.servers, plan.shape.chunk_kib * 1024, b);
         Job {
             group: classes.iter().position(|&c| c == k.name).unwrap_or(0),
             release: k.release_s,
             cpu: vec![k.compute_s; n],
             volume: vec![bytes; n],
             class_w_iter: k.compute_s + bytes / b,
+            peak: (model == Model::Writers && peak < b).then_some(peak),
         }
     };
     Workload {
         bandwidth: b,
         window: Window::new(plan.window.0, plan.window.1).ok(),
-        jobs: plan.jobs().into_iter().map(|(_, k)| job(k)).collect(),
+        jobs: plan.jobs().into_iter().map(|(id, k)| job(id, k)).collect(),
         groups: classes.iter().map(|c| c.to_string()).collect(),
     }
 }
@@ -312,7 +349,7 @@ const SIM_SEEDS: u64 = 10;
 /// default scale: `B` = 101.6 MiB/s on a 110 MiB/s device, which moved 109.6 MiB/s on average
 /// over clairvoyant's windows).
 pub(crate) fn predict(plan: &Plan, config: Config, b: f64, device: f64) -> Result<[f64; 4]> {
-    predict_jobs(plan, config, b, device).map(|(m, _)| m)
+    predict_jobs(plan, config, b, device, Model::Fluid).map(|(m, _)| m)
 }
 
 /// [`predict`], and each job's `e_cpu` and `e_io` in the window (the mean over the seeds), in
@@ -322,12 +359,13 @@ pub(crate) fn predict_jobs(
     config: Config,
     b: f64,
     device: f64,
+    model: Model,
 ) -> Result<([f64; 4], Vec<JobWork>)> {
     let heuristic: Heuristic = config
         .heuristic()
         .parse()
         .with_context(|| format!("the simulator's heuristic {}", config.heuristic()))?;
-    let workload = fluid_workload(plan, device);
+    let workload = fluid_workload(plan, device, model);
     let window = workload
         .window
         .context("the scaled metrics window is empty")?;
@@ -415,6 +453,7 @@ mod tests {
             low_load: 1.0,
             window: SEED_WINDOW,
             hold_idle_ms: 20,
+            chunk_kib: 1024,
         })
         .unwrap()
     }
@@ -423,13 +462,48 @@ mod tests {
     fn the_simulator_sees_the_scaled_workload() {
         let p = plan();
         let b = p.device_bytes_s();
-        let w = fluid_workload(&p, b);
+        let w = fluid_workload(&p, b, Model::Fluid);
         assert_eq!(w.jobs.len(), 16);
         assert_eq!(w.window, Some(Window::new(20.0, 160.0).unwrap()));
         // Alone, a job's period is its plan's period.
         assert!((w.jobs[0].w_iter(b) - p.high().period_s).abs() < 1e-9);
         assert!((w.jobs[1].w_iter(b) - p.low().period_s).abs() < 1e-9);
         w.validate().unwrap();
+    }
+
+    #[test]
+    fn a_job_reaches_the_servers_its_files_start_on() {
+        let p = plan();
+        let b = p.device_bytes_s();
+        let layout = iosets_client::Layout::new(MIB, 2).unwrap();
+        let one = Kind {
+            procs: 1,
+            ..p.low()
+        };
+        // One writer: one server of two, half the device, whichever it is.
+        assert_eq!(writers_peak(5, one, 2, MIB, b), b / 2.0);
+        // Two writers: the whole device if their files start on different servers.
+        let two = Kind { procs: 2, ..one };
+        let apart = |job: u64| {
+            layout.server_of(&format!("job{job}.r0.p0"), 0)
+                != layout.server_of(&format!("job{job}.r0.p1"), 0)
+        };
+        let (split, together) = (
+            (1..100).find(|&j| apart(j)).unwrap(),
+            (1..100).find(|&j| !apart(j)).unwrap(),
+        );
+        assert_eq!(writers_peak(split, two, 2, MIB, b), b);
+        assert_eq!(writers_peak(together, two, 2, MIB, b), b / 2.0);
+        // On one server every job reaches all of it.
+        assert_eq!(writers_peak(5, one, 1, MIB, b), b);
+        // With chunks of 256 KiB one writer's 1 MiB block spans both servers.
+        assert_eq!(writers_peak(5, one, 2, MIB / 4, b), b);
+        // The writers model gives the simulator that peak; the paper's model none.
+        let mut q = p.clone();
+        q.kinds = vec![one];
+        let w = fluid_workload(&q, b, Model::Writers);
+        assert_eq!(w.jobs[0].peak, Some(writers_peak(1, one, 2, MIB, b)));
+        assert_eq!(fluid_workload(&q, b, Model::Fluid).jobs[0].peak, None);
     }
 
     #[test]
@@ -454,7 +528,7 @@ mod tests {
         let d = p.device_bytes_s();
         let b = d * 101.6 / 110.0;
         // With the device at B, the rescaling is the identity: the simulator's own metrics.
-        let w = fluid_workload(&p, b);
+        let w = fluid_workload(&p, b, Model::Fluid);
         let h: Heuristic = Config::Clairvoyant.heuristic().parse().unwrap();
         let opts = SimOptions {
             seed: 0,

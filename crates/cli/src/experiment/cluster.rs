@@ -367,6 +367,7 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
     opts.token = Some(TOKEN.into());
     opts.auth = Some(secret);
     opts.threads = MOUNT_THREADS;
+    opts.chunk_size = plan.shape.chunk_kib * 1024;
     // A request may wait for whole phases of other jobs (timeorder with every job in I/O, or a
     // set's turn): bound it by the run, not by the interactive default.
     opts.timeout = Duration::from_secs_f64(plan.run_deadline_s() + 30.0);

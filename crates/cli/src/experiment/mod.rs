@@ -316,6 +316,7 @@ fn seed004(a: &Seed004Args) -> Result<()> {
         low_load: 1.0,
         window: SEED_WINDOW,
         hold_idle_ms: a.hold_idle_ms,
+        chunk_kib: 1024,
     })?;
     if let Some(k) = a.kill_job {
         if plan.kind_of(k.job).is_none() {

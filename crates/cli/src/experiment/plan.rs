@@ -183,6 +183,8 @@ pub(crate) struct Shape {
     pub(crate) window: (f64, f64),
     /// The `iosets` policy's anticipation, ms.
     pub(crate) hold_idle_ms: u64,
+    /// The mount's striping chunk, KiB (the granularity of the requests the servers see).
+    pub(crate) chunk_kib: u64,
 }
 
 /// The scaled experiment.
@@ -429,6 +431,7 @@ mod tests {
             low_load: 1.0,
             window: SEED_WINDOW,
             hold_idle_ms: 20,
+            chunk_kib: 1024,
         }
     }
 

@@ -31,7 +31,7 @@ use clap::Args;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::analysis::{self, METRIC_KEYS};
+use super::analysis::{self, Model, METRIC_KEYS};
 use super::plan::{self, Config, Kind, Plan, Shape, MIB};
 use super::{execute, order_inside_sets, Outcome, Settings};
 
@@ -84,6 +84,10 @@ pub(crate) struct RandomArgs {
     /// The iosets policy's anticipation, ms (as `experiment seed004 --hold-idle-ms`).
     #[arg(long, default_value_t = 20)]
     hold_idle_ms: u64,
+    /// The mount's striping chunk, KiB (64 to 65536): the size of the requests the servers
+    /// see for the applications' 1 MiB writes, and how many servers one writer reaches.
+    #[arg(long, default_value_t = 1024)]
+    chunk_kib: u64,
     /// Output directory (default: ./random-YYYYMMDD-HHMMSS).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -120,6 +124,8 @@ pub(crate) struct Params {
     pub(crate) window_s: f64,
     /// The iosets policy's anticipation.
     pub(crate) hold_idle_ms: u64,
+    /// The mount's striping chunk, KiB.
+    pub(crate) chunk_kib: u64,
 }
 
 impl Params {
@@ -138,6 +144,9 @@ impl Params {
                 "--device-mib-s {}: expected 1 to 100000 MiB/s",
                 self.device_mib_s
             );
+        }
+        if !(64..=65_536).contains(&self.chunk_kib) {
+            bail!("--chunk-kib {}: expected 64 to 65536 KiB", self.chunk_kib);
         }
         let longest = PROFILES[2].1 * self.scale;
         if !(self.window_s.is_finite() && self.window_s >= longest && self.window_s <= 86_400.0) {
@@ -238,6 +247,7 @@ pub(crate) fn draw(seed: u64, p: Params) -> Result<Drawn> {
         low_load: 1.0,
         window: (begin, begin + p.window_s),
         hold_idle_ms: p.hold_idle_ms,
+        chunk_kib: p.chunk_kib,
     };
     let plan = Plan::of_kinds(shape, kinds, (begin, begin + p.window_s));
     Ok(Drawn {
@@ -248,6 +258,10 @@ pub(crate) fn draw(seed: u64, p: Params) -> Result<Drawn> {
     })
 }
 
+/// The simulator's two models, in the order of [`Compared::predicted`].
+pub(crate) const MODELS: [(Model, &str); 2] =
+    [(Model::Fluid, "fluid"), (Model::Writers, "writers")];
+
 /// One configuration of one workload: measured and predicted.
 #[derive(Clone, Debug)]
 pub(crate) struct Compared {
@@ -255,16 +269,16 @@ pub(crate) struct Compared {
     pub(crate) config: Config,
     /// The four metrics measured, when the run gave them.
     pub(crate) measured: Option<[f64; 4]>,
-    /// The four metrics the simulator predicts.
-    pub(crate) predicted: Option<[f64; 4]>,
-    /// Per class: (class, measured mean I/O slowdown, predicted mean I/O slowdown).
-    pub(crate) classes: Vec<(&'static str, f64, f64)>,
+    /// The four metrics the simulator predicts, per model of [`MODELS`].
+    pub(crate) predicted: [Option<[f64; 4]>; 2],
+    /// Per class: (class, measured mean I/O slowdown, predicted mean I/O slowdown per model).
+    pub(crate) classes: Vec<(&'static str, f64, [f64; 2])>,
 }
 
 impl Compared {
-    /// Whether every metric is within `FIDELITY` of the simulator.
-    pub(crate) fn faithful(&self) -> bool {
-        match (self.measured, self.predicted) {
+    /// Whether every metric is within `FIDELITY` of model `m`'s prediction.
+    pub(crate) fn faithful(&self, m: usize) -> bool {
+        match (self.measured, self.predicted[m]) {
             (Some(m), Some(p)) => m
                 .iter()
                 .zip(&p)
@@ -299,11 +313,13 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
         .map(|&config| {
             let run = o.metrics.iter().find(|m| m.config == config);
             let measured = run.and_then(|m| m.values());
-            let sim = analysis::predict_jobs(plan, config, o.bandwidth.bytes_s, device).ok();
+            let sims = MODELS.map(|(model, _)| {
+                analysis::predict_jobs(plan, config, o.bandwidth.bytes_s, device, model).ok()
+            });
             let mut classes = Vec::new();
             for class in plan.classes() {
                 let mut m = Vec::new();
-                let mut s = Vec::new();
+                let mut s = [Vec::new(), Vec::new()];
                 for (i, &(job, kind)) in jobs.iter().enumerate() {
                     if kind.name != class {
                         continue;
@@ -315,18 +331,19 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
                             }
                         }
                     }
-                    if let Some((_, work)) = &sim {
-                        if let Some(x) = work[i].io_slowdown(window) {
+                    for (sim, s) in sims.iter().zip(&mut s) {
+                        if let Some(x) = sim.as_ref().and_then(|(_, w)| w[i].io_slowdown(window)) {
                             s.push(x);
                         }
                     }
                 }
-                classes.push((class, analysis::spread(&m).0, analysis::spread(&s).0));
+                let mean = |xs: &[f64]| analysis::spread(xs).0;
+                classes.push((class, mean(&m), [mean(&s[0]), mean(&s[1])]));
             }
             Compared {
                 config,
                 measured,
-                predicted: sim.map(|(v, _)| v),
+                predicted: sims.map(|s| s.map(|(v, _)| v)),
                 classes,
             }
         })
@@ -336,11 +353,12 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
 /// The summary's counts over every workload.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    /// Per configuration: workloads compared, and those within `FIDELITY` on all four metrics.
-    pub(crate) faithful: Vec<(Config, usize, usize)>,
-    /// Workloads where the simulator puts set-10 ahead of fair-share by more than 3 % on some
-    /// metric, and those where clairvoyant is ahead of timeorder on every such metric.
-    pub(crate) gains: (usize, usize),
+    /// Per configuration: workloads compared, and those within `FIDELITY` on all four metrics,
+    /// per model of [`MODELS`].
+    pub(crate) faithful: Vec<(Config, usize, [usize; 2])>,
+    /// Per model: workloads where it puts set-10 ahead of fair-share by more than 3 % on some
+    /// metric, and those where clairvoyant is measured ahead of timeorder on every such metric.
+    pub(crate) gains: [(usize, usize); 2],
     /// Workloads with auto and clairvoyant, and those where auto is within 5 % on all four.
     pub(crate) auto_close: (usize, usize),
 }
@@ -357,22 +375,25 @@ pub(crate) fn tally(results: &[(Drawn, Vec<Compared>)]) -> Tally {
             .iter()
             .filter_map(|(_, cs)| cs.iter().find(|x| x.config == c));
         let n = of.clone().count();
-        let ok = of.filter(|x| x.faithful()).count();
+        let ok = [0, 1].map(|m| of.clone().filter(|x| x.faithful(m)).count());
         t.faithful.push((c, n, ok));
     }
     for (_, cs) in results {
         let get = |c: Config| cs.iter().find(|x| x.config == c);
         if let (Some(to), Some(cl)) = (get(Config::Timeorder), get(Config::Clairvoyant)) {
-            if let (Some(pf), Some(ps), Some(mt), Some(mc)) =
-                (to.predicted, cl.predicted, to.measured, cl.measured)
-            {
+            for (m, gains) in t.gains.iter_mut().enumerate() {
+                let (Some(pf), Some(ps), Some(mt), Some(mc)) =
+                    (to.predicted[m], cl.predicted[m], to.measured, cl.measured)
+                else {
+                    continue;
+                };
                 let promised: Vec<usize> = (0..4)
                     .filter(|&i| ahead(i, ps[i], pf[i], GAIN_SEEN))
                     .collect();
                 if !promised.is_empty() {
-                    t.gains.0 += 1;
+                    gains.0 += 1;
                     if promised.iter().all(|&i| ahead(i, mc[i], mt[i], 0.0)) {
-                        t.gains.1 += 1;
+                        gains.1 += 1;
                     }
                 }
             }
@@ -393,41 +414,46 @@ pub(crate) fn tally(results: &[(Drawn, Vec<Compared>)]) -> Tally {
     t
 }
 
-/// The CSV of every metric of every configuration of every workload.
+/// The CSV of every metric of every configuration of every workload, beside both models.
 pub(crate) fn metrics_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
-    let mut out = String::from("seed,omega,config,metric,measured,simulated,diff_pct\n");
+    let mut out = String::from(
+        "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct\n",
+    );
     for (d, cs) in results {
         for c in cs {
             for (i, key) in METRIC_KEYS.iter().enumerate() {
                 let m = c.measured.map_or(f64::NAN, |v| v[i]);
-                let p = c.predicted.map_or(f64::NAN, |v| v[i]);
-                let _ = writeln!(
+                let _ = write!(
                     out,
-                    "{},{:.4},{},{key},{m:.4},{p:.4},{:.2}",
+                    "{},{:.4},{},{key},{m:.4}",
                     d.seed,
                     d.omega,
-                    c.config.name(),
-                    rel(m, p) * 100.0
+                    c.config.name()
                 );
+                for p in c.predicted {
+                    let p = p.map_or(f64::NAN, |v| v[i]);
+                    let _ = write!(out, ",{p:.4},{:.2}", rel(m, p) * 100.0);
+                }
+                out.push('\n');
             }
         }
     }
     out
 }
 
-/// The CSV of each class's I/O slowdown, measured and predicted.
+/// The CSV of each class's mean I/O slowdown, measured and per model.
 pub(crate) fn classes_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
-    let mut out =
-        String::from("seed,config,class,measured_io_slowdown,simulated_io_slowdown,diff_pct\n");
+    let mut out = String::from(
+        "seed,config,class,measured_io_slowdown,fluid_io_slowdown,writers_io_slowdown\n",
+    );
     for (d, cs) in results {
         for c in cs {
-            for &(class, m, p) in &c.classes {
+            for &(class, m, [f, w]) in &c.classes {
                 let _ = writeln!(
                     out,
-                    "{},{},{class},{m:.4},{p:.4},{:.2}",
+                    "{},{},{class},{m:.4},{f:.4},{w:.4}",
                     d.seed,
-                    c.config.name(),
-                    rel(m, p) * 100.0
+                    c.config.name()
                 );
             }
         }
@@ -438,22 +464,28 @@ pub(crate) fn classes_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
 /// The CSV of every job of every workload.
 pub(crate) fn workloads_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
     let mut out = String::from(
-        "seed,omega,job,class,period_s,procs,mib_per_proc,compute_s,release_s,set10\n",
+        "seed,omega,window_begin_s,window_end_s,job,class,period_s,procs,mib_per_proc,compute_s,\
+         release_s,set10,peak_mib_s\n",
     );
     for (d, _) in results {
+        let (servers, device) = (d.plan.shape.servers, d.plan.device_bytes_s());
         for (job, k) in d.plan.jobs() {
             let _ = writeln!(
                 out,
-                "{},{:.4},{job},{},{:.4},{},{},{:.4},{:.4},{}",
+                "{},{:.4},{:.4},{:.4},{job},{},{:.4},{},{},{:.4},{:.4},{},{:.1}",
                 d.seed,
                 d.omega,
+                d.plan.window.0,
+                d.plan.window.1,
                 k.name,
                 k.period_s,
                 k.procs,
                 k.mib_per_proc,
                 k.compute_s,
                 k.release_s,
-                d.plan.set10(k).0
+                d.plan.set10(k).0,
+                analysis::writers_peak(job, k, servers, d.plan.shape.chunk_kib * 1024, device)
+                    / MIB as f64
             );
         }
     }
@@ -463,23 +495,27 @@ pub(crate) fn workloads_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
 /// The summary, one line per count.
 pub(crate) fn summary(t: &Tally) -> String {
     let mut out = String::new();
-    for (c, n, ok) in &t.faithful {
+    for (m, (_, model)) in MODELS.iter().enumerate() {
+        for (c, n, ok) in &t.faithful {
+            let _ = writeln!(
+                out,
+                "{model} model: {} against {}: within {:.0} % on all four metrics in {} of \
+                 {n} workloads",
+                c.name(),
+                c.heuristic(),
+                FIDELITY * 100.0,
+                ok[m]
+            );
+        }
         let _ = writeln!(
             out,
-            "{} against {}: within {:.0} % on all four metrics in {ok} of {n} workloads",
-            c.name(),
-            c.heuristic(),
-            FIDELITY * 100.0
+            "{model} model: set-10 predicted > {:.0} % ahead of fair-share on some metric in {} \
+             workloads; clairvoyant measured ahead of timeorder on every such metric in {}",
+            GAIN_SEEN * 100.0,
+            t.gains[m].0,
+            t.gains[m].1
         );
     }
-    let _ = writeln!(
-        out,
-        "set-10 predicted > {:.0} % ahead of fair-share on some metric in {} workloads; \
-         clairvoyant measured ahead of timeorder on every such metric in {}",
-        GAIN_SEEN * 100.0,
-        t.gains.0,
-        t.gains.1
-    );
     if t.auto_close.0 > 0 {
         let _ = writeln!(
             out,
@@ -492,18 +528,20 @@ pub(crate) fn summary(t: &Tally) -> String {
     out
 }
 
-/// One line per configuration of a workload: each metric measured (simulated, difference).
+/// One line per configuration of a workload: each metric measured, and its difference from
+/// each model's prediction.
 fn workload_lines(d: &Drawn, cs: &[Compared]) -> String {
     let mut out = String::new();
     for c in cs {
         let _ = write!(out, "  seed {} {:<11}", d.seed, c.config.name());
         for (i, key) in ["max", "geo", "slow", "util"].iter().enumerate() {
             let m = c.measured.map_or(f64::NAN, |v| v[i]);
-            let p = c.predicted.map_or(f64::NAN, |v| v[i]);
+            let [f, w] = c.predicted.map(|p| p.map_or(f64::NAN, |v| v[i]));
             let _ = write!(
                 out,
-                "  {key} {m:.3} (sim {p:.3}, {:+.1}%)",
-                rel(m, p) * 100.0
+                "  {key} {m:.3} (fluid {:+.0}%, writers {:+.0}%)",
+                rel(m, f) * 100.0,
+                rel(m, w) * 100.0
             );
         }
         out.push('\n');
@@ -525,6 +563,7 @@ pub(crate) fn random(a: &RandomArgs) -> Result<()> {
         device_mib_s: a.device_mib_s,
         window_s: a.window_s,
         hold_idle_ms: a.hold_idle_ms,
+        chunk_kib: a.chunk_kib,
     };
     let drawn = (0..a.workloads)
         .map(|k| draw(a.first_seed + k, params))
@@ -649,6 +688,7 @@ mod tests {
             device_mib_s: 110.0,
             window_s: 40.0,
             hold_idle_ms: 20,
+            chunk_kib: 1024,
         }
     }
 
@@ -722,7 +762,7 @@ mod tests {
         Compared {
             config,
             measured: Some(measured),
-            predicted: Some(predicted),
+            predicted: [Some(predicted), None],
             classes: Vec::new(),
         }
     }
@@ -745,13 +785,15 @@ mod tests {
             compared(Config::Auto, [2.64, 1.45, 2.9, 0.52], set10),
         ];
         let t = tally(&[(d.clone(), good), (d, bad)]);
-        assert_eq!(t.faithful[0], (Config::Timeorder, 2, 2));
-        assert_eq!(t.faithful[1], (Config::Clairvoyant, 2, 1));
-        assert_eq!(t.gains, (2, 1));
+        assert_eq!(t.faithful[0], (Config::Timeorder, 2, [2, 0]));
+        assert_eq!(t.faithful[1], (Config::Clairvoyant, 2, [1, 0]));
+        assert_eq!(t.gains, [(2, 1), (0, 0)]);
         assert_eq!(t.auto_close, (2, 1));
         let s = summary(&t);
         assert!(
-            s.contains("clairvoyant against set-10: within 10 % on all four metrics in 1 of 2"),
+            s.contains(
+                "fluid model: clairvoyant against set-10: within 10 % on all four metrics in 1 of 2"
+            ),
             "{s}"
         );
     }

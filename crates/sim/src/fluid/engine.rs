@@ -339,11 +339,39 @@ impl<'w> Sim<'w> {
         if !self.dirty {
             return;
         }
+        // Shares in proportion to the priorities; a job whose share is above its peak takes its
+        // peak, and what it leaves is shared again among the others (water filling).
+        let jobs = &self.workload.jobs;
         let js = &mut self.js;
-        let sum_p: f64 = self.active.iter().map(|&j| js[j as usize].priority).sum();
-        for &j in &self.active {
-            let s = &mut js[j as usize];
-            s.rate = self.b * s.priority / sum_p;
+        let mut open: Vec<u32> = self.active.clone();
+        let mut left = self.b;
+        loop {
+            let sum_p: f64 = open.iter().map(|&j| js[j as usize].priority).sum();
+            let per_priority = left / sum_p;
+            let capped: Vec<u32> = open
+                .iter()
+                .copied()
+                .filter(|&j| {
+                    let share = per_priority * js[j as usize].priority;
+                    jobs[j as usize].peak.is_some_and(|p| p < share)
+                })
+                .collect();
+            if capped.is_empty() {
+                for &j in &open {
+                    let s = &mut js[j as usize];
+                    s.rate = per_priority * s.priority;
+                }
+                break;
+            }
+            for &j in &capped {
+                let peak = jobs[j as usize].peak.unwrap_or(f64::INFINITY);
+                js[j as usize].rate = peak;
+                left -= peak;
+            }
+            open.retain(|j| !capped.contains(j));
+            if open.is_empty() {
+                break;
+            }
         }
         self.dirty = false;
     }

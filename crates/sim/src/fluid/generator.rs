@@ -164,6 +164,7 @@ impl PaperGenerator {
                     cpu,
                     volume,
                     class_w_iter: self.groups[d.group].mean,
+                    peak: None,
                 }
             })
             .collect();

@@ -56,6 +56,12 @@ pub struct Job {
     pub volume: Vec<f64>,
     /// The mean `w_iter` of the distribution (group) the job was drawn from: what CLAIRVOYANT sees.
     pub class_w_iter: f64,
+    /// The most bandwidth its I/O phases can take (volume per second), when its own writers
+    /// limit it below `B` (e.g. one synchronous writer reaching one of several servers at a
+    /// time); `None`: all of `B`. A heuristic's share above it goes to the other transferring
+    /// jobs, in proportion to their priorities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak: Option<f64>,
 }
 
 impl Job {
@@ -125,6 +131,13 @@ impl Workload {
                     "expected at least one iteration, as many compute as I/O phases",
                 ));
             }
+            if let Some(peak) = job.peak.filter(|p| !(p.is_finite() && *p > 0.0)) {
+                return Err(FluidError::invalid(
+                    field("peak"),
+                    peak,
+                    "expected a finite bandwidth > 0",
+                ));
+            }
             if !(job.release.is_finite() && job.release >= 0.0) {
                 return Err(FluidError::invalid(
                     field("release"),
@@ -187,6 +200,7 @@ mod tests {
                 cpu: vec![1.0, 3.0],
                 volume: vec![2.0, 6.0],
                 class_w_iter: 4.0,
+                peak: None,
             }],
             groups: vec!["a".to_string()],
         }

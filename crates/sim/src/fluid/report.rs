@@ -220,6 +220,7 @@ mod tests {
                     cpu: vec![1.0],
                     volume: vec![4.0],
                     class_w_iter: 5.0,
+                    peak: None,
                 },
                 Job {
                     group: 1,
@@ -227,6 +228,7 @@ mod tests {
                     cpu: vec![2.0],
                     volume: vec![2.0],
                     class_w_iter: 4.0,
+                    peak: None,
                 },
             ],
             groups: vec!["a".into(), "b".into()],

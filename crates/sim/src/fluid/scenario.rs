@@ -685,6 +685,7 @@ fn explicit_group(
             cpu: vec![t_cpu; iterations],
             volume: vec![t_io * bandwidth; iterations],
             class_w_iter,
+            peak: None,
         },
     ))
 }
