@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
@@ -15,26 +14,9 @@ use common::{fails, scratch};
 /// The longest one run of the binary may take here before the test fails.
 const RUN_LIMIT: Duration = Duration::from_secs(150);
 
-/// Whether this machine can mount FUSE file systems.
-fn fuse_available() -> bool {
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .is_ok();
-    let fusermount = Command::new("fusermount3")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !(dev && fusermount) {
-        eprintln!("skipped: /dev/fuse or fusermount3 missing");
-    }
-    dev && fusermount
-}
-
 #[test]
 fn one_small_workload_is_measured_beside_both_models_and_analysed_again() {
-    if !fuse_available() {
+    if !experiment::fuse_available("one_small_workload") {
         return;
     }
     let dir = scratch("random-small");

@@ -11,7 +11,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
@@ -22,25 +22,8 @@ const RUN_LIMIT: Duration = Duration::from_secs(150);
 /// A tiny scale: windows of about 11 s, one process per job.
 const TINY: [&str; 6] = ["--scale", "1/256", "--procs", "1", "--servers", "2"];
 
-/// Whether this machine can mount FUSE file systems (else the reason is printed).
 fn fuse_available(test: &str) -> bool {
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .is_ok();
-    let fusermount = Command::new("fusermount3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !dev {
-        eprintln!("{test}: skipped, /dev/fuse cannot be opened");
-    } else if !fusermount {
-        eprintln!("{test}: skipped, fusermount3 is missing (Debian package fuse3)");
-    }
-    dev && fusermount
+    experiment::fuse_available(test)
 }
 
 /// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and

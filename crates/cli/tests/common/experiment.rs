@@ -6,6 +6,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Whether this machine can mount FUSE file systems (else why not is printed, for `test`).
+pub fn fuse_available(test: &str) -> bool {
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_ok();
+    let fusermount = Command::new("fusermount3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !dev {
+        eprintln!("{test}: skipped, /dev/fuse cannot be opened");
+    } else if !fusermount {
+        eprintln!("{test}: skipped, fusermount3 is missing (Debian package fuse3)");
+    }
+    dev && fusermount
+}
+
 /// Runs `iosets ARGS` in `dir`, killed if it outlives `limit`; returns its output and its
 /// process id.
 pub fn run_bounded(dir: &Path, args: &[&str], limit: Duration) -> (Output, u32) {
