@@ -12,7 +12,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
@@ -45,17 +45,6 @@ const TINY: [&str; 18] = [
 
 /// Whether this machine can run the experiment (else the reason is printed).
 fn can_mount(test: &str) -> bool {
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .is_ok();
-    let fusermount = Command::new("fusermount3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
     let root = std::fs::read_to_string("/proc/self/status")
         .map(|s| {
             s.lines()
@@ -64,12 +53,8 @@ fn can_mount(test: &str) -> bool {
         .unwrap_or(false);
     if !root {
         eprintln!("{test}: skipped, not running as root");
-    } else if !dev {
-        eprintln!("{test}: skipped, /dev/fuse cannot be opened");
-    } else if !fusermount {
-        eprintln!("{test}: skipped, fusermount3 is missing (Debian package fuse3)");
     }
-    root && dev && fusermount
+    root && experiment::fuse_available(test)
 }
 
 /// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and
