@@ -53,7 +53,7 @@ fn one_small_workload_is_measured_beside_both_models_and_analysed_again() {
     let workload = csv(
         &out.join("workloads.csv"),
         "seed,omega,window_begin_s,window_end_s,job,class,period_s,procs,mib_per_proc,\
-         compute_s,release_s,set10,peak_mib_s",
+         compute_s,release_s,set10,peak_mib_s,efficiency",
     );
     assert_eq!(workload.len(), 3, "{workload:?}");
     let classes: Vec<&str> = workload.iter().map(|r| r[5].as_str()).collect();
@@ -65,6 +65,8 @@ fn one_small_workload_is_measured_beside_both_models_and_analysed_again() {
         // A job reaches one or both servers of 55 MiB/s each.
         let peak: f64 = r[12].parse().unwrap();
         assert!(peak == 55.0 || peak == 110.0, "{r:?}");
+        let efficiency: f64 = r[13].parse().unwrap();
+        assert!(efficiency > 0.0 && efficiency <= 1.0, "{r:?}");
     }
 
     let header = "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct";

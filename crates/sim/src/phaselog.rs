@@ -295,6 +295,14 @@ pub fn first_start(jobs: &[JobPhases]) -> Option<f64> {
 /// its start and has no bandwidth itself. Phases of zero length or zero bytes have no bandwidth and
 /// are left out.
 pub fn unshared_bandwidths(jobs: &[JobPhases]) -> Vec<f64> {
+    unshared_bandwidths_of_jobs(jobs)
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect()
+}
+
+/// [`unshared_bandwidths`], each with the index in `jobs` of the job whose phase it is.
+pub fn unshared_bandwidths_of_jobs(jobs: &[JobPhases]) -> Vec<(usize, f64)> {
     struct Io {
         owner: usize,
         start: f64,
@@ -357,7 +365,7 @@ pub fn unshared_bandwidths(jobs: &[JobPhases]) -> Vec<f64> {
         .filter_map(|(&(owner, n), _)| {
             let p = &jobs[owner].phases[n];
             let len = p.end - p.start;
-            (p.end.is_finite() && len > 0.0 && p.bytes > 0).then(|| p.bytes as f64 / len)
+            (p.end.is_finite() && len > 0.0 && p.bytes > 0).then(|| (owner, p.bytes as f64 / len))
         })
         .collect()
 }

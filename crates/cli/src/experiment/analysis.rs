@@ -274,15 +274,21 @@ pub(crate) fn window_overlap(plan: &Plan, services: &[Service], t0: f64) -> Opti
 }
 
 /// What the simulator is told about the jobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Model {
     /// The paper's fluid model: any job alone takes the whole device.
     Fluid,
     /// Each job no faster than its writers reach: a process writes one 1 MiB block at a time,
     /// cut into the mount's chunks, chunk `k` of its file on server `(h(path) + k) mod K`, and
     /// a job's processes advance together, so a job reaches the servers of its files' first
-    /// block: its peak is that many servers' share of the device ([`writers_peak`]).
-    Writers,
+    /// block: its peak is that many servers' share of the device ([`writers_peak`]), times
+    /// the efficiency of a phase alone (what a phase that shared the device with no other job
+    /// moved over its peak, measured: a phase's first requests and its fsync round trips, which
+    /// a busy device does not wait for).
+    Writers {
+        /// The efficiency, in (0, 1].
+        efficiency: f64,
+    },
 }
 
 /// The most of a device of `device` bytes/s that job `job` of `kind` reaches on `servers`
@@ -323,7 +329,10 @@ pub(crate) fn fluid_workload(plan: &Plan, b: f64, model: Model) -> Workload {
             cpu: vec![k.compute_s; n],
             volume: vec![bytes; n],
             class_w_iter: k.compute_s + bytes / b,
-            peak: (model == Model::Writers && peak < b).then_some(peak),
+            peak: match model {
+                Model::Fluid => None,
+                Model::Writers { efficiency } => Some(peak * efficiency).filter(|&p| p < b),
+            },
         }
     };
     Workload {
@@ -501,9 +510,11 @@ mod tests {
         // The writers model gives the simulator that peak; the paper's model none.
         let mut q = p.clone();
         q.kinds = vec![one];
-        let w = fluid_workload(&q, b, Model::Writers);
+        let w = fluid_workload(&q, b, Model::Writers { efficiency: 1.0 });
         assert_eq!(w.jobs[0].peak, Some(writers_peak(1, one, 2, MIB, b)));
         assert_eq!(fluid_workload(&q, b, Model::Fluid).jobs[0].peak, None);
+        let w = fluid_workload(&q, b, Model::Writers { efficiency: 0.5 });
+        assert_eq!(w.jobs[0].peak, Some(writers_peak(1, one, 2, MIB, b) / 2.0));
     }
 
     #[test]

@@ -258,9 +258,31 @@ pub(crate) fn draw(seed: u64, p: Params) -> Result<Drawn> {
     })
 }
 
-/// The simulator's two models, in the order of [`Compared::predicted`].
-pub(crate) const MODELS: [(Model, &str); 2] =
-    [(Model::Fluid, "fluid"), (Model::Writers, "writers")];
+/// The simulator's two models (`analysis::Model`), in the order of [`Compared::predicted`].
+pub(crate) const MODELS: [&str; 2] = ["fluid", "writers"];
+
+/// The efficiency of a phase alone over every run of `o`: the median, over the phases that
+/// shared the device with no other job's, of what they moved over their job's writers' peak
+/// (`analysis::writers_peak`); 1 when no phase ran alone. At most 1.
+pub(crate) fn efficiency(plan: &Plan, o: &Outcome) -> f64 {
+    let (servers, chunk) = (plan.shape.servers, plan.shape.chunk_kib * 1024);
+    let device = plan.device_bytes_s();
+    let ratios: Vec<f64> = o
+        .logs
+        .iter()
+        .flat_map(|l| {
+            iosets_sim::phaselog::unshared_bandwidths_of_jobs(&l.jobs)
+                .into_iter()
+                .filter_map(|(i, bw)| {
+                    let job = l.jobs[i].job;
+                    let kind = plan.kind_of(job)?;
+                    Some(bw / analysis::writers_peak(job, kind, servers, chunk, device))
+                })
+        })
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .collect();
+    iosets_sim::phaselog::median(&ratios).map_or(1.0, |m| m.min(1.0))
+}
 
 /// One configuration of one workload: measured and predicted.
 #[derive(Clone, Debug)]
@@ -273,6 +295,8 @@ pub(crate) struct Compared {
     pub(crate) predicted: [Option<[f64; 4]>; 2],
     /// Per class: (class, measured mean I/O slowdown, predicted mean I/O slowdown per model).
     pub(crate) classes: Vec<(&'static str, f64, [f64; 2])>,
+    /// The writers model's efficiency ([`efficiency`]).
+    pub(crate) efficiency: f64,
 }
 
 impl Compared {
@@ -308,12 +332,14 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
     let device = plan.device_bytes_s();
     let jobs = plan.jobs();
     let window = plan.window.1 - plan.window.0;
+    let eta = efficiency(plan, o);
+    let models = [Model::Fluid, Model::Writers { efficiency: eta }];
     o.configs
         .iter()
         .map(|&config| {
             let run = o.metrics.iter().find(|m| m.config == config);
             let measured = run.and_then(|m| m.values());
-            let sims = MODELS.map(|(model, _)| {
+            let sims = models.map(|model| {
                 analysis::predict_jobs(plan, config, o.bandwidth.bytes_s, device, model).ok()
             });
             let mut classes = Vec::new();
@@ -345,6 +371,7 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
                 measured,
                 predicted: sims.map(|s| s.map(|(v, _)| v)),
                 classes,
+                efficiency: eta,
             }
         })
         .collect()
@@ -465,14 +492,15 @@ pub(crate) fn classes_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
 pub(crate) fn workloads_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
     let mut out = String::from(
         "seed,omega,window_begin_s,window_end_s,job,class,period_s,procs,mib_per_proc,compute_s,\
-         release_s,set10,peak_mib_s\n",
+         release_s,set10,peak_mib_s,efficiency\n",
     );
-    for (d, _) in results {
+    for (d, cs) in results {
+        let eta = cs.first().map_or(f64::NAN, |c| c.efficiency);
         let (servers, device) = (d.plan.shape.servers, d.plan.device_bytes_s());
         for (job, k) in d.plan.jobs() {
             let _ = writeln!(
                 out,
-                "{},{:.4},{:.4},{:.4},{job},{},{:.4},{},{},{:.4},{:.4},{},{:.1}",
+                "{},{:.4},{:.4},{:.4},{job},{},{:.4},{},{},{:.4},{:.4},{},{:.1},{eta:.3}",
                 d.seed,
                 d.omega,
                 d.plan.window.0,
@@ -495,7 +523,7 @@ pub(crate) fn workloads_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
 /// The summary, one line per count.
 pub(crate) fn summary(t: &Tally) -> String {
     let mut out = String::new();
-    for (m, (_, model)) in MODELS.iter().enumerate() {
+    for (m, model) in MODELS.iter().enumerate() {
         for (c, n, ok) in &t.faithful {
             let _ = writeln!(
                 out,
@@ -651,6 +679,11 @@ pub(crate) fn random(a: &RandomArgs) -> Result<()> {
         let o = execute(&settings)?;
         super::print_exclusions(&o);
         let cs = compare(&d.plan, &o);
+        println!(
+            "  B {:.1} MiB/s; a phase alone moved {:.0} % of its writers' peak (median)",
+            o.bandwidth.bytes_s / MIB as f64,
+            cs.first().map_or(f64::NAN, |c| c.efficiency) * 100.0
+        );
         print!("{}", workload_lines(&d, &cs));
         results.push((d, cs));
     }
@@ -764,6 +797,7 @@ mod tests {
             measured: Some(measured),
             predicted: [Some(predicted), None],
             classes: Vec::new(),
+            efficiency: 1.0,
         }
     }
 
