@@ -14,6 +14,7 @@ fn job(release: f64, cpu: &[f64], volume: &[f64], class_w_iter: f64) -> Job {
         volume: volume.to_vec(),
         class_w_iter,
         peak: None,
+        weight: None,
     }
 }
 
@@ -137,6 +138,23 @@ fn a_job_takes_no_more_than_its_peak_and_leaves_the_rest_to_the_others() {
         let e = simulate(&w, "fair-share".parse().unwrap(), SimOptions::default()).unwrap_err();
         assert!(e.to_string().contains("peak"), "{e}");
     }
+}
+
+#[test]
+fn under_fair_share_a_job_gets_its_weight_in_shares_and_other_heuristics_ignore_it() {
+    // B weighs 3: from 2 it gets 3/4, its 2 units done at 2 + 8/3; A (3 units left at 2) gets
+    // 1/4 meanwhile, 3 - 2/3 = 7/3 left, then alone at 1.
+    let mut w = two_jobs();
+    w.jobs[1].weight = Some(3.0);
+    let b_done = 2.0 + 8.0 / 3.0;
+    let a_left = 3.0 - (8.0 / 3.0) * 0.25;
+    assert_times(&run(&w, "fair-share"), &[b_done + a_left, b_done]);
+    // Exclusive FCFS does not look at weights.
+    assert_times(&run(&w, "exclusive-fcfs"), &[5.0, 7.0]);
+    let mut bad = two_jobs();
+    bad.jobs[0].weight = Some(0.0);
+    let e = simulate(&bad, "fair-share".parse().unwrap(), SimOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("weight"), "{e}");
 }
 
 #[test]

@@ -284,7 +284,9 @@ pub(crate) enum Model {
     /// block: its peak is that many servers' share of the device ([`writers_peak`]), times
     /// the efficiency of a phase alone (what a phase that shared the device with no other job
     /// moved over its peak, measured: a phase's first requests and its fsync round trips, which
-    /// a busy device does not wait for).
+    /// a busy device does not wait for). Under `fair-share` (timeorder's model) a job's share
+    /// is its number of writers: arrival order serves each outstanding request in turn, and
+    /// each writer has one outstanding.
     Writers {
         /// The efficiency, in (0, 1].
         efficiency: f64,
@@ -332,6 +334,10 @@ pub(crate) fn fluid_workload(plan: &Plan, b: f64, model: Model) -> Workload {
             peak: match model {
                 Model::Fluid => None,
                 Model::Writers { efficiency } => Some(peak * efficiency).filter(|&p| p < b),
+            },
+            weight: match model {
+                Model::Fluid => None,
+                Model::Writers { .. } => Some(f64::from(k.procs)),
             },
         }
     };
@@ -507,6 +513,8 @@ mod tests {
         let w = fluid_workload(&q, b, Model::Writers { efficiency: 1.0 });
         assert_eq!(w.jobs[0].peak, Some(writers_peak(1, one, 2, MIB, b)));
         assert_eq!(fluid_workload(&q, b, Model::Fluid).jobs[0].peak, None);
+        assert_eq!(fluid_workload(&q, b, Model::Fluid).jobs[0].weight, None);
+        assert_eq!(w.jobs[0].weight, Some(1.0));
         let w = fluid_workload(&q, b, Model::Writers { efficiency: 0.5 });
         assert_eq!(w.jobs[0].peak, Some(writers_peak(1, one, 2, MIB, b) / 2.0));
     }

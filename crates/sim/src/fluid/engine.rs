@@ -601,7 +601,10 @@ impl<'w> Sim<'w> {
             0.0
         };
         s.phase_in = 0.0;
-        s.priority = place.priority;
+        s.priority = match self.heuristic {
+            Heuristic::FairShare => place.priority * job.weight.unwrap_or(1.0),
+            _ => place.priority,
+        };
         s.set_key = Some(place.set);
         let next_slot = self.queues.len();
         let slot = *self.slots.entry(place.set).or_insert(next_slot);

@@ -165,6 +165,7 @@ impl PaperGenerator {
                     volume,
                     class_w_iter: self.groups[d.group].mean,
                     peak: None,
+                    weight: None,
                 }
             })
             .collect();

@@ -62,6 +62,10 @@ pub struct Job {
     /// jobs, in proportion to their priorities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak: Option<f64>,
+    /// Its weight under `fair-share` (default 1): arrival order serves each outstanding request
+    /// in turn, so a job of `n` synchronous writers gets `n` shares. Other heuristics ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<f64>,
 }
 
 impl Job {
@@ -129,6 +133,13 @@ impl Workload {
                         job.volume.len()
                     ),
                     "expected at least one iteration, as many compute as I/O phases",
+                ));
+            }
+            if let Some(weight) = job.weight.filter(|w| !(w.is_finite() && *w > 0.0)) {
+                return Err(FluidError::invalid(
+                    field("weight"),
+                    weight,
+                    "expected a finite weight > 0",
                 ));
             }
             if let Some(peak) = job.peak.filter(|p| !(p.is_finite() && *p > 0.0)) {
@@ -201,6 +212,7 @@ mod tests {
                 volume: vec![2.0, 6.0],
                 class_w_iter: 4.0,
                 peak: None,
+                weight: None,
             }],
             groups: vec!["a".to_string()],
         }

@@ -221,6 +221,7 @@ mod tests {
                     volume: vec![4.0],
                     class_w_iter: 5.0,
                     peak: None,
+                    weight: None,
                 },
                 Job {
                     group: 1,
@@ -229,6 +230,7 @@ mod tests {
                     volume: vec![2.0],
                     class_w_iter: 4.0,
                     peak: None,
+                    weight: None,
                 },
             ],
             groups: vec!["a".into(), "b".into()],

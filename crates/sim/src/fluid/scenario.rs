@@ -686,6 +686,7 @@ fn explicit_group(
             volume: vec![t_io * bandwidth; iterations],
             class_w_iter,
             peak: None,
+            weight: None,
         },
     ))
 }
