@@ -337,6 +337,10 @@ fn a_refused_value_warns_once_per_thread_not_at_every_read() {
     });
     let warnings = Arc::new(AtomicUsize::new(0));
     tracing::subscriber::with_default(CountWarnings(Arc::clone(&warnings)), || {
+        // Another test's thread may have registered the warning's callsite, with no
+        // subscriber, while this one was being created: its cached "never" would hide every
+        // warning here. Ask every callsite again, with this subscriber in place.
+        tracing::callsite::rebuild_interest_cache();
         for _ in 0..3 {
             resolver.resolve(10, UID);
             resolver.resolve(11, UID);
@@ -351,6 +355,7 @@ fn a_refused_value_warns_once_per_thread_not_at_every_read() {
     // A new thread under the same tid warns again.
     proc.process(10).start_time(2000);
     tracing::subscriber::with_default(CountWarnings(Arc::clone(&warnings)), || {
+        tracing::callsite::rebuild_interest_cache();
         resolver.resolve(10, UID);
     });
     assert_eq!(warnings.load(Ordering::Relaxed), 3);
