@@ -190,12 +190,26 @@ impl Secret {
         Ok(Secret(Arc::from(t)))
     }
 
+    /// The secret in `file` (opened from `path`, its permissions already checked): at most
+    /// [`MAX_SECRET_LEN`] bytes and one more are read, so an oversized file is refused by
+    /// length without being read whole.
+    fn read_from(file: std::fs::File, path: &Path) -> Result<Secret, AuthError> {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        file.take(MAX_SECRET_LEN as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| AuthError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Secret::trimmed(&bytes, &path.display().to_string())
+    }
+
     /// Reads the secret file at `path`: refused if other users may read or write it.
     ///
     /// # Errors
     /// [`AuthError::Io`], [`AuthError::Permissions`], [`AuthError::Length`].
     pub fn from_file(path: &Path) -> Result<Secret, AuthError> {
-        use std::io::Read;
         use std::os::unix::fs::PermissionsExt;
         let io = |source| AuthError::Io {
             path: path.to_path_buf(),
@@ -209,11 +223,7 @@ impl Secret {
                 mode,
             });
         }
-        let mut bytes = Vec::new();
-        file.take(MAX_SECRET_LEN as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        Secret::trimmed(&bytes, &path.display().to_string())
+        Secret::read_from(file, path)
     }
 
     /// A new random secret ([`NEW_SECRET_BYTES`] from the OS, as hexadecimal), for a cluster
@@ -291,7 +301,6 @@ impl Secret {
     /// # Errors
     /// [`AuthError::Io`], [`AuthError::Owner`], [`AuthError::Exposed`], [`AuthError::Length`].
     pub fn load_private(path: &Path) -> Result<Secret, AuthError> {
-        use std::io::Read;
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
         let io = |source| AuthError::Io {
             path: path.to_path_buf(),
@@ -318,11 +327,7 @@ impl Secret {
                 mode,
             });
         }
-        let mut bytes = Vec::new();
-        file.take(MAX_SECRET_LEN as u64 + 1)
-            .read_to_end(&mut bytes)
-            .map_err(io)?;
-        Secret::trimmed(&bytes, &path.display().to_string())
+        Secret::read_from(file, path)
     }
 
     fn mac(&self, label: &[u8], server_nonce: &[u8], client_nonce: &[u8]) -> Hmac<Sha256> {

@@ -267,13 +267,18 @@ where
     };
     shared.guard.refuse(refusal, peer, message);
     let refused = error_frame(header, op, EACCES, message.into());
+    send_refusal(wr, &refused, limit).await;
+    Handshake::Refused
+}
+
+/// Writes `refused` to `wr` within `limit`; a peer that does not take it is left to the close.
+async fn send_refusal<W: AsyncWrite + Unpin>(wr: &mut W, refused: &Encoded, limit: Duration) {
     let _ = tokio::time::timeout(limit, async {
         wr.write_all(&refused.head).await?;
         wr.write_all(&refused.data).await?;
         wr.flush().await
     })
     .await;
-    Handshake::Refused
 }
 
 /// What a client of a server without a secret that does not trust its host is told.
@@ -320,12 +325,7 @@ pub(crate) async fn refuse_unproven<R, W>(
     header.tag = first.map_or(0, |(tag, _)| tag);
     let op = first.and_then(|(_, op)| op).unwrap_or(OpCode::Auth);
     let refused = error_frame(header, op, EACCES, message.into());
-    let _ = tokio::time::timeout(limit, async {
-        wr.write_all(&refused.head).await?;
-        wr.write_all(&refused.data).await?;
-        wr.flush().await
-    })
-    .await;
+    send_refusal(wr, &refused, limit).await;
 }
 
 /// The bytes of a refused peer's first frame read to answer it: its header and operation.

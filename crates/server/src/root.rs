@@ -167,6 +167,22 @@ fn kind_of_type(t: rustix::fs::FileType) -> FileKind {
     }
 }
 
+/// `Ok` if `mode` is a regular file's; else `EISDIR` for a directory and `EINVAL` for anything
+/// else, naming `path`.
+fn regular_file(mode: u32, path: &str) -> Result<(), FsError> {
+    match kind_of(mode) {
+        FileKind::File => Ok(()),
+        kind => Err(FsError::new(
+            if kind == FileKind::Dir {
+                Errno::ISDIR
+            } else {
+                Errno::INVAL
+            },
+            format!("{path:?} is not a regular file"),
+        )),
+    }
+}
+
 fn kind_of(mode: u32) -> FileKind {
     kind_of_type(rustix::fs::FileType::from_raw_mode(mode))
 }
@@ -698,16 +714,7 @@ impl Root {
                 r => (r, true),
             };
             let file = file.map_err(|e| FsError::io(e, "open", path))?;
-            if kind_of(st.st_mode) != FileKind::File {
-                return Err(FsError::new(
-                    if kind_of(st.st_mode) == FileKind::Dir {
-                        Errno::ISDIR
-                    } else {
-                        Errno::INVAL
-                    },
-                    format!("{path:?} is not a regular file"),
-                ));
-            }
+            regular_file(st.st_mode, path)?;
             Ok(Open {
                 file: Arc::new(File::from(file)),
                 key,
@@ -744,16 +751,7 @@ impl Root {
         }
         .map_err(|e| FsError::io(e, "open", path))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
-        if kind_of(st.st_mode) != FileKind::File {
-            return Err(FsError::new(
-                if kind_of(st.st_mode) == FileKind::Dir {
-                    Errno::ISDIR
-                } else {
-                    Errno::INVAL
-                },
-                format!("{path:?} is not a regular file"),
-            ));
-        }
+        regular_file(st.st_mode, path)?;
         let open = Open {
             file: Arc::new(File::from(fd)),
             key: Key::of(&st),
@@ -1411,16 +1409,7 @@ impl Root {
             .open_beneath(path, how, 0o644)
             .map_err(|e| FsError::io(e, "open", path))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
-        if kind_of(st.st_mode) != FileKind::File {
-            return Err(FsError::new(
-                if kind_of(st.st_mode) == FileKind::Dir {
-                    Errno::ISDIR
-                } else {
-                    Errno::INVAL
-                },
-                format!("{path:?} is not a regular file"),
-            ));
-        }
+        regular_file(st.st_mode, path)?;
         if how.contains(OFlags::CREATE) {
             self.parent_changed(path)?;
         }

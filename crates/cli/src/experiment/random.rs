@@ -28,6 +28,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use iosets_sim::fluid::generator::standard_normal;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -158,13 +159,6 @@ impl Params {
         }
         Ok(())
     }
-}
-
-/// A standard normal draw (Box–Muller), as the simulator's generator draws it.
-fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
-    let u1 = 1.0 - rng.gen::<f64>();
-    let u2 = rng.gen::<f64>();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// Draws workload `seed` (see the [module docs](self)).

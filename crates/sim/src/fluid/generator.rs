@@ -48,8 +48,8 @@ pub struct PaperGenerator {
     pub groups: Vec<GroupSpec>,
 }
 
-/// A standard normal draw (Box–Muller).
-fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+/// A standard normal draw (Box–Muller), consuming two draws of `rng`.
+pub fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
     let u1 = 1.0 - rng.gen::<f64>(); // (0, 1]
     let u2 = rng.gen::<f64>();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
