@@ -32,11 +32,12 @@
 //!   class of their own, one more flow of the fair queuing across sets (weight `meta_weight`),
 //!   fair among jobs, never held by any job's phase; they neither start, keep nor open a phase.
 //!   Data and fsyncs stay in the sets. `metadata=sets` is the behaviour before.
-//! - **A newcomer that outstays the new set leaves it**: a job of the shared new set holding it
-//!   while another newcomer waits for longer than `unknown_hold_ms` (2 s), or than twice its
-//!   longest turn in an earlier phase when that is longer (a periodic job with long phases keeps
-//!   them), is no periodic newcomer: it moves, with its queue, to a fair-share set of its own, as
-//!   a job past `unknown_phases` does.
+//! - **A newcomer that outstays the new set leaves it**: a job of the shared new set whose turn
+//!   has lasted longer than `unknown_hold_ms` (2 s), or than twice its longest turn in an earlier
+//!   phase when that is longer (a periodic job with long phases keeps them), is no periodic
+//!   newcomer once another newcomer waits: it moves, with its queue, to a fair-share set of its
+//!   own, as a job past `unknown_phases` does. The turn counts from its start, so each server
+//!   moves a stream as soon as it sees a waiter, whatever the other servers do.
 //! - **Open phases hold only for clients that end them**: the open-phase hold below applies to a
 //!   job once its client has sent a phase's end; a hold that runs out without one withdraws that
 //!   until the next end. A client that never sends one (crashed, or another implementation) costs
@@ -165,10 +166,10 @@ pub const TUNABLES: &[TunableSpec] = &[
     TunableSpec {
         name: "unknown_hold_ms",
         default: "2000",
-        help: "unknown=shared: a job holding the new set while another newcomer waits longer than \
-               this, or than twice its longest earlier turn in the set if that is longer (at most 60 s), is no \
-               periodic newcomer (a stream, a copy): it leaves the new set for a fair-share set of \
-               its own, in ms (0 = never)",
+        help: "unknown=shared: a job whose turn holding the new set lasts longer than this, or \
+               than twice its longest earlier turn in the set if that is longer (at most 60 s), is \
+               no periodic newcomer (a stream, a copy): once another newcomer waits it leaves the \
+               new set for a fair-share set of its own, in ms (0 = never)",
     },
     TunableSpec {
         name: "max_exclusive_ms",
@@ -711,10 +712,15 @@ impl IoSets {
         self.unknown_seen.entry(job).or_default()
     }
 
-    /// True if job `h`, holder of the new set `set`, has held it while another newcomer waits
-    /// for longer than the bound: `unknown_hold_ms`, or twice its longest earlier turn.
+    /// True if job `h`, holder of the new set `set`, has held it for longer than the bound
+    /// (`unknown_hold_ms`, or twice its longest earlier turn) and another newcomer waits.
+    ///
+    /// The turn counts from its start, not from when the other began to wait: a server sees a
+    /// striped stream's waiter only while that waiter's own request is there, so a bound counted
+    /// from the wait would start anew on each server in turn (two `dd`s over two servers: 2 s of
+    /// nothing on one server, then 2 s on the other).
     fn outstayed(&self, set: &Set, h: Slot, now: Nanos) -> bool {
-        let (Some(floor), Some(since)) = (self.unknown_hold, set.contended_since) else {
+        let Some(floor) = self.unknown_hold else {
             return false;
         };
         if set.waiting.is_empty() {
@@ -732,7 +738,7 @@ impl IoSets {
                 }
             });
         let bound = floor.max(Nanos(longest.0.saturating_mul(2)).min(AUTO_BOUND_MAX));
-        now.saturating_sub(since.max(set.held_since)) >= bound
+        now.saturating_sub(set.held_since) >= bound
     }
 
     /// Job `h` outstayed the new set: it is no periodic newcomer and moves, with its queue, to a
