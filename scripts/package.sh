@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Debian package with `cargo deb` and checks it for real, then checks
+# Builds the Debian package (the files of deploy/debian/assets staged and built with dpkg-deb,
+# dependencies from dpkg-shlibdeps) and checks it for real, then checks
 # `cargo install --path crates/cli`.
 #
 #   bash scripts/package.sh            # build target/release/package/iosets_<v>-1_<arch>.deb, check it
@@ -18,14 +19,14 @@ install_check=1
 case "${1:-}" in
   "") ;;
   --no-install) install_check=0 ;;
-  -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
   *) echo "package.sh: unknown argument $1 (expected --no-install)" >&2; exit 2 ;;
 esac
 target="${CARGO_TARGET_DIR:-$root/target}"
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 if [[ "$target" != "$root/target" ]]; then
-  # cargo deb's asset paths (target/release/...) name the workspace's target/.
-  echo "package.sh: CARGO_TARGET_DIR must be $root/target (cargo deb's assets live there)" >&2
+  # deploy/debian/assets names the workspace's target/release/.
+  echo "package.sh: CARGO_TARGET_DIR must be $root/target (deploy/debian/assets names it)" >&2
   exit 2
 fi
 fail() { echo "package.sh: $*" >&2; exit 1; }
@@ -50,13 +51,37 @@ sed -e "s|@PREFIX@|/usr|" -e "s|@LIBDIR@|/usr/lib|" -e "s|@VERSION@|$version|" \
 pages=$(ls "$gen"/man | wc -l)
 [[ $pages -ge 30 ]] || fail "only $pages manual pages generated"
 
-if ! cargo deb --version >/dev/null 2>&1; then
-  echo "-- installing cargo-deb (once; kept in ~/.cargo/bin)"
-  cargo install cargo-deb --locked --quiet
-fi
-echo "-- cargo deb"
-cargo deb -p iosets-cli --no-build --locked --strip --output "$gen/" >/dev/null
-deb="$(ls "$gen"/iosets_"$version"-*.deb)"
+echo "-- the package tree (deploy/debian/assets), stripped binaries, control files"
+work_deb="$gen/deb"
+pkg="$work_deb/debian/iosets"
+rm -rf "$work_deb"
+mkdir -p "$pkg/DEBIAN"
+while read -r src dest mode; do
+  [[ -z "$src" || "$src" == \#* ]] && continue
+  if [[ "$dest" == */ ]]; then
+    # shellcheck disable=SC2086
+    for f in $src; do install -D -m "$mode" "$f" "$pkg/$dest$(basename "$f")"; done
+  else
+    install -D -m "$mode" "$src" "$pkg/$dest"
+  fi
+done <deploy/debian/assets
+strip --strip-unneeded "$pkg/usr/bin/iosets" "$pkg/usr/lib/libiosets.so"
+strip --strip-debug "$pkg/usr/lib/libiosets.a"
+install -m 644 deploy/debian/conffiles "$pkg/DEBIAN/conffiles"
+install -m 755 deploy/debian/postinst deploy/debian/postrm "$pkg/DEBIAN/"
+command -v dpkg-shlibdeps >/dev/null || { apt-get update -qq && apt-get install -y -qq dpkg-dev >/dev/null; }
+# dpkg-shlibdeps reads debian/control in the directory it runs in; the package's own is below.
+: >"$work_deb/debian/control"
+shlibs="$(cd "$work_deb" && dpkg-shlibdeps -O debian/iosets/usr/bin/iosets debian/iosets/usr/lib/libiosets.so)"
+depends="${shlibs#shlibs:Depends=}"
+[[ -n "$depends" && "$depends" != "$shlibs" ]] || fail "dpkg-shlibdeps gave no dependencies: $shlibs"
+size="$(du -sk --exclude=DEBIAN "$pkg" | cut -f1)"
+sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$(dpkg --print-architecture)|" \
+    -e "s|@SIZE@|$size|" -e "s|@DEPENDS@|$depends|" deploy/debian/control >"$pkg/DEBIAN/control"
+(cd "$pkg" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) \
+  >"$pkg/DEBIAN/md5sums"
+deb="$gen/iosets_${version}-1_$(dpkg --print-architecture).deb"
+dpkg-deb --root-owner-group -Zxz --build "$pkg" "$deb" >/dev/null
 echo "built $deb ($(du -k "$deb" | cut -f1) KiB)"
 
 echo "-- contents"

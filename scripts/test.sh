@@ -4,6 +4,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage's wall time, printed at the end (CI must stay under 25 minutes on 2 cores).
+stages=()
+stage_start=$SECONDS
+stage_name=""
+stage() {
+  if [[ -n "$stage_name" ]]; then
+    stages+=("$(printf '%5d s  %s' $((SECONDS - stage_start)) "$stage_name")")
+  fi
+  stage_name="$1"
+  stage_start=$SECONDS
+  [[ -z "$1" ]] || echo "== $1"
+}
+report() {
+  local rc=$?
+  stage ""
+  echo "== time per stage (${SECONDS} s in all$([[ $rc -eq 0 ]] || echo ", stopped by a failure"))"
+  printf '%s\n' "${stages[@]}"
+}
+trap report EXIT
+
 if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo not found: installing the Rust toolchain through rustup" >&2
   curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
@@ -16,28 +36,28 @@ for component in rustfmt clippy; do
   fi
 done
 
-echo "== file system tools (fuse3, fio, bindfs, pjdfstest, fsx) for the mount's tests"
+stage "file system tools (fuse3, fio, bindfs, pjdfstest, fsx) for the mount's tests"
 bash scripts/fs-tools.sh >/dev/null
-echo "== ecosystem tools (prometheus, tmux, slurm, munge, python venv) for the integrations' tests"
+stage "ecosystem tools (prometheus, tmux, slurm, munge, python venv) for the integrations' tests"
 bash scripts/ecosystem-tools.sh
-echo "== cargo fmt --check"
+stage "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy --all-targets -- -D warnings"
+stage "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo doc (warnings are errors)"
+stage "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
-echo "== cargo test"
+stage "cargo test"
 cargo test --workspace --locked --release
-echo "== loom models of the runtime's lock and wake-up protocol (own target dir: all of it built under --cfg loom)"
+stage "loom models of the runtime's lock and wake-up protocol (own target dir: all of it built under --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
   cargo test -p iosets-runtime --locked --release --test loom_protocol --target-dir target/loom
-echo "== iosets mount: pjdfstest and fsx through a real mount"
+stage "iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
-echo "== the Debian package (cargo deb; installed, used and purged) and cargo install --path"
+stage "the Debian package (dpkg-deb; installed, used and purged) and cargo install --path"
 bash scripts/package.sh
-echo "== C tests of libiosets (under valgrind)"
+stage "C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
-echo "== Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
+stage "Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
 bash scripts/slurm-test.sh || [ $? = 77 ]
-echo "== Python bindings: pip install ./python in a venv, then pytest python/tests"
+stage "Python bindings: pip install ./python in a venv, then pytest python/tests"
 bash scripts/python-test.sh
