@@ -17,6 +17,7 @@ mod conventions;
 mod detect_cmd;
 mod experiment;
 mod io_demo;
+mod logsink;
 mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
@@ -70,8 +71,10 @@ enum LogFormat {
 }
 
 /// Installs the log subscriber: events at or above RUST_LOG's levels (default `info`) to
-/// standard error, in `format`. A RUST_LOG that does not parse is an error, not ignored.
-fn init_logging(format: LogFormat) -> Result<()> {
+/// standard error, or to a lab run's file ([`logsink`]), in `format`; colours only on a
+/// terminal and never for the lab (`lab`), whose lines go to files. A RUST_LOG that does not
+/// parse is an error, not ignored.
+fn init_logging(format: LogFormat, lab: bool) -> Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(&v).with_context(|| {
@@ -81,8 +84,8 @@ fn init_logging(format: LogFormat) -> Result<()> {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
+        .with_ansi(!lab && std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(logsink::Sink);
     match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -612,7 +615,8 @@ fn main() -> ExitCode {
     if prints_and_exits(&cli.command) {
         sigpipe::reset();
     }
-    if let Err(e) = init_logging(cli.log_format) {
+    let lab = matches!(cli.command, Command::Demo(_) | Command::Experiment(_));
+    if let Err(e) = init_logging(cli.log_format, lab) {
         eprintln!("error: {e:#}");
         return ExitCode::from(2);
     }

@@ -328,6 +328,9 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
     let name = format!("{}-{}", spec.config.name(), spec.rep);
     std::fs::create_dir_all(&spec.dir)
         .with_context(|| format!("creating {}", spec.dir.display()))?;
+    // The servers' and the mount's log lines go to the run's directory, not between the
+    // command's own lines.
+    let _log = crate::logsink::to_file(&spec.dir.join("log.txt"))?;
     let tag = format!("iosets-seed004-{}-{name}", std::process::id());
     let root = scratch_base().join(&tag);
     let mountpoint = std::env::temp_dir().join(format!("{tag}-mnt"));

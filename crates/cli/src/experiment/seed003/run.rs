@@ -662,6 +662,8 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<Measured> {
     for stale in ["run.csv", "snapshot-jobs.json", "snapshot-rules.json"] {
         let _ = std::fs::remove_file(spec.dir.join(stale));
     }
+    // The mount's log lines go to the run's directory, not between the command's own lines.
+    let _log = crate::logsink::to_file(&spec.dir.join("log.txt"))?;
     let mut live = Live::default();
     let result = run_in(spec, &mut live);
     let stopped = live.stop();
