@@ -305,9 +305,7 @@ impl ServerConfig {
     /// Parses the TOML text of a configuration; relative paths are taken from `base`.
     pub fn from_toml_str(text: &str, base: &Path) -> Result<ServerConfig, ServerError> {
         let file: FileConfig = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|sp| text[..sp.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map(|sp| line_at(text, sp.start));
             ServerError::Config {
                 reason: match line {
                     Some(l) => format!("line {l}: {}", e.message().trim()),
@@ -474,9 +472,7 @@ impl ServerConfig {
     /// unchanged then.
     pub fn set_quota_toml(&mut self, text: &str) -> Result<(), ServerError> {
         let q: iosets_runtime::quota::TomlQuota = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|sp| text[..sp.start.min(text.len())].lines().count().max(1));
+            let line = e.span().map(|sp| line_at(text, sp.start));
             ServerError::Config {
                 reason: match line {
                     Some(l) => format!("quota, line {l}: {}", e.message().trim()),
@@ -760,9 +756,55 @@ struct FileConfig {
     max_inflight_mib: Option<f64>,
 }
 
+/// The line (from 1) of byte `offset` of `text`: a span that starts a line is on that line, not
+/// the one before.
+fn line_at(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn errors_name_the_line_at_fault() {
+        let d = std::env::temp_dir();
+        let d = d.display();
+        // An unknown key, a wrong type, a bad quota rule: each on line 3 (the unknown key's span
+        // starts its line, which used to be reported as the line before).
+        for (text, want) in [
+            (
+                format!("root = \"{d}\"\nworkers = 2\nbogus = 1\n"),
+                "line 3: unknown field `bogus`",
+            ),
+            (
+                format!("root = \"{d}\"\n\nworkers = \"x\"\n"),
+                "line 3: invalid type",
+            ),
+            (
+                format!("root = \"{d}\"\n# a comment\n[bogus]\n"),
+                "line 3: unknown field `bogus`",
+            ),
+        ] {
+            let e = ServerConfig::from_toml_str(&text, Path::new("."))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+        let mut c = ServerConfig::new(Path::new("/"));
+        let e = c
+            .set_quota_toml("[[rule]]\nname = \"a\"\nnosuch = 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("quota, line 3"), "{e}");
+        assert_eq!(line_at("", 0), 1);
+        assert_eq!(line_at("a\nb", 99), 2);
+    }
 
     #[test]
     fn inservice_limit_is_auto_off_or_a_count_within_the_workers() {
