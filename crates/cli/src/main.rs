@@ -645,15 +645,51 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::FAILURE
         }
     }
 }
 
+/// `e` and its causes, `: `-separated, each cause left out when the text before already says it
+/// (many errors print their cause in their own message, and `{:#}` would print it twice:
+/// "cannot connect to X: Connection refused: Connection refused").
+pub(crate) fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let e = anyhow::Error::from(iosets_client::ClientError::Connect {
+            server: "127.0.0.1:1".parse().unwrap(),
+            source: io,
+        })
+        .context("asking 127.0.0.1:1");
+        let text = error_text(&e);
+        assert_eq!(text.matches("connection refused").count(), 1, "{text}");
+        assert!(
+            text.starts_with("asking 127.0.0.1:1: cannot connect to 127.0.0.1:1: "),
+            "{text}"
+        );
+        // Causes the message does not carry are kept.
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_text(&e), "outer: inner");
+    }
 
     #[test]
     fn sizes_take_suffixes() {

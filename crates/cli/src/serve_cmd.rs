@@ -308,19 +308,21 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
 
 #[derive(Debug, Args)]
 pub(crate) struct CtlArgs {
-    /// The server (host:port). `why` takes several (repeat the flag) and sums the job's waits
-    /// over them; the other commands take one.
-    #[arg(long, value_name = "ADDR", required = true)]
+    /// A server (host:port); repeat the flag for several (a mount's servers): a change
+    /// (priority, policy, rule) goes to every one, a report (jobs, stats, rule list) comes from
+    /// each, `why` sums the job's waits over them. Before or after the command.
+    #[arg(long, value_name = "ADDR", global = true)]
     server: Vec<String>,
     /// File holding the control token (or set IOSETS_TOKEN).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", global = true)]
     token_file: Option<PathBuf>,
-    /// Print the raw JSON report (jobs, stats, why).
-    #[arg(long)]
+    /// Print the raw JSON report (jobs, stats, why); with several servers, one line per server:
+    /// `{"server": ADDR, "report": REPORT}`.
+    #[arg(long, global = true)]
     json: bool,
     /// The cluster's shared secret file (default: the node's, where `iosets serve` makes it:
     /// /etc/iosets/secret for root, ~/.local/state/iosets/secret for another user).
-    #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE")]
+    #[arg(long, value_name = "FILE", env = "IOSETS_AUTH_FILE", global = true)]
     auth_file: Option<PathBuf>,
     #[command(subcommand)]
     command: CtlCommand,
@@ -489,15 +491,12 @@ pub(crate) fn control_token(token_file: Option<&Path>) -> Result<String> {
 }
 
 pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
+    if args.server.is_empty() {
+        bail!("ctl needs --server ADDR (repeat it for each server, e.g. every server of a mount)");
+    }
     if let CtlCommand::Why { job } = args.command {
         return why(args, job);
     }
-    let [server] = args.server.as_slice() else {
-        bail!(
-            "this command takes one --server (given {}); only `ctl why` sums over several",
-            args.server.len()
-        );
-    };
     let op = match &args.command {
         CtlCommand::Why { .. } => unreachable!("answered above"),
         CtlCommand::Jobs => Control::Jobs,
@@ -520,13 +519,48 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
         }
     };
     let token = token(args)?;
-    let reply = control(args, server, &token, op)?;
+    if let [server] = args.server.as_slice() {
+        let reply = control(args, server, &token, op)?;
+        return print_reply(args, None, reply);
+    }
+    // Several servers: each is asked, a failure is reported and the others still are.
+    let mut failed = 0;
+    for server in &args.server {
+        let answered = control(args, server, &token, op.clone())
+            .and_then(|reply| print_reply(args, Some(server), reply));
+        if let Err(e) = answered {
+            eprintln!("error: {server}: {}", crate::error_text(&e));
+            failed += 1;
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} servers failed", args.server.len());
+    }
+    Ok(())
+}
+
+/// Prints `reply`, from `server` when there are several (a heading, or a JSON line naming it).
+fn print_reply(args: &CtlArgs, server: Option<&String>, reply: Reply) -> Result<()> {
+    if let (Some(server), Reply::Json(text)) = (server, &reply) {
+        if args.json {
+            let report: serde_json::Value = serde_json::from_str(text)?;
+            println!(
+                "{}",
+                serde_json::json!({ "server": server, "report": report })
+            );
+            return Ok(());
+        }
+        println!("== {server}");
+    }
     match (&args.command, reply) {
         (_, Reply::Json(text)) if args.json => println!("{text}"),
         (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),
         (CtlCommand::Stats, Reply::Json(text)) => print_stats(&serde_json::from_str(&text)?),
         (CtlCommand::Rule(_), Reply::Json(text)) => print_rules(&serde_json::from_str(&text)?),
-        (_, Reply::Done) => println!("ok"),
+        (_, Reply::Done) => match server {
+            Some(server) => println!("ok: {server}"),
+            None => println!("ok"),
+        },
         (_, other) => bail!("unexpected reply {other:?}"),
     }
     Ok(())
