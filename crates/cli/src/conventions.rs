@@ -61,6 +61,7 @@ pub fn man(args: &ManArgs, cmd: clap::Command) -> Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             clap_mangen::generate_to(cmd, dir)
                 .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+            name_control_section(&dir.join("iosets-mount.1"))?;
             let pages = std::fs::read_dir(dir)
                 .with_context(|| format!("listing {}", dir.display()))?
                 .filter_map(|e| e.ok())
@@ -79,6 +80,18 @@ pub fn man(args: &ManArgs, cmd: clap::Command) -> Result<()> {
                 .context("writing the manual page")
         }
     }
+}
+
+/// `iosets-mount.1`: the control directory's text (the mount's long help after its options)
+/// under its own heading, which its options refer to, not clap_mangen's "EXTRA".
+fn name_control_section(page: &Path) -> Result<()> {
+    let text =
+        std::fs::read_to_string(page).with_context(|| format!("reading {}", page.display()))?;
+    if !text.contains("\n.SH EXTRA\n") {
+        bail!("{}: no EXTRA section to name", page.display());
+    }
+    let text = text.replacen("\n.SH EXTRA\n", "\n.SH \"CONTROL DIRECTORY\"\n", 1);
+    std::fs::write(page, text).with_context(|| format!("writing {}", page.display()))
 }
 
 /// Runs `iosets config ...`.
@@ -256,6 +269,25 @@ mod tests {
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    #[test]
+    fn the_mount_page_has_a_control_directory_section() {
+        use clap::CommandFactory;
+        let dir = std::env::temp_dir().join(format!("iosets-man-{}", std::process::id()));
+        man(
+            &ManArgs {
+                out: Some(dir.clone()),
+            },
+            crate::Cli::command(),
+        )
+        .unwrap();
+        let page = std::fs::read_to_string(dir.join("iosets-mount.1")).unwrap();
+        let at = page.find(".SH \"CONTROL DIRECTORY\"").expect("the section");
+        assert!(page[at..].contains(".iosets/"), "{page}");
+        assert!(!page.contains(".SH EXTRA"));
+        assert!(name_control_section(&dir.join("iosets-serve.1")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
