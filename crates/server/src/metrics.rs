@@ -5,7 +5,7 @@ use std::fmt::Write;
 use iosets_runtime::{JobStats, Latency, SchedulerStats};
 use iosets_types::{Nanos, Op};
 
-use crate::state::Shared;
+use crate::state::{Counters, Shared};
 
 /// Upper bounds of the latency histograms' buckets, in seconds.
 const BOUNDS_S: [f64; 13] = [
@@ -266,29 +266,44 @@ fn render_guard(out: &mut String, shared: &Shared) {
 pub(crate) fn render(shared: &Shared) -> String {
     let mut out = String::with_capacity(8192);
     let stats = shared.sched.stats();
-    let policy = stats.policy;
-    let c = &stats.counters;
+    render_scheduler(&mut out, shared, &stats);
+    render_guard(&mut out, shared);
+    render_requests(&mut out, &stats);
+    render_frames_and_files(&mut out, shared);
+    render_latency(&mut out, shared);
+    render_meta(&mut out, &shared.counters);
+    render_jobs(&mut out, shared, &stats, shared.config.metrics_max_jobs);
+    render_rules(&mut out, &stats.rules);
+    out
+}
 
-    header(
-        &mut out,
+/// A family of one series without labels: its header and its value.
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// When the server started and the policy that runs.
+fn render_scheduler(out: &mut String, shared: &Shared, stats: &SchedulerStats) {
+    single(
+        out,
         "iosets_start_time_seconds",
         "gauge",
         "When the server started (its scheduler clock's zero), in seconds since the UNIX epoch.",
-    );
-    let _ = writeln!(
-        out,
-        "iosets_start_time_seconds {}",
-        shared.clock_zero_unix_ns as f64 / 1e9
+        shared.clock_zero_unix_ns as f64 / 1e9,
     );
     header(
-        &mut out,
+        out,
         "iosets_policy_info",
         "gauge",
         "The active scheduling policy (value 1).",
     );
-    let _ = writeln!(out, "iosets_policy_info{{policy=\"{policy}\"}} 1");
-    render_guard(&mut out, shared);
+    let _ = writeln!(out, "iosets_policy_info{{policy=\"{}\"}} 1", stats.policy);
+}
 
+/// The conservation counters, the queue and the policy switches.
+fn render_requests(out: &mut String, stats: &SchedulerStats) {
+    let c = &stats.counters;
     // The conservation counters, one family each: they are stages of one request, so a sum
     // over a label joining them would mean nothing. No policy label: they are summed over
     // every policy instance the server has run (`iosets_policy_info` says which runs now).
@@ -324,57 +339,55 @@ pub(crate) fn render(shared: &Shared) -> String {
             c.withdrawn,
         ),
     ] {
-        header(&mut out, name, "counter", help);
-        let _ = writeln!(out, "{name} {v}");
+        single(out, name, "counter", help, v);
     }
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_queued_requests",
         "gauge",
         "Requests waiting in the policy.",
+        stats.queued,
     );
-    let _ = writeln!(out, "iosets_queued_requests {}", stats.queued);
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_in_service_requests",
         "gauge",
         "Requests being served.",
+        stats.requests_in_service,
     );
-    let _ = writeln!(
+    single(
         out,
-        "iosets_in_service_requests {}",
-        stats.requests_in_service
-    );
-    header(
-        &mut out,
         "iosets_policy_switches_total",
         "counter",
         "Run-time policy switches.",
+        stats.switches,
     );
-    let _ = writeln!(out, "iosets_policy_switches_total {}", stats.switches);
+}
 
+/// Frames, error replies, the descriptor limit and the backing store's open files.
+fn render_frames_and_files(out: &mut String, shared: &Shared) {
     let n = &shared.counters;
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_frames_total",
         "counter",
         "Frames received.",
+        n.frames(),
     );
-    let _ = writeln!(out, "iosets_frames_total {}", n.frames());
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_bad_frames_total",
         "counter",
         "Frames refused as malformed.",
+        n.bad_frames(),
     );
-    let _ = writeln!(out, "iosets_bad_frames_total {}", n.bad_frames());
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_error_replies_total",
         "counter",
         "Requests answered with an errno.",
+        n.errors(),
     );
-    let _ = writeln!(out, "iosets_error_replies_total {}", n.errors());
     let (fds, root) = (&shared.fds, shared.root.stats());
     for (name, kind, help, value) in [
         (
@@ -408,30 +421,28 @@ pub(crate) fn render(shared: &Shared) -> String {
             root.pressure_fsync_errors,
         ),
     ] {
-        header(&mut out, name, kind, help);
-        let _ = writeln!(out, "{name} {value}");
+        single(out, name, kind, help, value);
     }
     header(
-        &mut out,
+        out,
         "iosets_pressure_fsyncs_total",
         "counter",
         "Dirty files and directories fsynced and closed early because their set was full.",
     );
-    let _ = writeln!(
-        out,
-        "iosets_pressure_fsyncs_total{{kind=\"file\"}} {}",
-        root.pressure_fsyncs_files
-    );
-    let _ = writeln!(
-        out,
-        "iosets_pressure_fsyncs_total{{kind=\"dir\"}} {}",
-        root.pressure_fsyncs_dirs
-    );
+    for (kind, v) in [
+        ("file", root.pressure_fsyncs_files),
+        ("dir", root.pressure_fsyncs_dirs),
+    ] {
+        let _ = writeln!(out, "iosets_pressure_fsyncs_total{{kind=\"{kind}\"}} {v}");
+    }
+}
 
-    // Reads and writes from the runtime's histograms; fsync and metadata, which the runtime
-    // counts together as `other`, from the workers' own.
+/// Queue wait and service time per policy and operation class: reads and writes from the
+/// runtime's histograms; fsync and metadata, which the runtime counts together as `other`,
+/// from the workers' own.
+fn render_latency(out: &mut String, shared: &Shared) {
     let runtime = shared.sched.latency();
-    let other = n.other_latency.snapshot();
+    let other = shared.counters.other_latency.snapshot();
     let mut series: Vec<(&str, &str, &dyn Histogram, &dyn Histogram)> = Vec::new();
     for l in &runtime {
         let class = match l.op {
@@ -445,7 +456,7 @@ pub(crate) fn render(shared: &Shared) -> String {
         series.push((s.policy, s.class.as_str(), &s.wait, &s.service));
     }
     header(
-        &mut out,
+        out,
         "iosets_queue_wait_seconds",
         "histogram",
         "Time from arrival to dispatch, per policy and operation class (data-read, data-write, \
@@ -453,10 +464,10 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     for (policy, op, wait, _) in &series {
         let labels = format!("policy=\"{policy}\",op=\"{op}\"");
-        render_histogram(&mut out, "iosets_queue_wait_seconds", &labels, *wait);
+        render_histogram(out, "iosets_queue_wait_seconds", &labels, *wait);
     }
     header(
-        &mut out,
+        out,
         "iosets_service_seconds",
         "histogram",
         "Time from dispatch to completion (I/O, emulated device and emulated metadata back end), \
@@ -464,10 +475,14 @@ pub(crate) fn render(shared: &Shared) -> String {
     );
     for (policy, op, _, service) in &series {
         let labels = format!("policy=\"{policy}\",op=\"{op}\"");
-        render_histogram(&mut out, "iosets_service_seconds", &labels, *service);
+        render_histogram(out, "iosets_service_seconds", &labels, *service);
     }
+}
+
+/// Metadata requests per operation and the emulated metadata back end.
+fn render_meta(out: &mut String, n: &Counters) {
     header(
-        &mut out,
+        out,
         "iosets_meta_requests_total",
         "counter",
         "Metadata requests served through the scheduler (successfully or not), per operation.",
@@ -479,29 +494,21 @@ pub(crate) fn render(shared: &Shared) -> String {
             op.as_str()
         );
     }
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_meta_backend_calls_total",
         "counter",
         "Calls to the emulated slow metadata back end (meta_latency_ms): 1 per operation, the \
          stripe count for those touching every stripe object.",
+        n.backend_calls(),
     );
-    let _ = writeln!(out, "iosets_meta_backend_calls_total {}", n.backend_calls());
-    header(
-        &mut out,
+    single(
+        out,
         "iosets_meta_backend_blocked_seconds_total",
         "counter",
         "Time workers were held by the emulated metadata back end: calls times meta_latency_ms.",
+        n.backend_blocked_ns() as f64 / 1e9,
     );
-    let _ = writeln!(
-        out,
-        "iosets_meta_backend_blocked_seconds_total {}",
-        n.backend_blocked_ns() as f64 / 1e9
-    );
-
-    render_jobs(&mut out, shared, &stats, shared.config.metrics_max_jobs);
-    render_rules(&mut out, &stats.rules);
-    out
 }
 
 /// The quota rules' series: per rule (a bounded set, named by the administrator), its thread
@@ -612,71 +619,79 @@ fn listed_jobs(jobs: &[JobStats], max: usize) -> (Vec<&JobStats>, Vec<&JobStats>
 /// reset): they say how much the unlisted jobs did in total, not a rate to follow.
 fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: usize) {
     let (listed, rest) = listed_jobs(&stats.jobs, max);
-    header(
-        out,
-        "iosets_jobs_known",
-        "gauge",
-        "Jobs the server remembers (statistics, work or a priority).",
-    );
-    let _ = writeln!(out, "iosets_jobs_known {}", stats.jobs.len());
-    header(
-        out,
-        "iosets_jobs_in_metrics",
-        "gauge",
-        "Jobs with their own per-job series (metrics_max_jobs at most, the most recently \
-         active); the others are summed under job_id=\"other\".",
-    );
-    let _ = writeln!(out, "iosets_jobs_in_metrics {}", listed.len());
-    header(
-        out,
-        "iosets_jobs_forgotten_total",
-        "counter",
-        "Jobs forgotten after being idle for the forget interval.",
-    );
-    let _ = writeln!(out, "iosets_jobs_forgotten_total {}", stats.forgotten_jobs);
-    header(
-        out,
-        "iosets_jobs_evicted_total",
-        "counter",
-        "Job records dropped to keep the job book within max_jobs.",
-    );
-    let _ = writeln!(out, "iosets_jobs_evicted_total {}", stats.evicted_jobs);
-    header(
-        out,
-        "iosets_job_book_bytes",
-        "gauge",
-        "Bytes held by the job book's per-job records.",
-    );
-    let _ = writeln!(
-        out,
-        "iosets_job_book_bytes {}",
-        shared.sched.book_memory().0
-    );
-
-    // The sums of the unlisted jobs, as one more row.
-    let other = (!rest.is_empty()).then(|| {
-        let mut o = JobStats::idle(iosets_types::JobId(0));
-        for j in &rest {
-            o.ops += j.ops;
-            o.bytes_read += j.bytes_read;
-            o.bytes_written += j.bytes_written;
-            o.failed += j.failed;
-            o.queued += j.queued;
-            o.in_service += j.in_service;
-            o.bandwidth.0 += j.bandwidth.0;
-            o.bandwidth.1 += j.bandwidth.1;
-            o.queue_wait.count += j.queue_wait.count;
-            o.queue_wait.sum_ns = o.queue_wait.sum_ns.saturating_add(j.queue_wait.sum_ns);
-            o.wait_causes.merge(&j.wait_causes);
-        }
-        o
-    });
+    render_job_book(out, shared, stats, listed.len());
+    let other = (!rest.is_empty()).then(|| sum_of(&rest));
     let rows: Vec<(String, &JobStats)> = listed
         .iter()
         .map(|j| (j.job.0.to_string(), *j))
         .chain(other.as_ref().map(|o| ("other".to_string(), o)))
         .collect();
+    render_job_counts(out, &rows);
+    render_job_waits(out, &listed, &rows);
+    render_job_placement(out, &listed);
+}
 
+/// How many jobs the server remembers, lists, forgot and evicted, and the book's memory.
+fn render_job_book(out: &mut String, shared: &Shared, stats: &SchedulerStats, listed: usize) {
+    single(
+        out,
+        "iosets_jobs_known",
+        "gauge",
+        "Jobs the server remembers (statistics, work or a priority).",
+        stats.jobs.len(),
+    );
+    single(
+        out,
+        "iosets_jobs_in_metrics",
+        "gauge",
+        "Jobs with their own per-job series (metrics_max_jobs at most, the most recently \
+         active); the others are summed under job_id=\"other\".",
+        listed,
+    );
+    single(
+        out,
+        "iosets_jobs_forgotten_total",
+        "counter",
+        "Jobs forgotten after being idle for the forget interval.",
+        stats.forgotten_jobs,
+    );
+    single(
+        out,
+        "iosets_jobs_evicted_total",
+        "counter",
+        "Job records dropped to keep the job book within max_jobs.",
+        stats.evicted_jobs,
+    );
+    single(
+        out,
+        "iosets_job_book_bytes",
+        "gauge",
+        "Bytes held by the job book's per-job records.",
+        shared.sched.book_memory().0,
+    );
+}
+
+/// The sums of the unlisted jobs, as one more row (`job_id="other"`).
+fn sum_of(rest: &[&JobStats]) -> JobStats {
+    let mut o = JobStats::idle(iosets_types::JobId(0));
+    for j in rest {
+        o.ops += j.ops;
+        o.bytes_read += j.bytes_read;
+        o.bytes_written += j.bytes_written;
+        o.failed += j.failed;
+        o.queued += j.queued;
+        o.in_service += j.in_service;
+        o.bandwidth.0 += j.bandwidth.0;
+        o.bandwidth.1 += j.bandwidth.1;
+        o.queue_wait.count += j.queue_wait.count;
+        o.queue_wait.sum_ns = o.queue_wait.sum_ns.saturating_add(j.queue_wait.sum_ns);
+        o.wait_causes.merge(&j.wait_causes);
+    }
+    o
+}
+
+/// Per job (and `other`): requests, bytes, failures, queued and in service.
+fn render_job_counts(out: &mut String, rows: &[(String, &JobStats)]) {
     let per_job: [JobMetric; 5] = [
         (
             "iosets_job_ops_total",
@@ -714,12 +729,17 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
     ];
     for (name, kind, help, series) in per_job {
         header(out, name, kind, help);
-        for (job, j) in &rows {
+        for (job, j) in rows {
             for (label, value) in series {
                 let _ = writeln!(out, "{name}{{job_id=\"{job}\"{label}}} {}", value(j));
             }
         }
     }
+}
+
+/// Per job: its wait split by cause, its bandwidth, and its queue wait (quantiles for listed
+/// jobs, sum and count for every row).
+fn render_job_waits(out: &mut String, listed: &[&JobStats], rows: &[(String, &JobStats)]) {
     header(
         out,
         "iosets_job_wait_seconds_total",
@@ -729,7 +749,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
          its set), share (behind other sets), policy (a thread free, yet not dispatched). The \
          causes sum exactly to the measured wait.",
     );
-    for (job, j) in &rows {
+    for (job, j) in rows {
         for cause in iosets_runtime::WaitCause::ALL {
             let _ = writeln!(
                 out,
@@ -745,7 +765,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         "gauge",
         "Bandwidth per job (reads and writes) over the last 1 s and 10 s.",
     );
-    for (job, j) in &rows {
+    for (job, j) in rows {
         let (one, ten) = j.bandwidth;
         for (window, v) in [("1s", one), ("10s", ten)] {
             let _ = writeln!(
@@ -760,7 +780,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         "summary",
         "Queue wait per job (quantiles within 1/16, for listed jobs only).",
     );
-    for j in &listed {
+    for j in listed {
         let w = &j.queue_wait;
         for (q, v) in [("0.5", w.p50_ns), ("0.99", w.p99_ns)] {
             let _ = writeln!(
@@ -771,7 +791,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
             );
         }
     }
-    for (job, j) in &rows {
+    for (job, j) in rows {
         // The exact sum of the waits (what the wait causes split), not mean × count.
         let _ = writeln!(
             out,
@@ -784,13 +804,17 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
             j.queue_wait.count
         );
     }
+}
+
+/// Per listed job: its priority, its IO-SETS set and its detected period.
+fn render_job_placement(out: &mut String, listed: &[&JobStats]) {
     header(
         out,
         "iosets_job_priority",
         "gauge",
         "Priority in force per listed job.",
     );
-    for j in &listed {
+    for j in listed {
         if let Some(p) = j.priority {
             let _ = writeln!(
                 out,
@@ -809,7 +833,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
          priorities placed it (round(log10 of its I/O period in seconds)), else the set whose \
          priority (10^-set) is the one in force; none otherwise.",
     );
-    for j in &listed {
+    for j in listed {
         let set = j.set.or_else(|| {
             j.priority
                 .and_then(|p| crate::control::set_of(p.value.get()))
@@ -825,7 +849,7 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
         "The I/O period automatic priorities found per listed job (mean time between the \
          starts of its I/O phases).",
     );
-    for j in &listed {
+    for j in listed {
         if let Some(p) = j.period {
             let _ = writeln!(
                 out,
