@@ -773,6 +773,17 @@ pub(crate) fn reply(
     let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
 }
 
+/// What a request becomes: a file operation for the scheduler, a control request for the
+/// blocking pool, or an answer given at once (a bad path or size, the transport, a phase's end).
+enum Route {
+    Schedule(ScheduledOp),
+    Control {
+        token: String,
+        op: iosets_proto::Control,
+    },
+    Answer(Result<Reply, FsError>),
+}
+
 /// Routes one request: the control plane is answered beside the scheduler; every file operation
 /// (data or metadata) is checked, then submitted to the scheduler (refused with `ESHUTDOWN` once
 /// the server is stopping).
@@ -785,6 +796,24 @@ fn handle(
     link: &mut Link,
 ) {
     let op = req.op();
+    match route(shared, &header, req, link) {
+        Route::Answer(r) => reply(tx, Some(permit), shared, header, op, r),
+        Route::Control { token, op: ctl } => {
+            let shared = shared.clone();
+            let tx = tx.clone();
+            let peer = link.peer;
+            tokio::task::spawn_blocking(move || {
+                let r = control::handle(&shared, &token, ctl, peer);
+                reply(&tx, Some(permit), &shared, header, op, r);
+            });
+        }
+        Route::Schedule(scheduled) => submit(shared, header, op, scheduled, tx, permit, link),
+    }
+}
+
+/// Checks a request and says where it goes ([`Route`]).
+fn route(shared: &Arc<Shared>, header: &Header, req: Request, link: &mut Link) -> Route {
+    let op = req.op();
     // One request moves at most a frame's worth of data, whichever way it travels.
     let too_large = |len: u32| {
         (len > shared.config.max_frame - 64).then(|| FsError {
@@ -793,17 +822,14 @@ fn handle(
         })
     };
     let scheduled = match req {
-        Request::Read { path, offset, len } => {
-            if let Some(e) = too_large(len) {
-                return reply(tx, Some(permit), shared, header, op, Err(e));
-            }
+        Request::Read { path, offset, len } => too_large(len).map_or(Ok(()), Err).and_then(|()| {
             check_path(&path).map(|path| ScheduledOp::Read {
                 path,
                 offset,
                 len,
                 into: None,
             })
-        }
+        }),
         Request::Write { path, offset, data } => check_path(&path).map(|path| ScheduledOp::Write {
             path,
             offset,
@@ -841,52 +867,49 @@ fn handle(
                 })
             }),
         Request::Fsync { path } => check_path(&path).map(|path| ScheduledOp::Fsync { path }),
-        Request::LocalTransport => {
-            let r = local::offer(shared, link);
-            return reply(tx, Some(permit), shared, header, op, r);
-        }
-        Request::AttachRegion { len } => {
-            let r = local::attach(shared, link, len);
-            return reply(tx, Some(permit), shared, header, op, r);
-        }
+        Request::LocalTransport => return Route::Answer(local::offer(shared, link)),
+        Request::AttachRegion { len } => return Route::Answer(local::attach(shared, link, len)),
         Request::PhaseEnd => {
             if let Some(unix) = header.phase {
                 let phase = Nanos(unix.saturating_sub(shared.clock_zero_unix_ns));
                 shared.sched.phase_end(JobId(header.job.0), phase);
             }
-            return reply(tx, Some(permit), shared, header, op, Ok(Reply::Done));
+            return Route::Answer(Ok(Reply::Done));
         }
         Request::Auth { .. } => {
             // Authentication is the handshake's; later it is a protocol error.
-            let e = FsError {
+            return Route::Answer(Err(FsError {
                 errno: EPROTO,
                 message: if shared.config.auth.is_some() {
                     "already authenticated on this connection".into()
                 } else {
                     "this server has no cluster secret: nothing to authenticate".into()
                 },
-            };
-            return reply(tx, Some(permit), shared, header, op, Err(e));
+            }));
         }
-        Request::Control { token, op: ctl } => {
-            let shared = shared.clone();
-            let tx = tx.clone();
-            let peer = link.peer;
-            tokio::task::spawn_blocking(move || {
-                let r = control::handle(&shared, &token, ctl, peer);
-                reply(&tx, Some(permit), &shared, header, op, r);
-            });
-            return;
-        }
+        Request::Control { token, op } => return Route::Control { token, op },
         // Every other request is a metadata operation: scheduled like data (DESIGN: never a
         // side path), so that a create storm is ordered and shared by the policy.
         meta => MetaOp::checked(meta).map(ScheduledOp::Meta),
     };
     // A bad path or size is answered at once, never scheduled.
-    let scheduled = match scheduled {
-        Ok(s) => s,
-        Err(e) => return reply(tx, Some(permit), shared, header, op, Err(e)),
-    };
+    match scheduled {
+        Ok(s) => Route::Schedule(s),
+        Err(e) => Route::Answer(Err(e)),
+    }
+}
+
+/// Submits a checked file operation to the scheduler, with the job, phase stamp, priority hint
+/// and origin its header carries.
+fn submit(
+    shared: &Shared,
+    header: Header,
+    op: OpCode,
+    scheduled: ScheduledOp,
+    tx: &mpsc::UnboundedSender<Outgoing>,
+    permit: Allowance,
+    link: &Link,
+) {
     let (file, offset, len, kind) = match &scheduled {
         ScheduledOp::Read {
             path, offset, len, ..
