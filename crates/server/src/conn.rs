@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use std::time::Duration;
 
 use crate::control;
-use crate::guard::{ByteBudget, Refusal, Registered};
+use crate::guard::{ByteBudget, ConnEntry, Refusal, Registered};
 use crate::root::{check_path, FsError};
 use crate::state::{Allowance, Outgoing, Pending, ScheduledOp, Shared};
 use crate::worker::meta::MetaOp;
@@ -335,6 +335,14 @@ const REFUSED_HEAD: usize = 57;
 const AUTH_FRAME_MAX: u32 = 4096;
 
 /// Serves the frames of one connection (`first`: a length prefix already read).
+///
+/// A frame's bytes count against the connection's budget before they are read (memory for them
+/// is taken as they arrive): that bound is the connection's own. A large frame's count against
+/// the server's as its bytes arrive, a step ahead of them, with a share per frame
+/// ([`ByteBudget`]): announcing a length holds nothing of what other clients need. A small frame
+/// is read first and charged to the server once decoded, unless it is control: a server whose
+/// budget is held by requests a quota rule holds back must still read the control request that
+/// lifts the rule.
 pub(crate) async fn serve_frames<R, W>(
     shared: Arc<Shared>,
     rd: R,
@@ -354,32 +362,9 @@ pub(crate) async fn serve_frames<R, W>(
     let peer = link.peer;
     let entry = reg.entry.clone();
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
-    let writer_shared = shared.clone();
-    let writer = tokio::spawn(async move {
-        let s = &writer_shared;
-        let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
-        while let Some((msg, permit)) = rx.recv().await {
-            if !unstuck(s, peer, write_limit, write_one(&mut wr, &msg)).await {
-                return;
-            }
-            drop(permit);
-            // Gather what is already waiting before flushing.
-            while let Ok((msg, permit)) = rx.try_recv() {
-                if !unstuck(s, peer, write_limit, write_one(&mut wr, &msg)).await {
-                    return;
-                }
-                drop(permit);
-            }
-            if !unstuck(s, peer, write_limit, wr.flush()).await {
-                return;
-            }
-        }
-        let _ = wr.shutdown().await;
-    });
-
-    let slots = config.max_inflight_per_conn;
-    let inflight = Arc::new(Semaphore::new(slots));
+    let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
+    let writer = tokio::spawn(write_answers(shared.clone(), peer, write_limit, wr, rx));
+    let inflight = Arc::new(Semaphore::new(config.max_inflight_per_conn));
     let conn_bytes = ByteBudget::new(config.max_inflight_bytes_per_conn);
     let mut have_prefix = first.is_some();
     let mut prefix = first.unwrap_or_default();
@@ -389,56 +374,25 @@ pub(crate) async fn serve_frames<R, W>(
             biased;
             _ = stop.changed() => break,
             _ = tx.closed() => break,
-            p = inflight.clone().acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
+            p = inflight.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        if !have_prefix {
-            // Silent with nothing in flight for the idle timeout: closed. Such a connection
-            // may also be closed for a new one at the cap. One read, kept across the checks
-            // (a read of a prefix is not cancelled half-way).
-            let read = rd.read_exact(&mut prefix);
-            tokio::pin!(read);
-            let read = loop {
-                // While requests are in flight the connection is not idle: look again a whole
-                // timeout later (not in a tight loop).
-                let wait = if entry.in_flight() > 0 {
-                    idle_limit
-                } else {
-                    idle_limit.saturating_sub(entry.idle_for())
-                };
-                tokio::select! {
-                    biased;
-                    _ = stop.changed() => break None,
-                    _ = entry.evict.notified() => {
-                        shared.guard.refuse(Refusal::Evicted, peer, "closing the connection idle the longest: the connection cap is reached");
-                        break None;
-                    }
-                    _ = tx.closed() => break None,
-                    r = &mut read => break Some(r),
-                    _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {
-                        if entry.in_flight() == 0 && entry.idle_for() >= idle_limit {
-                            shared.guard.refuse(Refusal::IdleTimeout, peer, "closing an idle connection");
-                            break None;
-                        }
-                    }
-                }
-            };
-            match read {
-                None | Some(Err(_)) => break, // stopping, closed, or reset by the peer
-                Some(Ok(_)) => {}
-            }
+        if !have_prefix
+            && !read_prefix(
+                &shared,
+                &mut rd,
+                &mut prefix,
+                &entry,
+                &tx,
+                &mut stop,
+                idle_limit,
+                peer,
+            )
+            .await
+        {
+            break; // stopping, closed, idle, evicted, or reset by the peer
         }
         have_prefix = false;
-        entry.touch();
-        entry.begin();
-        let mut allowance = Allowance {
-            _slot: slot,
-            conn_bytes: None,
-            server_bytes: None,
-            entry: Some(entry.clone()),
-        };
+        let mut allowance = Allowance::for_frame(slot, &entry);
         shared.counters.frame();
         let len = match frame_len(prefix, config.max_frame) {
             Ok(len) => len,
@@ -446,20 +400,12 @@ pub(crate) async fn serve_frames<R, W>(
                 // The stream cannot be resynchronised after a bad length: answer and close.
                 shared.counters.bad_frame();
                 shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
-                let _ = tx.send((
-                    error_frame(no_header(), OpCode::Lookup, EMSGSIZE, e.to_string()),
-                    Some(allowance),
-                ));
+                let refusal = error_frame(no_header(), OpCode::Lookup, EMSGSIZE, e.to_string());
+                let _ = tx.send((refusal, Some(allowance)));
                 break;
             }
         };
-        // The frame's bytes count against the connection's budget before they are read (memory
-        // for them is taken as they arrive): that bound is the connection's own. A large
-        // frame's count against the server's as its bytes arrive, a step ahead of them, with a
-        // share per frame (`ByteBudget`): announcing a length holds nothing of what other
-        // clients need. A small frame is read first and charged to the server once decoded,
-        // unless it is control: a server whose budget is held by requests a quota rule holds
-        // back must still read the control request that lifts the rule.
+        // Budgets: see the function's documentation.
         let small = len <= SMALL_FRAME;
         let Some(c) = charge(&conn_bytes, len as u64, 0, &mut stop).await else {
             break;
@@ -468,98 +414,214 @@ pub(crate) async fn serve_frames<R, W>(
         let mut receiving = (!small).then(|| shared.inflight_bytes.receive());
         let buf = match read_frame(&mut rd, len, receiving.as_mut(), frame_limit, &mut stop).await {
             Ok(b) => b,
-            Err(FrameEnd::Closed) => break,
-            Err(FrameEnd::TimedOut) => {
-                shared.guard.refuse(
-                    Refusal::FrameTimeout,
-                    peer,
-                    "closing a connection whose frame did not arrive whole in time",
-                );
-                break;
-            }
-            Err(FrameEnd::Stalled) => {
-                shared.guard.refuse(
-                    Refusal::FrameStalled,
-                    peer,
-                    "closing a connection whose frame held more than its share of the \
-                     server's in-flight bytes (or went first) and received nothing for a \
-                     second while others waited",
-                );
+            Err(end) => {
+                refuse_unread(&shared, peer, end);
                 break;
             }
         };
         if let Some(permit) = receiving.and_then(|r| r.finish()) {
             allowance.add_server_bytes(permit);
         }
-        match decode(buf.clone()) {
-            Ok(Frame::Request(header, req)) => {
-                let control = matches!(
-                    req,
-                    Request::Control { .. }
-                        | Request::PhaseEnd
-                        | Request::LocalTransport
-                        | Request::AttachRegion { .. }
-                        | Request::Auth { .. }
-                );
-                if small && !control {
-                    let Some(s) = charge(&shared.inflight_bytes, len as u64, 0, &mut stop).await
-                    else {
-                        break;
-                    };
-                    allowance.add_server_bytes(s);
-                }
-                // A read's answer will hold its data: counted too, up to the whole budget.
-                if let Request::Read { len: want, .. } = &req {
-                    let (held, want) = (len as u64, u64::from(*want));
-                    let Some(c) = charge(&conn_bytes, want, held, &mut stop).await else {
-                        break;
-                    };
-                    allowance.add_conn_bytes(c);
-                    let Some(s) = charge(&shared.inflight_bytes, want, held, &mut stop).await
-                    else {
-                        break;
-                    };
-                    allowance.add_server_bytes(s);
-                }
-                handle(&shared, header, req, &tx, allowance, &mut link)
-            }
-            Ok(Frame::Response(header, op, _)) => {
-                shared.counters.bad_frame();
-                shared.guard.refuse(
-                    Refusal::BadFrame,
-                    peer,
-                    "a server accepts requests, not responses",
-                );
-                let _ = tx.send((
-                    error_frame(
-                        header,
-                        op,
-                        EPROTO,
-                        "a server accepts requests, not responses".into(),
-                    ),
-                    Some(allowance),
-                ));
-            }
-            Err(e) => {
-                // The frame was read whole, so the stream is still in step: answer, go on.
-                shared.counters.bad_frame();
-                shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
-                let mut header = no_header();
-                if buf.len() >= 12 {
-                    header.tag = u64::from_le_bytes(buf[4..12].try_into().unwrap_or([0; 8]));
-                }
-                // The error answer holds the frame's allowance until it is written: a client
-                // that never reads is stopped by backpressure, like any other.
-                let _ = tx.send((
-                    error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()),
-                    Some(allowance),
-                ));
-            }
+        let answered = answer_frame(
+            &shared,
+            buf,
+            len,
+            small,
+            allowance,
+            &conn_bytes,
+            &tx,
+            &mut link,
+            &mut stop,
+        )
+        .await;
+        if !answered {
+            break;
         }
     }
     drop(tx);
     let _ = writer.await;
     drop(reg);
+}
+
+/// Logs and counts why a frame was not read whole (nothing for a peer that closed).
+fn refuse_unread(shared: &Shared, peer: Option<std::net::IpAddr>, end: FrameEnd) {
+    match end {
+        FrameEnd::Closed => {}
+        FrameEnd::TimedOut => shared.guard.refuse(
+            Refusal::FrameTimeout,
+            peer,
+            "closing a connection whose frame did not arrive whole in time",
+        ),
+        FrameEnd::Stalled => shared.guard.refuse(
+            Refusal::FrameStalled,
+            peer,
+            "closing a connection whose frame held more than its share of the server's \
+             in-flight bytes (or went first) and received nothing for a second while others \
+             waited",
+        ),
+    }
+}
+
+/// Writes a connection's answers as they come, gathering those already waiting before each
+/// flush; stops at the first write that fails or is stuck ([`unstuck`]).
+async fn write_answers<W>(
+    shared: Arc<Shared>,
+    peer: Option<std::net::IpAddr>,
+    limit: Duration,
+    wr: W,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+) where
+    W: AsyncWrite + Unpin,
+{
+    let s = &shared;
+    let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
+    while let Some((msg, permit)) = rx.recv().await {
+        if !unstuck(s, peer, limit, write_one(&mut wr, &msg)).await {
+            return;
+        }
+        drop(permit);
+        // Gather what is already waiting before flushing.
+        while let Ok((msg, permit)) = rx.try_recv() {
+            if !unstuck(s, peer, limit, write_one(&mut wr, &msg)).await {
+                return;
+            }
+            drop(permit);
+        }
+        if !unstuck(s, peer, limit, wr.flush()).await {
+            return;
+        }
+    }
+    let _ = wr.shutdown().await;
+}
+
+/// Reads the next frame's length prefix; `false` if the connection is to close instead:
+/// stopping, its answers' side closed, the peer gone, evicted for a new connection at the cap,
+/// or silent with nothing in flight for the idle timeout. One read, kept across the checks (a
+/// read of a prefix is not cancelled half-way).
+#[allow(clippy::too_many_arguments)]
+async fn read_prefix<R>(
+    shared: &Shared,
+    rd: &mut R,
+    prefix: &mut [u8; 4],
+    entry: &ConnEntry,
+    tx: &mpsc::UnboundedSender<Outgoing>,
+    stop: &mut watch::Receiver<bool>,
+    idle_limit: Duration,
+    peer: Option<std::net::IpAddr>,
+) -> bool
+where
+    R: AsyncRead + Unpin,
+{
+    let read = rd.read_exact(prefix);
+    tokio::pin!(read);
+    loop {
+        // While requests are in flight the connection is not idle: look again a whole
+        // timeout later (not in a tight loop).
+        let wait = if entry.in_flight() > 0 {
+            idle_limit
+        } else {
+            idle_limit.saturating_sub(entry.idle_for())
+        };
+        tokio::select! {
+            biased;
+            _ = stop.changed() => return false,
+            _ = entry.evict.notified() => {
+                shared.guard.refuse(Refusal::Evicted, peer, "closing the connection idle the longest: the connection cap is reached");
+                return false;
+            }
+            _ = tx.closed() => return false,
+            r = &mut read => return r.is_ok(),
+            _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {
+                if entry.in_flight() == 0 && entry.idle_for() >= idle_limit {
+                    shared.guard.refuse(Refusal::IdleTimeout, peer, "closing an idle connection");
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// Answers one frame read whole: a request is charged to the budgets (a small one to the
+/// server's now, a read for the data its answer will hold) and handled; a response or a frame
+/// that does not decode is answered with an error, the stream still in step. `false` if the
+/// connection is to close (stopping while waiting for budget).
+#[allow(clippy::too_many_arguments)]
+async fn answer_frame(
+    shared: &Arc<Shared>,
+    buf: Bytes,
+    len: usize,
+    small: bool,
+    mut allowance: Allowance,
+    conn_bytes: &ByteBudget,
+    tx: &mpsc::UnboundedSender<Outgoing>,
+    link: &mut Link,
+    stop: &mut watch::Receiver<bool>,
+) -> bool {
+    let peer = link.peer;
+    match decode(buf.clone()) {
+        Ok(Frame::Request(header, req)) => {
+            let control = matches!(
+                req,
+                Request::Control { .. }
+                    | Request::PhaseEnd
+                    | Request::LocalTransport
+                    | Request::AttachRegion { .. }
+                    | Request::Auth { .. }
+            );
+            if small && !control {
+                let Some(s) = charge(&shared.inflight_bytes, len as u64, 0, stop).await else {
+                    return false;
+                };
+                allowance.add_server_bytes(s);
+            }
+            // A read's answer will hold its data: counted too, up to the whole budget.
+            if let Request::Read { len: want, .. } = &req {
+                let (held, want) = (len as u64, u64::from(*want));
+                let Some(c) = charge(conn_bytes, want, held, stop).await else {
+                    return false;
+                };
+                allowance.add_conn_bytes(c);
+                let Some(s) = charge(&shared.inflight_bytes, want, held, stop).await else {
+                    return false;
+                };
+                allowance.add_server_bytes(s);
+            }
+            handle(shared, header, req, tx, allowance, link)
+        }
+        Ok(Frame::Response(header, op, _)) => {
+            shared.counters.bad_frame();
+            shared.guard.refuse(
+                Refusal::BadFrame,
+                peer,
+                "a server accepts requests, not responses",
+            );
+            let _ = tx.send((
+                error_frame(
+                    header,
+                    op,
+                    EPROTO,
+                    "a server accepts requests, not responses".into(),
+                ),
+                Some(allowance),
+            ));
+        }
+        Err(e) => {
+            // The frame was read whole, so the stream is still in step: answer, go on.
+            shared.counters.bad_frame();
+            shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
+            let mut header = no_header();
+            if buf.len() >= 12 {
+                header.tag = u64::from_le_bytes(buf[4..12].try_into().unwrap_or([0; 8]));
+            }
+            // The error answer holds the frame's allowance until it is written: a client
+            // that never reads is stopped by backpressure, like any other.
+            let _ = tx.send((
+                error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()),
+                Some(allowance),
+            ));
+        }
+    }
+    true
 }
 
 /// How often a blocked write looks at the server's byte budget.

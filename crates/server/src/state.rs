@@ -35,6 +35,22 @@ pub(crate) struct Allowance {
 }
 
 impl Allowance {
+    /// A frame's allowance: one of the connection's request slots, no bytes yet, and the
+    /// connection's entry (its frame in flight ends when the allowance drops).
+    pub(crate) fn for_frame(
+        slot: OwnedSemaphorePermit,
+        entry: &std::sync::Arc<crate::guard::ConnEntry>,
+    ) -> Allowance {
+        entry.touch();
+        entry.begin();
+        Allowance {
+            _slot: slot,
+            conn_bytes: None,
+            server_bytes: None,
+            entry: Some(entry.clone()),
+        }
+    }
+
     /// Adds a charge to the connection's byte budget.
     pub(crate) fn add_conn_bytes(&mut self, p: OwnedSemaphorePermit) {
         match &mut self.conn_bytes {
