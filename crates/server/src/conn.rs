@@ -197,25 +197,8 @@ where
         OpCode::Auth,
         Response::Ok(Reply::Challenge { nonce }),
     ));
-    let exchange = async {
-        wr.write_all(&challenge.head).await.ok()?;
-        wr.flush().await.ok()?;
-        let mut prefix = [0u8; 4];
-        rd.read_exact(&mut prefix).await.ok()?;
-        if &prefix == b"GET " {
-            return Some(Err(()));
-        }
-        // The proof is a small frame: anything long is not one (and is not buffered).
-        let len = frame_len(prefix, AUTH_FRAME_MAX).ok();
-        let Some(len) = len else {
-            return Some(Ok(None));
-        };
-        let mut body = vec![0u8; len];
-        rd.read_exact(&mut body).await.ok()?;
-        Some(Ok(decode(Bytes::from(body)).ok()))
-    };
-    let answer = match tokio::time::timeout(limit, exchange).await {
-        Err(_) => {
+    let answer = match exchange(rd, wr, &challenge, limit).await {
+        Exchanged::TimedOut => {
             shared.guard.refuse(
                 Refusal::FrameTimeout,
                 peer,
@@ -223,9 +206,9 @@ where
             );
             return Handshake::Refused;
         }
-        Ok(None) => return Handshake::Refused, // gone
-        Ok(Some(Err(()))) => return Handshake::Http,
-        Ok(Some(Ok(frame))) => frame,
+        Exchanged::Gone => return Handshake::Refused,
+        Exchanged::Http => return Handshake::Http,
+        Exchanged::Frame(frame) => frame.map(|f| *f),
     };
     let (header, op, refusal) = match answer {
         Some(Frame::Request(
@@ -269,6 +252,48 @@ where
     let refused = error_frame(header, op, EACCES, message.into());
     send_refusal(wr, &refused, limit).await;
     Handshake::Refused
+}
+
+/// What came back for a challenge.
+enum Exchanged {
+    TimedOut,
+    /// The peer closed or failed.
+    Gone,
+    /// An HTTP request (a browser or a scraper on the data port).
+    Http,
+    /// A frame, or `None` if it was too long or did not decode (not a proof).
+    Frame(Option<Box<Frame>>),
+}
+
+/// Sends `challenge` and reads the first frame back, all within `limit`.
+async fn exchange<R, W>(rd: &mut R, wr: &mut W, challenge: &Encoded, limit: Duration) -> Exchanged
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let exchange = async {
+        wr.write_all(&challenge.head).await.ok()?;
+        wr.flush().await.ok()?;
+        let mut prefix = [0u8; 4];
+        rd.read_exact(&mut prefix).await.ok()?;
+        if &prefix == b"GET " {
+            return Some(Exchanged::Http);
+        }
+        // The proof is a small frame: anything long is not one (and is not buffered).
+        let Ok(len) = frame_len(prefix, AUTH_FRAME_MAX) else {
+            return Some(Exchanged::Frame(None));
+        };
+        let mut body = vec![0u8; len];
+        rd.read_exact(&mut body).await.ok()?;
+        Some(Exchanged::Frame(
+            decode(Bytes::from(body)).ok().map(Box::new),
+        ))
+    };
+    match tokio::time::timeout(limit, exchange).await {
+        Err(_) => Exchanged::TimedOut,
+        Ok(None) => Exchanged::Gone,
+        Ok(Some(x)) => x,
+    }
 }
 
 /// Writes `refused` to `wr` within `limit`; a peer that does not take it is left to the close.

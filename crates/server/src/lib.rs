@@ -153,94 +153,23 @@ impl Server {
                 }
             })?;
         let listener = if config.listen_tcp {
-            let l =
-                std::net::TcpListener::bind(&config.listen).map_err(|source| ServerError::Io {
-                    what: format!("binding {}", config.listen),
-                    source,
-                })?;
-            l.set_nonblocking(true).map_err(|source| ServerError::Io {
-                what: "configuring the listener".into(),
-                source,
-            })?;
-            Some(l)
+            Some(bind(&config.listen, "")?)
         } else {
             None
         };
-        let addr = listener
-            .as_ref()
-            .map(std::net::TcpListener::local_addr)
-            .transpose()
-            .map_err(|source| ServerError::Io {
-                what: "reading the bound address".into(),
-                source,
-            })?;
+        let addr = listener.as_ref().map(|(_, a)| *a);
         let admin = match &config.admin_listen {
             None => None,
-            Some(a) => {
-                let l = std::net::TcpListener::bind(a).map_err(|source| ServerError::Io {
-                    what: format!("binding the admin address {a}"),
-                    source,
-                })?;
-                l.set_nonblocking(true).map_err(|source| ServerError::Io {
-                    what: "configuring the admin listener".into(),
-                    source,
-                })?;
-                let at = l.local_addr().map_err(|source| ServerError::Io {
-                    what: "reading the admin address".into(),
-                    source,
-                })?;
-                Some((l, at))
-            }
+            Some(a) => Some(bind(a, "the admin address ")?),
         };
         let admin_addr = admin.as_ref().map(|(_, a)| *a);
         let clock = MonotonicClock::new();
         let clock_zero_unix_ns = unix_ns().saturating_sub(clock.now().0);
         let trace = match &config.trace {
             None => None,
-            Some(p) => {
-                let io = |source| ServerError::Io {
-                    what: format!("creating trace {}", p.display()),
-                    source,
-                };
-                let file = std::fs::File::create(p).map_err(io)?;
-                let mut w =
-                    iosets_period::trace::TraceWriter::with_clock_zero(file, clock_zero_unix_ns)
-                        .map_err(io)?;
-                w.flush().map_err(io)?;
-                Some(Mutex::new(w))
-            }
+            Some(p) => Some(Mutex::new(open_trace(p, clock_zero_unix_ns)?)),
         };
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("iosets-net")
-            .enable_all()
-            .build()
-            .map_err(|source| ServerError::Io {
-                what: "starting the network runtime".into(),
-                source,
-            })?;
-        let book = BookConfig::default()
-            .auto_priority(config.auto_priority)
-            .forget_after(Duration::from_secs_f64(config.forget_idle_s))
-            .max_jobs(config.max_jobs)
-            .period_error(config.period_error, config.period_error_seed)
-            .map_err(|e| ServerError::Config {
-                reason: e.to_string(),
-            })?;
-        let sched = Scheduler::with_book(policy, Arc::new(clock), book);
-        // Thread quotas are percentages of the workers this server runs.
-        let quota_err = |e: iosets_runtime::RuntimeError| ServerError::Config {
-            reason: format!("quota: {e}"),
-        };
-        sched
-            .set_service_threads(config.workers)
-            .map_err(quota_err)?;
-        sched.set_quota(config.quota.clone()).map_err(quota_err)?;
-        sched
-            .set_inservice_limit(config.inservice_limit)
-            .map_err(|e| ServerError::Config {
-                reason: e.to_string(),
-            })?;
+        let sched = scheduler(&config, policy, clock)?;
         let shared = Arc::new(Shared {
             throttle: config.throttle_mib_s.map(throttle::Throttle::new),
             sched,
@@ -261,76 +190,33 @@ impl Server {
             admin: admin_addr,
             config,
         });
-        let mut workers = Vec::with_capacity(shared.config.workers);
-        for i in 0..shared.config.workers {
-            let s = shared.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("iosets-io-{i}"))
-                .spawn(move || worker::run(s))
-                .map_err(|source| ServerError::Io {
-                    what: "starting a worker thread".into(),
-                    source,
-                })?;
-            workers.push(h);
-        }
+        let workers = (0..shared.config.workers)
+            .map(|i| {
+                let s = shared.clone();
+                std::thread::Builder::new()
+                    .name(format!("iosets-io-{i}"))
+                    .spawn(move || worker::run(s))
+                    .map_err(|source| ServerError::Io {
+                        what: "starting a worker thread".into(),
+                        source,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let (stop, stop_rx) = watch::channel(false);
         let (in_process, in_process_rx) = tokio::sync::mpsc::unbounded_channel();
-        let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("iosets-server".into())
-            .spawn(move || {
-                rt.block_on(main_loop(
-                    s,
-                    listener,
-                    admin.map(|(l, _)| l),
-                    in_process_rx,
-                    stop_rx,
-                    workers,
-                ))
-            })
-            .map_err(|source| ServerError::Io {
-                what: "starting the server thread".into(),
-                source,
-            })?;
-        let c = &shared.config;
-        tracing::info!(
-            addr = %addr.map_or_else(|| "none (in process only)".to_string(), |a| a.to_string()),
-            admin = %admin_addr.map_or_else(|| "none".to_string(), |a| a.to_string()),
-            policy = shared.sched.policy_name(),
-            workers = c.workers,
-            hints = %c.hints,
-            max_connections = shared.max_connections,
-            fd_limit = shared.fds.limit,
-            cached_files = shared.fds.cached_files,
-            dirty_files = shared.fds.dirty_files,
-            authentication = if c.auth.is_some() {
-                "cluster secret"
-            } else if c.insecure_loopback {
-                "none: every local client trusted"
-            } else {
-                "none: root and own user on the same-host socket, in process"
-            },
-            "serving"
+        let main = main_loop(
+            shared.clone(),
+            listener.map(|(l, _)| l),
+            admin.map(|(l, _)| l),
+            in_process_rx,
+            stop_rx,
+            workers,
         );
-        if c.auth.is_none() && c.insecure_loopback {
-            tracing::warn!(
-                "--insecure-loopback: clients on this host are served without proving anything \
-                 and the uid they claim is believed: any local user can act as any user; give \
-                 every node the same secret file (--auth-file) instead"
-            );
-        } else if c.auth.is_none() && c.listen_tcp {
-            tracing::warn!(
-                "no cluster secret (--auth-file) and not --insecure-loopback: no TCP client will \
-                 be served, on loopback neither"
-            );
-        }
-        if admin_addr.is_some_and(|a| !a.ip().is_loopback()) {
-            tracing::warn!(
-                admin = %admin_addr.map_or_else(String::new, |a| a.to_string()),
-                "the admin address (metrics, job statistics) is not on loopback: anyone who \
-                 reaches it sees every job's statistics"
-            );
-        }
+        let thread = spawn_network(main).inspect_err(|_| {
+            // The workers are running: they return once the scheduler is shut down.
+            shared.sched.shutdown();
+        })?;
+        log_start(&shared, addr, admin_addr);
         Ok(ServerHandle {
             addr,
             admin: admin_addr,
@@ -338,6 +224,136 @@ impl Server {
             stop,
             thread: Some(thread),
         })
+    }
+}
+
+/// Starts the network thread: a two-thread tokio runtime running `main` (the server's loop).
+fn spawn_network<F>(
+    main: F,
+) -> Result<std::thread::JoinHandle<Result<ShutdownReport, ServerError>>, ServerError>
+where
+    F: std::future::Future<Output = Result<ShutdownReport, ServerError>> + Send + 'static,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("iosets-net")
+        .enable_all()
+        .build()
+        .map_err(|source| ServerError::Io {
+            what: "starting the network runtime".into(),
+            source,
+        })?;
+    std::thread::Builder::new()
+        .name("iosets-server".into())
+        .spawn(move || rt.block_on(main))
+        .map_err(|source| ServerError::Io {
+            what: "starting the server thread".into(),
+            source,
+        })
+}
+
+/// Binds `addr` (`what` names it in errors: "" or "the admin address "), non-blocking; the
+/// listener and the address it got.
+fn bind(
+    addr: &str,
+    what: &str,
+) -> Result<(std::net::TcpListener, std::net::SocketAddr), ServerError> {
+    let io = |doing: &str| {
+        let what = format!("{doing} {what}{addr}");
+        move |source| ServerError::Io { what, source }
+    };
+    let l = std::net::TcpListener::bind(addr).map_err(io("binding"))?;
+    l.set_nonblocking(true).map_err(io("configuring"))?;
+    let at = l.local_addr().map_err(io("reading the bound address of"))?;
+    Ok((l, at))
+}
+
+/// Creates the request trace at `path`, its header written.
+fn open_trace(
+    path: &std::path::Path,
+    clock_zero_unix_ns: u64,
+) -> Result<iosets_period::trace::TraceWriter<std::fs::File>, ServerError> {
+    let io = |source| ServerError::Io {
+        what: format!("creating trace {}", path.display()),
+        source,
+    };
+    let file = std::fs::File::create(path).map_err(io)?;
+    let mut w =
+        iosets_period::trace::TraceWriter::with_clock_zero(file, clock_zero_unix_ns).map_err(io)?;
+    w.flush().map_err(io)?;
+    Ok(w)
+}
+
+/// The runtime around `policy`: its job book, thread quotas (percentages of the workers this
+/// server runs) and in-service limit, from `config`.
+fn scheduler(
+    config: &ServerConfig,
+    policy: Counted,
+    clock: MonotonicClock,
+) -> Result<Scheduler<state::Pending>, ServerError> {
+    let config_err = |e: String| ServerError::Config { reason: e };
+    let book = BookConfig::default()
+        .auto_priority(config.auto_priority)
+        .forget_after(Duration::from_secs_f64(config.forget_idle_s))
+        .max_jobs(config.max_jobs)
+        .period_error(config.period_error, config.period_error_seed)
+        .map_err(|e| config_err(e.to_string()))?;
+    let sched = Scheduler::with_book(policy, Arc::new(clock), book);
+    let quota_err = |e: iosets_runtime::RuntimeError| config_err(format!("quota: {e}"));
+    sched
+        .set_service_threads(config.workers)
+        .map_err(quota_err)?;
+    sched.set_quota(config.quota.clone()).map_err(quota_err)?;
+    sched
+        .set_inservice_limit(config.inservice_limit)
+        .map_err(|e| config_err(e.to_string()))?;
+    Ok(sched)
+}
+
+/// Logs how the server started, and warns about what is open to more than it should be.
+fn log_start(
+    shared: &Shared,
+    addr: Option<std::net::SocketAddr>,
+    admin_addr: Option<std::net::SocketAddr>,
+) {
+    let c = &shared.config;
+    tracing::info!(
+        addr = %addr.map_or_else(|| "none (in process only)".to_string(), |a| a.to_string()),
+        admin = %admin_addr.map_or_else(|| "none".to_string(), |a| a.to_string()),
+        policy = shared.sched.policy_name(),
+        workers = c.workers,
+        hints = %c.hints,
+        max_connections = shared.max_connections,
+        fd_limit = shared.fds.limit,
+        cached_files = shared.fds.cached_files,
+        dirty_files = shared.fds.dirty_files,
+        authentication = if c.auth.is_some() {
+            "cluster secret"
+        } else if c.insecure_loopback {
+            "none: every local client trusted"
+        } else {
+            "none: root and own user on the same-host socket, in process"
+        },
+        "serving"
+    );
+    if c.auth.is_none() && c.insecure_loopback {
+        tracing::warn!(
+            "--insecure-loopback: clients on this host are served without proving anything \
+                 and the uid they claim is believed: any local user can act as any user; give \
+                 every node the same secret file (--auth-file) instead"
+        );
+    } else if c.auth.is_none() && c.listen_tcp {
+        tracing::warn!(
+            "no cluster secret (--auth-file) and not --insecure-loopback: no TCP client will \
+                 be served, on loopback neither"
+        );
+    }
+    if admin_addr.is_some_and(|a| !a.ip().is_loopback()) {
+        tracing::warn!(
+            admin = %admin_addr.map_or_else(String::new, |a| a.to_string()),
+            "the admin address (metrics, job statistics) is not on loopback: anyone who \
+             reaches it sees every job's statistics"
+        );
     }
 }
 
@@ -523,24 +539,7 @@ async fn main_loop(
             _ = &mut term => { tracing::info!("SIGTERM: stopping gracefully"); break }
             _ = &mut int => { tracing::info!("SIGINT: stopping gracefully"); break }
             Some(stream) = in_process.recv() => {
-                let Some(reg) = admit(&shared, None) else {
-                    continue;
-                };
-                let stream = stream
-                    .set_nonblocking(true)
-                    .and_then(|()| tokio::net::UnixStream::from_std(stream));
-                let Ok(stream) = stream else {
-                    tracing::warn!("an in-process connection could not be registered");
-                    continue;
-                };
-                let s = shared.clone();
-                let rx = conn_stop_rx.clone();
-                s.counters.connection_opened();
-                conns.spawn(async move {
-                    let via = conn::local::Via::InProcess;
-                    conn::local::serve(s.clone(), stream, port, reg, rx, via).await;
-                    s.counters.connection_closed();
-                });
+                serve_in_process(&shared, stream, port, &mut conns, &conn_stop_rx);
             }
             accepted = accept_tcp(listener.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
@@ -577,6 +576,48 @@ async fn main_loop(
     }
     drop(admin);
     admin_conns.abort_all();
+    shut_down(shared, listener, conn_stop, conns, workers).await
+}
+
+/// Serves a connection made from inside this process (one end of a socket pair), if the
+/// connection cap admits it.
+fn serve_in_process(
+    shared: &Arc<Shared>,
+    stream: std::os::unix::net::UnixStream,
+    port: u16,
+    conns: &mut JoinSet<()>,
+    stop: &watch::Receiver<bool>,
+) {
+    let Some(reg) = admit(shared, None) else {
+        return;
+    };
+    let stream = stream
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixStream::from_std(stream));
+    let Ok(stream) = stream else {
+        tracing::warn!("an in-process connection could not be registered");
+        return;
+    };
+    let s = shared.clone();
+    let rx = stop.clone();
+    s.counters.connection_opened();
+    conns.spawn(async move {
+        let via = conn::local::Via::InProcess;
+        conn::local::serve(s.clone(), stream, port, reg, rx, via).await;
+        s.counters.connection_closed();
+    });
+}
+
+/// The graceful stop, in order: no new connections or frames; everything queued served and
+/// the workers joined; every acknowledged write made durable; the connections' last answers
+/// sent (bounded). Then the report.
+async fn shut_down(
+    shared: Arc<Shared>,
+    listener: Option<TcpListener>,
+    conn_stop: watch::Sender<bool>,
+    mut conns: JoinSet<()>,
+    workers: Vec<JoinHandle<()>>,
+) -> Result<ShutdownReport, ServerError> {
     // 1. No new connections, no new frames.
     drop(listener);
     let _ = conn_stop.send(true);
