@@ -84,6 +84,28 @@ fn quick_demo_runs_every_configuration_and_writes_csv() {
     let metrics = std::fs::read_to_string(dir.join("out/io-demo-metrics.csv")).unwrap();
     assert!(metrics.starts_with("policy,max_stretch,geomean_stretch,io_slowdown,utilization\n"));
     assert_eq!(metrics.lines().count(), 4, "{metrics}");
+    // Only its own lines: the servers' and the mount's log lines are in each run's log.txt.
+    let err = stderr(&o);
+    for noise in [" INFO ", " WARN ", "Failed to umount"] {
+        assert!(
+            !out.contains(noise) && !err.contains(noise),
+            "{noise:?} in:\n{out}\n{err}"
+        );
+    }
+    for run in ["timeorder-1", "clairvoyant-1", "auto-1"] {
+        let log = std::fs::read_to_string(dir.join("out/runs").join(run).join("log.txt")).unwrap();
+        assert!(
+            log.contains("serving") && log.contains("mounted"),
+            "{run}: {log}"
+        );
+    }
+    // A legend of the columns; --quick gives no verdict, and says why.
+    assert!(
+        out.contains("I/O slow =") && out.contains("e_cpu ="),
+        "{out}"
+    );
+    assert!(!out.contains("better on"), "{out}");
+    assert!(out.contains("none from --quick"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -456,3 +456,123 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
     assert!(common::stderr(&o).contains("missing.toml"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctl_acts_on_every_server_given_and_names_a_dead_one() {
+    let dir = scratch("serve-ctl-many");
+    std::fs::write(dir.join("tok"), "secret\n").unwrap();
+    let mut servers = Vec::new();
+    for i in 0..2 {
+        let root = format!("r{i}");
+        std::fs::create_dir_all(dir.join(&root)).unwrap();
+        servers.push(serve(
+            &dir,
+            &[
+                "--root",
+                &root,
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                "tok",
+            ],
+        ));
+    }
+    let (a, b) = (servers[0].1.clone(), servers[1].1.clone());
+    // The options after the command, as `top` takes them.
+    let o = iosets(
+        &dir,
+        &[
+            "ctl",
+            "set-priority",
+            "42",
+            "0.01",
+            "--server",
+            &a,
+            "--server",
+            &b,
+            "--token-file",
+            "tok",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), format!("ok: {a}\nok: {b}\n"));
+    // Each server's report, under its name; as JSON, one line per server.
+    let o = iosets(
+        &dir,
+        &[
+            "ctl",
+            "--server",
+            &a,
+            "--server",
+            &b,
+            "--token-file",
+            "tok",
+            "jobs",
+        ],
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("== {a}")) && text.contains(&format!("== {b}")),
+        "{text}"
+    );
+    assert_eq!(text.matches("control").count(), 2, "{text}");
+    let o = iosets(
+        &dir,
+        &[
+            "ctl",
+            "--json",
+            "--server",
+            &a,
+            "--server",
+            &b,
+            "--token-file",
+            "tok",
+            "jobs",
+        ],
+    );
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["server"], b.as_str());
+    assert!(lines[1]["report"]["jobs"].is_array());
+    // A dead server among them: the others are still asked, the dead one is named, exit 1; its
+    // cause is said once.
+    let o = iosets(
+        &dir,
+        &[
+            "ctl",
+            "--server",
+            &a,
+            "--server",
+            "127.0.0.1:1",
+            "--token-file",
+            "tok",
+            "clear-priority",
+            "42",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stdout(&o).contains(&format!("ok: {a}")));
+    let err = common::stderr(&o);
+    assert!(err.contains("error: 127.0.0.1:1: cannot connect"), "{err}");
+    assert!(err.contains("1 of 2 servers failed"), "{err}");
+    assert_eq!(
+        err.to_lowercase().matches("connection refused").count(),
+        1,
+        "{err}"
+    );
+    // No server at all: an error, not a hang.
+    let o = iosets(&dir, &["ctl", "--token-file", "tok", "jobs"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(common::stderr(&o).contains("ctl needs --server"));
+    for (mut child, _) in servers {
+        Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
