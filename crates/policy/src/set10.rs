@@ -89,6 +89,21 @@ impl SetMapping {
         })
     }
 
+    /// The set whose priority is exactly `priority` (`b^-set`, within rounding), if any: the
+    /// inverse of [`SetMapping::priority_of_set`], for showing which set a priority given by
+    /// hand stands for.
+    pub fn set_of_priority(&self, priority: f64) -> Option<i32> {
+        if !(priority.is_finite() && priority > 0.0) {
+            return None;
+        }
+        let i = (-priority.ln() / self.base.ln()).round();
+        if !i.is_finite() || i.abs() > 300.0 {
+            return None;
+        }
+        let p = self.priority_of_set(i as i32).get();
+        ((p - priority).abs() <= 1e-9 * p).then_some(i as i32)
+    }
+
     /// Maps a job's period estimate (seconds), or its absence, to a set and priority.
     pub fn assign(&self, w_iter_secs: Option<f64>) -> Assignment {
         match w_iter_secs.and_then(|w| self.set_of(w)) {
@@ -121,6 +136,19 @@ mod tests {
         assert_eq!(m.set_of(0.5), Some(0));
         assert_eq!(m.set_of(0.0), None);
         assert_eq!(m.set_of(f64::NAN), None);
+    }
+
+    #[test]
+    fn a_sets_priority_maps_back_to_the_set() {
+        let m = SetMapping::default();
+        for set in -5..=5 {
+            assert_eq!(m.set_of_priority(m.priority_of_set(set).get()), Some(set));
+        }
+        for p in [0.02, 0.3, 0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(m.set_of_priority(p), None, "{p}");
+        }
+        let two = SetMapping::new(2.0, Priority::new(0.5).unwrap()).unwrap();
+        assert_eq!(two.set_of_priority(0.25), Some(2));
     }
 
     #[test]

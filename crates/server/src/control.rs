@@ -9,7 +9,6 @@ use iosets_proto::{
     ServerReport, WaitCausesReport, WaitReport,
 };
 use iosets_runtime::{Counted, WaitCause};
-use iosets_types::Priority;
 
 use iosets_proto::auth::same_secret;
 
@@ -154,14 +153,7 @@ pub(crate) fn rules(shared: &Shared) -> RulesReport {
 
 /// The Set-10 index of a priority, if it is one of Set-10's (`10^-i`).
 pub(crate) fn set_of(priority: f64) -> Option<i32> {
-    let map = SetMapping::new(10.0, Priority::new(0.02).expect("positive"))?;
-    let i = (-priority.log10()).round();
-    if !i.is_finite() || i.abs() > 300.0 {
-        return None;
-    }
-    let i = i as i32;
-    let p = map.priority_of_set(i).get();
-    ((p - priority).abs() <= 1e-9 * p).then_some(i)
+    SetMapping::default().set_of_priority(priority)
 }
 
 /// One line per known job (linear in the number of jobs: the rules' jobs are grouped once).
