@@ -89,7 +89,7 @@ else
     echo "-- $t"
     status=0
     cargo test --release --locked --target-dir "$target_dir" -p "${crate[$t]}" \
-      --test fuzz_corpus -- --ignored --exact long_run --nocapture >"$logs/$t" 2>&1 || status=$?
+      --test tests -- --ignored --exact fuzz_corpus::long_run --nocapture >"$logs/$t" 2>&1 || status=$?
     line=$(grep '^fuzz-summary' "$logs/$t" | tail -n 1 || true)
     echo "${line:-no summary (build failed?)}"
     runs=$(sed -n 's/.* inputs=\([0-9]*\).*/\1/p' <<<"$line")

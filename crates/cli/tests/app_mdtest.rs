@@ -3,7 +3,7 @@
 //! mdtest run, exactly N directories of a stage-in), its failures (the path and the errno) and
 //! its refusals.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,7 @@
 //! `iosets app periodic`: the phase log it writes, its files, its errors, and one rank per process
 //! under `mpirun`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};

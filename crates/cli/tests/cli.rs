@@ -1,7 +1,7 @@
 //! The `iosets` binary end to end: the demo, replays of a trace and of a generated workload, the
 //! policy list, and a one-line error naming the problem for each bad input.
 
-mod common;
+use crate::common;
 
 use common::{fails, iosets, scratch, stderr, stdout};
 

@@ -1,7 +1,7 @@
 //! What a Unix command is expected to do (issue 17, item 7): die quietly of a closed pipe,
 //! complete in the shells, have manual pages, and check a configuration file before use.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};

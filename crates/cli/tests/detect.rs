@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-mod common;
+use crate::common;
 
 use common::{scratch, stderr, stdout};
 

@@ -4,7 +4,7 @@
 //! back to the same numbers; nonsense flags are refused in one line before anything starts.
 //! Checked for what the run writes, never for how long it took.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

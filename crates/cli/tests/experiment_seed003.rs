@@ -9,7 +9,7 @@
 //! The runs need root (the mounts' `allow_other` and the scratch data's extended attributes)
 //! and `/dev/fuse`; without them the tests that mount say why and pass without checking.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

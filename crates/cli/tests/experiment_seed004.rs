@@ -8,7 +8,7 @@
 //! anything where they are missing. Every run is bounded (killed past its deadline), and after
 //! each one nothing of it may be left mounted.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! `iosets demo`: seed 004's experiment on two real servers, through the client library.
 //! Checked for what it prints and writes, not for the numbers (one run on a shared machine).
 
-mod common;
+use crate::common;
 
 use common::{fails, iosets, scratch, stderr, stdout};
 

@@ -1,7 +1,7 @@
 //! `iosets serve` logs (issue 16, D6): JSON lines on standard error with `--log-format json`,
 //! every refusal with the peer's address, a bad RUST_LOG refused; SIGTERM exits 0.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

@@ -9,7 +9,7 @@
 //! Every test is bounded: each wait has a deadline, and a [`Mount`] guard kills the mount
 //! process and unmounts its mount point on every path, so a failing test leaves nothing behind.
 
-mod common;
+use crate::common;
 
 use std::fs::OpenOptions;
 use std::io::{Read, Write};

@@ -1,7 +1,7 @@
 //! `iosets serve` and `iosets ctl` as a user runs them: bad flags, control, and SIGTERM under
 //! load — every write the client saw acknowledged is in the file afterwards.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

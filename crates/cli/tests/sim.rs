@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-mod common;
+use crate::common;
 
 use common::{fails, iosets, scratch, stderr, stdout};
 

@@ -2,7 +2,7 @@
 //! child on loopback (restarts, many clients, and the resource probes of issue 16), passes, and
 //! writes its figures. `fulldisk` needs root for its tmpfs and is skipped, saying why, without.
 
-mod common;
+use crate::common;
 
 use common::{iosets, scratch, stderr, stdout};
 

@@ -2,7 +2,7 @@
 //! the client library with different priority hints, and `iosets top` running in a tmux session
 //! whose screen the test reads (`capture-pane`) and to which it sends keys (`send-keys`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

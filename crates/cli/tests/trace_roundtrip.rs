@@ -16,7 +16,7 @@ use iosets_server::{Server, ServerConfig};
 use iosets_sim::workload::from_records;
 use iosets_sim::{run, DeviceModel};
 
-mod common;
+use crate::common;
 
 use common::{scratch, stderr, stdout};
 

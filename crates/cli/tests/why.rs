@@ -2,7 +2,7 @@
 //! through one service thread on each; the job's waits, summed over both servers, split into
 //! causes that add up exactly, and the second job of the set waited for exclusivity.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -1,6 +1,6 @@
 //! Errno codes travel back from the servers, and namespace operations reach every server.
 
-mod common;
+use crate::common;
 
 use std::io::ErrorKind;
 

@@ -3,7 +3,7 @@
 //! served since its last request there (dmClock's `delta`). Measured from the servers' own
 //! traces (their dispatch times on one time line), on both bounds.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::thread;

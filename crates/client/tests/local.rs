@@ -3,7 +3,7 @@
 //! TCP and same-host clients share files, a region range is never reused while a server may still
 //! write into it, and a client killed in the middle of its writes loses nothing acknowledged.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -239,7 +239,8 @@ fn a_client_killed_mid_stream_loses_nothing_acknowledged() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "a_client_killed_mid_stream_loses_nothing_acknowledged",
+            // Its name in the crate's one test binary (tests/main.rs): `<file>::<test>`.
+            "local::a_client_killed_mid_stream_loses_nothing_acknowledged",
             "--nocapture",
             "--test-threads=1",
         ])

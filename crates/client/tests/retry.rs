@@ -1,7 +1,7 @@
 //! Reconnection and retries: idempotent requests survive a lost connection, others are never
 //! sent twice.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -1,7 +1,7 @@
 //! Data written through the client at random offsets and sizes reads back identical, over 1 and
 //! 3 servers, and the servers' backing files hold exactly the layout's chunks.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -13,7 +13,7 @@ use std::process::Command;
 /// The directory holding the `libiosets.so` cargo built for this test run.
 fn library_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
-    // target/<profile>/deps/agios_compat-<hash>
+    // target/<profile>/deps/tests-<hash> (the crate's one test binary, tests/main.rs)
     let deps = exe.parent().expect("deps directory").to_path_buf();
     for dir in [
         deps.clone(),

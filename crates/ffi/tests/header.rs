@@ -1,7 +1,7 @@
 //! The committed C header `include/iosets.h` must be what cbindgen generates from this crate now.
 //!
 //! A stale header fails this test (and so the test command). To regenerate it:
-//! `IOSETS_BLESS=1 cargo test -p iosets-ffi --test header`.
+//! `IOSETS_BLESS=1 cargo test -p iosets-ffi --test tests header::`.
 
 use std::path::PathBuf;
 
@@ -28,7 +28,7 @@ fn committed_header_is_up_to_date() {
     assert!(
         committed == generated,
         "include/iosets.h is stale (or missing): it differs from what cbindgen generates from \
-         crates/ffi.\nRegenerate it with:\n    IOSETS_BLESS=1 cargo test -p iosets-ffi --test header\n\
+         crates/ffi.\nRegenerate it with:\n    IOSETS_BLESS=1 cargo test -p iosets-ffi --test tests header::\n\
          and commit the result."
     );
 }

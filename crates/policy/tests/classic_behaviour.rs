@@ -1,6 +1,6 @@
 //! The behaviour that defines each classic scheduler (seed 002, Linux's elevators), one test each.
 
-mod common;
+use crate::common;
 
 use common::{policy, run_device, run_slots, Served};
 use iosets_policy::{Nanos, Op, Request};

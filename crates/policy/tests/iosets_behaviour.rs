@@ -2,7 +2,7 @@
 //! first-come first-served by burst, the `max_exclusive_ms` bounds, 10:1 bytes between sets
 //! with priorities 0.1 and 0.01, and `hold_idle_ms` keeping a synchronous job's phase together.
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::cmp::Reverse;

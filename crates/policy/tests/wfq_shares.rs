@@ -2,7 +2,7 @@
 //! hand-off of an emptied queue's share, a lone queue, 1%/99% weights, and heavy-tailed sizes from
 //! 4 KiB to 4 MiB checked against the exact fluid share.
 
-mod common;
+use crate::common;
 
 use common::{drain_backlog, policy};
 use iosets_policy::{Op, Request};

@@ -10,7 +10,7 @@
 #[allow(dead_code)]
 #[path = "../../../fuzz/src/mutator.rs"]
 mod mutator;
-mod strategies;
+use crate::strategies;
 #[path = "../../../fuzz/src/wire.rs"]
 mod wire;
 

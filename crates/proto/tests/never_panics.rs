@@ -1,6 +1,6 @@
 //! Decoding arbitrary bytes never panics, and every message survives a round trip.
 
-mod strategies;
+use crate::strategies;
 
 use iosets_proto::{decode, encode, frame_len, Bytes, Frame, OpCode, DEFAULT_MAX_FRAME};
 use proptest::prelude::*;

@@ -1,7 +1,7 @@
 //! The job book: automatic priorities from detected periods, priority provenance, forgetting of
 //! idle jobs and the bound on the book's size.
 
-mod common;
+use crate::common;
 
 use iosets_types::FileId;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! A completion token dropped unanswered fails its batch: the request is failed, never lost.
 
-mod common;
+use crate::common;
 
 use iosets_types::FileId;
 use std::sync::{Arc, Mutex};

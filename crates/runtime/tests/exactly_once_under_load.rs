@@ -1,6 +1,6 @@
 //! Many producers, a worker pool: every request is completed exactly once and the books balance.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

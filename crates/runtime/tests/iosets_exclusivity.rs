@@ -1,7 +1,7 @@
 //! IO-SETS with real threads: two jobs of one set are never in service at the same time, while
 //! the worker pool still serves in parallel.
 
-mod common;
+use crate::common;
 
 use iosets_types::FileId;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! A policy's `NotBefore(t)` is honoured: nothing is handed out before `t` on the scheduler's
 //! clock, and the work goes out after `t` with no submit or completion to wake the workers.
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::collections::VecDeque;

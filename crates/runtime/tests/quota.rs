@@ -3,7 +3,7 @@
 //! process has one request outstanding, as mdtest's), `N` virtual service threads, a service
 //! time per request. Everything asserted is a count: threads held, requests served, bytes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Shutdown refuses new requests, still delivers what is queued, then ends every worker.
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::sync::mpsc;

@@ -1,7 +1,7 @@
 //! Switching policies at run time loses nothing: queued requests move with their payloads,
 //! in-service batches complete against the instance that dispatched them, the books balance.
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! A completion token keeps the scheduler's state alive: answering it after every scheduler handle
 //! is dropped works and does not panic.
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::sync::{Arc, Mutex};

@@ -1,7 +1,7 @@
 //! Wakeups: no wake is lost when workers sleep between requests, a completion wakes a worker
 //! blocked behind it, and an idle scheduler does not consult its policy (no spinning).
 
-mod common;
+use crate::common;
 
 use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! No request reaches outside the root: `..`, absolute paths and symlinks leading out are refused.
 
-mod common;
+use crate::common;
 
 use common::{create, read, write, Conn, TempDir};
 use iosets_proto::{OpenFlags, Reply, Request};

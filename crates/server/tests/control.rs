@@ -1,7 +1,7 @@
 //! Control needs the token; bad policy names and values are errors; a policy switch under load
 //! loses nothing; job statistics report what was done.
 
-mod common;
+use crate::common;
 
 use std::thread;
 

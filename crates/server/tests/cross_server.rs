@@ -3,7 +3,7 @@
 //! stamps each request with its job's phase start. With `order=phase` no two jobs of the set are
 //! ever in service at once on any server, checked from the servers' own traces.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! create follows the link as `open(O_CREAT)` does, beneath the root: a target inside is kept
 //! or created, a target outside is not followed (`EEXIST`), a loop is `ELOOP`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! 100,000 job ids through a server, then idle: the job book stays within `max_jobs` records,
 //! `/metrics` stays bounded, and after the forget interval the book is empty again.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

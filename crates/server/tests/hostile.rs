@@ -3,7 +3,7 @@
 //! requests at once, peers without the cluster secret or off the host, and inflated priority
 //! hints. Each is bounded by the server; everyone else is still served.
 
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

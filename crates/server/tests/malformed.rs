@@ -1,7 +1,7 @@
 //! Malformed and oversized frames get an error reply or a closed connection; the server keeps
 //! serving everyone else. Metrics answer on the same port.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

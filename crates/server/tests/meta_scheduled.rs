@@ -4,7 +4,7 @@
 //! calls of a create or unlink being its directory's stripe count. Checked from the server's own
 //! counters, trace and `/metrics`, not from wall-clock time.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

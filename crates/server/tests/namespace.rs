@@ -2,7 +2,7 @@
 //! front of one parallel file system) never write through a descriptor of a file that another
 //! server unlinked or renamed, and a shutdown after renames and unlinks still fsyncs and succeeds.
 
-mod common;
+use crate::common;
 
 use common::{create, read, write, Conn, TempDir};
 use iosets_proto::{Reply, Request};

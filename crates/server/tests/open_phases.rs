@@ -9,7 +9,7 @@
 //! ended a phase before. A job whose client does end phases still keeps its set through a short
 //! absence, as the hold is meant to.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};

@@ -6,7 +6,7 @@
 //! The server must run as root to act as other users: the tests say so and pass without
 //! checking anything when it does not (nothing to check: such a server is its own user only).
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::{chown, MetadataExt, PermissionsExt};
 use std::path::Path;

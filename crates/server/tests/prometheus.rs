@@ -7,7 +7,7 @@
 //! `prometheus` and `promtool` come from Debian's `prometheus` package (installed by
 //! `scripts/ecosystem-tools.sh`); without them these tests fail, saying so.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};

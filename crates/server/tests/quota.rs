@@ -2,7 +2,7 @@
 //! metadata back end, rules are added, listed and deleted over the control protocol, rules match
 //! on uid and client address, and bad rules are refused naming the rule, changing nothing.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

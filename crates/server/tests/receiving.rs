@@ -4,7 +4,7 @@
 //! the 30 s frame timeout, and small requests of other clients got 0 of 4 answers meanwhile.
 //! Through real sockets on loopback against a real server.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};

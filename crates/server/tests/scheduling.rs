@@ -2,7 +2,7 @@
 //! server get 10:1 of the bytes over 5 s windows, and two jobs of one IO-SETS set are never in
 //! service together. Measured from the server's own trace (dispatch and completion times).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::mpsc;

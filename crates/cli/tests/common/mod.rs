@@ -7,15 +7,19 @@ use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use iosets_proto::{
     decode, encode, frame_len, Bytes, Frame, Header, Request, Response, DEFAULT_MAX_FRAME,
 };
 use iosets_types::JobId;
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty directory for one test. Numbered as well as named: the test files share one
+/// process (tests/main.rs), and two of them may use the same name at once (`bad`).
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("iosets-cli-{}-{name}", std::process::id()));
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("iosets-cli-{}-{n}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir

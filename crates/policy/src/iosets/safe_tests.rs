@@ -396,7 +396,10 @@ fn stripe_two(
                     .wrapping_mul(6364136223846793005)
                     .wrapping_add(1442695040888963407);
                 let mut gap = 1 + (rng >> 33) % 3;
-                if (rng >> 40) % 50 == 0 {
+                // Not `is_multiple_of`: Rust 1.87, and the workspace's rust-version is 1.85.
+                #[allow(clippy::manual_is_multiple_of)]
+                let pause = (rng >> 40) % 50 == 0;
+                if pause {
                     // Now and then the writer pauses (the machine is busy): its client, with
                     // nothing in flight for 2 ms, sends `PhaseEnd` to both servers; its next
                     // write comes within `phase_gap`, with the same stamp.
