@@ -327,11 +327,7 @@ fn ctl_drives_a_running_server() {
     );
     assert_eq!(o.status.code(), Some(1), "a wrong token is refused");
     assert!(common::stderr(&o).contains("wrong token"));
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    stopped_cleanly(&mut child);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -436,11 +432,7 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
     assert!(ctl(&["rule", "del", "tbf"]).status.success());
     let text = stdout(&ctl(&["rule", "list"]));
     assert!(!text.contains("tbf") && text.contains("gio"), "{text}");
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    stopped_cleanly(&mut child);
     // A quota file with a bad rule stops the server at start, naming the file and the rule.
     std::fs::write(
         dir.join("bad.toml"),
@@ -497,39 +489,20 @@ fn ctl_acts_on_every_server_given_and_names_a_dead_one() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(stdout(&o), format!("ok: {a}\nok: {b}\n"));
     // Each server's report, under its name; as JSON, one line per server.
-    let o = iosets(
-        &dir,
-        &[
-            "ctl",
-            "--server",
-            &a,
-            "--server",
-            &b,
-            "--token-file",
-            "tok",
-            "jobs",
-        ],
-    );
+    // ctl over both servers, the options first.
+    let both = |args: &[&str]| {
+        let mut all = vec!["ctl", "--server", &a, "--server", &b, "--token-file", "tok"];
+        all.extend_from_slice(args);
+        iosets(&dir, &all)
+    };
+    let o = both(&["jobs"]);
     let text = stdout(&o);
     assert!(
         text.contains(&format!("== {a}")) && text.contains(&format!("== {b}")),
         "{text}"
     );
     assert_eq!(text.matches("control").count(), 2, "{text}");
-    let o = iosets(
-        &dir,
-        &[
-            "ctl",
-            "--json",
-            "--server",
-            &a,
-            "--server",
-            &b,
-            "--token-file",
-            "tok",
-            "jobs",
-        ],
-    );
+    let o = both(&["--json", "jobs"]);
     let lines: Vec<serde_json::Value> = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -568,11 +541,16 @@ fn ctl_acts_on_every_server_given_and_names_a_dead_one() {
     assert_eq!(o.status.code(), Some(1));
     assert!(common::stderr(&o).contains("ctl needs --server"));
     for (mut child, _) in servers {
-        Command::new("kill")
-            .args(["-INT", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert_eq!(child.wait().unwrap().code(), Some(0));
+        stopped_cleanly(&mut child);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Stops a server with SIGINT, as a terminal's Ctrl-C does; it must exit 0.
+fn stopped_cleanly(child: &mut std::process::Child) {
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
 }
