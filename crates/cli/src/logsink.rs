@@ -86,7 +86,9 @@ mod tests {
             Sink.make_writer().write_all(b"one\n").unwrap();
         }
         // Back to standard error: nothing more reaches the file.
-        Sink.make_writer().write_all(b"").unwrap();
+        Sink.make_writer()
+            .write_all(b"logsink test: this line goes to stderr\n")
+            .unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\n");
         assert!(to_file(&dir.join("no/such/dir/log.txt")).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -527,7 +527,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
     let mut failed = 0;
     for server in &args.server {
         let answered = control(args, server, &token, op.clone())
-            .and_then(|reply| print_reply(args, Some(server), reply));
+            .and_then(|reply| print_reply(args, Some(server.as_str()), reply));
         if let Err(e) = answered {
             eprintln!("error: {server}: {}", crate::error_text(&e));
             failed += 1;
@@ -540,7 +540,7 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
 }
 
 /// Prints `reply`, from `server` when there are several (a heading, or a JSON line naming it).
-fn print_reply(args: &CtlArgs, server: Option<&String>, reply: Reply) -> Result<()> {
+fn print_reply(args: &CtlArgs, server: Option<&str>, reply: Reply) -> Result<()> {
     if let (Some(server), Reply::Json(text)) = (server, &reply) {
         if args.json {
             let report: serde_json::Value = serde_json::from_str(text)?;

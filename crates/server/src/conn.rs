@@ -883,7 +883,7 @@ fn handle(
     link: &mut Link,
 ) {
     let op = req.op();
-    match route(shared, &header, req, link) {
+    match route(shared, &header, op, req, link) {
         Route::Answer(r) => reply(tx, Some(permit), shared, header, op, r),
         Route::Control { token, op: ctl } => {
             let shared = shared.clone();
@@ -899,8 +899,13 @@ fn handle(
 }
 
 /// Checks a request and says where it goes ([`Route`]).
-fn route(shared: &Arc<Shared>, header: &Header, req: Request, link: &mut Link) -> Route {
-    let op = req.op();
+fn route(
+    shared: &Arc<Shared>,
+    header: &Header,
+    op: OpCode,
+    req: Request,
+    link: &mut Link,
+) -> Route {
     // One request moves at most a frame's worth of data, whichever way it travels.
     let too_large = |len: u32| {
         (len > shared.config.max_frame - 64).then(|| FsError {
