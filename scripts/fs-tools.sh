@@ -95,9 +95,14 @@ cargo_tool() { # CRATE VERSION
     exit 1
   fi
   say "building $crate $version into $TOOLS_ROOT (cargo install, a few minutes)"
-  if ! cargo install --quiet --locked --root "$TOOLS_ROOT" --version "=$version" "$crate" >&2; then
+  # Test tools, bound by system calls: optimised lightly, without debug information, and both
+  # built in one target directory so that their shared dependencies are compiled once (105 s
+  # for the two on 2 cores, against 159 s at cargo install's defaults).
+  local build=(env CARGO_TARGET_DIR="$TOOLS_ROOT/build" CARGO_PROFILE_RELEASE_OPT_LEVEL=1
+    CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_LTO=false)
+  if ! "${build[@]}" cargo install --quiet --locked --root "$TOOLS_ROOT" --version "=$version" "$crate" >&2; then
     say "WARNING: 'cargo install --locked $crate' failed; retrying without --locked"
-    cargo install --quiet --root "$TOOLS_ROOT" --version "=$version" "$crate" >&2
+    "${build[@]}" cargo install --quiet --root "$TOOLS_ROOT" --version "=$version" "$crate" >&2
   fi
   if [ "$(installed_version "$bin")" != "$version" ]; then
     say "$crate $version did not install at $bin"

@@ -50,7 +50,8 @@ stage "cargo test"
 cargo test --workspace --locked --release
 stage "loom models of the runtime's lock and wake-up protocol (own target dir: all of it built under --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
-  cargo test -p iosets-runtime --locked --release --test loom_protocol --target-dir target/loom
+  CARGO_PROFILE_RELEASE_DEBUG=false \
+  cargo test -p iosets-runtime-loom --locked --release --test loom_protocol --target-dir target/loom
 stage "iosets mount: pjdfstest and fsx through a real mount"
 bash scripts/mount-conformance.sh 20000
 stage "the Debian package (dpkg-deb; installed, used and purged) and cargo install --path"

@@ -20,10 +20,11 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use iosets_period::report::{detect_trace, JobReport};
+use iosets_period::report::{detect_trace, JobReport, Placement};
 use iosets_period::trace::Format;
 use iosets_period::{Config, JobId};
 use iosets_policy::registry::POLICIES;
+use iosets_policy::set10::SetMapping;
 use iosets_policy::{ClassId, Priority};
 use iosets_sim::fluid::heuristic::{CATALOGUE, CATALOGUE_NOTE};
 use iosets_sim::fluid::metrics::Metrics;
@@ -438,6 +439,16 @@ fn sweep<'py>(
     sweep_rows(py, &result)
 }
 
+/// The servers' Set-10 mapping of a period (seconds; `None` without a confident one), as
+/// `iosets detect` places jobs.
+fn set10(period_s: Option<f64>) -> Placement {
+    let a = SetMapping::default().assign(period_s);
+    Placement {
+        set: a.set(),
+        priority: a.priority(),
+    }
+}
+
 /// `iosets detect`: each job's period, confidence, Set-10 set and priority, phases.
 #[pyfunction]
 #[pyo3(signature = (trace, format=None, *, mode=None, method="offline", job=None))]
@@ -468,7 +479,7 @@ fn detect<'py>(
         }
     };
     let report = py
-        .allow_threads(|| detect_trace(&trace, format, mode, job.map(JobId), &config))
+        .allow_threads(|| detect_trace(&trace, format, mode, job.map(JobId), &config, &set10))
         .map_err(|e| match e {
             iosets_period::Error::NoSuchJob { .. } => {
                 value_error(format!("job {}: {e}", job.unwrap_or_default()))

@@ -5,8 +5,9 @@
 //! reads, the writes or both before detection (default: writes, FTIO's default, or all events
 //! when the trace has no write). The first line says the format and mode used.
 //!
-//! The detection and the Set-10 mapping are `iosets_period::report` (a job without a confident
-//! period gets seed 004's default priority, 1/50, and a set of its own). This module only parses
+//! The detection is `iosets_period::report`; the Set-10 mapping is the policy crate's, the code
+//! the servers run (a job without a confident period gets seed 004's default priority, 1/50,
+//! and a set of its own). This module only parses
 //! flags, calls and prints. The server's own trace
 //! (`iosets serve --trace FILE`) is read as it is: each request is an event from its arrival to
 //! its completion.
@@ -16,9 +17,10 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use iosets_period::report::detect_trace;
+use iosets_period::report::{detect_trace, Placement};
 use iosets_period::trace::Format;
 use iosets_period::{Config, Error, JobId, Mode};
+use iosets_policy::set10::SetMapping;
 
 /// Arguments of `iosets detect`.
 #[derive(Debug, Args)]
@@ -67,6 +69,7 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         mode,
         args.job.map(JobId),
         &Config::default(),
+        &set10,
     )
     .map_err(|e| match e {
         Error::NoSuchJob { .. } => {
@@ -80,4 +83,13 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         print!("{}{}", report.header(), report.table());
     }
     Ok(())
+}
+
+/// The servers' Set-10 mapping of a period (seconds; `None` without a confident one).
+fn set10(period_s: Option<f64>) -> Placement {
+    let a = SetMapping::default().assign(period_s);
+    Placement {
+        set: a.set(),
+        priority: a.priority(),
+    }
 }

@@ -12,16 +12,11 @@
 //! experiment harness in `experiment` starts servers, a mount and processes, and reads their
 //! logs).
 
-mod app_cmd;
 mod conventions;
 mod detect_cmd;
-mod experiment;
-mod io_demo;
-mod logsink;
 mod mount_cmd;
 mod serve_cmd;
 mod sim_cmd;
-mod soak;
 mod top;
 
 use std::path::{Path, PathBuf};
@@ -71,7 +66,7 @@ enum LogFormat {
 }
 
 /// Installs the log subscriber: events at or above RUST_LOG's levels (default `info`) to
-/// standard error, or to a lab run's file ([`logsink`]), in `format`; colours only on a
+/// standard error, or to a lab run's file ([`iosets_lab::logsink`]), in `format`; colours only on a
 /// terminal and never for the lab (`lab`), whose lines go to files. A RUST_LOG that does not
 /// parse is an error, not ignored.
 fn init_logging(format: LogFormat, lab: bool) -> Result<()> {
@@ -85,7 +80,7 @@ fn init_logging(format: LogFormat, lab: bool) -> Result<()> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(!lab && std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(logsink::Sink);
+        .with_writer(iosets_lab::logsink::Sink);
     match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -106,7 +101,7 @@ enum Command {
     /// through it, once under timeorder and once under iosets with Set-10 priorities (`--auto`:
     /// also with priorities the servers detect); prints each job's stretch and seed 004's four
     /// metrics for each.
-    Demo(io_demo::IoDemoArgs),
+    Demo(iosets_lab::demo::IoDemoArgs),
     /// Serve a directory: schedule every job's file I/O with a policy (the I/O server).
     Serve(Box<serve_cmd::ServeArgs>),
     /// Control a running server: job statistics, priorities, policy, server statistics.
@@ -124,12 +119,12 @@ enum Command {
     /// The IO-SETS fluid simulator: run a scenario, or sweep one and plot the metrics.
     Sim(sim_cmd::SimArgs),
     /// Applications that do real POSIX I/O (no iosets library), for experiments on a mount.
-    App(app_cmd::AppArgs),
+    App(iosets_lab::app::AppArgs),
     /// Reproduce a seed's experiment end to end through a real mount.
-    Experiment(experiment::ExperimentArgs),
+    Experiment(iosets_lab::experiment::ExperimentArgs),
     /// The reliability suite: kill -9 and SIGTERM restarts under load, many clients against a
     /// model, and resource probes, against a real `iosets serve` on loopback.
-    Soak(soak::SoakArgs),
+    Soak(iosets_lab::soak::SoakArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell) to standard output.
     Completions(conventions::CompletionsArgs),
     /// Write the manual pages (`--out DIR`: every page; otherwise iosets.1 to standard output).
@@ -623,16 +618,16 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Replay(args) => replay(args),
         Command::DemoWfq(args) => demo(args),
-        Command::Demo(args) => io_demo::run(args),
+        Command::Demo(args) => iosets_lab::demo::run(args),
         Command::Serve(args) => serve_cmd::serve(args),
         Command::Ctl(args) => serve_cmd::ctl(args),
         Command::Mount(args) => mount_cmd::mount(args),
         Command::Umount(args) => mount_cmd::umount(args),
         Command::Detect(args) => detect_cmd::run(args),
         Command::Sim(args) => sim_cmd::sim(args),
-        Command::App(args) => app_cmd::run(args),
-        Command::Experiment(args) => experiment::run(args),
-        Command::Soak(args) => soak::run(args),
+        Command::App(args) => iosets_lab::app::run(args),
+        Command::Experiment(args) => iosets_lab::experiment::run(args),
+        Command::Soak(args) => iosets_lab::soak::run(args),
         Command::Completions(args) => conventions::completions(args, Cli::command()),
         Command::Man(args) => conventions::man(args, Cli::command()),
         Command::Config(command) => conventions::config(command),

@@ -1,13 +1,15 @@
-//! `iosets mount` and `iosets umount`.
+//! `iosets mount` and `iosets umount`. With `--local` this command starts the server in this
+//! process and hands it to the mount ([`iosets_mount::mount_local`]): the mount crate knows
+//! the client only.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use iosets_mount::ident::{parse_env_vars, parse_sources};
-use iosets_mount::{MountOptions, Mounted};
-use iosets_server::read_token_file;
+use iosets_mount::{LocalServer, MountOptions, Mounted};
+use iosets_server::{read_token_file, Server, ServerConfig, ServerHandle};
 
 /// `iosets mount MOUNTPOINT (--servers ADDR,... | --local ROOT)`.
 #[derive(Debug, Args)]
@@ -84,7 +86,6 @@ pub(crate) struct UmountArgs {
 fn options(args: &MountArgs) -> Result<MountOptions> {
     let mut o = MountOptions::new(&args.mountpoint);
     o.servers = args.servers.clone();
-    o.local = args.local.clone();
     o.threads = args.threads;
     o.self_priority = args.self_priority;
     o.cache = args.cache;
@@ -128,7 +129,17 @@ pub(crate) fn mount(args: &MountArgs) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
-    let m: Mounted = iosets_mount::mount(opts)?;
+    let m: Mounted = match &args.local {
+        Some(root) => {
+            let mut opts = opts;
+            let token = opts
+                .token
+                .get_or_insert_with(iosets_mount::random_token)
+                .clone();
+            iosets_mount::mount_local(opts, Box::new(Local::start(root, token)?))?
+        }
+        None => iosets_mount::mount(opts)?,
+    };
     eprintln!(
         "iosets: mounted on {} ({}); SIGTERM or `iosets umount` to unmount",
         m.mountpoint().display(),
@@ -136,6 +147,47 @@ pub(crate) fn mount(args: &MountArgs) -> Result<()> {
     );
     m.serve_until_signal()?;
     Ok(())
+}
+
+/// `--local`: a server in this process on `root`, at the defaults, that the mount reaches by a
+/// channel no other process or user can (issue 33: no TCP port, no same-host socket).
+#[derive(Debug)]
+struct Local {
+    root: PathBuf,
+    server: ServerHandle,
+}
+
+impl Local {
+    fn start(root: &Path, token: String) -> Result<Local> {
+        let mut cfg = ServerConfig::new(root);
+        cfg.token = Some(token);
+        cfg.listen_tcp = false;
+        cfg.admin_listen = None;
+        let server = Server::start(cfg).context("local server")?;
+        Ok(Local {
+            root: root.to_path_buf(),
+            server,
+        })
+    }
+}
+
+impl LocalServer for Local {
+    fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn addr(&self) -> std::net::SocketAddr {
+        self.server.addr()
+    }
+
+    fn connector(&self) -> iosets_client::Connector {
+        let link = self.server.in_process();
+        std::sync::Arc::new(move || link.connect())
+    }
+
+    fn shutdown(self: Box<Self>) -> Result<(), String> {
+        self.server.shutdown().map(drop).map_err(|e| e.to_string())
+    }
 }
 
 /// Starts this command again without `--daemon` in a new process group, and returns once the

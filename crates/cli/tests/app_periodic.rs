@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use iosets_sim::phaselog::{merge_ranks, parse_phase_log, read_phase_log, PhaseKind, PhaseRow};
+use iosets_lab::seed004::phaselog::{
+    merge_ranks, parse_phase_log, read_phase_log, PhaseKind, PhaseRow,
+};
 
 const MIB: u64 = 1 << 20;
 

@@ -229,7 +229,7 @@ impl Cap {
     /// The cap of servers whose `hints` settings are `hints` (a server before the field, an
     /// empty string, has the default cap).
     pub(crate) fn of<'a>(hints: impl IntoIterator<Item = &'a str>) -> Cap {
-        use iosets_server::HintPolicy;
+        use iosets_proto::hints::HintPolicy;
         let mut cap = Cap::None;
         for h in hints {
             let p = h.parse::<HintPolicy>().unwrap_or_default();
@@ -598,7 +598,10 @@ mod tests {
         assert_eq!(Cap::of(["trust", "trust"]), Cap::None);
         assert_eq!(Cap::of(["cap=1", "ignore"]), Cap::Ignored);
         // A server from before the field: the default cap.
-        assert_eq!(Cap::of([""]), Cap::At(iosets_server::DEFAULT_HINT_CAP));
+        assert_eq!(
+            Cap::of([""]),
+            Cap::At(iosets_proto::hints::DEFAULT_HINT_CAP)
+        );
     }
 
     #[test]

@@ -19,8 +19,10 @@
 //!   done for the opener's job.
 //! - **Control** lives in `MOUNT/.iosets/` ([`control`]): job priorities (read and write), job
 //!   statistics, the policy. The mount holds the servers' token.
-//! - **`local`** runs a server in this process on a directory with the default policy, so
-//!   `iosets mount /mnt/x --local /data` works with nothing else running.
+//! - **A local server** ([`mount_local`]): a server in this process, reached by a channel no
+//!   other process can use, so `iosets mount /mnt/x --local /data` works with nothing else
+//!   running. The caller starts it (this crate depends on the client only) and hands it over
+//!   as a [`LocalServer`]; the mount stops it at unmount.
 //!
 //! # What it is not
 //! Not a cache-coherent cluster file system: attributes and names may be cached by the kernel
@@ -48,7 +50,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use iosets_client::{Client, ClientConfig, JobId};
-use iosets_server::{Server, ServerConfig, ServerHandle};
 
 use crate::fs::{FsConfig, Inner, IosetsFs};
 use crate::ident::{IdentConfig, JobResolver};
@@ -58,10 +59,8 @@ use crate::ident::{IdentConfig, JobResolver};
 pub struct MountOptions {
     /// Where.
     pub mountpoint: PathBuf,
-    /// The servers (`host:port`), in layout order; empty with `local`.
+    /// The servers (`host:port`), in layout order; empty for [`mount_local`].
     pub servers: Vec<String>,
-    /// Run a server in this process on this directory (the default policy) instead.
-    pub local: Option<PathBuf>,
     /// FUSE worker threads (each serves one kernel request at a time).
     pub threads: usize,
     /// Let the page cache serve file data (attribution: the opener's job).
@@ -70,7 +69,7 @@ pub struct MountOptions {
     pub timeout: Duration,
     /// How long the kernel may keep attributes and names.
     pub attr_ttl: Duration,
-    /// The servers' control token (for `.iosets/`); generated with `local`.
+    /// The servers' control token (for `.iosets/`); a local server's is the one it was given.
     pub token: Option<String>,
     /// Job identity: sources, variables, cache.
     pub ident: IdentConfig,
@@ -94,7 +93,6 @@ impl MountOptions {
         MountOptions {
             mountpoint: mountpoint.into(),
             servers: Vec::new(),
-            local: None,
             threads: 4,
             cache: false,
             timeout: Duration::from_secs(30),
@@ -133,9 +131,9 @@ pub enum MountError {
         /// Why.
         reason: String,
     },
-    /// The in-process server (`local`) could not start.
+    /// The in-process server ([`mount_local`]) failed to stop cleanly.
     #[error("local server: {0}")]
-    Local(#[from] iosets_server::ServerError),
+    Local(String),
     /// Job identity configuration.
     #[error("job identity: {0}")]
     Ident(#[from] ident::IdentError),
@@ -239,22 +237,67 @@ pub struct Mounted {
     mountpoint: PathBuf,
     session: Option<JoinHandle<std::io::Result<()>>>,
     ended: Option<std::sync::mpsc::Receiver<()>>,
-    local: Option<ServerHandle>,
+    local: Option<Box<dyn LocalServer>>,
     servers: Vec<String>,
     rt: Option<tokio::runtime::Runtime>,
 }
 
-fn random_token() -> String {
+/// A server in this process that a mount reaches by a channel no other process or user can
+/// use ([`mount_local`]; issue 33: no TCP port, no same-host socket).
+pub trait LocalServer: Send + std::fmt::Debug {
+    /// The directory it serves: the mount is named `iosets:ROOT` in `/proc/mounts`.
+    fn root(&self) -> &Path;
+    /// The address its clients report for it.
+    fn addr(&self) -> std::net::SocketAddr;
+    /// Opens connections to it.
+    fn connector(&self) -> iosets_client::Connector;
+    /// Stops it, its written files fsynced; called once, at unmount.
+    fn shutdown(self: Box<Self>) -> Result<(), String>;
+}
+
+/// A fresh control token: 16 random bytes in hex, for a local server and its mount.
+pub fn random_token() -> String {
     use std::io::Read;
     let mut b = [0u8; 16];
     let _ = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b));
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// Mounts: checks the mount point and `/dev/fuse`, starts the local server if asked, connects
-/// to the servers (every one must answer, or nothing is mounted), and starts serving the
-/// kernel on `threads` threads. Returns once the file system is mounted.
-pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
+/// Mounts: checks the mount point and `/dev/fuse`, connects to the servers (every one must
+/// answer, or nothing is mounted), and starts serving the kernel on `threads` threads. Returns
+/// once the file system is mounted.
+pub fn mount(opts: MountOptions) -> Result<Mounted, MountError> {
+    if opts.servers.is_empty() {
+        return Err(MountError::Config(
+            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
+        ));
+    }
+    mount_with(opts, None)
+}
+
+/// Mounts over `server`, a server in this process (see [`LocalServer`]), as [`mount`] does
+/// over remote ones; `opts.servers` must be empty, and `opts.token` is the token `server` was
+/// started with (the control directory needs it). The mount stops `server` at unmount, and
+/// also when mounting fails.
+pub fn mount_local(
+    opts: MountOptions,
+    server: Box<dyn LocalServer>,
+) -> Result<Mounted, MountError> {
+    if !opts.servers.is_empty() {
+        let _ = server.shutdown();
+        return Err(MountError::Config(
+            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
+        ));
+    }
+    mount_with(opts, Some(server))
+}
+
+fn mount_with(
+    mut opts: MountOptions,
+    local: Option<Box<dyn LocalServer>>,
+) -> Result<Mounted, MountError> {
+    // A local server handed over is stopped on every path out of here but success.
+    let mut local = StopOnDrop(local);
     if opts.threads == 0 || opts.threads > 64 {
         return Err(MountError::Config(format!(
             "threads must be between 1 and 64, not {}",
@@ -263,11 +306,6 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     }
     if opts.timeout.is_zero() {
         return Err(MountError::Config("timeout must be positive".into()));
-    }
-    if opts.local.is_some() != opts.servers.is_empty() {
-        return Err(MountError::Config(
-            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
-        ));
     }
     check_mountpoint(&opts.mountpoint)?;
     if let Err(e) = std::fs::OpenOptions::new()
@@ -283,21 +321,9 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
         });
     }
     let resolver = Arc::new(JobResolver::new(opts.ident.clone())?);
-    let local = match &opts.local {
-        Some(root) => {
-            let token = opts.token.get_or_insert_with(random_token).clone();
-            let mut cfg = ServerConfig::new(root);
-            cfg.token = Some(token);
-            // No TCP port and no same-host socket: the mount reaches its server in process,
-            // by a channel no other process or user can (issue 33).
-            cfg.listen_tcp = false;
-            cfg.admin_listen = None;
-            let h = Server::start(cfg)?;
-            opts.servers = vec!["in-process".into()];
-            Some(h)
-        }
-        None => None,
-    };
+    if local.0.is_some() {
+        opts.servers = vec!["in-process".into()];
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(512)
@@ -320,12 +346,8 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     };
     let client = rt
         .block_on(async {
-            let c = match &local {
-                Some(h) => {
-                    let link = h.in_process();
-                    let connector: iosets_client::Connector = Arc::new(move || link.connect());
-                    Client::connect_in_process(h.addr(), connector, ccfg).await?
-                }
+            let c = match &local.0 {
+                Some(h) => Client::connect_in_process(h.addr(), h.connector(), ccfg).await?,
                 None => Client::connect_to(&opts.servers, ccfg).await?,
             };
             c.statfs().await?;
@@ -350,8 +372,8 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
     ));
     let mut config = fuser::Config::default();
     config.mount_options = vec![
-        fuser::MountOption::FSName(match &opts.local {
-            Some(root) => format!("iosets:{}", root.display()),
+        fuser::MountOption::FSName(match &local.0 {
+            Some(h) => format!("iosets:{}", h.root().display()),
             None => format!("iosets:{}", opts.servers.join(",")),
         }),
         fuser::MountOption::Subtype("iosets".into()),
@@ -388,7 +410,7 @@ pub fn mount(mut opts: MountOptions) -> Result<Mounted, MountError> {
         mountpoint: opts.mountpoint,
         session: Some(thread),
         ended: Some(rx),
-        local,
+        local: local.0.take(),
         servers: opts.servers,
         rt: Some(rt),
     })
@@ -481,6 +503,19 @@ impl Mounted {
             rt.shutdown_timeout(Duration::from_secs(2));
         }
         first.map_or(Ok(()), Err)
+    }
+}
+
+/// A local server not (yet) owned by a [`Mounted`]: stopped when dropped.
+struct StopOnDrop(Option<Box<dyn LocalServer>>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            if let Err(e) = h.shutdown() {
+                tracing::warn!(error = %e, "stopping the local server");
+            }
+        }
     }
 }
 

@@ -2,19 +2,29 @@
 //! what the Python bindings' `detect` returns.
 //!
 //! The detection is this crate's offline detector ([`crate::detect()`], or an [`Analyzer`] with
-//! another [`Config`]); the set and priority are the policy crate's Set-10 mapping, the code the
-//! servers run (a job without a confident period gets seed 004's default priority, 1/50, and a
-//! set of its own). Front ends only choose the inputs and print.
+//! another [`Config`]); the set and priority come from the mapping the caller passes
+//! ([`detect_trace`]'s `place`): the front ends pass the policy crate's Set-10 mapping, the code
+//! the servers run (a job without a confident period gets seed 004's default priority, 1/50, and
+//! a set of its own). This crate depends on `types` only, so it does not name the policy; front
+//! ends only choose the inputs and print.
 
 use std::path::{Path, PathBuf};
-
-use iosets_policy::set10::{Assignment, SetMapping};
 
 use crate::detect::{detect, Analyzer, Config, Detection};
 use crate::error::{Error, Result};
 use crate::event::Mode;
 use crate::trace::{read_trace, Format};
 use crate::JobId;
+use iosets_types::Priority;
+
+/// Where a mapping of periods to sets puts a job.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Placement {
+    /// The set, `None` for a set of its own (a job without a confident period).
+    pub set: Option<i32>,
+    /// The set's priority.
+    pub priority: Priority,
+}
 
 /// One job's answer.
 #[derive(Debug)]
@@ -23,17 +33,14 @@ pub struct JobReport {
     pub job: JobId,
     /// What the detector found.
     pub detection: Detection,
-    /// Its Set-10 set and priority.
-    pub assignment: Assignment,
+    /// Its set and priority.
+    pub placement: Placement,
 }
 
 impl JobReport {
     /// The Set-10 set, `None` for a job without a confident period (a set of its own).
     pub fn set(&self) -> Option<i32> {
-        match self.assignment {
-            Assignment::Set { set, .. } => Some(set),
-            Assignment::Unknown { .. } => None,
-        }
+        self.placement.set
     }
 
     /// Why the job is not periodic, `None` if it is.
@@ -69,7 +76,7 @@ impl JobReport {
             "best_period_s": d.best().map(|e| e.period.as_secs_f64()),
             "confidence": d.confidence(),
             "set": self.set(),
-            "priority": self.assignment.priority().get(),
+            "priority": self.placement.priority.get(),
             "phases": d.phases(),
             "reason": self.reason(),
         })
@@ -98,8 +105,9 @@ pub struct DetectReport {
 
 /// Reads the trace at `path` (format recognised from its content when `None`), keeps the events
 /// of `mode` (default: the writes, FTIO's default, or every event when the trace has no write)
-/// and only `job` if given, and detects each job with `config` ([`Config::default`] is
-/// `iosets detect`'s).
+/// and only `job` if given, detects each job with `config` ([`Config::default`] is
+/// `iosets detect`'s), and places it with `place`, given its period in seconds (`None` without
+/// a confident one).
 ///
 /// # Errors
 /// The trace's read or parse errors; [`Error::NoEventInMode`] if the mode keeps no event;
@@ -110,6 +118,7 @@ pub fn detect_trace(
     mode: Option<Mode>,
     job: Option<JobId>,
     config: &Config,
+    place: &dyn Fn(Option<f64>) -> Placement,
 ) -> Result<DetectReport> {
     let trace = read_trace(path, format)?;
     let (mode, mode_why) = match mode {
@@ -149,7 +158,6 @@ pub fn detect_trace(
     } else {
         Some(Analyzer::new(*config)?)
     };
-    let mapping = SetMapping::default();
     let jobs = jobs
         .into_iter()
         .map(|(job, events)| {
@@ -157,11 +165,11 @@ pub fn detect_trace(
                 None => detect(&events),
                 Some(a) => a.analyze(&events),
             };
-            let assignment = mapping.assign(detection.period().map(|p| p.as_secs_f64()));
+            let placement = place(detection.period().map(|p| p.as_secs_f64()));
             JobReport {
                 job,
                 detection,
-                assignment,
+                placement,
             }
         })
         .collect();
@@ -209,7 +217,7 @@ impl DetectReport {
                 period,
                 d.confidence(),
                 set,
-                r.assignment.priority().to_string(),
+                r.placement.priority.to_string(),
                 d.phases(),
                 r.note()
             ));
@@ -234,6 +242,15 @@ impl DetectReport {
 mod tests {
     use super::*;
 
+    /// A mapping by decade of the period (the servers' Set-10 is the policy crate's).
+    fn decade(period_s: Option<f64>) -> Placement {
+        let set = period_s.map(|p| p.log10().round() as i32);
+        Placement {
+            set,
+            priority: Priority::new(10f64.powi(-set.unwrap_or(2))).unwrap(),
+        }
+    }
+
     fn sample(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data")
@@ -248,6 +265,7 @@ mod tests {
             None,
             None,
             &Config::default(),
+            &decade,
         )
         .unwrap();
         assert_eq!(r.jobs.len(), 2);
@@ -257,8 +275,15 @@ mod tests {
             assert_eq!(j.to_json()["job"], j.job.0);
         }
         assert_eq!(r.table().lines().count(), 3);
-        let online =
-            detect_trace(&sample("requests.csv"), None, None, None, &Config::online()).unwrap();
+        let online = detect_trace(
+            &sample("requests.csv"),
+            None,
+            None,
+            None,
+            &Config::online(),
+            &decade,
+        )
+        .unwrap();
         assert_eq!(online.jobs.len(), 2);
     }
 
@@ -270,6 +295,7 @@ mod tests {
             None,
             Some(JobId(7)),
             &Config::default(),
+            &decade,
         )
         .unwrap_err();
         assert!(e.to_string().contains("jobs: 1, 2"), "{e}");

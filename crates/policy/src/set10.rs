@@ -36,6 +36,14 @@ impl Assignment {
             Assignment::Set { priority, .. } | Assignment::Unknown { priority } => priority,
         }
     }
+
+    /// The set, `None` for a job without an estimate (a set of its own).
+    pub fn set(&self) -> Option<i32> {
+        match *self {
+            Assignment::Set { set, .. } => Some(set),
+            Assignment::Unknown { .. } => None,
+        }
+    }
 }
 
 /// The Set-b mapping: a base and the default priority for jobs without an estimate.

@@ -59,6 +59,7 @@
 
 pub mod auth;
 mod codec;
+pub mod hints;
 pub mod local;
 mod message;
 mod report;

@@ -8,7 +8,7 @@
 //! (parking_lot's: `wait(&mut guard)`, `wait_until`, `notify_one() -> bool`,
 //! `notify_all() -> usize`), the atomics and [`Instant`]. Normally these are re-exports and cost
 //! nothing. Under `cfg(loom)` they are adapters over loom's types, so that
-//! `tests/loom_protocol.rs` can explore every interleaving of submit, take, complete, priority
+//! `crates/runtime-loom/tests/loom_protocol.rs` can explore every interleaving of submit, take, complete, priority
 //! change, policy switch and shutdown, and report a lost wake-up as a deadlock.
 //!
 //! # What it is not

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::ServerError;
+use crate::{HintPolicy, ServerError};
 
 /// Everything `iosets serve` needs.
 #[derive(Clone, Debug, PartialEq)]
@@ -118,7 +118,7 @@ pub struct ServerConfig {
     /// loopback, a free port, see [`crate::ServerHandle::admin_addr`]); `None`: nowhere.
     pub admin_listen: Option<String>,
     /// What to do with the priority hints clients put in their requests (default: cap at
-    /// [`DEFAULT_HINT_CAP`]).
+    /// [`crate::DEFAULT_HINT_CAP`]).
     pub hints: HintPolicy,
     /// A claim of uid 0 acts as `nobody` (65534:65534) instead of root (`root_squash`,
     /// `--root-squash`; default off). See [`crate::NoCreds`] and the crate's permission model.
@@ -148,77 +148,6 @@ pub struct ServerConfig {
     /// Bytes all connections together may have in the server at once, counted the same way
     /// (default 2 GiB; at least 1 MiB).
     pub max_inflight_bytes: u64,
-}
-
-/// The default cap of [`HintPolicy::Cap`]: 1, the Set-10 priority of a job whose I/O period is
-/// about a second (set 0), the highest seed 004's jobs get.
-pub const DEFAULT_HINT_CAP: f64 = 1.0;
-
-/// What the server does with a request's priority hint (any client may send any hint, for any
-/// job id: a hint of 1e300 would otherwise take all the bandwidth).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum HintPolicy {
-    /// Apply hints as sent.
-    Trust,
-    /// Apply hints, lowered to at most this priority.
-    Cap(iosets_types::Priority),
-    /// Drop every hint (priorities come from the control plane and detection only).
-    Ignore,
-}
-
-impl Default for HintPolicy {
-    fn default() -> HintPolicy {
-        HintPolicy::Cap(iosets_types::Priority::new(DEFAULT_HINT_CAP).expect("positive"))
-    }
-}
-
-impl HintPolicy {
-    /// The hint to apply for `hint`, and whether it was lowered.
-    pub fn apply(
-        self,
-        hint: Option<iosets_types::Priority>,
-    ) -> (Option<iosets_types::Priority>, bool) {
-        match (self, hint) {
-            (_, None) | (HintPolicy::Trust, _) => (hint, false),
-            (HintPolicy::Ignore, Some(_)) => (None, true),
-            (HintPolicy::Cap(cap), Some(h)) if h.get() > cap.get() => (Some(cap), true),
-            (HintPolicy::Cap(_), Some(_)) => (hint, false),
-        }
-    }
-}
-
-impl std::fmt::Display for HintPolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HintPolicy::Trust => f.write_str("trust"),
-            HintPolicy::Ignore => f.write_str("ignore"),
-            HintPolicy::Cap(p) => write!(f, "cap={}", p.get()),
-        }
-    }
-}
-
-impl std::str::FromStr for HintPolicy {
-    type Err = ServerError;
-    /// `trust`, `ignore` or `cap=P` (P a positive priority).
-    fn from_str(s: &str) -> Result<HintPolicy, ServerError> {
-        let bad = || ServerError::Config {
-            reason: format!(
-                "hints = {s:?}: must be `trust`, `ignore` or `cap=P` with P a positive number \
-                 (the highest priority a hint may ask for; default cap={DEFAULT_HINT_CAP})"
-            ),
-        };
-        match s.trim() {
-            "trust" => Ok(HintPolicy::Trust),
-            "ignore" => Ok(HintPolicy::Ignore),
-            other => {
-                let p = other.strip_prefix("cap=").ok_or_else(bad)?;
-                let p: f64 = p.trim().parse().map_err(|_| bad())?;
-                iosets_types::Priority::new(p)
-                    .map(HintPolicy::Cap)
-                    .ok_or_else(bad)
-            }
-        }
-    }
 }
 
 impl ServerConfig {
@@ -435,7 +364,11 @@ impl ServerConfig {
             c.no_creds = n.parse().map_err(|reason| ServerError::Config { reason })?;
         }
         if let Some(h) = file.hints {
-            c.hints = h.parse()?;
+            c.hints =
+                h.parse()
+                    .map_err(|e: iosets_proto::hints::BadHints| ServerError::Config {
+                        reason: e.to_string(),
+                    })?;
         }
         if let Some(t) = file.frame_timeout_s {
             c.frame_timeout_s = t;

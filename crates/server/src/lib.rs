@@ -91,10 +91,11 @@ use tokio::task::JoinSet;
 
 pub use access::NoCreds;
 pub use config::{
-    mib_bytes, read_auth_file, read_token_file, HintPolicy, ServerConfig, DEFAULT_HINT_CAP,
-    MAX_INFLIGHT_BYTES, MIN_INFLIGHT_BYTES,
+    mib_bytes, read_auth_file, read_token_file, ServerConfig, MAX_INFLIGHT_BYTES,
+    MIN_INFLIGHT_BYTES,
 };
 pub use error::ServerError;
+pub use iosets_proto::hints::{HintPolicy, DEFAULT_HINT_CAP};
 
 use crate::state::Shared;
 

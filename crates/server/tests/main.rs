@@ -16,7 +16,6 @@ mod common;
 
 mod confinement;
 mod control;
-mod cross_server;
 mod dangling;
 mod forget;
 mod hostile;

@@ -109,35 +109,6 @@ pub enum SimError {
     /// A share window of zero requests was asked for.
     #[error("window must hold at least one request")]
     ZeroWindow,
-    /// A row of a phase log (see [`crate::phaselog`]) could not be used.
-    #[error("phase log {}line {line}: {problem}", path.as_ref().map_or_else(String::new, |p| format!("{}, ", p.display())))]
-    PhaseLog {
-        /// The log file, when read from one.
-        path: Option<PathBuf>,
-        /// 1-based line number in the log.
-        line: usize,
-        /// What is wrong on that line.
-        problem: String,
-    },
-    /// An input of seed 004's metrics (see [`crate::phaselog::seed004_metrics`]) is out of range.
-    #[error("seed 004 metrics: {field} = {value}: {expected}")]
-    InvalidMetricsInput {
-        /// The input (`window`, `bandwidth`, `t0`).
-        field: &'static str,
-        /// The value given, as text.
-        value: String,
-        /// What would have been accepted.
-        expected: &'static str,
-    },
-    /// Every job was excluded from seed 004's metrics, so there is nothing to report.
-    #[error(
-        "seed 004 metrics: no job could be measured{}",
-        describe_excluded(excluded)
-    )]
-    NoJobMeasured {
-        /// Each job left out, with the reason.
-        excluded: Vec<(u64, String)>,
-    },
     /// Drawing the plot failed.
     #[error("plot {}: {message}", path.display())]
     Plot {
@@ -146,17 +117,6 @@ pub enum SimError {
         /// The drawing back end's message.
         message: String,
     },
-}
-
-fn describe_excluded(excluded: &[(u64, String)]) -> String {
-    if excluded.is_empty() {
-        return " (no job in the log)".to_string();
-    }
-    let jobs: Vec<String> = excluded
-        .iter()
-        .map(|(job, why)| format!("job {job}: {why}"))
-        .collect();
-    format!(" ({})", jobs.join("; "))
 }
 
 /// What is wrong with one line of a CSV trace (see [`crate::workload::read_csv`]).

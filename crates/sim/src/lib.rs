@@ -17,16 +17,18 @@
 //! - [`plan`]: one replay from its inputs (policy, requests, device, share windows) to its
 //!   measures, the path every front end (CLI, Python) takes.
 //!
+//! The second simulator, [`fluid`], is the IO-SETS paper's model: jobs alternating compute and
+//! I/O phases, bandwidth shared as a fluid, the paper's heuristics and its four metrics (the one
+//! implementation of them: the lab's measurements call it too).
+//!
 //! What this crate is not: it does not model a real file system's performance (no seeks, caches or
 //! read/write asymmetry), and it holds no scheduling logic of its own — every decision comes from the
-//! policy under test. The fluid model of the IO-SETS paper (jobs alternating compute and I/O phases)
-//! is a separate simulator, not this one.
+//! policy under test. Measurements of real runs (phase logs, server traces) are the lab's
+//! (`iosets-lab`).
 #![deny(missing_docs)]
 
 mod error;
 pub mod fluid;
-pub mod overlap;
-pub mod phaselog;
 pub mod plan;
 pub mod replay;
 pub mod report;

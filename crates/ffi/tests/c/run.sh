@@ -16,7 +16,10 @@ out="$target/c-tests"
 mkdir -p "$out"
 
 if [[ "${IOSETS_C_TESTS_NO_BUILD:-0}" != 1 ]]; then
-  cargo build -p iosets-ffi --release --locked --quiet
+  # With the iosets binary, so that the shared dependencies resolve to the features the rest of
+  # scripts/test.sh built them with (built alone, libc, memchr, tracing-core and zerocopy would
+  # get fewer features and everything above them would be compiled again).
+  cargo build -p iosets-ffi -p iosets-cli --release --locked --quiet
 fi
 
 cc=${CC:-cc}
