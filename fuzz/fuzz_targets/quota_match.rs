@@ -1,4 +1,4 @@
-//! `cargo +nightly fuzz run quota_match`: see `fuzz/src/quota.rs` for what it checks.
+//! `cargo +nightly fuzz run quota_match`: see `crates/fuzz-harness/src/quota.rs` for what it checks.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,4 +1,4 @@
-//! `cargo +nightly fuzz run trace_parse`: see `fuzz/src/trace.rs` for what it checks.
+//! `cargo +nightly fuzz run trace_parse`: see `crates/fuzz-harness/src/trace.rs` for what it checks.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

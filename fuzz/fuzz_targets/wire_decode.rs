@@ -1,4 +1,4 @@
-//! `cargo +nightly fuzz run wire_decode`: see `fuzz/src/wire.rs` for what it checks.
+//! `cargo +nightly fuzz run wire_decode`: see `crates/fuzz-harness/src/wire.rs` for what it checks.
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

@@ -1,8 +1,4 @@
-//! The checks the fuzz targets run, shared with the stable-toolchain loops in the crates'
-//! tests (`crates/*/tests/fuzz_corpus.rs` include these files by path), and the mutation engine
-//! of those loops. See `fuzz/README.md`.
+//! The fuzz targets' checks: `iosets-fuzz-harness` (`crates/fuzz-harness`), the same code the
+//! crates' stable-toolchain loops (`crates/*/tests/fuzz_corpus.rs`) run. See `README.md`.
 
-pub mod mutator;
-pub mod quota;
-pub mod trace;
-pub mod wire;
+pub use iosets_fuzz_harness::{mutator, quota, trace, wire};

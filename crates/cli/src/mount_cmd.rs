@@ -136,7 +136,13 @@ pub(crate) fn mount(args: &MountArgs) -> Result<()> {
                 .token
                 .get_or_insert_with(iosets_mount::random_token)
                 .clone();
-            iosets_mount::mount_local(opts, Box::new(Local::start(root, token)?))?
+            let root = root.clone();
+            iosets_mount::mount_local(
+                opts,
+                Box::new(move || {
+                    Local::start(&root, token).map(|l| Box::new(l) as Box<dyn LocalServer>)
+                }),
+            )?
         }
         None => iosets_mount::mount(opts)?,
     };
@@ -158,12 +164,12 @@ struct Local {
 }
 
 impl Local {
-    fn start(root: &Path, token: String) -> Result<Local> {
+    fn start(root: &Path, token: String) -> Result<Local, String> {
         let mut cfg = ServerConfig::new(root);
         cfg.token = Some(token);
         cfg.listen_tcp = false;
         cfg.admin_listen = None;
-        let server = Server::start(cfg).context("local server")?;
+        let server = Server::start(cfg).map_err(|e| e.to_string())?;
         Ok(Local {
             root: root.to_path_buf(),
             server,

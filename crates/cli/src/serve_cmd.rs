@@ -749,7 +749,7 @@ fn print_jobs(r: &JobsReport) {
             j.job,
             j.priority.map_or("-".into(), |p| format!("{p}")),
             j.set.map_or("-".into(), |s| s.to_string()),
-            j.priority_source,
+            j.source_name(),
             j.period_s.map_or("-".into(), |p| format!("{p:.2}s")),
             j.ops,
             mib(j.bytes_read),

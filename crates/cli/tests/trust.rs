@@ -18,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{frame, iosets, node_secret_path, recv, scratch, stdout};
+use iosets_proto::io::ReadError;
 use iosets_proto::{encode, Creds, Frame, Header, Reply, Request, Response};
 use iosets_types::JobId;
 
@@ -207,21 +208,15 @@ fn as_nobody_probe() {
 fn answer_of(s: &mut std::os::unix::net::UnixStream) -> String {
     let mut last = "closed".to_string();
     loop {
-        let mut prefix = [0u8; 4];
-        if s.read_exact(&mut prefix).is_err() {
-            return last;
-        }
-        let Ok(len) = iosets_proto::frame_len(prefix, 1 << 20) else {
-            return "garbage".into();
+        let frame = match iosets_proto::io::read_frame_blocking(s, 1 << 20) {
+            Ok(frame) => frame,
+            Err(ReadError::Protocol(_)) => return "garbage".into(),
+            Err(_) => return last,
         };
-        let mut body = vec![0u8; len];
-        if s.read_exact(&mut body).is_err() {
-            return last;
-        }
-        last = match iosets_proto::decode(body.into()) {
-            Ok(Frame::Response(_, _, Response::Ok(Reply::Challenge { .. }))) => "challenged".into(),
-            Ok(Frame::Response(_, _, Response::Ok(Reply::Data(d)))) => format!("data:{}", d.len()),
-            Ok(Frame::Response(_, _, Response::Err { errno, .. })) => format!("errno:{errno}"),
+        last = match frame {
+            Frame::Response(_, _, Response::Ok(Reply::Challenge { .. })) => "challenged".into(),
+            Frame::Response(_, _, Response::Ok(Reply::Data(d))) => format!("data:{}", d.len()),
+            Frame::Response(_, _, Response::Err { errno, .. }) => format!("errno:{errno}"),
             _ => "other".into(),
         };
     }
@@ -623,11 +618,7 @@ fn without_a_secret_the_same_host_socket_serves_root_and_the_servers_user_only()
         len: 64,
     };
     s.write_all(&frame(1, 7, req)).unwrap();
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).unwrap();
-    let mut body = vec![0u8; iosets_proto::frame_len(prefix, 1 << 20).unwrap()];
-    s.read_exact(&mut body).unwrap();
-    match iosets_proto::decode(body.into()).unwrap() {
+    match iosets_proto::io::read_frame_blocking(&mut s, 1 << 20).unwrap() {
         Frame::Response(_, _, Response::Ok(Reply::Data(d))) => assert_eq!(&d[..], PRIVATE),
         f => panic!("{f:?}"),
     }

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+use iosets_proto::io::ReadError;
 use iosets_proto::local::{send_with_fd, Region};
 use iosets_proto::{
     decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Reply, Request, Response,
@@ -46,8 +47,8 @@ use crate::error::ClientError;
 /// Data of at least this many bytes goes through the shared region of a same-host connection;
 /// smaller data travels in its frame (a region range costs an allocation; a few KiB cost less
 /// to copy through the socket).
-/// The writer's buffer: small frames gather in it; larger data bypasses it.
-const WRITE_BUFFER: usize = 64 * 1024;
+// The writer's buffer: small frames gather in it; larger data bypasses it.
+use iosets_proto::io::WRITE_BUFFER;
 
 /// The reader's buffer grows by this much when it runs out of room.
 const READ_BUFFER: usize = 64 * 1024;
@@ -180,7 +181,7 @@ pub(crate) struct Caller {
     /// The local user it acts for, if any (the mount).
     pub creds: Option<Creds>,
     /// The start of the job's current I/O phase, UNIX-epoch ns (see the `phase` module).
-    pub phase: Option<u64>,
+    pub phase: Option<iosets_types::UnixNanos>,
     /// What other servers served the job since its last request to this one (see the
     /// `served` module).
     pub elsewhere: Option<iosets_proto::Elsewhere>,
@@ -556,7 +557,7 @@ async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
                     "expected the server's challenge, got {other:?}"
                 )))
             }
-            Err((reason, _)) => return Err(fail(reason)),
+            Err(reason) => return Err(fail(reason)),
         };
         let nonce = iosets_proto::auth::nonce().map_err(|e| fail(format!("no nonce: {e}")))?;
         let header = Header {
@@ -588,7 +589,7 @@ async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
             ),
             Ok(Frame::Response(_, _, Response::Err { message, .. })) => Err(fail(message)),
             Ok(other) => Err(fail(format!("unexpected answer to the proof: {other:?}"))),
-            Err((reason, _)) => Err(fail(reason)),
+            Err(reason) => Err(fail(reason)),
         }
     };
     tokio::time::timeout(cfg.connect_timeout, exchange)
@@ -639,38 +640,8 @@ async fn attach(
             Ok(())
         }
         Ok(other) => Err(format!("unexpected answer to the region: {other:?}")),
-        Err((reason, _)) => Err(reason),
+        Err(reason) => Err(reason),
     }
-}
-
-/// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`
-/// (after what is buffered), straight from where it lies: no copy into the buffer, one system
-/// call instead of two.
-async fn write_frame<W: AsyncWrite + Unpin>(
-    w: &mut BufWriter<W>,
-    frame: &Encoded,
-) -> std::io::Result<()> {
-    if frame.data.len() < WRITE_BUFFER {
-        w.write_all(&frame.head).await?;
-        if !frame.data.is_empty() {
-            w.write_all(&frame.data).await?;
-        }
-        return Ok(());
-    }
-    w.flush().await?;
-    let mut parts = [
-        std::io::IoSlice::new(&frame.head),
-        std::io::IoSlice::new(&frame.data),
-    ];
-    let mut parts = &mut parts[..];
-    while !parts.is_empty() {
-        let n = w.get_mut().write_vectored(parts).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        std::io::IoSlice::advance_slices(&mut parts, n);
-    }
-    Ok(())
 }
 
 /// Writes frames in the order they were queued; flushes when no more are waiting.
@@ -681,7 +652,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 ) {
     while let Some(mut frame) = rx.recv().await {
         loop {
-            if let Err(e) = write_frame(&mut w, &frame).await {
+            if let Err(e) = iosets_proto::io::write_frame(&mut w, &frame).await {
                 // The server's end is closed: it answered what it read, or died.
                 shared.fail(format!("write failed: {e}"), End::ByServer);
                 return;
@@ -700,36 +671,15 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = w.shutdown().await;
 }
 
-/// Reads one frame: the length prefix, checked before allocating, then exactly that many bytes.
-async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Frame, (String, End)> {
-    let mut prefix = [0u8; 4];
-    if let Err(e) = r.read_exact(&mut prefix).await {
-        return Err((
-            if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                "closed by the server".into()
-            } else {
-                format!("read failed: {e}")
-            },
-            End::ByServer,
-        ));
-    }
-    let len =
-        frame_len(prefix, max).map_err(|e| (format!("protocol error: {e}"), End::ByClient))?;
-    let mut buf = BytesMut::with_capacity(len);
-    while buf.len() < len {
-        let want = (len - buf.len()) as u64;
-        match (&mut *r).take(want).read_buf(&mut buf).await {
-            Ok(0) => {
-                return Err((
-                    "closed by the server in the middle of a frame".into(),
-                    End::ByServer,
-                ))
-            }
-            Ok(_) => {}
-            Err(e) => return Err((format!("read failed: {e}"), End::ByServer)),
-        }
-    }
-    decode(buf.freeze()).map_err(|e| (format!("protocol error: {e}"), End::ByClient))
+/// Reads one frame (`iosets_proto::io::read_frame`), its error told as the server's doing.
+async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max: u32) -> Result<Frame, String> {
+    iosets_proto::io::read_frame(r, max)
+        .await
+        .map_err(|e| match e {
+            ReadError::Closed => "closed by the server".to_string(),
+            ReadError::Truncated => "closed by the server in the middle of a frame".to_string(),
+            e => e.to_string(),
+        })
 }
 
 /// Frames at least this long are handed out as slices of the connection's read buffer (whose

@@ -43,9 +43,9 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use iosets_types::JobId;
+use iosets_types::{JobId, UnixNanos};
 
 /// How long a job must have nothing in flight before its phase's end is sent.
 pub(crate) const END_DELAY: Duration = Duration::from_millis(2);
@@ -61,8 +61,8 @@ struct JobPhase {
     in_flight: u32,
     /// When its last request finished (or, while one is in flight, the phase began).
     last_done: Instant,
-    /// The phase's stamp, UNIX-epoch ns.
-    stamp: u64,
+    /// The phase's stamp.
+    stamp: UnixNanos,
     /// When the phase began (for [`PhaseClock::max_phase`]).
     began: Instant,
     /// The servers the phase sent requests to (bit `i`: server `i`; bit 63 also stands for
@@ -76,7 +76,7 @@ struct JobPhase {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Quiet {
     /// The phase's stamp.
-    pub(crate) stamp: u64,
+    pub(crate) stamp: UnixNanos,
     /// The servers it touched (see [`JobPhase::servers`]).
     pub(crate) servers: u64,
     begun: u64,
@@ -88,13 +88,6 @@ pub(crate) struct PhaseClock {
     gap: Duration,
     max_phase: Duration,
     jobs: Mutex<HashMap<JobId, JobPhase>>,
-}
-
-/// Now in UNIX-epoch nanoseconds (0 before 1970, saturating after 2554).
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 impl PhaseClock {
@@ -111,11 +104,11 @@ impl PhaseClock {
     }
 
     /// A request of `job` to server `server` starts: its phase's stamp.
-    pub(crate) fn begin(&self, job: JobId, server: usize) -> u64 {
-        self.begin_at(job, server, Instant::now(), unix_ns())
+    pub(crate) fn begin(&self, job: JobId, server: usize) -> UnixNanos {
+        self.begin_at(job, server, Instant::now(), UnixNanos::now())
     }
 
-    fn begin_at(&self, job: JobId, server: usize, now: Instant, unix: u64) -> u64 {
+    fn begin_at(&self, job: JobId, server: usize, now: Instant, unix: UnixNanos) -> UnixNanos {
         let mut jobs = self.lock();
         if jobs.len() >= PRUNE_AT {
             let gap = self.gap;
@@ -209,21 +202,24 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         let j = JobId(7);
-        assert_eq!(c.begin_at(j, 0, t, 1_000), 1_000);
+        assert_eq!(c.begin_at(j, 0, t, UnixNanos(1_000)).0, 1_000);
         // Overlapping and back-to-back requests keep the stamp.
-        assert_eq!(c.begin_at(j, 0, t + MS, 2_000), 1_000);
+        assert_eq!(c.begin_at(j, 0, t + MS, UnixNanos(2_000)).0, 1_000);
         c.end_at(j, t + 2 * MS);
         c.end_at(j, t + 3 * MS);
         assert_eq!(
-            c.begin_at(j, 0, t + 50 * MS, 3_000),
+            c.begin_at(j, 0, t + 50 * MS, UnixNanos(3_000)).0,
             1_000,
             "a gap under 100 ms"
         );
         c.end_at(j, t + 60 * MS);
         // A compute phase: the next request starts a new phase.
-        assert_eq!(c.begin_at(j, 0, t + 200 * MS, 4_000), 4_000);
+        assert_eq!(c.begin_at(j, 0, t + 200 * MS, UnixNanos(4_000)).0, 4_000);
         // Other jobs have phases of their own.
-        assert_eq!(c.begin_at(JobId(8), 0, t + 201 * MS, 5_000), 5_000);
+        assert_eq!(
+            c.begin_at(JobId(8), 0, t + 201 * MS, UnixNanos(5_000)).0,
+            5_000
+        );
     }
 
     #[test]
@@ -231,9 +227,9 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         let j = JobId(1);
-        assert_eq!(c.begin_at(j, 0, t, 10), 10);
+        assert_eq!(c.begin_at(j, 0, t, UnixNanos(10)).0, 10);
         // 500 ms later, with the first request still in flight: the same phase.
-        assert_eq!(c.begin_at(j, 0, t + 500 * MS, 20), 10);
+        assert_eq!(c.begin_at(j, 0, t + 500 * MS, UnixNanos(20)).0, 10);
     }
 
     #[test]
@@ -241,10 +237,10 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 1_000 * MS);
         let t = Instant::now();
         let j = JobId(1);
-        assert_eq!(c.begin_at(j, 0, t, 10), 10);
-        assert_eq!(c.begin_at(j, 0, t + 900 * MS, 20), 10);
-        assert_eq!(c.begin_at(j, 0, t + 1_100 * MS, 30), 30);
-        assert_eq!(c.begin_at(j, 0, t + 1_200 * MS, 40), 30);
+        assert_eq!(c.begin_at(j, 0, t, UnixNanos(10)).0, 10);
+        assert_eq!(c.begin_at(j, 0, t + 900 * MS, UnixNanos(20)).0, 10);
+        assert_eq!(c.begin_at(j, 0, t + 1_100 * MS, UnixNanos(30)).0, 30);
+        assert_eq!(c.begin_at(j, 0, t + 1_200 * MS, UnixNanos(40)).0, 30);
     }
 
     #[test]
@@ -252,15 +248,15 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         let j = JobId(4);
-        c.begin_at(j, 0, t, 10);
-        c.begin_at(j, 2, t, 10);
+        c.begin_at(j, 0, t, UnixNanos(10));
+        c.begin_at(j, 2, t, UnixNanos(10));
         assert_eq!(c.end_at(j, t + MS), None, "one still in flight");
         let quiet = c.end_at(j, t + 2 * MS).unwrap();
-        assert_eq!(quiet.stamp, 10);
+        assert_eq!(quiet.stamp.0, 10);
         assert_eq!(quiet.servers(3).collect::<Vec<_>>(), [0, 2]);
         assert!(c.still_quiet(j, quiet));
         // A synchronous process's next request: not quiet any more, even once it is done.
-        c.begin_at(j, 1, t + 3 * MS, 20);
+        c.begin_at(j, 1, t + 3 * MS, UnixNanos(20));
         assert!(!c.still_quiet(j, quiet));
         let again = c.end_at(j, t + 4 * MS).unwrap();
         assert!(!c.still_quiet(j, quiet) && c.still_quiet(j, again));
@@ -272,10 +268,10 @@ mod tests {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
         let t = Instant::now();
         for i in 0..PRUNE_AT as u64 {
-            c.begin_at(JobId(i), 0, t, i);
+            c.begin_at(JobId(i), 0, t, UnixNanos(i));
             c.end_at(JobId(i), t);
         }
-        c.begin_at(JobId(u64::MAX), 0, t + 200 * MS, 0);
+        c.begin_at(JobId(u64::MAX), 0, t + 200 * MS, UnixNanos(0));
         assert_eq!(c.lock().len(), 1);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{runtime, start, Scratch};
 use iosets_client::{BlockingClient, Client, ClientConfig, ClientError, JobId};
-use iosets_proto::{decode, encode, frame_len, Frame, Reply, Request, Response};
+use iosets_proto::{encode, Frame, Reply, Request, Response};
 
 fn quick_retries() -> ClientConfig {
     let mut c = ClientConfig::new(JobId(3));
@@ -73,12 +73,7 @@ struct Fake {
 }
 
 fn read_frame(s: &mut TcpStream) -> Option<Frame> {
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).ok()?;
-    let len = frame_len(prefix, iosets_proto::DEFAULT_MAX_FRAME).ok()?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).ok()?;
-    decode(buf.into()).ok()
+    iosets_proto::io::read_frame_blocking(s, iosets_proto::DEFAULT_MAX_FRAME).ok()
 }
 
 impl Fake {

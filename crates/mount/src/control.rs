@@ -442,7 +442,7 @@ pub(crate) fn priority_text(job: JobId, reports: &[(String, JobsReport)]) -> Str
         .collect();
     let with: Vec<(&str, f64, &str)> = seen
         .iter()
-        .filter_map(|(a, j)| j.priority.map(|p| (*a, p, j.priority_source.as_str())))
+        .filter_map(|(a, j)| j.priority.map(|p| (*a, p, j.source_name())))
         .collect();
     match with.first() {
         None => "none\n".to_string(),

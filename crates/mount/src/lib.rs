@@ -131,7 +131,7 @@ pub enum MountError {
         /// Why.
         reason: String,
     },
-    /// The in-process server ([`mount_local`]) failed to stop cleanly.
+    /// The in-process server ([`mount_local`]) failed to start or to stop cleanly.
     #[error("local server: {0}")]
     Local(String),
     /// Job identity configuration.
@@ -275,29 +275,24 @@ pub fn mount(opts: MountOptions) -> Result<Mounted, MountError> {
     mount_with(opts, None)
 }
 
-/// Mounts over `server`, a server in this process (see [`LocalServer`]), as [`mount`] does
-/// over remote ones; `opts.servers` must be empty, and `opts.token` is the token `server` was
-/// started with (the control directory needs it). The mount stops `server` at unmount, and
-/// also when mounting fails.
-pub fn mount_local(
-    opts: MountOptions,
-    server: Box<dyn LocalServer>,
-) -> Result<Mounted, MountError> {
+/// Starts a [`LocalServer`] (its error, as text, fails the mount).
+pub type StartLocal = Box<dyn FnOnce() -> Result<Box<dyn LocalServer>, String> + Send>;
+
+/// Mounts over a server in this process (see [`LocalServer`]), as [`mount`] does over remote
+/// ones: `start` is called once the options, the mount point and `/dev/fuse` are checked, so a
+/// mount refused for them starts nothing. `opts.servers` must be empty, and `opts.token` is the
+/// token the server is started with (the control directory needs it). The mount stops the
+/// server at unmount, and also when mounting fails after it started.
+pub fn mount_local(opts: MountOptions, start: StartLocal) -> Result<Mounted, MountError> {
     if !opts.servers.is_empty() {
-        let _ = server.shutdown();
         return Err(MountError::Config(
             "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
         ));
     }
-    mount_with(opts, Some(server))
+    mount_with(opts, Some(start))
 }
 
-fn mount_with(
-    mut opts: MountOptions,
-    local: Option<Box<dyn LocalServer>>,
-) -> Result<Mounted, MountError> {
-    // A local server handed over is stopped on every path out of here but success.
-    let mut local = StopOnDrop(local);
+fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mounted, MountError> {
     if opts.threads == 0 || opts.threads > 64 {
         return Err(MountError::Config(format!(
             "threads must be between 1 and 64, not {}",
@@ -321,6 +316,11 @@ fn mount_with(
         });
     }
     let resolver = Arc::new(JobResolver::new(opts.ident.clone())?);
+    // Started only now that the checks passed; stopped on every path out of here but success.
+    let mut local = StopOnDrop(match start {
+        Some(start) => Some(start().map_err(MountError::Local)?),
+        None => None,
+    });
     if local.0.is_some() {
         opts.servers = vec!["in-process".into()];
     }

@@ -1,7 +1,7 @@
 //! Frames to bytes and back.
 
 use bytes::Bytes;
-use iosets_types::{JobId, Priority};
+use iosets_types::{JobId, Priority, UnixNanos};
 
 use crate::message::{
     Attr, Control, Creds, DirEntry, FileKind, Groups, Header, Kind, OpCode, OpenFlags, Reply,
@@ -137,7 +137,7 @@ pub fn encode(frame: &Frame) -> Encoded {
     w.f64(header.priority.map_or(0.0, Priority::get));
     w.u32(header.creds.map_or(0, |c| c.uid));
     w.u32(header.creds.map_or(0, |c| c.gid));
-    w.u64(header.phase.unwrap_or(0));
+    w.u64(header.phase.map_or(0, |p| p.0));
     // Optional, after the fixed part: only a request that carries it pays its 12 bytes.
     if let Some(e) = header.elsewhere {
         w.u32(e.ops);
@@ -544,7 +544,7 @@ pub fn decode(buf: Bytes) -> Result<Frame, ProtoError> {
     let gid = r.u32("gid")?;
     let creds = (flags & 2 != 0).then_some(Creds::new(uid, gid));
     let phase = r.u64("phase stamp")?;
-    let phase = (flags & 8 != 0).then_some(phase);
+    let phase = (flags & 8 != 0).then_some(UnixNanos(phase));
     let elsewhere = if flags & 16 != 0 {
         Some(Elsewhere {
             ops: r.u32("ops served elsewhere")?,
@@ -918,7 +918,7 @@ mod tests {
     #[test]
     fn write_and_read_reply_round_trip() {
         let h = Header {
-            phase: Some(1_764_000_000_123_456_789),
+            phase: Some(UnixNanos(1_764_000_000_123_456_789)),
             tag: 9,
             job: JobId(42),
             priority: Priority::new(0.1),

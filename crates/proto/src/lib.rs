@@ -60,6 +60,7 @@
 pub mod auth;
 mod codec;
 pub mod hints;
+pub mod io;
 pub mod local;
 mod message;
 mod report;

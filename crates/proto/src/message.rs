@@ -1,7 +1,7 @@
 //! The protocol's messages as values.
 
 use bytes::Bytes;
-use iosets_types::{JobId, Priority};
+use iosets_types::{JobId, Priority, UnixNanos};
 
 /// What every frame carries besides its operation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,7 +22,7 @@ pub struct Header {
     /// When the job's current I/O phase started, in UNIX-epoch nanoseconds of the client's clock
     /// (the mount stamps every request of a phase with the same value). Servers order the jobs of
     /// an IO-SETS set by it, so all of them pick the same job without talking to each other.
-    pub phase: Option<u64>,
+    pub phase: Option<UnixNanos>,
     /// How much of the job this client had served by the job's *other* servers since its last
     /// request to this one (Ceph dmClock's `delta`): a server charges it to the job's rates and
     /// reservations, so that they hold job-wide across servers with no central controller.

@@ -1,5 +1,6 @@
 //! The reports control requests return (as JSON text): `iosets ctl jobs` and `iosets ctl stats`.
 
+use iosets_types::PrioritySource;
 use serde::{Deserialize, Serialize};
 
 /// Queue-wait percentiles of one job, in microseconds.
@@ -25,8 +26,10 @@ pub struct JobReport {
     /// The priority in force: the control plane's, else the automatic one, else the last client
     /// hint; none if none.
     pub priority: Option<f64>,
-    /// Where the priority came from: `"control"`, `"auto"`, `"hint"` or `"none"`.
-    pub priority_source: String,
+    /// Where the priority came from; `None` without a priority. On the wire (JSON):
+    /// `"control"`, `"auto"`, `"hint"` or `"none"`.
+    #[serde(with = "source_text")]
+    pub priority_source: Option<PrioritySource>,
     /// The IO-SETS set index (priority `10^-set`) when the priority maps to one.
     pub set: Option<i32>,
     /// The job's I/O period in seconds, when automatic priorities detected one.
@@ -63,6 +66,37 @@ pub struct JobReport {
     /// does not split them.
     #[serde(default)]
     pub wait_causes: WaitCausesReport,
+}
+
+impl JobReport {
+    /// Where the priority came from, as the wire and the tables spell it: `control`, `auto`,
+    /// `hint` or `none`.
+    pub fn source_name(&self) -> &'static str {
+        self.priority_source.map_or("none", PrioritySource::as_str)
+    }
+}
+
+/// [`JobReport::priority_source`] as text: `"none"` for no source.
+mod source_text {
+    use iosets_types::PrioritySource;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(
+        source: &Option<PrioritySource>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_str(source.map_or("none", PrioritySource::as_str))
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<PrioritySource>, D::Error> {
+        let text = String::deserialize(d)?;
+        match text.as_str() {
+            "none" => Ok(None),
+            other => other.parse().map(Some).map_err(serde::de::Error::custom),
+        }
+    }
 }
 
 /// One cause's part of a job's queue waits.
@@ -327,6 +361,32 @@ mod tests {
             j.wait_causes.exclusivity,
             CauseReport { ns: 3, requests: 1 }
         );
+    }
+
+    #[test]
+    fn the_priority_source_travels_as_its_name_and_unknown_names_are_refused() {
+        let old = r#"{"job":4,"priority":0.5,"priority_source":"auto","set":null,"ops":1,
+            "bytes_read":0,"bytes_written":8,"failed":0,"bw_1s_mib_s":0.0,"bw_10s_mib_s":0.0,
+            "queued":0,"in_service":0,"queue_wait":{"count":1,"mean_us":1.0,"p50_us":1.0,
+            "p99_us":1.0,"max_us":1.0}}"#;
+        let mut j: JobReport = serde_json::from_str(old).unwrap();
+        assert_eq!(j.priority_source, Some(PrioritySource::Auto));
+        for (source, name) in [
+            (None, "none"),
+            (Some(PrioritySource::Control), "control"),
+            (Some(PrioritySource::Auto), "auto"),
+            (Some(PrioritySource::Hint), "hint"),
+        ] {
+            j.priority_source = source;
+            assert_eq!(j.source_name(), name);
+            let v = serde_json::to_value(&j).unwrap();
+            assert_eq!(v["priority_source"], name);
+            let back: JobReport = serde_json::from_value(v).unwrap();
+            assert_eq!(back.priority_source, source);
+        }
+        let bad = old.replace("\"auto\"", "\"admin\"");
+        let e = serde_json::from_str::<JobReport>(&bad).unwrap_err();
+        assert!(e.to_string().contains("not a priority source"), "{e}");
     }
 
     #[test]

@@ -1,19 +1,15 @@
 //! The wire decoder under the stable fuzz loop: every seed of `fuzz/corpus/wire_decode` and
 //! mutants of them never panic the decoder, and every frame that decodes survives a round trip
-//! (`fuzz/src/wire.rs` says what is checked; `fuzz/src/mutator.rs` how inputs are made).
+//! (`crates/fuzz-harness/src/wire.rs` says what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
 //!
 //! - `seeds_and_mutants_never_panic_and_round_trip`: 200,000 inputs, in the test command.
 //! - `long_run` (ignored): `IOSETS_FUZZ_INPUTS` inputs (default 10 M), from `scripts/fuzz.sh`.
 //! - `write_seed_corpus` (ignored): regenerates the corpus from the property tests' strategies
 //!   (`IOSETS_FUZZ_WRITE_CORPUS=1`, see `fuzz/README.md`).
 
-#[allow(dead_code)]
-#[path = "../../../fuzz/src/mutator.rs"]
-mod mutator;
 use crate::strategies;
-#[path = "../../../fuzz/src/wire.rs"]
-mod wire;
 
+use iosets_fuzz_harness::{mutator, wire};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -89,7 +85,7 @@ fn headers() -> [Header; 2] {
             job: JobId(u64::MAX),
             priority: Priority::new(0.001),
             creds: Some(iosets_proto::Creds::new(1000, 100)),
-            phase: Some(1_764_000_000_000_000_000),
+            phase: Some(iosets_types::UnixNanos(1_764_000_000_000_000_000)),
             elsewhere: Some(iosets_proto::Elsewhere {
                 ops: 3,
                 bytes: 1 << 20,

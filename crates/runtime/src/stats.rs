@@ -35,28 +35,7 @@ pub struct WaitSummary {
     pub max_ns: u64,
 }
 
-/// Where the priority in force for a job comes from. The precedence is the order of the variants:
-/// a control-plane priority beats an automatic one, which beats the hints the job's requests carry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PrioritySource {
-    /// Set through [`crate::Scheduler::set_priority`] (the control plane, an administrator).
-    Control,
-    /// Set by the job's period detector (automatic priorities).
-    Auto,
-    /// Carried by the job's requests (the last hint seen).
-    Hint,
-}
-
-impl PrioritySource {
-    /// `control`, `auto` or `hint`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PrioritySource::Control => "control",
-            PrioritySource::Auto => "auto",
-            PrioritySource::Hint => "hint",
-        }
-    }
-}
+pub use iosets_types::PrioritySource;
 
 /// The priority in force for a job and where it comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]

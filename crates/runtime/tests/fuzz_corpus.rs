@@ -1,19 +1,14 @@
 //! The quota rule parsers under the stable fuzz loop: every seed of `fuzz/corpus/quota_match`
 //! and mutants of them never panic `Match::parse`, `Cidr::parse` or the TOML rule-set reader,
-//! and what parses prints to a form that parses back to the same value (`fuzz/src/quota.rs` says
-//! what is checked; `fuzz/src/mutator.rs` how inputs are made).
+//! and what parses prints to a form that parses back to the same value (`crates/fuzz-harness/src/quota.rs` says
+//! what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
 //!
 //! - `seeds_and_mutants_never_panic`: 100,000 inputs, in the test command.
 //! - `long_run` (ignored): `IOSETS_FUZZ_INPUTS` inputs (default 10 M), from `scripts/fuzz.sh`.
 //! - `write_seed_corpus` (ignored): regenerates the corpus (`IOSETS_FUZZ_WRITE_CORPUS=1`, see
 //!   `fuzz/README.md`).
 
-#[allow(dead_code)]
-#[path = "../../../fuzz/src/mutator.rs"]
-mod mutator;
-#[path = "../../../fuzz/src/quota.rs"]
-mod quota;
-
+use iosets_fuzz_harness::{mutator, quota};
 use std::path::{Path, PathBuf};
 
 const TARGET: &str = "quota_match";

@@ -3,13 +3,11 @@
 //!
 //! `cargo run --release -p iosets-server --example many_jobs -- ADDR N [FIRST_JOB]`
 
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::ExitCode;
 
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
-};
+use iosets_proto::io::{read_frame_blocking, write_frame_blocking};
+use iosets_proto::{encode, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME};
 use iosets_types::JobId;
 
 fn send(s: &mut TcpStream, tag: u64, job: u64, req: Request) -> std::io::Result<()> {
@@ -22,17 +20,11 @@ fn send(s: &mut TcpStream, tag: u64, job: u64, req: Request) -> std::io::Result<
         elsewhere: None,
     };
     let enc = encode(&Frame::Request(h, req));
-    s.write_all(&enc.head)?;
-    s.write_all(&enc.data)
+    write_frame_blocking(s, &enc)
 }
 
 fn recv(s: &mut TcpStream) -> Result<Response, String> {
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).map_err(|e| e.to_string())?;
-    let len = frame_len(prefix, DEFAULT_MAX_FRAME).map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).map_err(|e| e.to_string())?;
-    match decode(Bytes::from(buf)).map_err(|e| e.to_string())? {
+    match read_frame_blocking(s, DEFAULT_MAX_FRAME).map_err(|e| e.to_string())? {
         Frame::Response(_, _, r) => Ok(r),
         f => Err(format!("unexpected frame {f:?}")),
     }

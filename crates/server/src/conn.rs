@@ -30,7 +30,7 @@ use iosets_proto::{
     decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
 use iosets_types::hash::fnv1a64;
-use iosets_types::{JobId, Nanos, Op};
+use iosets_types::{JobId, Op};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -46,8 +46,8 @@ use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
 
-/// The writer's buffer: small frames gather in it; larger data bypasses it.
-const WRITE_BUFFER: usize = 64 * 1024;
+// The writer's buffer: small frames gather in it; larger data bypasses it.
+use iosets_proto::io::WRITE_BUFFER;
 /// A frame's buffer starts this large and doubles as its bytes arrive.
 const READ_CHUNK: usize = 64 * 1024;
 /// Frames up to this long are read before they are charged to the server's byte budget (one
@@ -501,13 +501,13 @@ async fn write_answers<W>(
     let s = &shared;
     let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
     while let Some((msg, permit)) = rx.recv().await {
-        if !unstuck(s, peer, limit, write_one(&mut wr, &msg)).await {
+        if !unstuck(s, peer, limit, iosets_proto::io::write_frame(&mut wr, &msg)).await {
             return;
         }
         drop(permit);
         // Gather what is already waiting before flushing.
         while let Ok((msg, permit)) = rx.try_recv() {
-            if !unstuck(s, peer, limit, write_one(&mut wr, &msg)).await {
+            if !unstuck(s, peer, limit, iosets_proto::io::write_frame(&mut wr, &msg)).await {
                 return;
             }
             drop(permit);
@@ -717,36 +717,6 @@ async fn charge(
         _ = stop.changed() => None,
         p = budget.sem.clone().acquire_many_owned(n) => p.ok(),
     }
-}
-
-/// Writes one frame. Bulk data larger than the buffer goes out with its head in one `writev`
-/// (after what is buffered), straight from where it lies: no copy into the buffer, one system
-/// call instead of two.
-async fn write_one<W: AsyncWrite + Unpin>(
-    w: &mut BufWriter<W>,
-    frame: &Encoded,
-) -> std::io::Result<()> {
-    if frame.data.len() < WRITE_BUFFER {
-        w.write_all(&frame.head).await?;
-        if !frame.data.is_empty() {
-            w.write_all(&frame.data).await?;
-        }
-        return Ok(());
-    }
-    w.flush().await?;
-    let mut parts = [
-        std::io::IoSlice::new(&frame.head),
-        std::io::IoSlice::new(&frame.data),
-    ];
-    let mut parts = &mut parts[..];
-    while !parts.is_empty() {
-        let n = w.get_mut().write_vectored(parts).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        std::io::IoSlice::advance_slices(&mut parts, n);
-    }
-    Ok(())
 }
 
 /// How a frame's reading ended early.
@@ -963,7 +933,7 @@ fn route(
         Request::AttachRegion { len } => return Route::Answer(local::attach(shared, link, len)),
         Request::PhaseEnd => {
             if let Some(unix) = header.phase {
-                let phase = Nanos(unix.saturating_sub(shared.clock_zero_unix_ns));
+                let phase = unix.since(shared.clock_zero);
                 shared.sched.phase_end(JobId(header.job.0), phase);
             }
             return Route::Answer(Ok(Reply::Done));
@@ -1024,9 +994,7 @@ fn submit(
     // The hint travels with the request: the policy applies it, the runtime's job book records it.
     // A phase stamp is the client's wall clock; the policy compares it in the scheduler's time
     // base (a stamp from before the server started reads as its start).
-    let phase = header
-        .phase
-        .map(|unix| Nanos(unix.saturating_sub(shared.clock_zero_unix_ns)));
+    let phase = header.phase.map(|unix| unix.since(shared.clock_zero));
     let mut request = iosets_types::Request::builder(JobId(header.job.0), kind)
         .file(FileId(file))
         .range(offset, len)

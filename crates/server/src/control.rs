@@ -180,7 +180,7 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
             JobReport {
                 job: j.job.0,
                 priority,
-                priority_source: j.priority.map_or("none", |p| p.source.as_str()).into(),
+                priority_source: j.priority.map(|p| p.source),
                 set: j.set.or_else(|| priority.and_then(set_of)),
                 period_s: j.period.map(|p| p.as_secs_f64()),
                 ops: j.ops,

@@ -23,8 +23,9 @@
 //! - answers **control** requests authenticated by a token: set or clear a job's priority, switch
 //!   the policy at run time (queued requests move, none lost), job statistics like seed 004's
 //!   `beegfs-ctl --jobstats`, server statistics with the conservation counters;
-//! - exposes Prometheus metrics at `GET /metrics` on the same port (a frame's length prefix can
-//!   never read `GET `: the maximum frame is capped below that length);
+//! - exposes Prometheus metrics at `GET /metrics`, and job and server statistics at `GET /jobs`
+//!   and `GET /stats`, on its **admin address** (`admin_listen`, loopback by default, apart
+//!   from the data port; `none` for no admin endpoint);
 //! - with `auto_priority`, detects each job's I/O period from its requests and moves it to its
 //!   Set-10 set, as seed 004 did with FTIO: the runtime's job book does it
 //!   ([`iosets_runtime::book`]), with the statistics, meters and forgetting of idle jobs;
@@ -81,9 +82,10 @@ mod worker;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use iosets_runtime::{BookConfig, Clock, Counted, MonotonicClock, Scheduler};
+use iosets_types::UnixNanos;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -165,10 +167,10 @@ impl Server {
         };
         let admin_addr = admin.as_ref().map(|(_, a)| *a);
         let clock = MonotonicClock::new();
-        let clock_zero_unix_ns = unix_ns().saturating_sub(clock.now().0);
+        let clock_zero = UnixNanos::now().before(clock.now());
         let trace = match &config.trace {
             None => None,
-            Some(p) => Some(Mutex::new(open_trace(p, clock_zero_unix_ns)?)),
+            Some(p) => Some(Mutex::new(open_trace(p, clock_zero)?)),
         };
         let sched = scheduler(&config, policy, clock)?;
         let shared = Arc::new(Shared {
@@ -179,7 +181,7 @@ impl Server {
             counters: state::Counters::default(),
             start: Instant::now(),
             trace,
-            clock_zero_unix_ns,
+            clock_zero,
             guard: guard::Guard::default(),
             connections: guard::Connections::new(),
             inflight_bytes: guard::ByteBudget::with_max_frame(
@@ -272,7 +274,7 @@ fn bind(
 /// Creates the request trace at `path`, its header written.
 fn open_trace(
     path: &std::path::Path,
-    clock_zero_unix_ns: u64,
+    clock_zero: UnixNanos,
 ) -> Result<iosets_period::trace::TraceWriter<std::fs::File>, ServerError> {
     let io = |source| ServerError::Io {
         what: format!("creating trace {}", path.display()),
@@ -280,7 +282,7 @@ fn open_trace(
     };
     let file = std::fs::File::create(path).map_err(io)?;
     let mut w =
-        iosets_period::trace::TraceWriter::with_clock_zero(file, clock_zero_unix_ns).map_err(io)?;
+        iosets_period::trace::TraceWriter::with_clock_zero(file, clock_zero.0).map_err(io)?;
     w.flush().map_err(io)?;
     Ok(w)
 }
@@ -678,11 +680,4 @@ async fn accept_admin(
         Some(l) => l.accept().await,
         None => std::future::pending().await,
     }
-}
-
-/// Now in UNIX-epoch nanoseconds (0 before 1970).
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use iosets_runtime::{JobStats, Latency, SchedulerStats};
-use iosets_types::{Nanos, Op};
+use iosets_types::OpClass;
 
 use crate::state::{Counters, Shared};
 
@@ -51,115 +51,6 @@ fn render_histogram(out: &mut String, name: &str, labels: &str, h: &dyn Histogra
     let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count());
     let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum_ns() as f64 / 1e9);
     let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count());
-}
-
-/// A histogram with exactly the exported buckets: exact at every bound it is asked about, which
-/// are [`BOUNDS_S`].
-#[derive(Clone, Debug, Default)]
-struct Buckets {
-    /// Values in each bucket (not cumulative): `le` the bound of the same index, the last one
-    /// above every bound.
-    counts: [u64; BOUNDS_S.len() + 1],
-    sum_ns: u128,
-}
-
-impl Buckets {
-    fn record(&mut self, t: Nanos) {
-        let i = BOUNDS_S
-            .iter()
-            .position(|&b| t.0 <= bound_ns(b))
-            .unwrap_or(BOUNDS_S.len());
-        self.counts[i] += 1;
-        self.sum_ns += u128::from(t.0);
-    }
-}
-
-impl Histogram for Buckets {
-    fn count_at_most(&self, ns: u64) -> u64 {
-        BOUNDS_S
-            .iter()
-            .zip(&self.counts)
-            .take_while(|(&b, _)| bound_ns(b) <= ns)
-            .map(|(_, n)| n)
-            .sum()
-    }
-    fn count(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-    fn sum_ns(&self) -> u128 {
-        self.sum_ns
-    }
-}
-
-/// The request classes of the latency series (`op` label): the runtime knows reads, writes and
-/// "other"; the server splits "other" into fsync and metadata.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum OpClass {
-    /// `pread` (label `data-read`).
-    DataRead,
-    /// `pwrite` (label `data-write`).
-    DataWrite,
-    /// `fsync` (label `data-fsync`).
-    DataFsync,
-    /// Any metadata operation (label `meta`).
-    Meta,
-}
-
-impl OpClass {
-    /// The `op` label.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            OpClass::DataRead => "data-read",
-            OpClass::DataWrite => "data-write",
-            OpClass::DataFsync => "data-fsync",
-            OpClass::Meta => "meta",
-        }
-    }
-}
-
-/// One series of [`ClassLatency`].
-#[derive(Clone, Debug)]
-struct ClassSeries {
-    policy: &'static str,
-    class: OpClass,
-    wait: Buckets,
-    service: Buckets,
-}
-
-/// Queue wait and service time of the classes the runtime counts together as other
-/// (fsync and metadata), per policy, recorded by the workers: the runtime's own histograms
-/// cannot tell them apart, and metadata latency is what a create storm degrades.
-#[derive(Debug, Default)]
-pub(crate) struct ClassLatency {
-    series: parking_lot::Mutex<Vec<ClassSeries>>,
-}
-
-impl ClassLatency {
-    /// Records one request of `class` completed under `policy`.
-    pub(crate) fn record(&self, policy: &'static str, class: OpClass, wait: Nanos, service: Nanos) {
-        let mut series = self.series.lock();
-        let i = match series
-            .iter()
-            .position(|s| s.policy == policy && s.class == class)
-        {
-            Some(i) => i,
-            None => {
-                series.push(ClassSeries {
-                    policy,
-                    class,
-                    wait: Buckets::default(),
-                    service: Buckets::default(),
-                });
-                series.len() - 1
-            }
-        };
-        series[i].wait.record(wait);
-        series[i].service.record(service);
-    }
-
-    fn snapshot(&self) -> Vec<ClassSeries> {
-        self.series.lock().clone()
-    }
 }
 
 fn header(out: &mut String, name: &str, kind: &str, help: &str) {
@@ -290,7 +181,7 @@ fn render_scheduler(out: &mut String, shared: &Shared, stats: &SchedulerStats) {
         "iosets_start_time_seconds",
         "gauge",
         "When the server started (its scheduler clock's zero), in seconds since the UNIX epoch.",
-        shared.clock_zero_unix_ns as f64 / 1e9,
+        shared.clock_zero.0 as f64 / 1e9,
     );
     header(
         out,
@@ -437,24 +328,18 @@ fn render_frames_and_files(out: &mut String, shared: &Shared) {
     }
 }
 
-/// Queue wait and service time per policy and operation class: reads and writes from the
-/// runtime's histograms; fsync and metadata, which the runtime counts together as `other`,
-/// from the workers' own.
+/// Queue wait and service time per policy and operation class ([`OpClass`]), from the
+/// runtime's histograms.
 fn render_latency(out: &mut String, shared: &Shared) {
     let runtime = shared.sched.latency();
-    let other = shared.counters.other_latency.snapshot();
-    let mut series: Vec<(&str, &str, &dyn Histogram, &dyn Histogram)> = Vec::new();
-    for l in &runtime {
-        let class = match l.op {
-            Op::Read => OpClass::DataRead,
-            Op::Write => OpClass::DataWrite,
-            Op::Other | Op::Meta => continue,
-        };
-        series.push((l.policy, class.as_str(), &l.wait, &l.service));
-    }
-    for s in &other {
-        series.push((s.policy, s.class.as_str(), &s.wait, &s.service));
-    }
+    let series: Vec<(&str, &str, &dyn Histogram, &dyn Histogram)> = runtime
+        .iter()
+        .map(|l| {
+            let wait: &dyn Histogram = &l.wait;
+            let service: &dyn Histogram = &l.service;
+            (l.policy, OpClass::of(l.op).as_str(), wait, service)
+        })
+        .collect();
     header(
         out,
         "iosets_queue_wait_seconds",
@@ -864,7 +749,7 @@ fn render_job_placement(out: &mut String, listed: &[&JobStats]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosets_types::JobId;
+    use iosets_types::{JobId, Nanos};
 
     fn job(id: u64, last_active_s: u64, queued: u64) -> JobStats {
         let mut j = JobStats::idle(JobId(id));

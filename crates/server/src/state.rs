@@ -10,7 +10,6 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::metrics::ClassLatency;
 use crate::root::Root;
 use crate::throttle::Throttle;
 use crate::worker::meta::{MetaOp, META_OPS};
@@ -143,9 +142,6 @@ pub(crate) struct Counters {
     /// Time the workers were held by the emulated back end, in nanoseconds: the sum of
     /// `calls × meta_latency_ms`, computed, not measured (a sleep may overrun).
     backend_blocked_ns: AtomicU64,
-    /// Latency of the two classes the runtime's histograms lump together as `other`: fsync and
-    /// metadata.
-    pub(crate) other_latency: ClassLatency,
 }
 
 impl Counters {
@@ -218,9 +214,10 @@ pub(crate) struct Shared {
     pub(crate) start: Instant,
     /// The request trace, when asked for (header written at creation).
     pub(crate) trace: Option<Mutex<iosets_period::trace::TraceWriter<File>>>,
-    /// The UNIX-epoch nanosecond at which the scheduler's clock read zero: converts the phase
-    /// stamps clients send (wall clock) into the scheduler's time base, and opens the trace.
-    pub(crate) clock_zero_unix_ns: u64,
+    /// When the scheduler's clock read zero: converts the phase stamps clients send (wall
+    /// clock) into the scheduler's time base ([`iosets_types::UnixNanos::since`]), and opens
+    /// the trace.
+    pub(crate) clock_zero: iosets_types::UnixNanos,
     /// Refusals (counted, logged rate-limited) and failed proofs per address.
     pub(crate) guard: crate::guard::Guard,
     /// The open connections (cap, idle eviction).

@@ -3,7 +3,6 @@
 //! thread for the emulated device (`throttle_mib_s`) or the emulated metadata back end
 //! (`meta_latency_ms`) before completing the batch, so that a held thread counts as in service.
 
-#[path = "meta.rs"]
 pub(crate) mod meta;
 
 use std::sync::atomic::Ordering;
@@ -15,7 +14,6 @@ use iosets_proto::{Bytes, Reply};
 use iosets_runtime::Completion;
 use iosets_types::{Nanos, Outcome};
 
-use crate::metrics::OpClass;
 use crate::root::FsError;
 use crate::state::{Pending, ScheduledOp, Shared};
 use crate::throttle::Throttle;
@@ -53,16 +51,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
                 bytes: device_bytes,
             },
         };
-        let other_class = results
-            .iter()
-            .any(|(p, _)| matches!(p.op, ScheduledOp::Fsync { .. } | ScheduledOp::Meta(_)));
-        if shared.trace.is_some() || other_class {
+        if shared.trace.is_some() {
             // Stamped before the completion, which may let another job's request be dispatched:
             // a trace then never shows two jobs of one set in service at once when they were not.
             let done = shared.sched.now();
-            if other_class {
-                record_other_latency(&shared, &completion, &results, done);
-            }
             write_trace(&shared, &completion, &results, done);
         }
         completion.complete(outcome);
@@ -188,30 +180,6 @@ fn hold_for_backend(shared: &Shared, calls: u64) {
     let ns = ns as u64;
     std::thread::sleep(Duration::from_nanos(ns));
     shared.counters.backend_held(calls, ns);
-}
-
-/// The latency series of the requests the runtime counts as `other` (fsync, metadata), which
-/// it cannot tell apart; on the scheduler's clock, as the runtime measures reads and writes.
-fn record_other_latency(
-    shared: &Shared,
-    completion: &Completion,
-    results: &[(Pending, Answer)],
-    done: Nanos,
-) {
-    let dispatched = completion.dispatched_at();
-    for (req, (p, _)) in completion.batch().requests().zip(results) {
-        let class = match p.op {
-            ScheduledOp::Fsync { .. } => OpClass::DataFsync,
-            ScheduledOp::Meta(_) => OpClass::Meta,
-            ScheduledOp::Read { .. } | ScheduledOp::Write { .. } => continue,
-        };
-        shared.counters.other_latency.record(
-            completion.policy(),
-            class,
-            dispatched - req.arrival,
-            done - dispatched,
-        );
-    }
 }
 
 /// One trace row per request of the batch (iosets' request trace, `iosets_period::trace`), every

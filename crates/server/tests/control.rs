@@ -178,7 +178,7 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
     }
     let j3 = jobs.jobs.iter().find(|j| j.job == 3).unwrap();
     assert_eq!(
-        (j3.priority, j3.set, j3.priority_source.as_str()),
+        (j3.priority, j3.set, j3.source_name()),
         (Some(0.1), Some(1), "control")
     );
     // The data is all there.
@@ -246,11 +246,11 @@ fn automatic_priorities_follow_the_detected_period_and_control_wins() {
     }
     let jobs: JobsReport = json(ctl.control("t", Control::Jobs));
     let j1 = jobs.jobs.iter().find(|j| j.job == 1).unwrap();
-    assert_eq!(j1.priority_source, "auto", "{j1:?}");
+    assert_eq!(j1.source_name(), "auto", "{j1:?}");
     assert_eq!((j1.set, j1.priority), (Some(-1), Some(10.0)), "{j1:?}");
     let j2 = jobs.jobs.iter().find(|j| j.job == 2).unwrap();
     assert_eq!(
-        (j2.priority_source.as_str(), j2.priority),
+        (j2.source_name(), j2.priority),
         ("control", Some(0.01)),
         "a control-plane priority is never overwritten"
     );

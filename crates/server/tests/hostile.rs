@@ -389,11 +389,7 @@ fn without_a_secret_no_tcp_client_is_served_on_loopback_neither() {
     let mut r = w.try_clone().unwrap();
     w.write_all(&encode(&Frame::Request(header(1, None), read("private", 0, 9))).head)
         .unwrap();
-    let mut prefix = [0u8; 4];
-    r.read_exact(&mut prefix).unwrap();
-    let mut body = vec![0u8; iosets_proto::frame_len(prefix, 1 << 20).unwrap()];
-    r.read_exact(&mut body).unwrap();
-    match iosets_proto::decode(body.into()).unwrap() {
+    match iosets_proto::io::read_frame_blocking(&mut r, 1 << 20).unwrap() {
         Frame::Response(_, _, Response::Ok(Reply::Data(d))) => assert_eq!(&d[..], b"root only"),
         f => panic!("{f:?}"),
     }

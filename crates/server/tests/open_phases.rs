@@ -11,31 +11,27 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use common::{json, TempDir};
+use iosets_proto::io::{read_frame_blocking, write_frame_blocking};
 use iosets_proto::{
-    decode, encode, frame_len, Bytes, Control, Frame, Header, JobsReport, Request, Response,
-    DEFAULT_MAX_FRAME,
+    encode, Bytes, Control, Frame, Header, JobsReport, Request, Response, DEFAULT_MAX_FRAME,
 };
 use iosets_server::{Server, ServerConfig};
-use iosets_types::JobId;
+use iosets_types::{JobId, UnixNanos};
 
 const TOKEN: &str = "open-phases-token";
 /// Long enough that one hold cannot hide in scheduling noise.
 const OPEN_HOLD_MS: u64 = 3_000;
 
-fn unix_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
+fn unix_ns() -> UnixNanos {
+    UnixNanos::now()
 }
 
 /// Sends `req` as job `job` stamped with phase `phase` (UNIX ns) and waits for its answer.
-fn call(stream: &mut TcpStream, job: u64, phase: Option<u64>, req: Request) -> Response {
+fn call(stream: &mut TcpStream, job: u64, phase: Option<UnixNanos>, req: Request) -> Response {
     let h = Header {
         phase,
         tag: 1,
@@ -45,13 +41,8 @@ fn call(stream: &mut TcpStream, job: u64, phase: Option<u64>, req: Request) -> R
         elsewhere: None,
     };
     let enc = encode(&Frame::Request(h, req));
-    stream.write_all(&enc.head).unwrap();
-    stream.write_all(&enc.data).unwrap();
-    let mut prefix = [0u8; 4];
-    std::io::Read::read_exact(stream, &mut prefix).unwrap();
-    let mut buf = vec![0u8; frame_len(prefix, DEFAULT_MAX_FRAME).unwrap()];
-    std::io::Read::read_exact(stream, &mut buf).unwrap();
-    match decode(Bytes::from(buf)).unwrap() {
+    write_frame_blocking(stream, &enc).unwrap();
+    match read_frame_blocking(stream, DEFAULT_MAX_FRAME).unwrap() {
         Frame::Response(_, _, r) => r,
         f => panic!("server sent a request: {f:?}"),
     }

@@ -1,4 +1,5 @@
-//! The one error type of the simulator crate.
+//! The request-level simulator's error type (the fluid simulator has its own,
+//! [`crate::fluid::FluidError`]).
 
 use std::path::PathBuf;
 

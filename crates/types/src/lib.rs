@@ -56,6 +56,34 @@ impl fmt::Display for ClassId {
     }
 }
 
+/// A point in UNIX time, in nanoseconds: a client's wall clock, as the phase stamps of its
+/// requests carry it. A server turns it into its own time base with [`UnixNanos::since`], the
+/// one conversion between the two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct UnixNanos(pub u64);
+
+impl UnixNanos {
+    /// Now, by this machine's wall clock (0 before 1970, saturating after 2554).
+    pub fn now() -> UnixNanos {
+        UnixNanos(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+        )
+    }
+
+    /// This instant in a time base whose origin is `zero` (a server's clock zero): a time
+    /// before `zero` reads as its origin.
+    pub fn since(self, zero: UnixNanos) -> Nanos {
+        Nanos(self.0.saturating_sub(zero.0))
+    }
+
+    /// `d` earlier (saturating at the epoch).
+    pub fn before(self, d: Nanos) -> UnixNanos {
+        UnixNanos(self.0.saturating_sub(d.0))
+    }
+}
+
 /// A point in time or a duration, in nanoseconds since the driver's origin.
 ///
 /// Arithmetic saturates: time never wraps and a difference never goes below zero.
@@ -148,6 +176,51 @@ impl fmt::Display for Priority {
     }
 }
 
+/// Where the priority in force for a job comes from. The precedence is the order of the variants:
+/// a control-plane priority beats an automatic one, which beats the hints the job's requests carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PrioritySource {
+    /// Set through the runtime's `Scheduler::set_priority` (the control plane, an administrator).
+    Control,
+    /// Set by the job's period detector (automatic priorities).
+    Auto,
+    /// Carried by the job's requests (the last hint seen).
+    Hint,
+}
+
+impl PrioritySource {
+    /// `control`, `auto` or `hint`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrioritySource::Control => "control",
+            PrioritySource::Auto => "auto",
+            PrioritySource::Hint => "hint",
+        }
+    }
+}
+
+impl std::str::FromStr for PrioritySource {
+    type Err = String;
+
+    /// `control`, `auto` or `hint`.
+    fn from_str(s: &str) -> Result<PrioritySource, String> {
+        match s {
+            "control" => Ok(PrioritySource::Control),
+            "auto" => Ok(PrioritySource::Auto),
+            "hint" => Ok(PrioritySource::Hint),
+            other => Err(format!(
+                "{other:?} is not a priority source: expected control, auto or hint"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for PrioritySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a request does to the backing store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Op {
@@ -194,6 +267,50 @@ impl std::str::FromStr for Op {
             other => Err(format!(
                 "unknown operation {other:?}: expected read, write, other or meta"
             )),
+        }
+    }
+}
+
+/// The class of an operation, as the server's metrics (`op` label), its latency series and
+/// people see it: [`Op`] named for what it does to the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpClass {
+    /// Reads of file data (`data-read`).
+    DataRead,
+    /// Writes of file data (`data-write`).
+    DataWrite,
+    /// Flushes of file data to the device (`data-fsync`).
+    DataFsync,
+    /// Everything else: lookup, stat, readdir, create, unlink, rename, setattr, open (`meta`).
+    Meta,
+}
+
+impl OpClass {
+    /// Every class, in label order.
+    pub const ALL: [OpClass; 4] = [
+        OpClass::DataRead,
+        OpClass::DataWrite,
+        OpClass::DataFsync,
+        OpClass::Meta,
+    ];
+
+    /// The class of `op`.
+    pub fn of(op: Op) -> OpClass {
+        match op {
+            Op::Read => OpClass::DataRead,
+            Op::Write => OpClass::DataWrite,
+            Op::Other => OpClass::DataFsync,
+            Op::Meta => OpClass::Meta,
+        }
+    }
+
+    /// `data-read`, `data-write`, `data-fsync` or `meta`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpClass::DataRead => "data-read",
+            OpClass::DataWrite => "data-write",
+            OpClass::DataFsync => "data-fsync",
+            OpClass::Meta => "meta",
         }
     }
 }

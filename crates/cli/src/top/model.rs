@@ -198,7 +198,7 @@ impl JobRow {
             job: j.job,
             set: j.set,
             priority: j.priority,
-            source: j.priority_source.clone(),
+            source: j.source_name().to_string(),
             priority_differs: false,
             read_mib_s: None,
             write_mib_s: None,
@@ -214,11 +214,11 @@ impl JobRow {
 
     /// Adds one server's line for the job, with its rates if that server gave some.
     fn add(&mut self, j: &JobReport, rates: Option<(f64, f64)>) {
-        if self.servers > 0 && (j.priority != self.priority || j.priority_source != self.source) {
+        if self.servers > 0 && (j.priority != self.priority || j.source_name() != self.source) {
             self.priority_differs = true;
-            if source_rank(&j.priority_source) > source_rank(&self.source) {
+            if source_rank(j.source_name()) > source_rank(&self.source) {
                 self.priority = j.priority;
-                self.source = j.priority_source.clone();
+                self.source = j.source_name().to_string();
                 self.set = j.set;
             }
         }
@@ -703,7 +703,7 @@ pub(crate) mod fixtures {
         JobReport {
             job,
             priority,
-            priority_source: source.into(),
+            priority_source: source.parse().ok(),
             set: priority.map(|p| (-p.log10()).round() as i32),
             period_s: None,
             ops: (read + written) / 4096,

@@ -3,15 +3,14 @@
 
 pub mod experiment;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Frame, Header, Request, Response, DEFAULT_MAX_FRAME,
-};
+use iosets_proto::io::read_frame_blocking;
+use iosets_proto::{encode, Frame, Header, Request, Response, DEFAULT_MAX_FRAME};
 use iosets_types::JobId;
 
 /// A fresh, empty directory for one test. Numbered as well as named: the test files share one
@@ -114,12 +113,7 @@ pub fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
 
 /// The next response on `s` with its tag; `None` when the connection ends or sends garbage.
 pub fn recv(s: &mut TcpStream) -> Option<(u64, Response)> {
-    let mut prefix = [0u8; 4];
-    s.read_exact(&mut prefix).ok()?;
-    let len = frame_len(prefix, DEFAULT_MAX_FRAME).ok()?;
-    let mut buf = vec![0u8; len];
-    s.read_exact(&mut buf).ok()?;
-    match decode(Bytes::from(buf)).ok()? {
+    match read_frame_blocking(s, DEFAULT_MAX_FRAME).ok()? {
         Frame::Response(h, _, r) => Some((h.tag, r)),
         _ => None,
     }

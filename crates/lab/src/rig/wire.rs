@@ -9,9 +9,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use iosets_proto::{
-    decode, encode, frame_len, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
-};
+use iosets_proto::io::{read_frame_blocking, write_frame_blocking};
+use iosets_proto::{encode, Bytes, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME};
 use iosets_types::JobId;
 
 /// The errno a server answers when it ran out of file descriptors.
@@ -52,27 +51,19 @@ impl Conn {
         let tag = self.next_tag;
         self.next_tag += 1;
         let enc = encode(&Frame::Request(header(tag, job), req));
-        self.stream.write_all(&enc.head)?;
-        self.stream.write_all(&enc.data)?;
+        write_frame_blocking(&mut self.stream, &enc)?;
         Ok(tag)
     }
 
     /// The next answer: (tag, response). An end of stream is `UnexpectedEof`, an unreadable
     /// frame `InvalidData`.
     pub(crate) fn recv(&mut self) -> io::Result<(u64, Response)> {
-        let mut prefix = [0u8; 4];
-        self.stream.read_exact(&mut prefix)?;
-        let len = frame_len(prefix, DEFAULT_MAX_FRAME)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-        let mut buf = vec![0u8; len];
-        self.stream.read_exact(&mut buf)?;
-        match decode(Bytes::from(buf)) {
-            Ok(Frame::Response(h, _, r)) => Ok((h.tag, r)),
-            Ok(Frame::Request(..)) => Err(io::Error::new(
+        match read_frame_blocking(&mut self.stream, DEFAULT_MAX_FRAME)? {
+            Frame::Response(h, _, r) => Ok((h.tag, r)),
+            Frame::Request(..) => Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "the server sent a request",
             )),
-            Err(e) => Err(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
         }
     }
 

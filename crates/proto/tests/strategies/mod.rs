@@ -26,7 +26,7 @@ pub fn header() -> impl Strategy<Value = Header> {
         proptest::option::of((any::<u32>(), any::<u64>())),
     )
         .prop_map(|(tag, job, p, c, phase, e)| Header {
-            phase,
+            phase: phase.map(iosets_types::UnixNanos),
             tag,
             job: JobId(job),
             priority: p.and_then(Priority::new),

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use iosets_proto::io::{read_frame_blocking, write_frame_blocking, ReadError};
 use iosets_proto::{
-    decode, encode, frame_len, Bytes, Control, Frame, Header, Reply, Request, Response,
-    DEFAULT_MAX_FRAME,
+    encode, Bytes, Control, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
 };
 use iosets_types::{JobId, Priority};
 
@@ -83,21 +83,17 @@ impl Conn {
             elsewhere: None,
         };
         let enc = encode(&Frame::Request(h, req));
-        self.stream.write_all(&enc.head).unwrap();
-        self.stream.write_all(&enc.data).unwrap();
+        write_frame_blocking(&mut self.stream, &enc).unwrap();
         tag
     }
 
     /// The next response: (tag, response); `None` when the server closed the connection.
     pub fn recv(&mut self) -> Option<(u64, Response)> {
-        let mut prefix = [0u8; 4];
-        self.stream.read_exact(&mut prefix).ok()?;
-        let len = frame_len(prefix, DEFAULT_MAX_FRAME).unwrap();
-        let mut buf = vec![0u8; len];
-        self.stream.read_exact(&mut buf).ok()?;
-        match decode(Bytes::from(buf)).unwrap() {
-            Frame::Response(h, _, r) => Some((h.tag, r)),
-            f => panic!("server sent a request: {f:?}"),
+        match read_frame_blocking(&mut self.stream, DEFAULT_MAX_FRAME) {
+            Ok(Frame::Response(h, _, r)) => Some((h.tag, r)),
+            Ok(f) => panic!("server sent a request: {f:?}"),
+            Err(ReadError::Closed) => None,
+            Err(e) => panic!("reading an answer: {e}"),
         }
     }
 
