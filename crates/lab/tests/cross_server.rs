@@ -182,8 +182,12 @@ fn by_arrival_two_servers_pick_different_jobs_of_a_set() {
 struct TempDir(PathBuf);
 
 impl TempDir {
+    /// A fresh directory: the tests run in parallel, each gets its own.
     fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("iosets-lab-test-{}-{name}", std::process::id()));
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let p =
+            std::env::temp_dir().join(format!("iosets-lab-test-{}-{name}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)

@@ -59,14 +59,15 @@ pub(crate) fn category_label(names: &[String], x: f64) -> String {
     }
 }
 
-/// A legend in one row: for each entry a square of its colour and its name, the first at `x0`,
-/// the next `step` pixels further, in a font of `size` (the square is as high as the text).
+/// A legend in one row: for each entry a square of its colour and its name `text_dx` pixels to
+/// its right, the first at `x0`, the next `step` pixels further, in a font of `size` (the square
+/// is as high as the text).
 pub(crate) fn legend_row(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     entries: &[(RGBColor, String)],
-    x0: i32,
-    step: i32,
+    (x0, step): (i32, i32),
     size: i32,
+    text_dx: i32,
 ) -> Result<()> {
     for (i, (colour, name)) in entries.iter().enumerate() {
         let x = x0 + i as i32 * step;
@@ -77,7 +78,7 @@ pub(crate) fn legend_row(
         .map_err(err)?;
         area.draw(&Text::new(
             name.as_str(),
-            (x + size + 5, 8),
+            (x + text_dx, 8),
             ("sans-serif", size),
         ))
         .map_err(err)?;

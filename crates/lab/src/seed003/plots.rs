@@ -65,7 +65,7 @@ pub(crate) fn save_bars(path: &Path, groups: &[Group], title: &str, y_desc: &str
         .into_iter()
         .map(|s| (colour(s), s.name().to_string()))
         .collect();
-    legend_row(&legend, &entries, 80, 130, 14)?;
+    legend_row(&legend, &entries, (80, 130), 14, 20)?;
     let n = groups.len();
     let names: Vec<String> = groups.iter().map(|g| g.name.clone()).collect();
     let mut chart = ChartBuilder::on(&body)

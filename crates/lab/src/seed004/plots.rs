@@ -200,7 +200,7 @@ pub(crate) fn save_timeline(
         .map(|&job| (job_colour(job), format!("job {job}")))
         .collect();
     let step = (1200 / jobs.len().max(1) as i32).clamp(40, 72);
-    legend_row(&legend, &entries, 16, step, 12)?;
+    legend_row(&legend, &entries, (16, step), 12, 16)?;
     let panels = body.split_evenly((servers, 1));
     for (server, panel) in panels.iter().enumerate() {
         let mut chart = ChartBuilder::on(panel)
