@@ -2,18 +2,20 @@
 //! POSIX applications.
 //!
 //! # `iosets experiment seed004`
-//! Seed 004's experiment (its §4–5), scaled in time ([`plan`](crate::seed004::plan)): per repetition and
-//! configuration (`plan::Config`), K servers on loopback in this process, each throttled to
-//! `device / K` MiB/s so that results compare across K, one FUSE mount over them, and one
-//! `iosets app periodic` process per job writing through the mount ([`rig::cluster`](crate::rig::cluster)). The metrics
-//! come from the applications' own phase logs exactly as seed 004 §4.3 computes them, beside
-//! the fluid simulator's prediction for the same workload ([`analysis`](crate::seed004::analysis)); the outputs are CSV
-//! files, seed 004's Figure 4 as a box plot, a timeline per run of each job's bandwidth on each
-//! server, and a table per configuration ([`report`](crate::seed004::report)).
+//! Seed 004's experiment (its §4–5), scaled in time ([`plan`](crate::seed004::plan)): per
+//! repetition and configuration (`plan::Config`), K servers on loopback in this process, each
+//! throttled to `device / K` MiB/s so that results compare across K, one FUSE mount over them, and
+//! one `iosets app periodic` process per job writing through the mount
+//! ([`rig::cluster`](crate::rig::cluster)). The metrics come from the applications' own phase logs
+//! exactly as seed 004 §4.3 computes them, beside the fluid simulator's prediction for the same
+//! workload ([`analysis`](crate::seed004::analysis)); the outputs are CSV files, seed 004's Figure
+//! 4 as a box plot, a timeline per run of each job's bandwidth on each server, and a table per
+//! configuration ([`report`](crate::seed004::report)).
 //!
 //! # `iosets experiment seed003`
-//! Seed 003's thread-quota test (a metadata-heavy job against a light one and its stage-in,
-//! with and without a quota on the server's threads) through a real mount: see [`seed003`](crate::seed003).
+//! Seed 003's thread-quota test (a metadata-heavy job against a light one and its stage-in, with
+//! and without a quota on the server's threads) through a real mount: see
+//! [`seed003`](crate::seed003).
 //!
 //! # What it is not
 //! Not a benchmark of the servers: the device is emulated (the servers' throttle, data on

@@ -1,7 +1,7 @@
 //! The trace parsers under the stable fuzz loop: every seed of `fuzz/corpus/trace_parse` and
-//! mutants of them never panic a reader, errors name a line of the input, and a request trace
-//! that reads comes back the same after a write-read round trip (`crates/fuzz-harness/src/trace.rs` says what
-//! is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
+//! mutants of them never panic a reader, errors name a line of the input, and a request trace that
+//! reads comes back the same after a write-read round trip (`crates/fuzz-harness/src/trace.rs` says
+//! what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
 //!
 //! - `seeds_and_mutants_never_panic`: 100,000 inputs, in the test command.
 //! - `long_run` (ignored): `IOSETS_FUZZ_INPUTS` inputs (default 10 M), from `scripts/fuzz.sh`.

@@ -1,6 +1,7 @@
-//! The wire decoder under the stable fuzz loop: every seed of `fuzz/corpus/wire_decode` and
-//! mutants of them never panic the decoder, and every frame that decodes survives a round trip
-//! (`crates/fuzz-harness/src/wire.rs` says what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
+//! The wire decoder under the stable fuzz loop: every seed of `fuzz/corpus/wire_decode` and mutants
+//! of them never panic the decoder, and every frame that decodes survives a round trip
+//! (`crates/fuzz-harness/src/wire.rs` says what is checked; `crates/fuzz-harness/src/mutator.rs`
+//! how inputs are made).
 //!
 //! - `seeds_and_mutants_never_panic_and_round_trip`: 200,000 inputs, in the test command.
 //! - `long_run` (ignored): `IOSETS_FUZZ_INPUTS` inputs (default 10 M), from `scripts/fuzz.sh`.

@@ -45,46 +45,14 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::net::IpAddr;
 
-use iosets_types::{JobId, Op};
+use iosets_types::JobId;
 
 use crate::RuntimeError;
 
-/// The class of an operation, as rules see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum OpClass {
-    /// Reads of file data.
-    DataRead,
-    /// Writes of file data.
-    DataWrite,
-    /// Everything else: create, stat, unlink, mkdir, readdir, rename, setattr, open, fsync.
-    Meta,
-}
-
-impl OpClass {
-    /// The class of `op`.
-    pub fn of(op: Op) -> OpClass {
-        match op {
-            Op::Read => OpClass::DataRead,
-            Op::Write => OpClass::DataWrite,
-            Op::Other | Op::Meta => OpClass::Meta,
-        }
-    }
-
-    /// The name used in rules, jobstats and metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OpClass::DataRead => "data-read",
-            OpClass::DataWrite => "data-write",
-            OpClass::Meta => "meta",
-        }
-    }
-}
-
-impl fmt::Display for OpClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The class of an operation (`iosets_types::OpClass`). Rules name `data-read`, `data-write`
+/// and `meta`; a rule's `meta` also governs fsync (`data-fsync`), as it did before fsync was a
+/// class of its own in the metrics ([`Match::matches`]).
+pub use iosets_types::OpClass;
 
 /// Who sent a request, beyond what the request carries (its job and operation): what rules may
 /// match on. A field the caller does not know is `None`, and a rule that asks for it does not
@@ -293,8 +261,13 @@ impl Match {
         Ok(m)
     }
 
-    /// Whether a request of `job`, class `class`, from `origin` satisfies the match.
+    /// Whether a request of `job`, class `class`, from `origin` satisfies the match. Rules
+    /// know three classes: an fsync (`data-fsync`) is `meta` to them.
     pub fn matches(&self, job: JobId, class: OpClass, origin: &Origin) -> bool {
+        let class = match class {
+            OpClass::DataFsync => OpClass::Meta,
+            c => c,
+        };
         self.jobs.as_ref().is_none_or(|s| s.contains(&job.0))
             && self.classes.as_ref().is_none_or(|s| s.contains(&class))
             && self
@@ -744,6 +717,24 @@ mod tests {
             addr: Some(addr.parse().unwrap()),
             ..Origin::default()
         }
+    }
+
+    #[test]
+    fn a_meta_rule_governs_fsync_and_no_data_rule_does() {
+        let o = origin(1000, "10.0.0.1");
+        let fsync = OpClass::of(iosets_types::Op::Other);
+        assert_eq!(fsync, OpClass::DataFsync);
+        assert!(Match::parse("class=meta")
+            .unwrap()
+            .matches(JobId(1), fsync, &o));
+        for data in ["class=data-write", "class=data-read"] {
+            assert!(
+                !Match::parse(data).unwrap().matches(JobId(1), fsync, &o),
+                "{data}"
+            );
+        }
+        assert!(Match::all().matches(JobId(1), fsync, &o));
+        assert!(Match::parse("class=data-fsync").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! The quota rule parsers under the stable fuzz loop: every seed of `fuzz/corpus/quota_match`
-//! and mutants of them never panic `Match::parse`, `Cidr::parse` or the TOML rule-set reader,
-//! and what parses prints to a form that parses back to the same value (`crates/fuzz-harness/src/quota.rs` says
-//! what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
+//! The quota rule parsers under the stable fuzz loop: every seed of `fuzz/corpus/quota_match` and
+//! mutants of them never panic `Match::parse`, `Cidr::parse` or the TOML rule-set reader, and what
+//! parses prints to a form that parses back to the same value (`crates/fuzz-harness/src/quota.rs`
+//! says what is checked; `crates/fuzz-harness/src/mutator.rs` how inputs are made).
 //!
 //! - `seeds_and_mutants_never_panic`: 100,000 inputs, in the test command.
 //! - `long_run` (ignored): `IOSETS_FUZZ_INPUTS` inputs (default 10 M), from `scripts/fuzz.sh`.

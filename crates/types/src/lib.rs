@@ -315,6 +315,12 @@ impl OpClass {
     }
 }
 
+impl fmt::Display for OpClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One I/O request as the scheduler sees it: metadata only, never the data.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Request {

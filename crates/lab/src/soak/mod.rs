@@ -2,8 +2,8 @@
 //!
 //! # What it is
 //! Scenarios against the real server: `iosets serve` (this program) started as a child process
-//! on a temporary root on loopback ([`crate::rig::child`]), driven with raw protocol frames ([`crate::rig::wire`]) so
-//! that every answer, lost connection and error is seen as it is:
+//! on a temporary root on loopback ([`crate::rig::child`]), driven with raw protocol frames
+//! ([`crate::rig::wire`]) so that every answer, lost connection and error is seen as it is:
 //!
 //! - `kill9`: writers write checkable records and remember every acknowledged one while the
 //!   server is SIGKILLed at random times and restarted on the same root and port; at the end
