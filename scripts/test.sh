@@ -47,7 +47,10 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
 stage "cargo test"
-cargo test --workspace --locked --release
+# Every test binary and the doc tests, not the examples: clippy --all-targets compiles those,
+# and linking four more release binaries here bought nothing (BENCHMARKS.md, "Building the tests").
+cargo test --workspace --locked --release --lib --bins --tests
+cargo test --workspace --locked --release --doc
 stage "loom models of the runtime's lock and wake-up protocol (own target dir: all of it built under --cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true \
   CARGO_PROFILE_RELEASE_DEBUG=false \
