@@ -46,6 +46,8 @@ stage "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 stage "cargo doc (warnings are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+stage "feature pins: the builds after the tests reuse the test build's artifacts (scripts/feature-pins.py)"
+python3 scripts/feature-pins.py
 stage "cargo test"
 # Every test binary and the doc tests, not the examples: clippy --all-targets compiles those,
 # and linking four more release binaries here bought nothing (BENCHMARKS.md, "Building the tests").

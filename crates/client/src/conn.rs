@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use iosets_proto::io::ReadError;
+use iosets_proto::io::{ReadError, WRITE_BUFFER};
 use iosets_proto::local::{send_with_fd, Region};
 use iosets_proto::{
     decode, encode, frame_len, Creds, Encoded, Frame, Header, OpCode, Reply, Request, Response,
@@ -44,15 +44,12 @@ use tokio::sync::{mpsc, oneshot};
 use crate::config::ClientConfig;
 use crate::error::ClientError;
 
-/// Data of at least this many bytes goes through the shared region of a same-host connection;
-/// smaller data travels in its frame (a region range costs an allocation; a few KiB cost less
-/// to copy through the socket).
-// The writer's buffer: small frames gather in it; larger data bypasses it.
-use iosets_proto::io::WRITE_BUFFER;
-
 /// The reader's buffer grows by this much when it runs out of room.
 const READ_BUFFER: usize = 64 * 1024;
 
+/// Data of at least this many bytes goes through the shared region of a same-host connection;
+/// smaller data travels in its frame (a region range costs an allocation; a few KiB cost less
+/// to copy through the socket).
 pub(crate) const LOCAL_MIN: usize = 64 * 1024;
 
 /// What a waiting caller receives: the echoed operation and the response, or why the

@@ -268,11 +268,16 @@ pub fn random_token() -> String {
 /// once the file system is mounted.
 pub fn mount(opts: MountOptions) -> Result<Mounted, MountError> {
     if opts.servers.is_empty() {
-        return Err(MountError::Config(
-            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
-        ));
+        return Err(servers_or_local());
     }
     mount_with(opts, None)
+}
+
+/// A mount needs servers, or a local server, and not both.
+fn servers_or_local() -> MountError {
+    MountError::Config(
+        "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
+    )
 }
 
 /// Starts a [`LocalServer`] (its error, as text, fails the mount).
@@ -285,9 +290,7 @@ pub type StartLocal = Box<dyn FnOnce() -> Result<Box<dyn LocalServer>, String> +
 /// server at unmount, and also when mounting fails after it started.
 pub fn mount_local(opts: MountOptions, start: StartLocal) -> Result<Mounted, MountError> {
     if !opts.servers.is_empty() {
-        return Err(MountError::Config(
-            "give either servers (--servers ADDR,...) or a local root (--local DIR)".into(),
-        ));
+        return Err(servers_or_local());
     }
     mount_with(opts, Some(start))
 }

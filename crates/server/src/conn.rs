@@ -26,6 +26,7 @@ pub(crate) mod local;
 use iosets_types::FileId;
 use std::sync::Arc;
 
+use iosets_proto::io::WRITE_BUFFER;
 use iosets_proto::{
     decode, encode, frame_len, Bytes, Encoded, Frame, Header, OpCode, Reply, Request, Response,
 };
@@ -46,8 +47,6 @@ use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
 
-// The writer's buffer: small frames gather in it; larger data bypasses it.
-use iosets_proto::io::WRITE_BUFFER;
 /// A frame's buffer starts this large and doubles as its bytes arrive.
 const READ_CHUNK: usize = 64 * 1024;
 /// Frames up to this long are read before they are charged to the server's byte budget (one

@@ -1,4 +1,4 @@
-//! Prometheus text exposition (`GET /metrics` on the server's port) and the histograms behind it.
+//! Prometheus text exposition (`GET /metrics` on the server's admin address).
 
 use std::fmt::Write;
 
@@ -17,30 +17,8 @@ fn bound_ns(b: f64) -> u64 {
     (b * 1e9) as u64
 }
 
-/// What a histogram gives the exposition.
-trait Histogram {
-    /// Values at or below `ns`.
-    fn count_at_most(&self, ns: u64) -> u64;
-    /// Values recorded.
-    fn count(&self) -> u64;
-    /// Their sum, in nanoseconds.
-    fn sum_ns(&self) -> u128;
-}
-
-impl Histogram for Latency {
-    fn count_at_most(&self, ns: u64) -> u64 {
-        Latency::count_at_most(self, ns)
-    }
-    fn count(&self) -> u64 {
-        Latency::count(self)
-    }
-    fn sum_ns(&self) -> u128 {
-        Latency::sum_ns(self)
-    }
-}
-
 /// Renders `h` as a Prometheus histogram (cumulative buckets at [`BOUNDS_S`]).
-fn render_histogram(out: &mut String, name: &str, labels: &str, h: &dyn Histogram) {
+fn render_histogram(out: &mut String, name: &str, labels: &str, h: &Latency) {
     for b in BOUNDS_S {
         let _ = writeln!(
             out,
@@ -332,13 +310,9 @@ fn render_frames_and_files(out: &mut String, shared: &Shared) {
 /// runtime's histograms.
 fn render_latency(out: &mut String, shared: &Shared) {
     let runtime = shared.sched.latency();
-    let series: Vec<(&str, &str, &dyn Histogram, &dyn Histogram)> = runtime
+    let series: Vec<(&str, &str, &Latency, &Latency)> = runtime
         .iter()
-        .map(|l| {
-            let wait: &dyn Histogram = &l.wait;
-            let service: &dyn Histogram = &l.service;
-            (l.policy, OpClass::of(l.op).as_str(), wait, service)
-        })
+        .map(|l| (l.policy, OpClass::of(l.op).as_str(), &l.wait, &l.service))
         .collect();
     header(
         out,
@@ -349,7 +323,7 @@ fn render_latency(out: &mut String, shared: &Shared) {
     );
     for (policy, op, wait, _) in &series {
         let labels = format!("policy=\"{policy}\",op=\"{op}\"");
-        render_histogram(out, "iosets_queue_wait_seconds", &labels, *wait);
+        render_histogram(out, "iosets_queue_wait_seconds", &labels, wait);
     }
     header(
         out,
@@ -360,7 +334,7 @@ fn render_latency(out: &mut String, shared: &Shared) {
     );
     for (policy, op, _, service) in &series {
         let labels = format!("policy=\"{policy}\",op=\"{op}\"");
-        render_histogram(out, "iosets_service_seconds", &labels, *service);
+        render_histogram(out, "iosets_service_seconds", &labels, service);
     }
 }
 

@@ -286,14 +286,6 @@ pub enum OpClass {
 }
 
 impl OpClass {
-    /// Every class, in label order.
-    pub const ALL: [OpClass; 4] = [
-        OpClass::DataRead,
-        OpClass::DataWrite,
-        OpClass::DataFsync,
-        OpClass::Meta,
-    ];
-
     /// The class of `op`.
     pub fn of(op: Op) -> OpClass {
         match op {

@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use iosets_proto::{JobReport, JobsReport, RulesReport, ServerReport};
+use iosets_types::PrioritySource;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -157,8 +158,8 @@ pub(crate) struct JobRow {
     pub set: Option<i32>,
     /// The priority in force.
     pub priority: Option<f64>,
-    /// Where it comes from: control, auto, hint or none.
-    pub source: String,
+    /// Where it comes from; `None` without a priority.
+    pub source: Option<PrioritySource>,
     /// Whether the servers disagree on the priority or its source.
     pub priority_differs: bool,
     /// Read bandwidth, MiB/s, summed over the servers that gave a rate; none before any did.
@@ -182,14 +183,10 @@ pub(crate) struct JobRow {
     pub waits: iosets_proto::WaitCausesReport,
 }
 
-/// Precedence of a priority source: the higher wins when servers disagree.
-fn source_rank(s: &str) -> u8 {
-    match s {
-        "control" => 3,
-        "auto" => 2,
-        "hint" => 1,
-        _ => 0,
-    }
+/// Precedence of a priority source, the higher winning when servers disagree: the order of
+/// [`PrioritySource`]'s variants (control, auto, hint), then no source.
+fn source_rank(s: Option<PrioritySource>) -> u8 {
+    s.map_or(0, |s| 3 - s as u8)
 }
 
 impl JobRow {
@@ -198,7 +195,7 @@ impl JobRow {
             job: j.job,
             set: j.set,
             priority: j.priority,
-            source: j.source_name().to_string(),
+            source: j.priority_source,
             priority_differs: false,
             read_mib_s: None,
             write_mib_s: None,
@@ -214,11 +211,11 @@ impl JobRow {
 
     /// Adds one server's line for the job, with its rates if that server gave some.
     fn add(&mut self, j: &JobReport, rates: Option<(f64, f64)>) {
-        if self.servers > 0 && (j.priority != self.priority || j.source_name() != self.source) {
+        if self.servers > 0 && (j.priority != self.priority || j.priority_source != self.source) {
             self.priority_differs = true;
-            if source_rank(j.source_name()) > source_rank(&self.source) {
+            if source_rank(j.priority_source) > source_rank(self.source) {
                 self.priority = j.priority;
-                self.source = j.source_name().to_string();
+                self.source = j.priority_source;
                 self.set = j.set;
             }
         }
@@ -375,7 +372,7 @@ impl Column {
             Column::Job => a.job.cmp(&b.job),
             Column::Set => opt(a.set, b.set, asc),
             Column::Priority => opt(a.priority, b.priority, asc),
-            Column::Source => source_rank(&b.source).cmp(&source_rank(&a.source)),
+            Column::Source => source_rank(b.source).cmp(&source_rank(a.source)),
             Column::Read => opt(a.read_mib_s, b.read_mib_s, asc),
             Column::Write => opt(a.write_mib_s, b.write_mib_s, asc),
             Column::Trend => Ordering::Equal,
@@ -878,7 +875,10 @@ mod tests {
         let r = &m.rows()[0];
         assert_eq!((r.queued, r.in_service, r.servers, r.peers), (7, 1, 2, 2));
         assert_eq!(r.wait_p99_us, Some(900.0), "the larger p99: an upper bound");
-        assert_eq!((r.priority, r.source.as_str()), (Some(1.0), "control"));
+        assert_eq!(
+            (r.priority, r.source),
+            (Some(1.0), Some(PrioritySource::Control))
+        );
         assert!(r.priority_differs);
         let rr = &m.rules()[0];
         assert_eq!((rr.in_service, rr.held, rr.jobs, rr.servers), (4, 2, 2, 2));

@@ -12,6 +12,7 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::model::{Column, Health, JobRow, Model, RuleRow};
+use iosets_types::PrioritySource;
 
 /// The jobs table's columns in the order they are given up when the screen is too narrow:
 /// the last first.
@@ -134,7 +135,7 @@ fn cell(c: Column, r: &JobRow, model: &Model) -> String {
                 p
             }
         }
-        Column::Source => r.source.clone(),
+        Column::Source => r.source.map_or("none", PrioritySource::as_str).to_string(),
         Column::Read => mib_s(r.read_mib_s),
         Column::Write => mib_s(r.write_mib_s),
         Column::Trend => sparkline(

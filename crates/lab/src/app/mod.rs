@@ -9,7 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
@@ -195,11 +195,8 @@ struct Clock {
 
 impl Clock {
     fn start() -> Clock {
-        let unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
         Clock {
-            unix_at_start: unix,
+            unix_at_start: crate::rig::unix_now(),
             start: Instant::now(),
         }
     }

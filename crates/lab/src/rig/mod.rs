@@ -17,7 +17,6 @@ pub(crate) mod wire;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
@@ -35,14 +34,13 @@ pub(crate) fn interrupted() -> bool {
 /// [`INTERRUPTED`] (the run in progress stops and cleans up), a second one exits at once.
 pub(crate) fn catch_interrupts() -> Result<()> {
     SIGNALS
-        .get_or_init(|| install_interrupt(&INTERRUPTED).map_err(|e| format!("{e:#}")))
+        .get_or_init(|| install_interrupt().map_err(|e| format!("{e:#}")))
         .clone()
         .map_err(anyhow::Error::msg)
 }
 
-/// Installs the Ctrl-C / SIGTERM handler once: the first signal sets `flag` (the run in
-/// progress stops and cleans up), a second one exits at once.
-fn install_interrupt(flag: &'static AtomicBool) -> Result<()> {
+/// [`catch_interrupts`]'s handler: a thread of its own waiting for the signals.
+fn install_interrupt() -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -64,7 +62,7 @@ fn install_interrupt(flag: &'static AtomicBool) -> Result<()> {
                         _ = int.recv() => {}
                         _ = term.recv() => {}
                     }
-                    if flag.swap(true, Ordering::SeqCst) {
+                    if INTERRUPTED.swap(true, Ordering::SeqCst) {
                         eprintln!("interrupted twice: exiting without cleaning up");
                         std::process::exit(130);
                     }
@@ -78,9 +76,7 @@ fn install_interrupt(flag: &'static AtomicBool) -> Result<()> {
 
 /// Seconds since the UNIX epoch.
 pub(crate) fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+    iosets_types::UnixNanos::now().0 as f64 / 1e9
 }
 
 /// A directory for scratch data: tmpfs when there is one (the emulated device is the servers'

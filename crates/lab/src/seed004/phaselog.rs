@@ -506,7 +506,6 @@ pub fn seed004_metrics(
     let window = end - begin;
     let mut measured = Vec::new();
     let mut excluded = Vec::new();
-    let mut work = Vec::new();
     for job in jobs {
         match job_work(job, t0, begin, end) {
             Ok((e_cpu, bytes)) => {
@@ -521,7 +520,6 @@ pub fn seed004_metrics(
                     stretch: w.stretch(window).unwrap_or(f64::NAN),
                     io_slowdown: w.io_slowdown(window).unwrap_or(f64::NAN),
                 });
-                work.push(w);
             }
             Err(reason) => excluded.push((job.job, reason)),
         }
@@ -530,14 +528,15 @@ pub fn seed004_metrics(
         return Err(PhaseLogError::NoJobMeasured { excluded });
     }
     // The paper's four metrics, computed as the fluid simulator computes them (one
-    // implementation): the window is only its length there, so it starts at 0.
-    let m = Metrics::compute(
-        Window {
-            begin: 0.0,
-            end: window,
-        },
-        &work,
-    );
+    // implementation).
+    let work: Vec<JobWork> = measured
+        .iter()
+        .map(|m| JobWork {
+            e_cpu: m.e_cpu,
+            e_io: m.e_io,
+        })
+        .collect();
+    let m = Metrics::compute(Window { begin, end }, &work);
     Ok(Seed004Metrics {
         max_stretch: m.max_stretch,
         geomean_stretch: m.geomean_stretch,
