@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Subcommand};
+use clap::{ArgAction, Args, Subcommand};
 
 use iosets_client::{BlockingClient, ClientConfig};
 use iosets_policy::tunables::parse_pairs;
 use iosets_proto::{Control, JobsReport, Reply, RulesReport, ServerReport, WaitCausesReport};
-use iosets_server::{mib_bytes, read_auth_file, read_token_file, Server, ServerConfig};
+use iosets_server::settings::{Kind, Setting, Value, SETTINGS};
+use iosets_server::{read_auth_file, read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
 #[derive(Debug, Args)]
@@ -18,233 +19,119 @@ pub(crate) struct ServeArgs {
     /// A configuration file (iosets.toml); the flags below override its values.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The directory to serve; no request reaches outside it.
-    #[arg(long, value_name = "DIR")]
-    root: Option<PathBuf>,
-    /// Address to listen on (host:port; port 0 picks a free port, printed at start).
-    #[arg(long, value_name = "ADDR")]
-    listen: Option<String>,
-    /// Scheduling policy (see `iosets policies`); default iosets.
-    #[arg(long)]
-    policy: Option<String>,
-    /// A policy tunable, KEY=VALUE; repeat for several.
-    #[arg(long = "policy-opt", value_name = "KEY=VALUE")]
-    policy_opts: Vec<String>,
-    /// Worker threads doing the blocking I/O (default 4).
-    #[arg(long)]
-    workers: Option<usize>,
-    /// Data requests (reads, writes) in service at once: `auto` (the default: adapted to the
-    /// device's service times, so that requests queue in the policy and priorities act), `off`
-    /// (up to --workers), or a number in 1..=workers. Metadata and fsync are not counted.
-    #[arg(long, value_name = "auto|off|N")]
-    inservice_limit: Option<String>,
-    /// Emulate a device of this bandwidth, MiB/s (emulation: the I/O is done, then the worker
-    /// waits until it would have finished on such a device).
-    #[arg(long, value_name = "MIB_S")]
-    throttle_mib_s: Option<f64>,
-    /// File holding the control token (without a token, control requests are refused).
-    #[arg(long, value_name = "FILE")]
-    token_file: Option<PathBuf>,
-    /// Detect each job's I/O period from its requests and give it its Set-10 priority
-    /// (control-plane priorities always win).
-    #[arg(long)]
-    auto_priority: bool,
-    /// Forget a job idle this long, in seconds (its statistics, detector and automatic priority;
-    /// a control-plane priority stays). Default 600.
-    #[arg(long, value_name = "SECONDS")]
-    forget_idle_s: Option<f64>,
-    /// With --auto-priority: scale every detected period by a factor drawn uniformly in
-    /// [1-F, 1+F] before choosing the job's set (seed 004's robustness test: 0.5); F in [0, 1).
-    #[arg(long, value_name = "F")]
-    period_error: Option<f64>,
-    /// The seed of --period-error's factors (default 0).
-    #[arg(long, value_name = "N", requires = "period_error")]
-    period_error_seed: Option<u64>,
-    /// Jobs to keep statistics for at once; the least recently active go first (default 16384).
-    #[arg(long, value_name = "N")]
-    max_jobs: Option<usize>,
-    /// Record every served request into this CSV file.
-    #[arg(long, value_name = "FILE.csv")]
-    trace: Option<PathBuf>,
-    /// What one metadata request weighs in the policy's byte accounting, in bytes (default
-    /// 4096; 1 to 1 MiB): metadata is scheduled like a small request, but moves no data.
-    #[arg(long, value_name = "BYTES")]
-    meta_cost_bytes: Option<u64>,
-    /// Emulate a slow metadata back end: hold the worker MS milliseconds per back-end call after
-    /// a metadata operation (create, unlink, link, rename, symlink, mknod: one call per stripe;
-    /// others: one). Default 0 (off); at most 60000.
-    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
-    meta_latency_ms: Option<f64>,
-    /// The stripe count of a directory without a user.iosets.stripe_count attribute, for
-    /// --meta-latency-ms (default 1; 1 to 4096).
-    #[arg(long, value_name = "N")]
-    meta_fanout: Option<u32>,
-    /// Thread quotas, rates and reservations: a TOML file of `[[rule]]` tables (name, match,
-    /// threads_pct, rate_ops, rate_bytes, strict, reserve_ops, weight) and the settings
-    /// job_share_pct and lend; replaces the configuration's `[quota]`. Change at run time with
-    /// `iosets ctl rule`.
-    #[arg(long, value_name = "FILE")]
-    quota: Option<PathBuf>,
-    /// The cluster's shared secret file (like BeeGFS's connAuthFile; mode 600): every client,
-    /// on loopback too, must prove it holds the same secret. Without it (and without
-    /// --insecure-loopback) the node's default secret is used, made at the first start:
-    /// $IOSETS_AUTH_FILE, else /etc/iosets/secret for root, else
-    /// ~/.local/state/iosets/secret; `iosets mount`, `ctl` and `top` find it there.
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure_loopback")]
-    auth_file: Option<PathBuf>,
-    /// Serve every client on this host without a proof (no secret): any local user can act as
-    /// any user, since the uid a request claims is believed. For a single-user machine.
-    #[arg(long)]
-    insecure_loopback: bool,
-    /// Where to serve GET /metrics, /jobs and /stats over HTTP (default 127.0.0.1:0, printed at
-    /// start; `none`: nowhere). Never the data port.
-    #[arg(long, value_name = "ADDR")]
-    admin_listen: Option<String>,
-    /// Clients' priority hints: trust, ignore, or cap=P (the highest priority a hint may ask;
-    /// default cap=1, the Set-10 priority of a 1 s I/O period).
-    #[arg(long, value_name = "POLICY")]
-    hints: Option<String>,
-    /// A client's claim of uid 0 acts as nobody (65534:65534), as NFS's root_squash. Requests
-    /// that carry a user's credentials are done as that user (the server must run as root).
-    #[arg(long)]
-    root_squash: bool,
-    /// What a request carrying no user's credentials acts as: server (this server's user, the
-    /// default), nobody, or refuse (EACCES).
-    #[arg(long, value_name = "server|nobody|refuse")]
-    no_creds: Option<String>,
-    /// Seconds a frame may take to arrive whole once started (default 30).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    frame_timeout_s: Option<f64>,
-    /// Seconds a connection may stay silent with nothing in flight (default 300).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    idle_timeout_s: Option<f64>,
-    /// Seconds an answer may wait for a client that does not read (default 60).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
-    write_timeout_s: Option<f64>,
-    /// Connections at once (default: from the descriptor limit); at the cap the longest-idle
-    /// connection is closed for a new one.
-    #[arg(long, value_name = "N")]
-    max_connections: Option<usize>,
-    /// MiB of requests (frames and read data) one connection may have in the server (default 256).
-    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
-    max_inflight_mib_per_conn: Option<f64>,
-    /// MiB of requests all connections together may have in the server (default 2048).
-    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
-    max_inflight_mib: Option<f64>,
-    /// Jobs with their own series in /metrics (default 100; the others are summed under
-    /// job_id="other").
-    #[arg(long, value_name = "N")]
-    metrics_max_jobs: Option<usize>,
+    #[command(flatten)]
+    settings: SettingFlags,
 }
 
-pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
-    let mut config = match (&args.config, &args.root) {
-        (Some(path), _) => ServerConfig::from_toml_file(path)?,
-        (None, Some(root)) => ServerConfig::new(root),
-        (None, None) => bail!("give --root DIR or --config iosets.toml"),
-    };
-    if let (Some(_), Some(root)) = (&args.config, &args.root) {
-        config.root = root.clone();
+/// The flags of `iosets serve` for the server's settings, made from the one definition of each
+/// ([`SETTINGS`]: name, value, help, conflicts), and the values given, in the settings' order.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SettingFlags(Vec<(&'static Setting, Value)>);
+
+impl SettingFlags {
+    /// The value given for the setting `key`, if its flag was given.
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.0.iter().find(|(s, _)| s.key == key).map(|(_, v)| v)
     }
-    if let Some(l) = &args.listen {
-        config.listen = l.clone();
-    } else if args.config.is_none() {
+}
+
+/// `KEY=VALUE`, as `--policy-opt` takes it.
+fn key_value(arg: &str) -> std::result::Result<(String, String), String> {
+    match parse_pairs(&[arg]) {
+        Ok(mut pairs) => Ok(pairs.remove(0)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+impl clap::Args for SettingFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let flagged = |key: &str| Setting::named(key).is_some_and(|s| s.flag.is_some());
+        cmd.args(SETTINGS.iter().filter_map(|s| {
+            let flag = s.flag?;
+            let help = s.help.strip_suffix('.').unwrap_or(s.help);
+            let arg = clap::Arg::new(s.key).long(flag).help(help);
+            let arg = match s.kind {
+                Kind::Switch => arg.action(ArgAction::SetTrue),
+                Kind::Count => arg.value_parser(clap::value_parser!(u64)),
+                Kind::Number => arg
+                    .value_parser(clap::value_parser!(f64))
+                    .allow_negative_numbers(true),
+                Kind::Text | Kind::Word => arg.value_parser(clap::value_parser!(String)),
+                Kind::Path | Kind::Table => arg.value_parser(clap::value_parser!(PathBuf)),
+                Kind::Pairs => arg.value_parser(key_value).action(ArgAction::Append),
+            };
+            let arg = match s.kind {
+                Kind::Switch => arg,
+                _ => arg.value_name(s.value_name),
+            };
+            let arg = match s.excludes.filter(|o| flagged(o)) {
+                Some(other) => arg.conflicts_with(other),
+                None => arg,
+            };
+            Some(match s.requires {
+                Some(other) => arg.requires(other),
+                None => arg,
+            })
+        }))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        SettingFlags::augment_args(cmd)
+    }
+}
+
+impl clap::FromArgMatches for SettingFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> std::result::Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for s in SETTINGS.iter().filter(|s| s.flag.is_some()) {
+            let value = match s.kind {
+                Kind::Switch => m.get_flag(s.key).then_some(Value::Switch(true)),
+                Kind::Count => m.get_one::<u64>(s.key).map(|n| Value::Count(*n)),
+                Kind::Number => m.get_one::<f64>(s.key).map(|x| Value::Number(*x)),
+                Kind::Text | Kind::Word => m.get_one::<String>(s.key).cloned().map(Value::Text),
+                Kind::Path | Kind::Table => m.get_one::<PathBuf>(s.key).cloned().map(Value::Path),
+                Kind::Pairs => m
+                    .get_many::<(String, String)>(s.key)
+                    .map(|pairs| Value::Pairs(pairs.cloned().collect())),
+            };
+            given.extend(value.map(|v| (s, v)));
+        }
+        Ok(SettingFlags(given))
+    }
+
+    fn update_from_arg_matches(
+        &mut self,
+        m: &clap::ArgMatches,
+    ) -> std::result::Result<(), clap::Error> {
+        *self = SettingFlags::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+/// The configuration `iosets serve` runs with: the file's (or `--root`'s defaults), then every
+/// flag given over it, checked.
+fn configuration(args: &ServeArgs) -> Result<ServerConfig> {
+    let flags = &args.settings;
+    let mut config = match (&args.config, flags.get("root")) {
+        (Some(path), _) => ServerConfig::from_toml_file(path)?,
+        (None, Some(Value::Path(root))) => ServerConfig::new(root),
+        (None, _) => bail!("give --root DIR or --config iosets.toml"),
+    };
+    if args.config.is_none() && flags.get("listen").is_none() {
         config.listen = "127.0.0.1:7070".into();
     }
-    if let Some(p) = &args.policy {
-        config.policy = p.clone();
-    }
-    if !args.policy_opts.is_empty() {
-        config.policy_options = parse_pairs(&args.policy_opts)?;
-    }
-    if let Some(w) = args.workers {
-        config.workers = w;
-    }
-    if let Some(l) = &args.inservice_limit {
-        config.inservice_limit = l
-            .parse()
-            .map_err(|e: String| anyhow::anyhow!("--inservice-limit: {e}"))?;
-    }
-    if args.throttle_mib_s.is_some() {
-        config.throttle_mib_s = args.throttle_mib_s;
-    }
-    if let Some(f) = &args.token_file {
-        config.token = Some(read_token_file(f)?);
-    }
-    if args.trace.is_some() {
-        config.trace = args.trace.clone();
-    }
-    if args.auto_priority {
-        config.auto_priority = true;
-    }
-    if let Some(s) = args.forget_idle_s {
-        config.forget_idle_s = s;
-    }
-    if let Some(n) = args.max_jobs {
-        config.max_jobs = n;
-    }
-    if let Some(e) = args.period_error {
-        config.period_error = e;
-    }
-    if let Some(s) = args.period_error_seed {
-        config.period_error_seed = s;
-    }
-    if let Some(b) = args.meta_cost_bytes {
-        config.meta_cost_bytes = b;
-    }
-    if let Some(ms) = args.meta_latency_ms {
-        config.meta_latency_ms = ms;
-    }
-    if let Some(n) = args.meta_fanout {
-        config.meta_fanout = n;
-    }
-    if let Some(q) = &args.quota {
-        config.set_quota_file(q)?;
-    }
-    if let Some(f) = &args.auth_file {
-        config.auth = Some(read_auth_file(f)?);
-        config.insecure_loopback = false;
-    }
-    if args.insecure_loopback {
-        config.insecure_loopback = true;
-    }
-    match args.admin_listen.as_deref() {
-        None => {}
-        Some("none" | "") => config.admin_listen = None,
-        Some(a) => config.admin_listen = Some(a.to_string()),
-    }
-    if let Some(h) = &args.hints {
-        config.hints = h.parse()?;
-    }
-    if args.root_squash {
-        config.root_squash = true;
-    }
-    if let Some(n) = &args.no_creds {
-        config.no_creds = n.parse().map_err(anyhow::Error::msg)?;
-    }
-    if let Some(t) = args.frame_timeout_s {
-        config.frame_timeout_s = t;
-    }
-    if let Some(t) = args.idle_timeout_s {
-        config.idle_timeout_s = t;
-    }
-    if let Some(t) = args.write_timeout_s {
-        config.write_timeout_s = t;
-    }
-    if args.max_connections.is_some() {
-        config.max_connections = args.max_connections;
-    }
-    if let Some(m) = args.max_inflight_mib_per_conn {
-        config.max_inflight_bytes_per_conn = mib_bytes(m, "--max-inflight-mib-per-conn")?;
-    }
-    if let Some(m) = args.max_inflight_mib {
-        config.max_inflight_bytes = mib_bytes(m, "--max-inflight-mib")?;
-    }
-    if let Some(n) = args.metrics_max_jobs {
-        config.metrics_max_jobs = n;
+    for (setting, value) in &flags.0 {
+        setting
+            .apply(&mut config, value.clone())
+            .map_err(|e| anyhow::anyhow!("--{}: {e}", setting.flag.unwrap_or(setting.key)))?;
     }
     config.handle_signals = true;
     config.validate()?;
+    Ok(config)
+}
+
+pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
+    let mut config = configuration(args)?;
     // The easy path is the safe one: no secret given and the host not trusted explicitly, the
     // node's default secret (made now if this is the first start).
     let mut secret_note = String::new();
@@ -836,4 +723,80 @@ fn print_stats(s: &ServerReport) {
         "balance           {}",
         if s.balanced { "ok" } else { "NOT BALANCED" }
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// The configuration of `iosets serve ARGS`.
+    fn configured(args: &[&str]) -> Result<ServerConfig> {
+        let mut argv = vec!["iosets", "serve"];
+        argv.extend(args);
+        match crate::Cli::try_parse_from(argv)?.command {
+            crate::Command::Serve(a) => configuration(&a),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_flagged_setting_is_a_flag_and_flags_override_the_file() {
+        use clap::CommandFactory;
+        let cli = crate::Cli::command();
+        let serve = cli.find_subcommand("serve").unwrap();
+        for s in SETTINGS {
+            let long = serve.get_arguments().find(|a| a.get_id() == s.key);
+            assert_eq!(long.and_then(|a| a.get_long()), s.flag, "{}", s.key);
+        }
+        let dir = std::env::temp_dir().join(format!("iosets-serve-flags-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        let file = dir.join("iosets.toml");
+        std::fs::write(
+            &file,
+            "root = \"data\"\nworkers = 8\ninsecure_loopback = true\nmax_inflight_mib = 64\n\
+             [policy_options]\nmax_exclusive_ms = 10\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+        let c = configured(&["--config", file]).unwrap();
+        assert_eq!((c.workers, c.insecure_loopback), (8, true));
+        assert_eq!(c.max_inflight_bytes, 64 << 20);
+        assert_eq!(
+            c.listen, "127.0.0.1:0",
+            "the file's default, not the flags'"
+        );
+        let key = dir.join("k");
+        std::fs::write(&key, "0123456789abcdef0123456789abcdef\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let c = configured(&[
+            "--config",
+            file,
+            "--workers",
+            "3",
+            "--max-inflight-mib",
+            "8",
+            "--policy-opt",
+            "max_exclusive_ms=20",
+            "--auth-file",
+            key.to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(c.workers, 3);
+        assert_eq!(c.max_inflight_bytes, 8 << 20);
+        assert_eq!(c.policy_options, [("max_exclusive_ms".into(), "20".into())]);
+        assert!(c.auth.is_some() && !c.insecure_loopback, "the secret holds");
+        let e = configured(&["--config", file, "--max-inflight-mib", "0"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--max-inflight-mib: max_inflight_mib = 0"),
+            "{e}"
+        );
+        let root = dir.join("data");
+        let c = configured(&["--root", root.to_str().unwrap()]).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:7070");
+        assert!(configured(&[]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,10 +1,11 @@
 //! The server's configuration: command-line flags or an `iosets.toml` file.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use toml::Spanned;
 
+use crate::settings::{Setting, SETTINGS};
 use crate::{HintPolicy, ServerError};
 
 /// Everything `iosets serve` needs.
@@ -205,19 +206,9 @@ impl ServerConfig {
         self
     }
 
-    /// Reads an `iosets.toml` (keys: `root`, `listen`, `policy`, `workers`, `inservice_limit`
-    /// (`"auto"`, `"off"` or a number), `throttle_mib_s`,
-    /// `token` or `token_file`, `max_frame_mib`, `trace`, `max_inflight_per_conn`,
-    /// `auto_priority`, `forget_idle_s`, `period_error`, `period_error_seed`, `max_jobs`,
-    /// `metrics_max_jobs`, `local`,
-    /// `local_socket`,
-    /// `local_region_max_mib`, `meta_cost_bytes`, `meta_latency_ms`, `meta_fanout`, `auth_file`,
-    /// `insecure_loopback`,
-    /// `admin_listen` (`"none"`: no admin endpoint), `hints`, `root_squash`, `no_creds`,
-    /// `frame_timeout_s`,
-    /// `idle_timeout_s`, `write_timeout_s`, `max_connections`, `max_inflight_mib_per_conn`,
-    /// `max_inflight_mib`, a `[policy_options]` table and a `[quota]` table).
-    /// Unknown keys are errors; relative paths are relative to the file's directory.
+    /// Reads an `iosets.toml`: the keys of [`SETTINGS`](crate::settings::SETTINGS), each at
+    /// most once, `[policy_options]` and `[quota]` as tables. Unknown keys are errors; relative
+    /// paths are relative to the file's directory.
     pub fn from_toml_file(path: &Path) -> Result<ServerConfig, ServerError> {
         let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
             reason: format!("cannot read {}: {e}", path.display()),
@@ -231,160 +222,44 @@ impl ServerConfig {
         })
     }
 
-    /// Parses the TOML text of a configuration; relative paths are taken from `base`.
+    /// Parses the TOML text of a configuration; relative paths are taken from `base`. Keys are
+    /// read in the file's order, so an error names the first mistake and its line.
     pub fn from_toml_str(text: &str, base: &Path) -> Result<ServerConfig, ServerError> {
-        let file: FileConfig = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|sp| line_at(text, sp.start));
-            ServerError::Config {
-                reason: match line {
+        let config_error = |reason: String| ServerError::Config { reason };
+        let table: BTreeMap<Spanned<String>, Spanned<toml::Value>> =
+            toml::from_str(text).map_err(|e| {
+                config_error(match e.span().map(|sp| line_at(text, sp.start)) {
                     Some(l) => format!("line {l}: {}", e.message().trim()),
                     None => e.message().trim().to_string(),
-                },
-            }
-        })?;
-        let resolve = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
-        let root = file.root.map(resolve).ok_or_else(|| ServerError::Config {
-            reason: "missing key `root`".into(),
-        })?;
-        let mut c = ServerConfig::new(root);
-        if let Some(l) = file.listen {
-            c.listen = l;
-        }
-        if let Some(p) = file.policy {
-            c.policy = p;
-        }
-        for (k, v) in file.policy_options.unwrap_or_default() {
-            let v = match v {
-                toml::Value::String(s) => s,
-                toml::Value::Integer(i) => i.to_string(),
-                toml::Value::Float(f) => f.to_string(),
-                toml::Value::Boolean(b) => b.to_string(),
-                other => {
-                    return Err(ServerError::Config {
-                        reason: format!("policy option {k}: {other} is not a string or number"),
-                    })
-                }
+                })
+            })?;
+        let mut entries: Vec<_> = table.into_iter().collect();
+        entries.sort_by_key(|(k, _)| k.span().start);
+        let given: BTreeSet<&str> = entries.iter().map(|(k, _)| k.as_ref().as_str()).collect();
+        let mut c = ServerConfig::new(PathBuf::new());
+        for (key, value) in &entries {
+            let line = line_at(text, key.span().start);
+            let Some(setting) = Setting::named(key.as_ref()) else {
+                let keys: Vec<String> = SETTINGS.iter().map(|s| format!("`{}`", s.key)).collect();
+                return Err(config_error(format!(
+                    "line {line}: unknown field `{}`, expected one of {}",
+                    key.as_ref(),
+                    keys.join(", ")
+                )));
             };
-            c.policy_options.push((k, v));
-        }
-        if let Some(w) = file.workers {
-            c.workers = w;
-        }
-        match file.inservice_limit {
-            None => {}
-            Some(toml::Value::String(v)) => {
-                c.inservice_limit = v.parse().map_err(|reason| ServerError::Config { reason })?;
+            if let Some(other) = setting.excludes.filter(|o| given.contains(o)) {
+                return Err(config_error(format!(
+                    "line {line}: give `{}` or `{other}`, not both",
+                    setting.key
+                )));
             }
-            Some(toml::Value::Integer(n)) => {
-                c.inservice_limit = usize::try_from(n)
-                    .map_err(|_| format!("inservice_limit = {n}: must be at least 1"))
-                    .and_then(iosets_runtime::InServiceLimit::fixed)
-                    .map_err(|reason| ServerError::Config { reason })?;
-            }
-            Some(other) => {
-                return Err(ServerError::Config {
-                    reason: format!(
-                        "inservice_limit = {other}: expected \"auto\", \"off\" or a number of \
-                         requests (at least 1)"
-                    ),
-                })
-            }
+            setting
+                .from_toml(value.get_ref().clone(), base)
+                .and_then(|v| setting.apply(&mut c, v))
+                .map_err(|reason| config_error(format!("line {line}: {reason}")))?;
         }
-        c.throttle_mib_s = file.throttle_mib_s;
-        match (file.token, file.token_file) {
-            (Some(_), Some(_)) => {
-                return Err(ServerError::Config {
-                    reason: "give `token` or `token_file`, not both".into(),
-                })
-            }
-            (Some(t), None) => c.token = Some(t),
-            (None, Some(f)) => c.token = Some(read_token_file(&resolve(f))?),
-            (None, None) => {}
-        }
-        if let Some(m) = file.max_frame_mib {
-            if !(m.is_finite() && m > 0.0 && m <= 512.0) {
-                return Err(ServerError::Config {
-                    reason: format!("max_frame_mib = {m}: must be in (0, 512]"),
-                });
-            }
-            c.max_frame = (m * 1024.0 * 1024.0) as u32;
-        }
-        c.trace = file.trace.map(resolve);
-        c.auto_priority = file.auto_priority.unwrap_or(false);
-        if let Some(s) = file.forget_idle_s {
-            c.forget_idle_s = s;
-        }
-        if let Some(e) = file.period_error {
-            c.period_error = e;
-        }
-        if let Some(s) = file.period_error_seed {
-            c.period_error_seed = s;
-        }
-        if let Some(n) = file.max_jobs {
-            c.max_jobs = n;
-        }
-        if let Some(n) = file.metrics_max_jobs {
-            c.metrics_max_jobs = n;
-        }
-        if let Some(l) = file.local {
-            c.local = l;
-        }
-        c.local_socket = file.local_socket.map(resolve);
-        if let Some(m) = file.local_region_max_mib {
-            c.local_region_max_mib = m;
-        }
-        if let Some(n) = file.max_inflight_per_conn {
-            c.max_inflight_per_conn = n;
-        }
-        if let Some(b) = file.meta_cost_bytes {
-            c.meta_cost_bytes = b;
-        }
-        if let Some(ms) = file.meta_latency_ms {
-            c.meta_latency_ms = ms;
-        }
-        if let Some(n) = file.meta_fanout {
-            c.meta_fanout = n;
-        }
-        if let Some(q) = file.quota {
-            c.quota = Some(quota_from(&q, "[quota]")?);
-        }
-        if let Some(f) = file.auth_file {
-            c.auth = Some(read_auth_file(&resolve(f))?);
-        }
-        if let Some(i) = file.insecure_loopback {
-            c.insecure_loopback = i;
-        }
-        match file.admin_listen.as_deref() {
-            None => {}
-            Some("" | "none") => c.admin_listen = None,
-            Some(a) => c.admin_listen = Some(a.to_string()),
-        }
-        c.root_squash = file.root_squash.unwrap_or(false);
-        if let Some(n) = file.no_creds {
-            c.no_creds = n.parse().map_err(|reason| ServerError::Config { reason })?;
-        }
-        if let Some(h) = file.hints {
-            c.hints =
-                h.parse()
-                    .map_err(|e: iosets_proto::hints::BadHints| ServerError::Config {
-                        reason: e.to_string(),
-                    })?;
-        }
-        if let Some(t) = file.frame_timeout_s {
-            c.frame_timeout_s = t;
-        }
-        if let Some(t) = file.idle_timeout_s {
-            c.idle_timeout_s = t;
-        }
-        if let Some(t) = file.write_timeout_s {
-            c.write_timeout_s = t;
-        }
-        c.max_connections = file.max_connections.or(c.max_connections);
-        if let Some(m) = file.max_inflight_mib_per_conn {
-            c.max_inflight_bytes_per_conn = mib_bytes(m, "max_inflight_mib_per_conn")?;
-        }
-        if let Some(m) = file.max_inflight_mib {
-            c.max_inflight_bytes = mib_bytes(m, "max_inflight_mib")?;
+        if !given.contains("root") {
+            return Err(config_error("missing key `root`".into()));
         }
         Ok(c)
     }
@@ -433,163 +308,19 @@ impl ServerConfig {
         })
     }
 
-    /// Checks every value; the server refuses to start on any error.
+    /// Checks every value (each setting's check in [`SETTINGS`]); the server refuses to start
+    /// on any error.
     pub fn validate(&self) -> Result<(), ServerError> {
-        if self.insecure_loopback && self.auth.is_some() {
-            return Err(ServerError::Config {
-                reason: "insecure_loopback with a cluster secret (auth_file): with a secret every \
-                         client proves it, on loopback too; drop one of them"
-                    .into(),
-            });
-        }
-        let bad = |reason: String| Err(ServerError::Config { reason });
-        if !self.root.is_dir() {
-            return bad(format!("root {} is not a directory", self.root.display()));
-        }
-        if self.workers == 0 || self.workers > 1024 {
-            return bad(format!("workers = {}: must be 1..=1024", self.workers));
-        }
-        if let iosets_runtime::InServiceLimit::Fixed(n) = self.inservice_limit {
-            if n == 0 || n > self.workers {
-                return bad(format!(
-                    "inservice_limit = {n}: must be in 1..={} (the workers), or auto, or off",
-                    self.workers
-                ));
-            }
-        }
-        if let Some(r) = self.throttle_mib_s {
-            if !(r.is_finite() && (0.001..=1e9).contains(&r)) {
-                return bad(format!("throttle = {r} MiB/s: must be in [0.001, 1e9]"));
-            }
-        }
-        if let Some(t) = &self.token {
-            if t.trim().is_empty() {
-                return bad("the control token is empty".into());
-            }
-        }
-        if self.max_inflight_per_conn == 0 {
-            return bad("max_inflight_per_conn must be at least 1".into());
-        }
-        if !(self.forget_idle_s.is_finite() && (0.001..=1e7).contains(&self.forget_idle_s)) {
-            return bad(format!(
-                "forget_idle_s = {}: must be in [0.001, 1e7] seconds",
-                self.forget_idle_s
-            ));
-        }
-        if !(0.0..1.0).contains(&self.period_error) {
-            return bad(format!(
-                "period_error = {}: must be a fraction in [0, 1) (0.5: each detected period scaled by 0.5 to 1.5)",
-                self.period_error
-            ));
-        }
-        if !(16..=100_000_000).contains(&self.max_jobs) {
-            return bad(format!(
-                "max_jobs = {}: must be in 16..=100000000",
-                self.max_jobs
-            ));
-        }
-        if self.metrics_max_jobs > 100_000 {
-            return bad(format!(
-                "metrics_max_jobs = {}: must be in 0..=100000 (jobs with their own series in \
-                 /metrics; the others are summed under job_id=\"other\")",
-                self.metrics_max_jobs
-            ));
-        }
-        if !(1..=65_536).contains(&self.local_region_max_mib) {
-            return bad(format!(
-                "local_region_max_mib = {}: must be in 1..=65536",
-                self.local_region_max_mib
-            ));
-        }
-        if let Some(p) = &self.local_socket {
-            if p.as_os_str().is_empty() || p.as_os_str().len() > 107 {
-                return bad(format!(
-                    "local_socket {}: a Unix socket path must have 1 to 107 bytes",
-                    p.display()
-                ));
-            }
-        }
-        if !(1..=MAX_META_COST_BYTES).contains(&self.meta_cost_bytes) {
-            return bad(format!(
-                "meta_cost_bytes = {}: must be in 1..={MAX_META_COST_BYTES} (what one metadata \
-                 request weighs in the policy's byte accounting)",
-                self.meta_cost_bytes
-            ));
-        }
-        if !(self.meta_latency_ms.is_finite()
-            && (0.0..=MAX_META_LATENCY_MS).contains(&self.meta_latency_ms))
-        {
-            return bad(format!(
-                "meta_latency_ms = {}: must be a number of milliseconds in [0, {MAX_META_LATENCY_MS}] \
-                 (0: no emulated metadata back end)",
-                self.meta_latency_ms
-            ));
-        }
-        if !(1..=crate::worker::meta::MAX_FANOUT).contains(&self.meta_fanout) {
-            return bad(format!(
-                "meta_fanout = {}: must be a stripe count in 1..={}",
-                self.meta_fanout,
-                crate::worker::meta::MAX_FANOUT
-            ));
-        }
-        if let Some(q) = &self.quota {
-            q.validate().map_err(|e| ServerError::Config {
-                reason: format!("quota: {e}"),
-            })?;
-        }
-        for (name, t) in [
-            ("frame_timeout_s", self.frame_timeout_s),
-            ("idle_timeout_s", self.idle_timeout_s),
-            ("write_timeout_s", self.write_timeout_s),
-        ] {
-            if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
-                return bad(format!("{name} = {t}: must be in [0.1, 86400] seconds"));
-            }
-        }
-        if self.max_connections == Some(0) {
-            return bad("max_connections must be at least 1".into());
-        }
-        for (name, b) in [
-            (
-                "max_inflight_bytes_per_conn",
-                self.max_inflight_bytes_per_conn,
-            ),
-            ("max_inflight_bytes", self.max_inflight_bytes),
-        ] {
-            if !(MIN_INFLIGHT_BYTES..=MAX_INFLIGHT_BYTES).contains(&b) {
-                return bad(format!(
-                    "{name} = {b} bytes: must be from 1 MiB to 4 TiB (requests' frames and read \
-                     data a connection, or the server, may hold at once)"
-                ));
-            }
-        }
-        if let Some(a) = &self.admin_listen {
-            if a.parse::<std::net::SocketAddr>().is_err() && !a.contains(':') {
-                return bad(format!(
-                    "admin_listen = {a:?}: must be host:port (e.g. 127.0.0.1:9464)"
-                ));
-            }
-        }
-        if (self.max_frame as usize) < iosets_proto::HEADER_LEN + 4096 {
-            return bad(format!(
-                "max frame of {} bytes is too small",
-                self.max_frame
-            ));
-        }
-        // Larger, and a frame's length prefix could read "GET ", which the port's metrics
-        // endpoint claims.
-        if self.max_frame > MAX_FRAME_LIMIT {
-            return bad(format!(
-                "max frame of {} bytes is above the limit of {MAX_FRAME_LIMIT}",
-                self.max_frame
-            ));
+        for s in SETTINGS {
+            s.check(self)
+                .map_err(|reason| ServerError::Config { reason })?;
         }
         Ok(())
     }
 }
 
 /// Checks a quota table and turns it into the runtime's rules.
-fn quota_from(
+pub(crate) fn quota_from(
     q: &iosets_runtime::quota::TomlQuota,
     what: &str,
 ) -> Result<iosets_runtime::QuotaConfig, ServerError> {
@@ -647,48 +378,6 @@ pub fn read_token_file(path: &Path) -> Result<String, ServerError> {
     Ok(t)
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    root: Option<PathBuf>,
-    listen: Option<String>,
-    policy: Option<String>,
-    policy_options: Option<BTreeMap<String, toml::Value>>,
-    workers: Option<usize>,
-    inservice_limit: Option<toml::Value>,
-    throttle_mib_s: Option<f64>,
-    token: Option<String>,
-    token_file: Option<PathBuf>,
-    max_frame_mib: Option<f64>,
-    trace: Option<PathBuf>,
-    max_inflight_per_conn: Option<usize>,
-    auto_priority: Option<bool>,
-    forget_idle_s: Option<f64>,
-    period_error: Option<f64>,
-    period_error_seed: Option<u64>,
-    max_jobs: Option<usize>,
-    metrics_max_jobs: Option<usize>,
-    local: Option<bool>,
-    local_socket: Option<PathBuf>,
-    local_region_max_mib: Option<u64>,
-    meta_cost_bytes: Option<u64>,
-    meta_latency_ms: Option<f64>,
-    meta_fanout: Option<u32>,
-    quota: Option<iosets_runtime::quota::TomlQuota>,
-    auth_file: Option<PathBuf>,
-    insecure_loopback: Option<bool>,
-    admin_listen: Option<String>,
-    hints: Option<String>,
-    root_squash: Option<bool>,
-    no_creds: Option<String>,
-    frame_timeout_s: Option<f64>,
-    idle_timeout_s: Option<f64>,
-    write_timeout_s: Option<f64>,
-    max_connections: Option<usize>,
-    max_inflight_mib_per_conn: Option<f64>,
-    max_inflight_mib: Option<f64>,
-}
-
 /// The line (from 1) of byte `offset` of `text`: a span that starts a line is on that line, not
 /// the one before.
 fn line_at(text: &str, offset: usize) -> usize {
@@ -737,6 +426,38 @@ mod tests {
         assert!(e.contains("quota, line 3"), "{e}");
         assert_eq!(line_at("", 0), 1);
         assert_eq!(line_at("a\nb", 99), 2);
+    }
+
+    #[test]
+    fn a_value_error_names_its_line_and_excluded_pairs_are_refused() {
+        for (text, want) in [
+            (
+                "root = \"x\"\nworkers = 2\nmax_frame_mib = 900\n",
+                "line 3: max_frame_mib = 900: must be in (0, 512]",
+            ),
+            (
+                "root = \"x\"\n\nmeta_fanout = -1\n",
+                "line 3: meta_fanout = -1: must be at least 0",
+            ),
+            (
+                "root = \"x\"\ntoken = \"t\"\ntoken_file = \"t.key\"\n",
+                "line 2: give `token` or `token_file`, not both",
+            ),
+            (
+                "auth_file = \"k\"\ninsecure_loopback = true\nroot = \"x\"\n",
+                "line 1: give `auth_file` or `insecure_loopback`, not both",
+            ),
+            (
+                "root = \"x\"\nhints = 3\n",
+                "line 2: invalid type for `hints`: integer 3, expected a string",
+            ),
+            ("workers = 2\n", "missing key `root`"),
+        ] {
+            let e = ServerConfig::from_toml_str(text, Path::new("/srv"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
     }
 
     #[test]

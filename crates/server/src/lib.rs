@@ -75,6 +75,7 @@ mod http;
 mod limits;
 mod metrics;
 pub mod root;
+pub mod settings;
 mod state;
 pub mod throttle;
 mod worker;
