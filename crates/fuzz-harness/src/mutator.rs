@@ -15,9 +15,9 @@
 //! `fuzz/README.md`), but it runs on the stable toolchain, in the normal test command and at
 //! length from `scripts/fuzz.sh`.
 //!
-//! # Why it is one file without dependencies
-//! It is compiled into three crates' integration tests (`#[path]` modules) and into the
-//! `cargo fuzz` crate; a dependency-free file needs no `[dev-dependencies]` edits in any of them.
+//! # Why it has no dependencies
+//! It is a module of `iosets-fuzz-harness`, which three crates' integration tests and the
+//! `cargo fuzz` crate depend on; without dependencies of its own it adds nothing to their builds.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
