@@ -147,22 +147,8 @@ fn the_phase_log_has_one_row_per_phase_and_the_files_their_volume() {
     assert_eq!(jobs[0].phases.len(), 6);
 
     // A second run of another job appends to the same log without a second header.
-    let again = [
-        "--dir",
-        data.to_str().unwrap(),
-        "--procs",
-        "2",
-        "--compute",
-        "0",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "1",
-        "--log",
-        log.to_str().unwrap(),
-        "--job",
-        "78",
-    ];
+    let mut again = periodic_args(data.to_str().unwrap(), "2", "0", "1", "1");
+    again.extend(["--log", log.to_str().unwrap(), "--job", "78"]);
     let out = output_within(app(&dir, &again), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let raw = std::fs::read_to_string(&log).unwrap();
@@ -263,23 +249,9 @@ fn bad_flags_fail_with_a_message() {
     let file = dir.join("plain-file");
     std::fs::write(&file, b"x").unwrap();
     let base = |dir: &str, procs: &str, compute: &str, mib: &str| -> Vec<String> {
-        [
-            "--dir",
-            dir,
-            "--procs",
-            procs,
-            "--compute",
-            compute,
-            "--write-mib",
-            mib,
-            "--iterations",
-            "1",
-            "--job",
-            "1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        let mut args = periodic_args(dir, procs, compute, mib, "1");
+        args.extend(["--job", "1"]);
+        args.iter().map(|s| s.to_string()).collect()
     };
     let cases: Vec<(Vec<String>, &str)> = vec![
         (base(".", "0", "1", "1"), "--procs 0"),
@@ -342,21 +314,7 @@ fn bad_flags_fail_with_a_message() {
         text(&out.stderr)
     );
     // A job id that is not a number.
-    let mut cmd = app(
-        &dir,
-        &[
-            "--dir",
-            ".",
-            "--procs",
-            "1",
-            "--compute",
-            "0",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "1",
-        ],
-    );
+    let mut cmd = app(&dir, &periodic_args(".", "1", "0", "1", "1"));
     cmd.env("IOSETS_JOB_ID", "x1");
     let out = output_within(cmd, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(1));
@@ -426,29 +384,13 @@ fn an_io_error_mid_phase_names_the_file_and_errno_and_logs_the_unfinished_phase(
 fn sigterm_ends_it_promptly() {
     let dir = common::scratch("app-sigterm");
     let log = dir.join("log.csv");
-    let mut child = app(
-        &dir,
-        &[
-            "--dir",
-            ".",
-            "--procs",
-            "1",
-            "--compute",
-            "300",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "2",
-            "--job",
-            "1",
-            "--log",
-            log.to_str().unwrap(),
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut args = periodic_args(".", "1", "300", "1", "2");
+    args.extend(["--job", "1", "--log", log.to_str().unwrap()]);
+    let mut child = app(&dir, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // The log is opened (its header written) before the first compute phase.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !log.exists() {
@@ -481,23 +423,9 @@ fn under_mpirun_each_rank_logs_and_the_ranks_merge_into_one_job() {
     cmd.current_dir(&dir)
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(env!("CARGO_BIN_EXE_iosets"))
-        .args([
-            "app",
-            "periodic",
-            "--dir",
-            ".",
-            "--procs",
-            "2",
-            "--compute",
-            "0.05",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "2",
-            "--fsync",
-            "--log",
-            log.to_str().unwrap(),
-        ]);
+        .args(["app", "periodic"])
+        .args(periodic_args(".", "2", "0.05", "1", "2"))
+        .args(["--fsync", "--log", log.to_str().unwrap()]);
     for v in ["IOSETS_JOB_ID", "SLURM_JOB_ID"] {
         cmd.env_remove(v);
     }

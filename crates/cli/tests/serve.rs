@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{fails, frame, iosets, recv, scratch, serve, stdout};
+use common::{fails, fails_each, frame, iosets, recv, scratch, serve, stdout};
 use iosets_proto::{Bytes, Reply, Request, Response};
 
 fn pattern(job: u64, i: u64, len: usize) -> Vec<u8> {
@@ -228,32 +228,12 @@ fn serve_and_ctl_refuse_bad_input() {
         &["IOSETS_TOKEN"],
     );
     std::fs::write(dir.join("tok"), "secret\n").unwrap();
-    fails(
-        &dir,
-        &[
-            "ctl",
-            "--server",
-            "127.0.0.1:1",
-            "--token-file",
-            "tok",
-            "jobs",
-        ],
-        &["cannot connect"],
-    );
-    fails(
-        &dir,
-        &[
-            "ctl",
-            "--server",
-            "127.0.0.1:1",
-            "--token-file",
-            "tok",
-            "set-priority",
-            "1",
-            "0",
-        ],
-        &["priority"],
-    );
+    let cases: [(&[&str], &[&str]); 2] = [
+        (&["jobs"], &["cannot connect"]),
+        (&["set-priority", "1", "0"], &["priority"]),
+    ];
+    let ctl = ["ctl", "--server", "127.0.0.1:1", "--token-file", "tok"];
+    fails_each(&dir, &ctl, &cases);
 }
 
 #[test]
