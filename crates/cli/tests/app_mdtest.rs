@@ -6,36 +6,16 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{fails, scratch};
 
 const HEADER: &str = "job,rank,iteration,phase,start_unix_s,end_unix_s,ops";
 
-/// The launcher variables the app reads: removed so that the host's environment cannot change
-/// what a test sees.
-const LAUNCHER_VARS: [&str; 11] = [
-    "IOSETS_JOB_ID",
-    "SLURM_JOB_ID",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "OMPI_MCA_ess_base_jobid",
-    "PMIX_NAMESPACE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "PMIX_RANK",
-];
-
 /// Runs `iosets app mdtest ARGS` in `dir` with `env`, killed (and failing the test) after 60 s.
 fn mdtest(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iosets"));
-    cmd.current_dir(dir).args(["app", "mdtest"]).args(args);
-    for v in LAUNCHER_VARS {
-        cmd.env_remove(v);
-    }
+    let mut cmd = common::app(dir, "mdtest", args);
     for (k, v) in env {
         cmd.env(k, v);
     }

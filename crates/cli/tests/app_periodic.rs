@@ -13,29 +13,31 @@ use iosets_lab::seed004::phaselog::{
 
 const MIB: u64 = 1 << 20;
 
-/// The launcher variables the app reads: removed so that the host's environment (a Slurm
-/// allocation, an MPI job) cannot change what a test sees.
-const LAUNCHER_VARS: [&str; 11] = [
-    "IOSETS_JOB_ID",
-    "SLURM_JOB_ID",
-    "SLURM_PROCID",
-    "SLURM_NTASKS",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "OMPI_MCA_ess_base_jobid",
-    "PMIX_NAMESPACE",
-    "PMI_RANK",
-    "PMI_SIZE",
-    "PMIX_RANK",
-];
+/// The app's arguments that every test gives: `--dir DIR --procs PROCS --compute SECONDS
+/// --write-mib MIB --iterations ITERATIONS`, in that order.
+fn periodic_args<'a>(
+    dir: &'a str,
+    procs: &'a str,
+    compute: &'a str,
+    write_mib: &'a str,
+    iterations: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "--dir",
+        dir,
+        "--procs",
+        procs,
+        "--compute",
+        compute,
+        "--write-mib",
+        write_mib,
+        "--iterations",
+        iterations,
+    ]
+}
 
 fn app(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iosets"));
-    cmd.current_dir(dir).arg("app").arg("periodic").args(args);
-    for v in LAUNCHER_VARS {
-        cmd.env_remove(v);
-    }
-    cmd
+    common::app(dir, "periodic", args)
 }
 
 /// Waits for `child` at most `limit` (a guard against a hang, not a measure), killing it then.
@@ -95,23 +97,8 @@ fn the_phase_log_has_one_row_per_phase_and_the_files_their_volume() {
     let data = dir.join("data");
     std::fs::create_dir(&data).unwrap();
     let log = dir.join("job77.csv");
-    let args = [
-        "--dir",
-        data.to_str().unwrap(),
-        "--procs",
-        "2",
-        "--compute",
-        "0.05",
-        "--write-mib",
-        "2",
-        "--iterations",
-        "3",
-        "--fsync",
-        "--log",
-        log.to_str().unwrap(),
-        "--job",
-        "77",
-    ];
+    let mut args = periodic_args(data.to_str().unwrap(), "2", "0.05", "2", "3");
+    args.extend(["--fsync", "--log", log.to_str().unwrap(), "--job", "77"]);
     let out = output_within(app(&dir, &args), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
@@ -160,22 +147,8 @@ fn the_phase_log_has_one_row_per_phase_and_the_files_their_volume() {
     assert_eq!(jobs[0].phases.len(), 6);
 
     // A second run of another job appends to the same log without a second header.
-    let again = [
-        "--dir",
-        data.to_str().unwrap(),
-        "--procs",
-        "2",
-        "--compute",
-        "0",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "1",
-        "--log",
-        log.to_str().unwrap(),
-        "--job",
-        "78",
-    ];
+    let mut again = periodic_args(data.to_str().unwrap(), "2", "0", "1", "1");
+    again.extend(["--log", log.to_str().unwrap(), "--job", "78"]);
     let out = output_within(app(&dir, &again), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let raw = std::fs::read_to_string(&log).unwrap();
@@ -192,22 +165,8 @@ fn the_phase_log_has_one_row_per_phase_and_the_files_their_volume() {
 #[test]
 fn without_log_the_rows_go_to_stdout_and_odd_blocks_write_the_exact_volume() {
     let dir = common::scratch("app-stdout");
-    let args = [
-        "--dir",
-        ".",
-        "--procs",
-        "1",
-        "--compute",
-        "0",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "2",
-        "--block-kib",
-        "300",
-        "--job",
-        "5",
-    ];
+    let mut args = periodic_args(".", "1", "0", "1", "2");
+    args.extend(["--block-kib", "300", "--job", "5"]);
     let out = output_within(app(&dir, &args), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
@@ -225,18 +184,7 @@ fn without_log_the_rows_go_to_stdout_and_odd_blocks_write_the_exact_volume() {
 #[test]
 fn the_job_id_comes_from_the_environment() {
     let dir = common::scratch("app-env");
-    let args = [
-        "--dir",
-        ".",
-        "--procs",
-        "1",
-        "--compute",
-        "0",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "1",
-    ];
+    let args = periodic_args(".", "1", "0", "1", "1");
     let mut cmd = app(&dir, &args);
     cmd.env("IOSETS_JOB_ID", "4242");
     let out = output_within(cmd, Duration::from_secs(60));
@@ -251,22 +199,8 @@ fn stop_at_cuts_a_compute_phase_and_never_an_io_phase() {
     let dir = common::scratch("app-stop");
     let stop_at = unix_now() + 0.5;
     let stop = format!("{stop_at:.6}");
-    let args = [
-        "--dir",
-        ".",
-        "--procs",
-        "2",
-        "--compute",
-        "0.2",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "1000",
-        "--job",
-        "3",
-        "--stop-at",
-        &stop,
-    ];
+    let mut args = periodic_args(".", "2", "0.2", "1", "1000");
+    args.extend(["--job", "3", "--stop-at", &stop]);
     let out = output_within(app(&dir, &args), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows = parse_phase_log(&text(&out.stdout)).unwrap();
@@ -293,22 +227,8 @@ fn stop_at_cuts_a_compute_phase_and_never_an_io_phase() {
 fn release_delays_the_first_compute_phase_and_logs_nothing_before_it() {
     let dir = common::scratch("app-release");
     let launched = unix_now();
-    let args = [
-        "--dir",
-        ".",
-        "--procs",
-        "1",
-        "--compute",
-        "0.05",
-        "--write-mib",
-        "1",
-        "--iterations",
-        "2",
-        "--job",
-        "5",
-        "--release",
-        "0.4",
-    ];
+    let mut args = periodic_args(".", "1", "0.05", "1", "2");
+    args.extend(["--job", "5", "--release", "0.4"]);
     let out = output_within(app(&dir, &args), Duration::from_secs(60));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows = parse_phase_log(&text(&out.stdout)).unwrap();
@@ -329,23 +249,9 @@ fn bad_flags_fail_with_a_message() {
     let file = dir.join("plain-file");
     std::fs::write(&file, b"x").unwrap();
     let base = |dir: &str, procs: &str, compute: &str, mib: &str| -> Vec<String> {
-        [
-            "--dir",
-            dir,
-            "--procs",
-            procs,
-            "--compute",
-            compute,
-            "--write-mib",
-            mib,
-            "--iterations",
-            "1",
-            "--job",
-            "1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()
+        let mut args = periodic_args(dir, procs, compute, mib, "1");
+        args.extend(["--job", "1"]);
+        args.iter().map(|s| s.to_string()).collect()
     };
     let cases: Vec<(Vec<String>, &str)> = vec![
         (base(".", "0", "1", "1"), "--procs 0"),
@@ -408,21 +314,7 @@ fn bad_flags_fail_with_a_message() {
         text(&out.stderr)
     );
     // A job id that is not a number.
-    let mut cmd = app(
-        &dir,
-        &[
-            "--dir",
-            ".",
-            "--procs",
-            "1",
-            "--compute",
-            "0",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "1",
-        ],
-    );
+    let mut cmd = app(&dir, &periodic_args(".", "1", "0", "1", "1"));
     cmd.env("IOSETS_JOB_ID", "x1");
     let out = output_within(cmd, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(1));
@@ -470,23 +362,8 @@ fn an_io_error_mid_phase_names_the_file_and_errno_and_logs_the_unfinished_phase(
     }
     let _guard = Unmount(small.clone());
     let log = dir.join("log.csv");
-    let args = [
-        "--dir",
-        small.to_str().unwrap(),
-        "--procs",
-        "1",
-        "--compute",
-        "0",
-        "--write-mib",
-        "2",
-        "--iterations",
-        "2",
-        "--fsync",
-        "--job",
-        "6",
-        "--log",
-        log.to_str().unwrap(),
-    ];
+    let mut args = periodic_args(small.to_str().unwrap(), "1", "0", "2", "2");
+    args.extend(["--fsync", "--job", "6", "--log", log.to_str().unwrap()]);
     let out = output_within(app(&dir, &args), Duration::from_secs(60));
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -507,40 +384,20 @@ fn an_io_error_mid_phase_names_the_file_and_errno_and_logs_the_unfinished_phase(
 fn sigterm_ends_it_promptly() {
     let dir = common::scratch("app-sigterm");
     let log = dir.join("log.csv");
-    let mut child = app(
-        &dir,
-        &[
-            "--dir",
-            ".",
-            "--procs",
-            "1",
-            "--compute",
-            "300",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "2",
-            "--job",
-            "1",
-            "--log",
-            log.to_str().unwrap(),
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let mut args = periodic_args(".", "1", "300", "1", "2");
+    args.extend(["--job", "1", "--log", log.to_str().unwrap()]);
+    let mut child = app(&dir, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     // The log is opened (its header written) before the first compute phase.
     let deadline = Instant::now() + Duration::from_secs(30);
     while !log.exists() {
         assert!(Instant::now() < deadline, "no log after 30 s");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    common::signal(child.id(), "TERM");
     // In its 300 s compute phase: it must end long before that.
     let status = wait_at_most(&mut child, Duration::from_secs(30));
     assert!(!status.success(), "{status:?}");
@@ -566,23 +423,9 @@ fn under_mpirun_each_rank_logs_and_the_ranks_merge_into_one_job() {
     cmd.current_dir(&dir)
         .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
         .arg(env!("CARGO_BIN_EXE_iosets"))
-        .args([
-            "app",
-            "periodic",
-            "--dir",
-            ".",
-            "--procs",
-            "2",
-            "--compute",
-            "0.05",
-            "--write-mib",
-            "1",
-            "--iterations",
-            "2",
-            "--fsync",
-            "--log",
-            log.to_str().unwrap(),
-        ]);
+        .args(["app", "periodic"])
+        .args(periodic_args(".", "2", "0.05", "1", "2"))
+        .args(["--fsync", "--log", log.to_str().unwrap()]);
     for v in ["IOSETS_JOB_ID", "SLURM_JOB_ID"] {
         cmd.env_remove(v);
     }

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{fails, iosets, scratch, stderr, stdout};
+use common::{fails, fails_each, iosets, scratch, stderr, stdout};
 
 const TRACE: &str = "time_s,job,size,op\n0,1,4096,write\n0,2,8192,write\n0.001,1,4096,write\n\
                      0.001,2,4096,read\n0.002,1,65536,write\n";
@@ -162,105 +162,70 @@ fn unknown_policy_lists_the_valid_ones() {
 
 #[test]
 fn bad_tunables_are_errors() {
-    let tmp = std::env::temp_dir();
-    fails(
-        &tmp,
-        &["replay", "--opt", "weight.1=-1", "--requests", "10"],
-        &["weight.1", "bad value"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--opt", "nosuch=1", "--requests", "10"],
-        &["unknown tunable", "nosuch"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--opt", "weight", "--requests", "10"],
-        &["malformed", "key=value"],
-    );
+    for (opt, needles) in [
+        ("weight.1=-1", ["weight.1", "bad value"]),
+        ("nosuch=1", ["unknown tunable", "nosuch"]),
+        ("weight", ["malformed", "key=value"]),
+    ] {
+        let args = ["replay", "--opt", opt, "--requests", "10"];
+        fails(&std::env::temp_dir(), &args, &needles);
+    }
 }
 
 #[test]
 fn bad_device_and_measurement_flags_are_errors() {
-    let tmp = std::env::temp_dir();
-    fails(
-        &tmp,
-        &["replay", "--slots", "0", "--requests", "10"],
-        &["slots"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--bandwidth-mib-s", "0", "--requests", "10"],
-        &["bandwidth"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--bandwidth-mib-s", "-5", "--requests", "10"],
-        &["bandwidth"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--latency-us", "-1", "--requests", "10"],
-        &["latency"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--window", "0", "--requests", "10"],
-        &["--window"],
-    );
+    for (flag, value, needle) in [
+        ("--slots", "0", "slots"),
+        ("--bandwidth-mib-s", "0", "bandwidth"),
+        ("--bandwidth-mib-s", "-5", "bandwidth"),
+        ("--latency-us", "-1", "latency"),
+        ("--window", "0", "--window"),
+    ] {
+        let args = ["replay", flag, value, "--requests", "10"];
+        fails(&std::env::temp_dir(), &args, &[needle]);
+    }
 }
 
 #[test]
 fn bad_workload_flags_are_errors() {
-    let tmp = std::env::temp_dir();
-    fails(
-        &tmp,
-        &["replay", "--size-min", "2MiB", "--size-max", "1MiB"],
-        &["size_min", "size_max"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--jobs", "3", "--priorities", "0.1,0.2"],
-        &["priorities", "3 jobs"],
-    );
-    fails(
-        &tmp,
-        &["replay", "--jobs", "2", "--priorities", "0.1,0"],
-        &["--priorities", "0"],
-    );
-    fails(&tmp, &["replay", "--rate", "-3"], &["rate"]);
-    fails(&tmp, &["replay", "--jobs", "0"], &["jobs"]);
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["--size-min", "2MiB", "--size-max", "1MiB"],
+            &["size_min", "size_max"],
+        ),
+        (
+            &["--jobs", "3", "--priorities", "0.1,0.2"],
+            &["priorities", "3 jobs"],
+        ),
+        (
+            &["--jobs", "2", "--priorities", "0.1,0"],
+            &["--priorities", "0"],
+        ),
+        (&["--rate", "-3"], &["rate"]),
+        (&["--jobs", "0"], &["jobs"]),
+    ];
+    fails_each(&std::env::temp_dir(), &["replay"], &cases);
 }
 
 #[test]
 fn unreadable_or_malformed_traces_are_errors() {
     let dir = scratch("badtrace");
-    fails(
+    for (name, text) in [
+        ("bad.csv", "time_s,job,size\n0,1,10\n0,one,10\n"),
+        ("neg.csv", "time_s,job,size,priority\n0,1,10,1\n0,1,10,-1\n"),
+        ("empty.csv", ""),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    fails_each(
         &dir,
-        &["replay", "--trace", "missing.csv"],
-        &["missing.csv", "reading the trace"],
-    );
-    std::fs::write(dir.join("bad.csv"), "time_s,job,size\n0,1,10\n0,one,10\n").unwrap();
-    fails(
-        &dir,
-        &["replay", "--trace", "bad.csv"],
-        &["bad.csv", "line 3", "job", "\"one\""],
-    );
-    std::fs::write(
-        dir.join("neg.csv"),
-        "time_s,job,size,priority\n0,1,10,1\n0,1,10,-1\n",
-    )
-    .unwrap();
-    fails(
-        &dir,
-        &["replay", "--trace", "neg.csv"],
-        &["line 3", "priority"],
-    );
-    std::fs::write(dir.join("empty.csv"), "").unwrap();
-    fails(
-        &dir,
-        &["replay", "--trace", "empty.csv"],
-        &["line 1", "empty"],
+        &["replay", "--trace"],
+        &[
+            (&["missing.csv"], &["missing.csv", "reading the trace"]),
+            (&["bad.csv"], &["bad.csv", "line 3", "job", "\"one\""]),
+            (&["neg.csv"], &["line 3", "priority"]),
+            (&["empty.csv"], &["line 1", "empty"]),
+        ],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

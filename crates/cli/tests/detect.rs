@@ -19,12 +19,9 @@ fn fails(args: &[&str], needles: &[&str]) {
     common::fails(Path::new("."), args, needles)
 }
 
+/// A sample trace of the period crate's tests, by name, as an argument.
 fn sample(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../period/tests/data")
-        .join(name)
-        .display()
-        .to_string()
+    common::beside_the_crate("../period/tests/data", name)
 }
 
 fn json(args: &[&str]) -> serde_json::Value {
@@ -200,12 +197,9 @@ fn error_line(args: &[&str]) -> String {
     stderr(&o)
 }
 
+/// A fixture of the period crate's tests, by name, as an argument.
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../period/tests/fixtures")
-        .join(name)
-        .display()
-        .to_string()
+    common::beside_the_crate("../period/tests/fixtures", name)
 }
 
 #[test]

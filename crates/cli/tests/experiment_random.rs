@@ -9,7 +9,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
-use common::{fails, scratch};
+use common::{fails, fails_each, scratch};
 
 /// The longest one run of the binary may take here before the test fails.
 const RUN_LIMIT: Duration = Duration::from_secs(150);
@@ -122,13 +122,7 @@ fn nonsense_flags_are_refused_before_anything_starts() {
             &["fills its period"],
         ),
     ];
-    for (flags, needles) in cases {
-        let args: Vec<&str> = ["experiment", "random"]
-            .into_iter()
-            .chain(flags.iter().copied())
-            .collect();
-        fails(&dir, &args, needles);
-    }
+    fails_each(&dir, &["experiment", "random"], &cases);
     // Nothing was started, so nothing was written.
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none());
     fails(

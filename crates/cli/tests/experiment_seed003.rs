@@ -11,12 +11,12 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
-use common::{fails, scratch};
+use common::{fails, fails_each, scratch};
 
 /// The longest one run of the binary may take here before the test fails.
 const RUN_LIMIT: Duration = Duration::from_secs(90);
@@ -63,12 +63,9 @@ fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
     experiment::run_bounded(dir, args, RUN_LIMIT)
 }
 
-fn leftover_mounts(pid: u32) -> Vec<String> {
-    experiment::leftover_mounts("iosets-seed003", pid)
-}
-
-fn leftover_dirs(pid: u32) -> Vec<std::path::PathBuf> {
-    experiment::leftover_dirs("iosets-seed003", pid)
+/// Asserts that the run `pid` left no mount and no scratch directory behind; `case` names it.
+fn assert_nothing_left(pid: u32, case: &str) {
+    experiment::assert_nothing_left("iosets-seed003", pid, case)
 }
 
 fn positive(s: &str) -> f64 {
@@ -102,8 +99,7 @@ fn a_tiny_run_of_the_three_settings_measures_and_draws_them() {
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}\n{stdout}");
-    assert_eq!(leftover_mounts(pid), Vec::<String>::new());
-    assert_eq!(leftover_dirs(pid), Vec::<PathBuf>::new());
+    assert_nothing_left(pid, "the tiny run");
     let out = dir.join("out");
 
     let runs = csv(&out.join("runs.csv"), RUNS_HEADER);
@@ -305,8 +301,7 @@ fn a_run_whose_server_or_job_dies_fails_naming_it_and_cleans_up() {
         for n in needles {
             assert!(last.contains(n), "{kill}: {last:?} lacks {n:?}");
         }
-        assert_eq!(leftover_mounts(pid), Vec::<String>::new(), "{kill}");
-        assert_eq!(leftover_dirs(pid), Vec::<PathBuf>::new(), "{kill}");
+        assert_nothing_left(pid, kill);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -314,36 +309,18 @@ fn a_run_whose_server_or_job_dies_fails_naming_it_and_cleans_up() {
 #[test]
 fn bad_flags_are_refused_in_one_line() {
     let dir = scratch("seed003-bad");
-    fails(
-        &dir,
-        &["experiment", "seed003", "--repeat", "0"],
-        &["--repeat 0", "1 to 100"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed003", "--scale", "huge"],
-        &["--scale \"huge\"", "quick or full"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed003", "--heavy-procs", "65"],
-        &["--heavy-procs 65", "1 to 64"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed003", "--meta-latency-ms", "0"],
-        &["--meta-latency-ms 0"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed003", "--files", "0"],
-        &["--files 0"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed003", "--analyze", "nowhere"],
-        &["--analyze nowhere", "no runs/ directory"],
-    );
+    let cases: [(&[&str], &[&str]); 6] = [
+        (&["--repeat", "0"], &["--repeat 0", "1 to 100"]),
+        (&["--scale", "huge"], &["--scale \"huge\"", "quick or full"]),
+        (&["--heavy-procs", "65"], &["--heavy-procs 65", "1 to 64"]),
+        (&["--meta-latency-ms", "0"], &["--meta-latency-ms 0"]),
+        (&["--files", "0"], &["--files 0"]),
+        (
+            &["--analyze", "nowhere"],
+            &["--analyze nowhere", "no runs/ directory"],
+        ),
+    ];
+    fails_each(&dir, &["experiment", "seed003"], &cases);
     // A directory with runs/ but not what --out writes.
     std::fs::create_dir_all(dir.join("half/runs")).unwrap();
     fails(

@@ -15,7 +15,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use common::experiment::{self, csv};
-use common::{fails, scratch};
+use common::{fails, fails_each, scratch};
 
 /// The longest one run of the binary may take here before the test fails.
 const RUN_LIMIT: Duration = Duration::from_secs(150);
@@ -32,12 +32,9 @@ fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
     experiment::run_bounded(dir, args, RUN_LIMIT)
 }
 
-fn leftover_mounts(pid: u32) -> Vec<String> {
-    experiment::leftover_mounts("iosets-seed004", pid)
-}
-
-fn leftover_dirs(pid: u32) -> Vec<std::path::PathBuf> {
-    experiment::leftover_dirs("iosets-seed004", pid)
+/// Asserts that the run `pid` left no mount and no scratch directory behind; `case` names it.
+fn assert_nothing_left(pid: u32, case: &str) {
+    experiment::assert_nothing_left("iosets-seed004", pid, case)
 }
 
 fn finite(s: &str) -> f64 {
@@ -149,8 +146,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
             "{needle:?} missing from:\n{stdout}"
         );
     }
-    assert_eq!(leftover_mounts(pid), Vec::<String>::new());
-    assert_eq!(leftover_dirs(pid), Vec::<std::path::PathBuf>::new());
+    assert_nothing_left(pid, "the tiny run");
 
     // --analyze reads the runs back and computes the same numbers, running nothing.
     let before: Vec<String> = ["metrics.csv", "jobs.csv", "sim.csv"]
@@ -235,52 +231,32 @@ fn a_crashed_job_is_reported_and_the_others_are_measured() {
             );
         }
     }
-    assert_eq!(leftover_mounts(pid), Vec::<String>::new());
-    assert_eq!(leftover_dirs(pid), Vec::<std::path::PathBuf>::new());
+    assert_nothing_left(pid, "the run with a killed job");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_flags_are_refused_in_one_line() {
     let dir = scratch("seed004-bad");
-    fails(
-        &dir,
-        &["experiment", "seed004", "--configs", "timeorder,bogus"],
-        &["\"bogus\"", "timeorder, clairvoyant, auto, auto-error"],
-    );
-    for scale in ["0", "2", "-1"] {
-        fails(
-            &dir,
-            &["experiment", "seed004", "--scale", scale],
-            &["--scale", "(0, 1]"],
-        );
-    }
-    fails(
-        &dir,
-        &["experiment", "seed004", "--scale", "fast"],
-        &["--scale fast", "1/20"],
-    );
-    // 1/1000 leaves the high-frequency job less than a 1 MiB write per process.
-    fails(
-        &dir,
-        &["experiment", "seed004", "--scale", "1/1000"],
-        &["1 MiB block", "smallest scale"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed004", "--servers", "9"],
-        &["--servers 9", "1 to 8"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed004", "--kill-job", "99@1"],
-        &["--kill-job", "no such job"],
-    );
-    fails(
-        &dir,
-        &["experiment", "seed004", "--analyze", "nowhere"],
-        &["--analyze nowhere", "no runs/ directory"],
-    );
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["--configs", "timeorder,bogus"],
+            &["\"bogus\"", "timeorder, clairvoyant, auto, auto-error"],
+        ),
+        (&["--scale", "0"], &["--scale", "(0, 1]"]),
+        (&["--scale", "2"], &["--scale", "(0, 1]"]),
+        (&["--scale", "-1"], &["--scale", "(0, 1]"]),
+        (&["--scale", "fast"], &["--scale fast", "1/20"]),
+        // 1/1000 leaves the high-frequency job less than a 1 MiB write per process.
+        (&["--scale", "1/1000"], &["1 MiB block", "smallest scale"]),
+        (&["--servers", "9"], &["--servers 9", "1 to 8"]),
+        (&["--kill-job", "99@1"], &["--kill-job", "no such job"]),
+        (
+            &["--analyze", "nowhere"],
+            &["--analyze nowhere", "no runs/ directory"],
+        ),
+    ];
+    fails_each(&dir, &["experiment", "seed004"], &cases);
     // clap's own refusal: exit 2, naming both flags.
     let o = common::iosets(
         &dir,

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{fails, iosets, scratch, stderr, stdout};
+use common::{fails_each, iosets, scratch, stderr, stdout};
 
 #[test]
 fn quick_demo_runs_every_configuration_and_writes_csv() {
@@ -112,15 +112,10 @@ fn quick_demo_runs_every_configuration_and_writes_csv() {
 #[test]
 fn demo_refuses_bad_flags_in_one_line() {
     let dir = scratch("io-demo-bad");
-    fails(
-        &dir,
-        &["demo", "--low-jobs", "0"],
-        &["--low-jobs", "1 to 32"],
-    );
-    fails(
-        &dir,
-        &["demo", "--throttle-mib-s", "0.1"],
-        &["--throttle-mib-s", "MiB/s"],
-    );
+    let cases: [(&[&str], &[&str]); 2] = [
+        (&["--low-jobs", "0"], &["--low-jobs", "1 to 32"]),
+        (&["--throttle-mib-s", "0.1"], &["--throttle-mib-s", "MiB/s"]),
+    ];
+    fails_each(&dir, &["demo"], &cases);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,12 +3,12 @@
 
 use crate::common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::scratch;
+use common::{scratch, signal, spawn_server, word_after};
 use iosets_proto::{encode, Control, Frame, Header, Request};
 use iosets_types::JobId;
 
@@ -16,35 +16,26 @@ use iosets_types::JobId;
 fn json_logs_name_every_refusal_and_its_peer() {
     let dir = scratch("logging");
     std::fs::write(dir.join("token"), "right-token\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(&dir)
-        .args([
-            "--log-format",
-            "json",
-            "serve",
-            "--root",
-            ".",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            "token",
-            "--insecure-loopback",
-        ])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
+    let (child, line) = spawn_server(
+        Command::new(env!("CARGO_BIN_EXE_iosets"))
+            .current_dir(&dir)
+            .args([
+                "--log-format",
+                "json",
+                "serve",
+                "--root",
+                ".",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                "token",
+                "--insecure-loopback",
+            ])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    );
+    let addr = word_after(&line, "listening on ");
     // A control request with a wrong token, and a frame that does not decode.
     let mut s = TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -72,11 +63,7 @@ fn json_logs_name_every_refusal_and_its_peer() {
     std::thread::sleep(Duration::from_millis(300));
     drop(s);
     // SIGTERM: a clean stop exits 0.
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    signal(child.id(), "TERM");
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "exit {:?}", out.status);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -21,7 +21,7 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::scratch;
+use common::{scratch, signal};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iosets");
 /// `ENOTCONN` on Linux: what a FUSE mount whose process died answers.
@@ -200,16 +200,6 @@ fn fails(dir: &Path, args: &[&str], needles: &[&str]) -> Ran {
     r
 }
 
-/// Sends `signal` (`TERM`, `KILL`, ...) to `pid` with kill(1).
-fn signal(pid: u32, signal: &str) {
-    let s = Command::new("kill")
-        .arg(format!("-{signal}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(s.success(), "kill -{signal} {pid}");
-}
-
 /// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
 fn ended(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -264,6 +254,14 @@ impl Mount {
             daemon: None,
             log: log.to_path_buf(),
         }
+    }
+
+    /// Starts `iosets mount POINT --local ROOT` as [`Mount::start`] does, and waits until the
+    /// point is mounted.
+    fn local(dir: &Path, point: &Path, root: &Path, log: &Path) -> Mount {
+        let mut m = Mount::start(dir, point, &["--local", root.to_str().unwrap()], log);
+        m.wait_mounted();
+        m
     }
 
     fn pid(&self) -> u32 {
@@ -369,13 +367,7 @@ fn mount_refuses_a_point_already_mounted() {
     }
     let s = Scratch::new("twice");
     let (root, point) = (s.dir("root"), s.dir("mnt"));
-    let mut first = Mount::start(
-        &s.0,
-        &point,
-        &["--local", root.to_str().unwrap()],
-        &s.0.join("first.log"),
-    );
-    first.wait_mounted();
+    let mut first = Mount::local(&s.0, &point, &root, &s.0.join("first.log"));
     std::fs::write(point.join("before"), b"1").unwrap();
     let other = s.dir("root2");
     fails(
@@ -543,13 +535,7 @@ fn sigterm_during_writes_keeps_every_acknowledged_write() {
     }
     let s = Scratch::new("sigterm-writes");
     let (root, point) = (s.dir("root"), s.dir("mnt"));
-    let mut m = Mount::start(
-        &s.0,
-        &point,
-        &["--local", root.to_str().unwrap()],
-        &s.0.join("mount.log"),
-    );
-    m.wait_mounted();
+    let mut m = Mount::local(&s.0, &point, &root, &s.0.join("mount.log"));
     // Open once, write 64 KiB blocks until a write fails, counting those that succeeded. Paced
     // (1 ms between writes) so a mount that never stops does not fill the disk.
     let written = Arc::new(AtomicU64::new(0));
@@ -635,13 +621,7 @@ fn signals_when_idle_unmount_and_exit() {
     let s = Scratch::new("signals-idle");
     let (root, point) = (s.dir("root"), s.dir("mnt"));
     for sig in ["TERM", "INT", "HUP"] {
-        let mut m = Mount::start(
-            &s.0,
-            &point,
-            &["--local", root.to_str().unwrap()],
-            &s.0.join(format!("{sig}.log")),
-        );
-        m.wait_mounted();
+        let mut m = Mount::local(&s.0, &point, &root, &s.0.join(format!("{sig}.log")));
         std::fs::write(point.join(sig), sig).unwrap();
         signal(m.pid(), sig);
         let status = m.wait_exit(Duration::from_secs(10));
@@ -665,8 +645,7 @@ fn kill_9_leaves_a_dead_mount_that_umount_clears() {
     let s = Scratch::new("kill9");
     let (root, point) = (s.dir("root"), s.dir("mnt"));
     let r = root.to_str().unwrap();
-    let mut m = Mount::start(&s.0, &point, &["--local", r], &s.0.join("mount.log"));
-    m.wait_mounted();
+    let mut m = Mount::local(&s.0, &point, &root, &s.0.join("mount.log"));
     std::fs::write(point.join("kept"), b"kept").unwrap();
     signal(m.pid(), "KILL");
     let status = m.wait_exit(Duration::from_secs(10)).expect("killed");
@@ -712,13 +691,7 @@ fn umount_finds_a_dead_mount_named_relative_with_a_slash() {
     }
     let s = Scratch::new("kill9-relative");
     let (root, point) = (s.dir("root"), s.dir("mnt"));
-    let mut m = Mount::start(
-        &s.0,
-        &point,
-        &["--local", root.to_str().unwrap()],
-        &s.0.join("mount.log"),
-    );
-    m.wait_mounted();
+    let mut m = Mount::local(&s.0, &point, &root, &s.0.join("mount.log"));
     signal(m.pid(), "KILL");
     m.wait_exit(Duration::from_secs(10)).expect("killed");
     let um = run(&s.0, &["umount", "mnt/"], QUICK);

@@ -6,13 +6,14 @@ use crate::common;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{fails, frame, iosets, recv, scratch, serve, stdout};
+use common::{fails, fails_each, frame, iosets, recv, scratch, serve, stdout};
 use iosets_proto::{Bytes, Reply, Request, Response};
 
 fn pattern(job: u64, i: u64, len: usize) -> Vec<u8> {
@@ -23,6 +24,22 @@ fn pattern(job: u64, i: u64, len: usize) -> Vec<u8> {
 
 const CHUNK: usize = 16 * 1024;
 const WRITES: u64 = 400;
+
+/// A fresh directory for a server of these tests: its root `r`, and the control token
+/// `secret` in `tok`.
+fn server_dir(name: &str) -> PathBuf {
+    let dir = scratch(name);
+    std::fs::create_dir_all(dir.join("r")).unwrap();
+    std::fs::write(dir.join("tok"), "secret\n").unwrap();
+    dir
+}
+
+/// Runs `iosets ctl --server ADDR --token-file tok ARGS` in `dir` (one of [`server_dir`]).
+fn ctl_with_token(dir: &Path, addr: &str, args: &[&str]) -> Output {
+    let mut all = vec!["ctl", "--server", addr, "--token-file", "tok"];
+    all.extend_from_slice(args);
+    iosets(dir, &all)
+}
 
 #[test]
 fn sigterm_under_load_keeps_every_acknowledged_write() {
@@ -92,11 +109,7 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
     while acks.load(Ordering::Relaxed) < 50 {
         thread::sleep(Duration::from_millis(5));
     }
-    let kill = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    common::signal(child.id(), "TERM");
     let status = child.wait().unwrap();
     let mut out = String::new();
     child
@@ -148,15 +161,18 @@ fn serve_and_ctl_refuse_bad_input() {
     fails(&dir, &["serve"], &["--root"]);
     fails(&dir, &["serve", "--root", "nowhere"], &["not a directory"]);
     std::fs::create_dir_all(dir.join("r")).unwrap();
+    std::fs::write(dir.join("open.key"), "0123456789abcdef0123456789abcdef").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("short.key");
+        std::fs::write(&p, "short").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    std::fs::write(dir.join("empty-token"), "  \n").unwrap();
     fails(
         &dir,
         &["serve", "--root", "r", "--policy", "fastest"],
         &["fastest", "valid policies"],
-    );
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--workers", "0"],
-        &["workers"],
     );
     fails(
         &dir,
@@ -176,13 +192,11 @@ fn serve_and_ctl_refuse_bad_input() {
         ],
         &["default_weight"],
     );
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--listen", "256.0.0.1:1"],
-        &["binding"],
-    );
-    // The bounds, the hint policy, the admin address and the cluster secret (issue 16).
+    // One flag's bad value: the workers, the address, the bounds, the hint policy, the admin
+    // address and the cluster secret (issue 16), the token file.
     for (flag, value, needle) in [
+        ("--workers", "0", "workers"),
+        ("--listen", "256.0.0.1:1", "binding"),
         ("--hints", "maybe", "hints"),
         ("--hints", "cap=0", "hints"),
         ("--max-inflight-mib", "0", "max-inflight-mib"),
@@ -196,47 +210,15 @@ fn serve_and_ctl_refuse_bad_input() {
         ("--max-connections", "0", "max_connections"),
         ("--admin-listen", "256.0.0.1:1", "admin address"),
         ("--auth-file", "no-such-file", "no-such-file"),
+        ("--auth-file", "open.key", "must not be readable"),
+        ("--auth-file", "short.key", "16"),
+        ("--forget-idle-s", "0", "forget_idle_s"),
+        ("--forget-idle-s", "nan", "forget_idle_s"),
+        ("--max-jobs", "3", "max_jobs"),
+        ("--token-file", "empty-token", "empty"),
     ] {
         fails(&dir, &["serve", "--root", "r", flag, value], &[needle]);
     }
-    std::fs::write(dir.join("open.key"), "0123456789abcdef0123456789abcdef").unwrap();
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--auth-file", "open.key"],
-        &["must not be readable"],
-    );
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("short.key");
-        std::fs::write(&p, "short").unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    }
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--auth-file", "short.key"],
-        &["16"],
-    );
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--forget-idle-s", "0"],
-        &["forget_idle_s"],
-    );
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--forget-idle-s", "nan"],
-        &["forget_idle_s"],
-    );
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--max-jobs", "3"],
-        &["max_jobs"],
-    );
-    std::fs::write(dir.join("empty-token"), "  \n").unwrap();
-    fails(
-        &dir,
-        &["serve", "--root", "r", "--token-file", "empty-token"],
-        &["empty"],
-    );
     std::fs::write(dir.join("bad.toml"), "root = \"r\"\nworkerz = 2\n").unwrap();
     fails(&dir, &["serve", "--config", "bad.toml"], &["workerz"]);
     // ctl: no token, nobody listening, bad priority.
@@ -246,50 +228,24 @@ fn serve_and_ctl_refuse_bad_input() {
         &["IOSETS_TOKEN"],
     );
     std::fs::write(dir.join("tok"), "secret\n").unwrap();
-    fails(
-        &dir,
-        &[
-            "ctl",
-            "--server",
-            "127.0.0.1:1",
-            "--token-file",
-            "tok",
-            "jobs",
-        ],
-        &["cannot connect"],
-    );
-    fails(
-        &dir,
-        &[
-            "ctl",
-            "--server",
-            "127.0.0.1:1",
-            "--token-file",
-            "tok",
-            "set-priority",
-            "1",
-            "0",
-        ],
-        &["priority"],
-    );
+    let cases: [(&[&str], &[&str]); 2] = [
+        (&["jobs"], &["cannot connect"]),
+        (&["set-priority", "1", "0"], &["priority"]),
+    ];
+    let ctl = ["ctl", "--server", "127.0.0.1:1", "--token-file", "tok"];
+    fails_each(&dir, &ctl, &cases);
 }
 
 #[test]
 fn ctl_drives_a_running_server() {
-    let dir = scratch("serve-ctl");
-    std::fs::create_dir_all(dir.join("r")).unwrap();
-    std::fs::write(dir.join("tok"), "secret\n").unwrap();
+    let dir = server_dir("serve-ctl");
     std::fs::write(
         dir.join("iosets.toml"),
         "root = \"r\"\nlisten = \"127.0.0.1:0\"\npolicy = \"wfq\"\ntoken_file = \"tok\"\n",
     )
     .unwrap();
     let (mut child, addr) = serve(&dir, &["--config", "iosets.toml"]);
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["ctl", "--server", addr.as_str(), "--token-file", "tok"];
-        all.extend_from_slice(args);
-        iosets(&dir, &all)
-    };
+    let ctl = |args: &[&str]| ctl_with_token(&dir, &addr, args);
     let o = ctl(&["set-priority", "42", "0.01"]);
     assert!(o.status.success(), "{o:?}");
     let o = ctl(&["jobs"]);
@@ -333,9 +289,7 @@ fn ctl_drives_a_running_server() {
 
 #[test]
 fn ctl_rule_adds_lists_and_deletes_quota_rules() {
-    let dir = scratch("serve-rule");
-    std::fs::create_dir_all(dir.join("r")).unwrap();
-    std::fs::write(dir.join("tok"), "secret\n").unwrap();
+    let dir = server_dir("serve-rule");
     std::fs::write(
         dir.join("quota.toml"),
         "job_share_pct = 50\n[[rule]]\nname = \"compute\"\nmatch = \"job={1 2}\"\nthreads_pct = 71\n",
@@ -356,11 +310,7 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
             "quota.toml",
         ],
     );
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["ctl", "--server", addr.as_str(), "--token-file", "tok"];
-        all.extend_from_slice(args);
-        iosets(&dir, &all)
-    };
+    let ctl = |args: &[&str]| ctl_with_token(&dir, &addr, args);
     let o = ctl(&["rule", "list"]);
     let text = stdout(&o);
     assert!(text.contains("24 service threads"), "{text}");

@@ -4,16 +4,15 @@
 
 use std::path::Path;
 
+use iosets_sim::fluid::Heuristic;
+
 use crate::common;
 
 use common::{fails, iosets, scratch, stderr, stdout};
 
+/// A scenario shipped in the repository's `scenarios/`, by name, as an argument.
 fn shipped(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name)
-        .display()
-        .to_string()
+    common::beside_the_crate("../../scenarios", name)
 }
 
 const TWO_JOBS: &str = r#"
@@ -102,15 +101,8 @@ fn run_on_seed004_shows_set10_ahead_of_fair_share() {
             .parse()
             .unwrap()
     };
-    for h in [
-        "exclusive-fcfs",
-        "fair-share",
-        "set-10",
-        "set-fairshare",
-        "share+priority",
-        "clairvoyant",
-    ] {
-        assert!(metric(h, 1) >= 1.0, "{h}");
+    for h in Heuristic::PAPER.map(|h| h.to_string()) {
+        assert!(metric(&h, 1) >= 1.0, "{h}");
     }
     assert!(metric("set-10", 1) < metric("fair-share", 1));
     assert!(metric("set-10", 3) < metric("fair-share", 3));
@@ -166,15 +158,8 @@ fn heuristics_are_listed() {
     let o = iosets(Path::new("."), &["sim", "heuristics"]);
     let out = stdout(&o);
     assert!(o.status.success());
-    for h in [
-        "exclusive-fcfs",
-        "fair-share",
-        "set-10",
-        "set-fairshare",
-        "share+priority",
-        "clairvoyant",
-        ":online",
-    ] {
+    let paper = Heuristic::PAPER.map(|h| h.to_string());
+    for h in paper.iter().map(String::as_str).chain([":online"]) {
         assert!(out.contains(h), "{h}");
     }
 }

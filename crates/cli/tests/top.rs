@@ -311,19 +311,16 @@ fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers()
         .local_addr()
         .unwrap()
         .to_string();
-    let args = [
-        "top",
-        "--server",
-        &addr,
-        "--server",
-        &dead,
-        "--token-file",
-        "tok",
-        "--once",
-        "--interval",
-        "0.1",
-    ];
-    let o = iosets(&dir, &args);
+    // One frame of `top` over `servers`, with the token.
+    let top_once = |servers: &[&str]| {
+        let mut args = vec!["top"];
+        for server in servers {
+            args.extend(["--server", server]);
+        }
+        args.extend(["--token-file", "tok", "--once", "--interval", "0.1"]);
+        iosets(&dir, &args)
+    };
+    let o = top_once(&[&addr, &dead]);
     let text = stdout(&o);
     assert!(o.status.success(), "{}{}", text, stderr(&o));
     assert!(text.contains("servers 1 up, 1 down"), "{text}");
@@ -335,19 +332,7 @@ fn top_once_prints_a_frame_without_a_terminal_and_fails_when_no_server_answers()
         .split_whitespace()
         .collect();
     assert_eq!(row[..4], ["42", "3", "0.001", "control"], "{text}");
-    let o = iosets(
-        &dir,
-        &[
-            "top",
-            "--server",
-            &dead,
-            "--token-file",
-            "tok",
-            "--once",
-            "--interval",
-            "0.1",
-        ],
-    );
+    let o = top_once(&[&dead]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no server answered"), "{}", stderr(&o));
     let o = iosets(

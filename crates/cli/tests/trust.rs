@@ -10,14 +10,14 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{frame, iosets, node_secret_path, recv, scratch, stdout};
+use common::{frame, iosets, node_secret_path, recv, scratch, spawn_server, stdout};
 use iosets_proto::io::ReadError;
 use iosets_proto::{encode, Creds, Frame, Header, Reply, Request, Response};
 use iosets_types::JobId;
@@ -294,25 +294,18 @@ fn listening_unix(pid: u32) -> Vec<String> {
 fn default_server(dir: &Path) -> (Child, String, String) {
     let log = std::fs::File::create(dir.join("serve.log")).unwrap();
     std::fs::write(dir.join("tok"), "t\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .args(["serve", "--root", "r", "--listen", "127.0.0.1:0"])
-        .args(["--token-file", "tok"])
-        .env("IOSETS_AUTH_FILE", node_secret_path(dir))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line) = spawn_server(
+        Command::new(env!("CARGO_BIN_EXE_iosets"))
+            .current_dir(dir)
+            .args(["serve", "--root", "r", "--listen", "127.0.0.1:0"])
+            .args(["--token-file", "tok"])
+            .env("IOSETS_AUTH_FILE", node_secret_path(dir))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log),
+    );
     let word_after = |key: &str| {
-        line.split(key)
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no {key:?} in {line:?}"))
+        common::word_after(&line, key)
             .trim_end_matches(')')
             .to_string()
     };
@@ -431,30 +424,21 @@ fn insecure_loopback_says_any_local_user_can_act_as_any_user() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::create_dir_all(dir.join("r")).unwrap();
     let log = std::fs::File::create(dir.join("serve.log")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(&dir)
-        .args(["serve", "--root", "r", "--listen", "127.0.0.1:0"])
-        .arg("--insecure-loopback")
-        .env("IOSETS_AUTH_FILE", node_secret_path(&dir))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (child, line) = spawn_server(
+        Command::new(env!("CARGO_BIN_EXE_iosets"))
+            .current_dir(&dir)
+            .args(["serve", "--root", "r", "--listen", "127.0.0.1:0"])
+            .arg("--insecure-loopback")
+            .env("IOSETS_AUTH_FILE", node_secret_path(&dir))
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(log),
+    );
     assert!(
         line.contains("any local user can act as any user"),
         "{line}"
     );
-    let addr = line
-        .split("listening on ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap()
-        .to_string();
+    let addr = common::word_after(&line, "listening on ");
     // What the flag means, shown: nobody, claiming root, writes a root file.
     std::fs::write(dir.join("r/private"), PRIVATE).unwrap();
     std::fs::set_permissions(

@@ -3,7 +3,8 @@
 //! the online and noisy estimates.
 
 use iosets_sim::fluid::{
-    simulate, Heuristic, Job, PhaseKind, RunResult, SetKey, SimOptions, Window, Workload,
+    simulate, Heuristic, Job, PhaseKind, PhaseRecord, RunResult, SetKey, SimOptions, Window,
+    Workload,
 };
 
 fn job(release: f64, cpu: &[f64], volume: &[f64], class_w_iter: f64) -> Job {
@@ -35,6 +36,14 @@ fn run(w: &Workload, h: &str) -> RunResult {
     simulate(w, h.parse().unwrap(), options).unwrap()
 }
 
+/// The I/O phases of job `job` in a recorded run, in order.
+fn io_of_job(r: &RunResult, job: usize) -> impl Iterator<Item = &PhaseRecord> {
+    r.jobs[job]
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Io)
+}
+
 /// Equal up to float rounding.
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1.0)
@@ -60,24 +69,17 @@ fn assert_times(r: &RunResult, expected: &[f64]) {
 fn a_job_alone_gets_all_the_bandwidth_under_every_heuristic() {
     // B = 2. Compute 1→4, I/O of 4 units 4→6, compute 6→7, I/O of 2 units 7→8.
     let w = workload(2.0, None, vec![job(1.0, &[3.0, 1.0], &[4.0, 2.0], 3.5)]);
-    for h in [
-        "exclusive-fcfs",
-        "fair-share",
-        "set-10",
-        "set-fairshare",
-        "share+priority",
-        "clairvoyant",
+    let variants = [
         "set-2",
         "set-10:error=0.5",
         "set-10:online",
         "set-10:online:own",
-    ] {
-        let r = run(&w, h);
+    ];
+    let paper = Heuristic::PAPER.iter().map(ToString::to_string);
+    for h in paper.chain(variants.map(String::from)) {
+        let r = run(&w, &h);
         assert_times(&r, &[8.0]);
-        let io: Vec<(f64, f64)> = r.jobs[0]
-            .phases
-            .iter()
-            .filter(|p| p.kind == PhaseKind::Io)
+        let io: Vec<(f64, f64)> = io_of_job(&r, 0)
             .map(|p| (p.transfer_start, p.end))
             .collect();
         assert_eq!(io, vec![(4.0, 6.0), (7.0, 8.0)], "{h}");
@@ -263,12 +265,7 @@ fn a_window_counts_the_part_of_each_phase_inside_it() {
     assert!(close(r.metrics.max_stretch, 1.0));
     assert!(close(r.metrics.io_slowdown, 1.0));
     assert!(close(r.metrics.utilization, 4.0 / 6.0));
-    let io: Vec<f64> = r.jobs[0]
-        .phases
-        .iter()
-        .filter(|p| p.kind == PhaseKind::Io)
-        .map(|p| p.volume_in_window)
-        .collect();
+    let io: Vec<f64> = io_of_job(&r, 0).map(|p| p.volume_in_window).collect();
     assert_eq!(io, vec![1.0, 1.0]);
     assert_times(&r, &[12.0]);
 }
@@ -327,23 +324,13 @@ fn online_estimates_start_with_the_default_priority() {
     // priority 1/50 (seed 004's prior); then mean gaps of 10 s: set 1, priority 1/10.
     let w = workload(1.0, None, vec![job(0.0, &[9.0; 3], &[1.0; 3], 10.0)]);
     let r = run(&w, "set-10:online:own");
-    let sets: Vec<(Option<SetKey>, f64)> = r.jobs[0]
-        .phases
-        .iter()
-        .filter(|p| p.kind == PhaseKind::Io)
-        .map(|p| (p.set, p.priority))
-        .collect();
+    let sets: Vec<(Option<SetKey>, f64)> = io_of_job(&r, 0).map(|p| (p.set, p.priority)).collect();
     assert_eq!(sets[0], (Some(SetKey::Unknown(0)), 0.02));
     assert_eq!(sets[1].0, Some(SetKey::Index(1)));
     assert!(close(sets[2].1, 0.1));
     // The shared prior: the same, but the first burst joins the one new set.
     let r = run(&w, "set-10:online");
-    let sets: Vec<(Option<SetKey>, f64)> = r.jobs[0]
-        .phases
-        .iter()
-        .filter(|p| p.kind == PhaseKind::Io)
-        .map(|p| (p.set, p.priority))
-        .collect();
+    let sets: Vec<(Option<SetKey>, f64)> = io_of_job(&r, 0).map(|p| (p.set, p.priority)).collect();
     assert_eq!(sets[0], (Some(SetKey::New), 0.02));
     assert_eq!(sets[1].0, Some(SetKey::Index(1)));
     assert!(close(sets[2].1, 0.1));
@@ -437,12 +424,7 @@ fn online_estimates_see_the_slowed_down_period() {
         ],
     );
     let r = run(&w, "set-10:online:own");
-    let second = r.jobs[0]
-        .phases
-        .iter()
-        .filter(|p| p.kind == PhaseKind::Io)
-        .nth(1)
-        .unwrap();
+    let second = io_of_job(&r, 0).nth(1).unwrap();
     let gap = second.start - 1.0;
     // 1→3 at half the bandwidth, then 1 s of compute.
     assert!(close(gap, 3.0));

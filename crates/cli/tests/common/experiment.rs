@@ -63,6 +63,21 @@ pub fn run_bounded(dir: &Path, args: &[&str], limit: Duration) -> (Output, u32) 
     (output, pid)
 }
 
+/// Asserts that the experiment process `pid` left no mount and no scratch directory behind
+/// (none of [`leftover_mounts`] and [`leftover_dirs`]); `case` names the run in a failure.
+pub fn assert_nothing_left(experiment: &str, pid: u32, case: &str) {
+    assert_eq!(
+        leftover_mounts(experiment, pid),
+        Vec::<String>::new(),
+        "{case}"
+    );
+    assert_eq!(
+        leftover_dirs(experiment, pid),
+        Vec::<PathBuf>::new(),
+        "{case}"
+    );
+}
+
 /// The mounts the experiment process `pid` made that are still mounted (its mount points are
 /// named `<experiment>-<pid>-...`, e.g. `iosets-seed004-1234-...`).
 pub fn leftover_mounts(experiment: &str, pid: u32) -> Vec<String> {

@@ -24,6 +24,42 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The launcher variables the app reads: removed so that the host's environment (a Slurm
+/// allocation, an MPI job) cannot change what a test sees.
+pub const LAUNCHER_VARS: [&str; 11] = [
+    "IOSETS_JOB_ID",
+    "SLURM_JOB_ID",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_MCA_ess_base_jobid",
+    "PMIX_NAMESPACE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMIX_RANK",
+];
+
+/// `iosets app KIND ARGS` in `dir`, without the [`LAUNCHER_VARS`] of this process.
+pub fn app(dir: &Path, kind: &str, args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_iosets"));
+    cmd.current_dir(dir).args(["app", kind]).args(args);
+    for v in LAUNCHER_VARS {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// The path of file `name` in `folder`, a folder named relative to this crate's directory
+/// (e.g. `../../scenarios`), as a command-line argument.
+pub fn beside_the_crate(folder: &str, name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(folder)
+        .join(name)
+        .display()
+        .to_string()
+}
+
 /// Where a server started by [`serve`] in `dir` keeps the node's default secret (through
 /// `IOSETS_AUTH_FILE`: a test never makes `/etc/iosets/secret`).
 pub fn node_secret_path(dir: &Path) -> PathBuf {
@@ -73,29 +109,59 @@ pub fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
     }
 }
 
+/// [`fails`] for each case of a table: the flags given after `command` (e.g. `["experiment",
+/// "random"]`), and what the one-line error must contain.
+pub fn fails_each(dir: &Path, command: &[&str], cases: &[(&[&str], &[&str])]) {
+    for (flags, needles) in cases {
+        let args: Vec<&str> = command.iter().chain(flags.iter()).copied().collect();
+        fails(dir, &args, needles);
+    }
+}
+
 /// Starts `iosets serve ARGS` in `dir`; returns the child and the address it printed.
 pub fn serve(dir: &Path, args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
-        .current_dir(dir)
-        .arg("serve")
-        .args(args)
-        .env("IOSETS_AUTH_FILE", node_secret_path(dir))
-        .stdout(Stdio::piped())
-        // Not read by the test: a pipe nobody drains could block the server's logging.
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (child, line) = spawn_server(
+        Command::new(env!("CARGO_BIN_EXE_iosets"))
+            .current_dir(dir)
+            .arg("serve")
+            .args(args)
+            .env("IOSETS_AUTH_FILE", node_secret_path(dir))
+            .stdout(Stdio::piped())
+            // Not read by the test: a pipe nobody drains could block the server's logging.
+            .stderr(Stdio::null()),
+    );
+    (child, word_after(&line, "listening on "))
+}
+
+/// Spawns `cmd`, an `iosets serve` with its standard output piped, and returns the child and
+/// the first line it prints (`listening on ADDR ...`), once it has printed it.
+pub fn spawn_server(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line
-        .split("listening on ")
+    (child, line)
+}
+
+/// The word after `key` in `line` (a server's first line, e.g. its address after
+/// `listening on `); panics naming both when `key` is not there.
+pub fn word_after(line: &str, key: &str) -> String {
+    line.split(key)
         .nth(1)
         .and_then(|r| r.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_string();
-    (child, addr)
+        .unwrap_or_else(|| panic!("no {key:?} in {line:?}"))
+        .to_string()
+}
+
+/// Sends `signal` (`TERM`, `KILL`, ...) to `pid` with kill(1), which must succeed.
+pub fn signal(pid: u32, signal: &str) {
+    let s = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(s.success(), "kill -{signal} {pid}");
 }
 
 /// The wire bytes of request `req` of `job`, tagged `tag`.
