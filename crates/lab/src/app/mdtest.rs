@@ -33,14 +33,14 @@
 //! merged from the rows), no directory-tree or shared-directory modes, no data in the files.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 
-use super::{check_dir, describe, job_id, rank_and_size, Clock, Log, MAX_PROCS};
+use super::{check_dir, describe, job_id, rank_and_size, Clock, Log, LogFormat, MAX_PROCS};
 
 /// The log's header line.
 pub(crate) const HEADER: &str = "job,rank,iteration,phase,start_unix_s,end_unix_s,ops";
@@ -339,7 +339,7 @@ pub(super) fn mdtest(args: &MdtestArgs) -> Result<()> {
     let env = |name: &str| std::env::var(name).ok();
     let plan = plan(args, &env, std::process::id())?;
     check_dir(&args.dir)?;
-    let log = open_log(args.log.as_deref(), plan.rank == 0)?;
+    let log = Log::open(args.log.as_deref(), plan.rank == 0, &MDTEST_LOG)?;
     let clock = Clock::start();
     let ctx = Ctx {
         plan: &plan,
@@ -381,46 +381,12 @@ pub(super) fn mdtest(args: &MdtestArgs) -> Result<()> {
     Ok(())
 }
 
-/// Opens the log for appending, as `iosets app periodic` does, with this app's header.
-fn open_log(path: Option<&Path>, first_rank: bool) -> Result<Log> {
-    let Some(path) = path else {
-        if first_rank {
-            let mut out = io::stdout().lock();
-            writeln!(out, "{HEADER}")
-                .and_then(|()| out.flush())
-                .map_err(|e| anyhow!("writing the log to stdout: {}", describe(&e)))?;
-        }
-        return Ok(Log::Stdout);
-    };
-    let opened = |e: io::Error| anyhow!("opening log {}: {}", path.display(), describe(&e));
-    match OpenOptions::new().append(true).create_new(true).open(path) {
-        Ok(file) => {
-            let mut log = Log::File {
-                path: path.to_path_buf(),
-                file,
-            };
-            log.append(&format!("{HEADER}\n"))?;
-            Ok(log)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            let mut first = String::new();
-            if let Ok(text) = std::fs::read_to_string(path) {
-                first = text.lines().next().unwrap_or("").trim().to_string();
-            }
-            if !first.is_empty() && first != HEADER {
-                bail!(
-                    "log {}: exists and is not an mdtest log (its first line is {first:?})",
-                    path.display()
-                );
-            }
-            Ok(Log::File {
-                path: path.to_path_buf(),
-                file: OpenOptions::new().append(true).open(path).map_err(opened)?,
-            })
-        }
-        Err(e) => Err(opened(e)),
-    }
-}
+/// `iosets app mdtest`'s log: one row per rank, iteration and phase.
+const MDTEST_LOG: LogFormat = LogFormat {
+    header: HEADER,
+    name: "log",
+    what: "an mdtest log",
+};
 
 /// mdtest's summary of this run's ranks: per phase, the rate of each iteration's max, min and
 /// mean.

@@ -217,41 +217,78 @@ impl Clock {
     }
 }
 
-/// Where the phase rows go.
+/// What an app's log is: its header line, and how errors name it.
+#[derive(Debug)]
+pub(super) struct LogFormat {
+    /// The first line of the file (the CSV header).
+    pub header: &'static str,
+    /// The log's name in errors ("phase log").
+    pub name: &'static str,
+    /// What a file of this format is, for the error on a file of another ("a periodic app's
+    /// phase log").
+    pub what: &'static str,
+}
+
+/// `iosets app periodic`'s log: the phase rows of seed 004's analysis.
+const PHASE_LOG: LogFormat = LogFormat {
+    header: HEADER,
+    name: "phase log",
+    what: "a periodic app's phase log",
+};
+
+/// Where an app's rows go.
 #[derive(Debug)]
 enum Log {
-    File { path: PathBuf, file: File },
-    Stdout,
+    File {
+        path: PathBuf,
+        file: File,
+        name: &'static str,
+    },
+    Stdout {
+        name: &'static str,
+    },
 }
 
 impl Log {
-    /// Opens the log for appending: `path`, created with the header line if it does not exist,
-    /// or stdout (the header printed by rank 0 only, `first_rank`).
-    fn open(path: Option<&Path>, first_rank: bool) -> Result<Log> {
+    /// Opens the log of `format` for appending: `path`, created with the header line if it does
+    /// not exist (an existing file must start with that header), or stdout (the header printed
+    /// by rank 0 only, `first_rank`). Every rank of a job may open the same file.
+    fn open(path: Option<&Path>, first_rank: bool, format: &LogFormat) -> Result<Log> {
+        let LogFormat { header, name, what } = *format;
         let Some(path) = path else {
+            let mut log = Log::Stdout { name };
             if first_rank {
-                let mut out = io::stdout().lock();
-                writeln!(out, "{HEADER}")
-                    .and_then(|()| out.flush())
-                    .map_err(|e| anyhow!("writing the phase log to stdout: {}", describe(&e)))?;
+                log.append(&format!("{header}\n"))?;
             }
-            return Ok(Log::Stdout);
+            return Ok(log);
         };
-        let opened =
-            |e: io::Error| anyhow!("opening phase log {}: {}", path.display(), describe(&e));
+        let opened = |e: io::Error| anyhow!("opening {name} {}: {}", path.display(), describe(&e));
         match OpenOptions::new().append(true).create_new(true).open(path) {
             Ok(file) => {
                 let mut log = Log::File {
                     path: path.to_path_buf(),
                     file,
+                    name,
                 };
-                log.append(&format!("{HEADER}\n"))?;
+                log.append(&format!("{header}\n"))?;
                 Ok(log)
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(Log::File {
-                path: path.to_path_buf(),
-                file: OpenOptions::new().append(true).open(path).map_err(opened)?,
-            }),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // Empty: another rank made it and has not written the header yet.
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                let first = text.lines().next().unwrap_or("").trim();
+                if !first.is_empty() && first != header {
+                    bail!(
+                        "{name} {}: exists and is not {what} (its first line is {first:?})",
+                        path.display()
+                    );
+                }
+                Ok(Log::File {
+                    path: path.to_path_buf(),
+                    file: OpenOptions::new().append(true).open(path).map_err(opened)?,
+                    name,
+                })
+            }
             Err(e) => Err(opened(e)),
         }
     }
@@ -263,24 +300,50 @@ impl Log {
     /// Appends `line` in one `write`, so that rows of ranks sharing the file never interleave.
     fn append(&mut self, line: &str) -> Result<()> {
         match self {
-            Log::File { path, file } => loop {
+            Log::File { path, file, name } => loop {
                 match file.write(line.as_bytes()) {
                     Ok(n) if n == line.len() => return Ok(()),
                     Ok(n) => bail!(
-                        "phase log {}: short write ({n} of {} bytes)",
+                        "{name} {}: short write ({n} of {} bytes)",
                         path.display(),
                         line.len()
                     ),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => bail!("writing phase log {}: {}", path.display(), describe(&e)),
+                    Err(e) => bail!("writing {name} {}: {}", path.display(), describe(&e)),
                 }
             },
-            Log::Stdout => {
+            Log::Stdout { name } => {
                 let mut out = io::stdout().lock();
                 out.write_all(line.as_bytes())
                     .and_then(|()| out.flush())
-                    .map_err(|e| anyhow!("writing the phase log to stdout: {}", describe(&e)))
+                    .map_err(|e| anyhow!("writing the {name} to stdout: {}", describe(&e)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_is_made_with_its_header_and_refused_if_it_is_another_apps() {
+        let dir = std::env::temp_dir().join(format!("iosets-app-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("phases.csv");
+        let mut first = Log::open(Some(&path), true, &PHASE_LOG).unwrap();
+        let mut second = Log::open(Some(&path), false, &PHASE_LOG).unwrap();
+        first.append("a\n").unwrap();
+        second.append("b\n").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{HEADER}\na\nb\n"));
+        let other = dir.join("other.csv");
+        std::fs::write(&other, "job,rank,iteration,kind\n").unwrap();
+        let e = Log::open(Some(&other), false, &PHASE_LOG).unwrap_err();
+        assert!(
+            e.to_string().contains("is not a periodic app's phase log"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 
-use super::{check_dir, describe, job_id, rank_and_size, Clock, Log, MAX_PROCS};
+use super::{check_dir, describe, job_id, rank_and_size, Clock, Log, MAX_PROCS, PHASE_LOG};
 use crate::seed004::phaselog::{PhaseKind, PhaseRow};
 
 /// `iosets app periodic` flags.
@@ -99,7 +99,7 @@ pub(crate) fn periodic(args: &PeriodicArgs) -> Result<()> {
     let files = (0..args.procs)
         .map(|i| DataFile::create(&args.dir, &plan, i))
         .collect::<Result<Vec<_>>>()?;
-    let mut log = Log::open(args.log.as_deref(), plan.rank == 0)?;
+    let mut log = Log::open(args.log.as_deref(), plan.rank == 0, &PHASE_LOG)?;
     let clock = Clock::start();
     run_periodic(&plan, &files, &mut log, &clock)
 }
