@@ -456,21 +456,10 @@ pub(crate) fn better(i: usize, before: f64, after: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::seed004::plan::{Shape, SEED_WINDOW};
+    use crate::seed004::plan::tests::shape;
 
     fn plan() -> Plan {
-        Plan::new(Shape {
-            scale: 1.0 / 20.0,
-            servers: 2,
-            device_mib_s: 110.0,
-            procs: 8,
-            low_jobs: 15,
-            low_load: 1.0,
-            window: SEED_WINDOW,
-            hold_idle_ms: 20,
-            chunk_kib: 1024,
-        })
-        .unwrap()
+        Plan::new(shape(1.0 / 20.0)).unwrap()
     }
 
     #[test]
