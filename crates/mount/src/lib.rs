@@ -370,7 +370,7 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
     // the runtime: it needs its clock).
     let client = rt
         .block_on(async { tokio::time::timeout(opts.timeout, connect).await })
-        .map_err(|_| servers_err(format!("no answer within {:?}", opts.timeout)))?
+        .map_err(|_| servers_err(format!("no response within {:?}", opts.timeout)))?
         .map_err(|e| servers_err(e.to_string()))?;
     let root_user = rustix::process::geteuid().is_root();
     let allow_other = opts.allow_other.unwrap_or(root_user);
