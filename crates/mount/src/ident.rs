@@ -552,18 +552,23 @@ impl JobResolver {
         self.resolve_at(tid, uid, Instant::now())
     }
 
+    /// The warm half of [`resolve`](Self::resolve): the cached answer for `tid` and `uid` if
+    /// it is fresh (counted as a hit), `None` otherwise (nothing counted, nothing read from
+    /// `/proc` but the reuse check). The mount calls it on the client runtime's workers and
+    /// takes the cold path, which reads `/proc/TID/environ` (under the caller's memory map
+    /// lock), to a blocking thread.
+    pub fn cached(&self, tid: u32, uid: u32) -> Option<Resolved> {
+        match self.lookup(tid, uid, Instant::now()) {
+            Lookup::Fresh(resolved) => Some(resolved),
+            _ => None,
+        }
+    }
+
     /// [`resolve`](Self::resolve) at time `now` (entries expire relative to it).
     pub fn resolve_at(&self, tid: u32, uid: u32, now: Instant) -> Resolved {
         let shard = self.shard(tid);
-        let found = match shard.map.read().get(&tid) {
-            None => Lookup::Absent,
-            Some(entry) => self.check(tid, entry, uid, now),
-        };
-        let prior = match found {
-            Lookup::Fresh(resolved) => {
-                shard.hits.fetch_add(1, Relaxed);
-                return resolved;
-            }
+        let prior = match self.lookup(tid, uid, now) {
+            Lookup::Fresh(resolved) => return resolved,
             Lookup::Absent => {
                 self.counters.misses_new.fetch_add(1, Relaxed);
                 None
@@ -636,6 +641,19 @@ impl JobResolver {
 
     fn shard(&self, tid: u32) -> &Shard {
         &self.shards[tid as usize % SHARDS]
+    }
+
+    /// What the cache holds for `tid` and `uid` at `now`; a fresh answer counts as a hit.
+    fn lookup(&self, tid: u32, uid: u32, now: Instant) -> Lookup {
+        let shard = self.shard(tid);
+        let found = match shard.map.read().get(&tid) {
+            None => Lookup::Absent,
+            Some(entry) => self.check(tid, entry, uid, now),
+        };
+        if let Lookup::Fresh(_) = found {
+            shard.hits.fetch_add(1, Relaxed);
+        }
+        found
     }
 
     /// Whether `entry` may answer for `tid` and `uid` at `now`.

@@ -10,13 +10,19 @@
 //! and gid and apply chmod/chown; the kernel checks permissions: `default_permissions`, and
 //! `allow_other` when mounted by root, as a PFS client is shared by every user of a node).
 //!
-//! - **Direct I/O by default**: every read and write goes to the servers synchronously, on the
-//!   caller's thread, so it is attributed to the right job and ordered by the servers'
-//!   schedulers. `cache: true` (`--cache`) lets the page cache serve re-reads; attribution is
+//! - **Direct I/O by default**: every read and write goes to the servers synchronously (the
+//!   caller waits for its answer), so it is attributed to the right job and ordered by the
+//!   servers' schedulers. `cache: true` (`--cache`) lets the page cache serve re-reads; attribution is
 //!   then the file's opener's, and writes are still written through (no writeback cache).
 //! - **Job identity** is resolved at open and create and bound to the file handle: reads,
 //!   writes and fsyncs (which the kernel may send with no caller, at release or writeback) are
 //!   done for the opener's job.
+//! - **One hand-off, one timeout**: a FUSE thread takes what a request says of its caller (pid,
+//!   uid, gid) and hands the request off once, as a task on the client's tokio runtime, where
+//!   its server calls are awaited and its reply is sent; a FUSE thread never waits on a server.
+//!   The mount's `timeout` bounds each request as a whole: past it the caller gets `EIO`, a dead
+//!   or unreachable server never hangs it. A reply is sent exactly once: a task that panics or
+//!   is dropped at shutdown drops its reply, which fuser answers with `EIO`.
 //! - **Control** lives in `MOUNT/.iosets/` ([`control`]): job priorities (read and write), job
 //!   statistics, the policy. The mount holds the servers' token.
 //! - **A local server** ([`mount_local`]): a server in this process, reached by a channel no
@@ -31,8 +37,8 @@
 //! (the kernel keeps `flock`/`fcntl` locks local to the node), no hard links over several
 //! servers (`ENOTSUP`): the layout is a function of the name. `RENAME_NOREPLACE` and
 //! `RENAME_EXCHANGE` answer `EINVAL`. File names must be UTF-8 (the protocol's paths are):
-//! other names answer `EINVAL`. A file unlinked while open cannot be read any more through its
-//! open descriptor (there is no silly rename yet).
+//! other names answer `EINVAL`. A file unlinked while open is not removed until its last close:
+//! it is renamed to a hidden name (NFS's "silly rename"), so its open descriptors keep working.
 //!
 //! # Why
 //! Seed 004's point: IO-SETS must schedule the applications users already run, by the job
@@ -65,7 +71,8 @@ pub struct MountOptions {
     pub threads: usize,
     /// Let the page cache serve file data (attribution: the opener's job).
     pub cache: bool,
-    /// The bound on any one request to the servers: past it the caller gets `EIO`.
+    /// The bound on any one file system request, all its calls to the servers included: past
+    /// it the caller gets `EIO`. Also the bound on connecting at mount time.
     pub timeout: Duration,
     /// How long the kernel may keep attributes and names.
     pub attr_ttl: Duration,
@@ -339,7 +346,11 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
         })?;
     let mut ccfg = ClientConfig::new(JobId(0));
     ccfg.chunk_size = opts.chunk_size;
-    ccfg.request_timeout = Some(opts.timeout);
+    // One timeout per file system request: the mount's, around the whole request (see
+    // `IosetsFs::spawn`), which also bounds reconnections and the calls of a request that makes
+    // several. A client timeout per call under it would be a second one, never the first to
+    // end a request.
+    ccfg.request_timeout = None;
     ccfg.connect_timeout = opts.timeout.min(Duration::from_secs(5));
     ccfg.retries = 2;
     ccfg.auth = opts.auth.clone();
@@ -347,15 +358,19 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
         servers: opts.servers.clone(),
         reason,
     };
+    let connect = async {
+        let c = match &local.0 {
+            Some(h) => Client::connect_in_process(h.addr(), h.connector(), ccfg).await?,
+            None => Client::connect_to(&opts.servers, ccfg).await?,
+        };
+        c.statfs().await?;
+        Ok::<_, iosets_client::ClientError>(c)
+    };
+    // Bounded by the mount's timeout as a file system request is (the timer is made inside
+    // the runtime: it needs its clock).
     let client = rt
-        .block_on(async {
-            let c = match &local.0 {
-                Some(h) => Client::connect_in_process(h.addr(), h.connector(), ccfg).await?,
-                None => Client::connect_to(&opts.servers, ccfg).await?,
-            };
-            c.statfs().await?;
-            Ok::<_, iosets_client::ClientError>(c)
-        })
+        .block_on(async { tokio::time::timeout(opts.timeout, connect).await })
+        .map_err(|_| servers_err(format!("no response within {:?}", opts.timeout)))?
         .map_err(|e| servers_err(e.to_string()))?;
     let root_user = rustix::process::geteuid().is_root();
     let allow_other = opts.allow_other.unwrap_or(root_user);

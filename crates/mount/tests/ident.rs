@@ -423,6 +423,21 @@ fn a_warm_call_is_a_hit_and_gives_the_same_answer() {
 }
 
 #[test]
+fn cached_answers_only_a_fresh_entry_and_reads_nothing_else() {
+    let proc = FakeProc::new();
+    proc.process(10).env(&[("IOSETS_JOB_ID", "9")]);
+    let resolver = proc.resolver(|_| {});
+    // Nothing cached yet: no answer, and no miss counted (the cold resolve counts it).
+    assert_eq!(resolver.cached(10, UID), None);
+    assert_eq!(counts(&resolver), (0, [0, 0, 0], 0));
+    let first = resolver.resolve(10, UID);
+    assert_eq!(resolver.cached(10, UID), Some(first));
+    // Another uid under the same tid is not this entry's.
+    assert_eq!(resolver.cached(10, UID + 1), None);
+    assert_eq!(counts(&resolver), (1, [1, 0, 0], 1));
+}
+
+#[test]
 fn a_zero_ttl_reads_proc_at_every_call() {
     let proc = FakeProc::new();
     proc.process(10).env(&[("IOSETS_JOB_ID", "9")]);

@@ -9,6 +9,7 @@
 //!   logged by every mount in the process (a refusal must be logged exactly once); the mounts of
 //!   the other files would log into it, and `ident.rs` counts warnings under its own subscriber.
 
+mod common;
 mod ident;
 mod mount;
 mod priority_dd;

@@ -11,20 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use iosets_client::{Client, ClientConfig, Control, JobId, Reply};
+use crate::common::{fuse_available, jobs_reports, mount, server};
+use iosets_client::{Client, ClientConfig, JobId};
 use iosets_mount::{MountOptions, Mounted};
-use iosets_proto::JobsReport;
 use iosets_server::{Server, ServerConfig, ServerHandle};
 
 const TOKEN: &str = "mount-test-token";
-
-fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists() && rustix::process::geteuid().is_root();
-    if !ok {
-        eprintln!("skipped: needs root and /dev/fuse");
-    }
-    ok
-}
 
 /// Servers on loopback (one root each), and a mount of them.
 struct Setup {
@@ -40,22 +32,10 @@ impl Setup {
         mtweak: impl Fn(&mut MountOptions),
     ) -> Setup {
         let dir = tempfile::tempdir().unwrap();
-        let mut servers = Vec::new();
-        for i in 0..n {
-            let root = dir.path().join(format!("root{i}"));
-            std::fs::create_dir(&root).unwrap();
-            let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
-            cfg.token = Some(TOKEN.into());
-            tweak(&mut cfg);
-            servers.push(Server::start(cfg).unwrap());
-        }
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let mut opts = MountOptions::new(&mnt);
-        opts.servers = servers.iter().map(|s| s.addr().to_string()).collect();
-        opts.token = Some(TOKEN.into());
-        mtweak(&mut opts);
-        let mount = iosets_mount::mount(opts).unwrap();
+        let servers: Vec<_> = (0..n)
+            .map(|i| server(&dir.path().join(format!("root{i}")), TOKEN, &tweak))
+            .collect();
+        let mount = mount(&dir.path().join("mnt"), &servers, TOKEN, mtweak);
         Setup {
             dir,
             servers,
@@ -77,27 +57,14 @@ impl Setup {
 
     /// Every server's report of job `job`: (bytes written, bytes read).
     fn job_bytes(&self, job: u64) -> (u64, u64) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let c = Client::connect(&self.addrs(), ClientConfig::new(JobId(0)))
-                .await
-                .unwrap();
-            let (mut w, mut r) = (0, 0);
-            for i in 0..self.servers.len() {
-                let Reply::Json(text) = c.control(i, TOKEN, Control::Jobs).await.unwrap() else {
-                    panic!("not a report")
-                };
-                let rep: JobsReport = serde_json::from_str(&text).unwrap();
-                if let Some(j) = rep.jobs.iter().find(|j| j.job == job) {
-                    w += j.bytes_written;
-                    r += j.bytes_read;
-                }
+        let (mut w, mut r) = (0, 0);
+        for rep in jobs_reports(&self.servers, TOKEN) {
+            if let Some(j) = rep.jobs.iter().find(|j| j.job == job) {
+                w += j.bytes_written;
+                r += j.bytes_read;
             }
-            (w, r)
-        })
+        }
+        (w, r)
     }
 }
 

@@ -15,14 +15,12 @@
 //!
 //! Needs root and `/dev/fuse`; skipped with a message without them.
 
-use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use iosets_client::{Client, ClientConfig, Control, JobId, Reply};
-use iosets_mount::MountOptions;
-use iosets_proto::{JobReport, JobsReport};
-use iosets_server::{Server, ServerConfig, ServerHandle};
+use crate::common::{fuse_available, jobs_reports, mount, server};
+use iosets_proto::JobReport;
+use iosets_server::ServerHandle;
 
 const TOKEN: &str = "priority-dd-token";
 /// The emulated device, MiB/s (the issue's).
@@ -36,37 +34,17 @@ const LOW: u64 = 2702;
 /// A guard against a hang only: the whole run takes about 6 s of device time.
 const GUARD: Duration = Duration::from_secs(120);
 
-fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists() && rustix::process::geteuid().is_root();
-    if !ok {
-        eprintln!("skipped: needs root and /dev/fuse");
-    }
-    ok
-}
-
 /// Both jobs' reports from the server (`iosets ctl jobs`).
 fn jobs(server: &ServerHandle) -> (JobReport, JobReport) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let c = Client::connect(&[server.addr()], ClientConfig::new(JobId(0)))
-            .await
-            .unwrap();
-        let Reply::Json(text) = c.control(0, TOKEN, Control::Jobs).await.unwrap() else {
-            panic!("not a report")
-        };
-        let rep: JobsReport = serde_json::from_str(&text).unwrap();
-        let find = |job| {
-            rep.jobs
-                .iter()
-                .find(|j| j.job == job)
-                .cloned()
-                .unwrap_or_else(|| panic!("job {job} not in the report"))
-        };
-        (find(HIGH), find(LOW))
-    })
+    let rep = jobs_reports(std::slice::from_ref(server), TOKEN).remove(0);
+    let find = |job| {
+        rep.jobs
+            .iter()
+            .find(|j| j.job == job)
+            .cloned()
+            .unwrap_or_else(|| panic!("job {job} not in the report"))
+    };
+    (find(HIGH), find(LOW))
 }
 
 /// Waits for every child in `kids`; the time the last one ended, and whether all succeeded.
@@ -94,23 +72,16 @@ fn wait_all(kids: &mut [Child], start: Instant) -> (Duration, bool) {
 /// Runs the two jobs on a server of `workers` workers; asserts the split and prints the times.
 fn two_priorities(workers: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
-    cfg.token = Some(TOKEN.into());
-    cfg.policy = "iosets".into();
-    cfg.workers = workers;
-    cfg.throttle_mib_s = Some(DEVICE_MIB_S);
-    if let Ok(t) = std::env::var("PRIO_DD_TRACE") {
-        cfg.trace = Some(format!("{t}-{workers}.csv").into());
-    }
-    let server = Server::start(cfg).unwrap();
+    let server = server(&dir.path().join("root"), TOKEN, |cfg| {
+        cfg.policy = "iosets".into();
+        cfg.workers = workers;
+        cfg.throttle_mib_s = Some(DEVICE_MIB_S);
+        if let Ok(t) = std::env::var("PRIO_DD_TRACE") {
+            cfg.trace = Some(format!("{t}-{workers}.csv").into());
+        }
+    });
     let mnt = dir.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let mut opts = MountOptions::new(&mnt);
-    opts.servers = vec![server.addr().to_string()];
-    opts.token = Some(TOKEN.into());
-    let mount = iosets_mount::mount(opts).unwrap();
+    let mount = mount(&mnt, std::slice::from_ref(&server), TOKEN, |_| {});
 
     std::fs::create_dir(mnt.join("hi")).unwrap();
     std::fs::create_dir(mnt.join("lo")).unwrap();

@@ -12,8 +12,13 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use iosets_mount::control::SelfPriority;
-use iosets_mount::{MountOptions, Mounted};
-use iosets_server::{HintPolicy, Server, ServerConfig, ServerHandle};
+use iosets_mount::Mounted;
+use iosets_server::{HintPolicy, ServerHandle};
+
+// Shared with the tests of tests/main.rs; this binary uses the servers and the mount only.
+#[allow(dead_code)]
+#[path = "common.rs"]
+mod common;
 
 const TOKEN: &str = "priority-rights-token";
 
@@ -69,19 +74,13 @@ impl Setup {
     fn new(hints: HintPolicy, self_priority: SelfPriority) -> Setup {
         log();
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
-        cfg.token = Some(TOKEN.into());
-        cfg.hints = hints;
-        let server = Server::start(cfg).unwrap();
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let mut opts = MountOptions::new(&mnt);
-        opts.servers = vec![server.addr().to_string()];
-        opts.token = Some(TOKEN.into());
-        opts.self_priority = self_priority;
-        let mount = iosets_mount::mount(opts).unwrap();
+        let server = common::server(&dir.path().join("root"), TOKEN, |cfg| cfg.hints = hints);
+        let mount = common::mount(
+            &dir.path().join("mnt"),
+            std::slice::from_ref(&server),
+            TOKEN,
+            |opts| opts.self_priority = self_priority,
+        );
         Setup {
             dir,
             server: Some(server),

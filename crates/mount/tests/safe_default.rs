@@ -13,20 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use iosets_client::{Client, ClientConfig, Control, JobId, Reply};
-use iosets_mount::{MountOptions, Mounted};
-use iosets_proto::JobsReport;
-use iosets_server::{Server, ServerConfig, ServerHandle};
+use crate::common::{fuse_available, jobs_reports, mount, server};
+use iosets_mount::Mounted;
+use iosets_server::ServerHandle;
 
 const TOKEN: &str = "safe-default-token";
-
-fn fuse_available() -> bool {
-    let ok = Path::new("/dev/fuse").exists() && rustix::process::geteuid().is_root();
-    if !ok {
-        eprintln!("skipped: needs root and /dev/fuse");
-    }
-    ok
-}
 
 /// Two servers at their defaults (2 workers, each device throttled to `mib_s`), one mount.
 struct Cluster {
@@ -39,23 +30,16 @@ struct Cluster {
 impl Cluster {
     fn new(policy: &str, mib_s: f64) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let mut servers = Vec::new();
-        for i in 0..2 {
-            let root = dir.path().join(format!("root{i}"));
-            std::fs::create_dir(&root).unwrap();
-            let mut cfg = ServerConfig::new(&root).with_insecure_loopback();
-            cfg.token = Some(TOKEN.into());
-            cfg.policy = policy.into();
-            cfg.workers = 2;
-            cfg.throttle_mib_s = Some(mib_s);
-            servers.push(Server::start(cfg).unwrap());
-        }
-        let mnt = dir.path().join("mnt");
-        std::fs::create_dir(&mnt).unwrap();
-        let mut opts = MountOptions::new(&mnt);
-        opts.servers = servers.iter().map(|s| s.addr().to_string()).collect();
-        opts.token = Some(TOKEN.into());
-        let mount = iosets_mount::mount(opts).unwrap();
+        let servers: Vec<_> = (0..2)
+            .map(|i| {
+                server(&dir.path().join(format!("root{i}")), TOKEN, |cfg| {
+                    cfg.policy = policy.into();
+                    cfg.workers = 2;
+                    cfg.throttle_mib_s = Some(mib_s);
+                })
+            })
+            .collect();
+        let mount = mount(&dir.path().join("mnt"), &servers, TOKEN, |_| {});
         Cluster {
             dir,
             servers,
@@ -95,29 +79,15 @@ impl Cluster {
 
     /// Bytes written by each of `jobs`, summed over the servers.
     fn written(&self, jobs: &[u64]) -> Vec<u64> {
-        let addrs: Vec<_> = self.servers.iter().map(|s| s.addr()).collect();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let c = Client::connect(&addrs, ClientConfig::new(JobId(0)))
-                .await
-                .unwrap();
-            let mut out = vec![0; jobs.len()];
-            for i in 0..addrs.len() {
-                let Reply::Json(text) = c.control(i, TOKEN, Control::Jobs).await.unwrap() else {
-                    panic!("not a report")
-                };
-                let rep: JobsReport = serde_json::from_str(&text).unwrap();
-                for (k, job) in jobs.iter().enumerate() {
-                    if let Some(j) = rep.jobs.iter().find(|j| j.job == *job) {
-                        out[k] += j.bytes_written;
-                    }
+        let mut out = vec![0; jobs.len()];
+        for rep in jobs_reports(&self.servers, TOKEN) {
+            for (k, job) in jobs.iter().enumerate() {
+                if let Some(j) = rep.jobs.iter().find(|j| j.job == *job) {
+                    out[k] += j.bytes_written;
                 }
             }
-            out
-        })
+        }
+        out
     }
 
     /// Waits until job `job` has written `bytes` (at most 60 s: a guard against a hang).
