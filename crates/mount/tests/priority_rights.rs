@@ -17,7 +17,6 @@ use iosets_server::{HintPolicy, ServerHandle};
 
 // Shared with the tests of tests/main.rs; this binary uses the servers and the mount only.
 #[allow(dead_code)]
-#[path = "common.rs"]
 mod common;
 
 const TOKEN: &str = "priority-rights-token";
