@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use iosets_runtime::quota::{Match, QuotaConfig, RuleSpec};
 use iosets_runtime::{Clock, Counted, Next, Origin, RuntimeError, Scheduler, Work};
-use iosets_types::{FileId, JobId, Nanos, Op, Outcome, Request};
+use iosets_types::{Nanos, Op, Outcome};
 use proptest::prelude::*;
 
 #[derive(Default)]
@@ -75,10 +75,7 @@ impl Sim {
     }
 
     fn submit(&self, g: &Group, seq: u64) {
-        let req = Request::builder(JobId(g.job), g.op)
-            .file(FileId(g.job * 1000 + seq % 7))
-            .range(seq * g.len, g.len)
-            .build();
+        let req = common::request(g.job, g.op, g.job * 1000 + seq % 7, seq * g.len, g.len);
         self.sched
             .submit_from(req, &Origin::default(), g.job)
             .unwrap();
@@ -595,12 +592,7 @@ fn service_from_other_servers_counts_against_a_job_wide_rate() {
         .set_quota(Some(quota(vec![ops, bytes], false)))
         .unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Write)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Write, job, 0, 4096);
     let take = || match sim.sched.try_next() {
         Next::Work(w) => {
             let bytes = w.batch().bytes();
@@ -672,12 +664,7 @@ fn a_kept_thread_waits_for_its_closed_loop_job_and_goes_back_when_unused() {
     q.job_share_pct = 100.0;
     sim.sched.set_quota(Some(q)).unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Other)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Other, job, 0, 4096);
     sim.sched
         .submit_from(req(1), &Origin::default(), 1)
         .unwrap();
@@ -731,12 +718,7 @@ fn a_kept_thread_does_not_lift_a_rate() {
     q.keep_ms = 50.0;
     sim.sched.set_quota(Some(q)).unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Other)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Other, job, 0, 4096);
     let take = || match sim.sched.try_next() {
         Next::Work(w) => Some(w),
         _ => None,

@@ -3,12 +3,11 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::sync::{Arc, Mutex};
 
 use common::policy;
 use iosets_runtime::{CompletionEvent, Scheduler};
-use iosets_types::{Op, Outcome, Request};
+use iosets_types::{Op, Outcome};
 
 fn scheduler_with_log() -> (Scheduler<String>, Arc<Mutex<Vec<Outcome>>>) {
     let sched: Scheduler<String> = Scheduler::new(policy("wfq"));
@@ -23,19 +22,13 @@ fn completing_after_the_scheduler_is_dropped_does_not_panic() {
     let (sched, log) = scheduler_with_log();
     sched
         .submit(
-            Request::builder(JobId(1), Op::Write)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
+            common::request(1, Op::Write, 1, 0, 100),
             "reply".to_string(),
         )
         .unwrap();
     sched
         .submit(
-            Request::builder(JobId(2), Op::Write)
-                .file(FileId(2))
-                .range(0, 100)
-                .build(),
+            common::request(2, Op::Write, 2, 0, 100),
             "left queued".to_string(),
         )
         .unwrap();
@@ -50,13 +43,7 @@ fn completing_after_the_scheduler_is_dropped_does_not_panic() {
 fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
     let (sched, log) = scheduler_with_log();
     sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
-            "reply".to_string(),
-        )
+        .submit(common::request(1, Op::Read, 1, 0, 100), "reply".to_string())
         .unwrap();
     let (payloads, token) = sched.try_next().work().unwrap().into_parts();
     drop(sched);
@@ -69,13 +56,7 @@ fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
 fn completing_on_another_thread_after_the_scheduler_is_dropped() {
     let (sched, log) = scheduler_with_log();
     sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
-            "reply".to_string(),
-        )
+        .submit(common::request(1, Op::Read, 1, 0, 100), "reply".to_string())
         .unwrap();
     let work = sched.try_next().work().unwrap();
     drop(sched);

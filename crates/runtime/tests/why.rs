@@ -2,6 +2,8 @@
 //! knows which cause every nanosecond of a wait belongs to; the property test checks that the
 //! causes sum to the measured waits exactly, job by job, whatever happens.
 
+use crate::common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -357,12 +359,7 @@ fn merged_batches_split_every_request() {
         clock.clone(),
     );
     sched.set_service_threads(1).unwrap();
-    let req = |job: u64, off: u64| {
-        Request::builder(JobId(job), Op::Read)
-            .file(FileId(1))
-            .range(off, 10)
-            .build()
-    };
+    let req = |job: u64, off: u64| common::request(job, Op::Read, 1, off, 10);
     sched.submit(req(1, 0), 0).unwrap();
     let a = sched.try_next().work().unwrap();
     clock.0.store(9, Ordering::SeqCst);
