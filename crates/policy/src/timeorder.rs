@@ -195,14 +195,10 @@ impl Policy for TimeOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosets_types::{JobId, RequestId};
+    use crate::test_support::request;
 
     fn w(id: u64, file: u64, off: u64, len: u64) -> Request {
-        Request::builder(JobId(1), Op::Write)
-            .id(RequestId(id))
-            .file(FileId(file))
-            .range(off, len)
-            .build()
+        request(id, 1, Op::Write, file, off, len)
     }
 
     fn ids(b: &Batch) -> Vec<u64> {
@@ -235,14 +231,7 @@ mod tests {
         p.enqueue(w(2, 2, 110, 10), Nanos::ZERO); // other file: not merged
         p.enqueue(w(3, 1, 110, 10), Nanos::ZERO); // continues 1
         p.enqueue(w(4, 1, 90, 10), Nanos::ZERO); // precedes 1
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(5))
-                .file(FileId(1))
-                .range(120, 10)
-                .build(),
-            Nanos::ZERO,
-        ); // other op
+        p.enqueue(request(5, 1, Op::Read, 1, 120, 10), Nanos::ZERO); // other op
         let b = next(&mut p);
         assert_eq!(ids(&b), vec![4, 1, 3]);
         assert_eq!(b.head().offset, 90);

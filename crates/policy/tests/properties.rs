@@ -6,11 +6,12 @@
 //! The policy list comes from the registry, so a newly registered policy is covered at once; each
 //! also runs with non-default tunables that change its behaviour (merging, weights, bounds).
 
-use iosets_types::{FileId, JobId};
+use crate::common;
+
 use std::collections::HashSet;
 
 use iosets_policy::registry::POLICIES;
-use iosets_policy::{ClassId, Counted, Dispatch, Nanos, Op, Outcome, Priority, Request, RequestId};
+use iosets_policy::{ClassId, Counted, Dispatch, Nanos, Op, Outcome, Priority, RequestId};
 use proptest::prelude::*;
 
 /// Every registered policy with its defaults, plus variants with tunables that change behaviour.
@@ -159,11 +160,8 @@ impl Harness {
                 prio,
             } => {
                 let op = [Op::Read, Op::Write, Op::Other, Op::Meta][op as usize];
-                let mut r = Request::builder(JobId(job), op)
-                    .id(RequestId(self.next_id))
-                    .file(FileId(file))
-                    .range(block * 1000, blocks * 1000)
-                    .build();
+                let mut r =
+                    common::request(self.next_id, job, op, file, block * 1000, blocks * 1000);
                 r.class = Some(ClassId(class));
                 r.priority = priority(prio);
                 r.arrival = self.now;
@@ -271,14 +269,7 @@ proptest! {
 fn completing_twice_or_unknown_is_an_error_not_a_panic() {
     for (name, opts) in configurations() {
         let mut p = Counted::build(&name, &opts).unwrap();
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(common::request(1, 1, Op::Read, 1, 0, 10), Nanos::ZERO);
         let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) else {
             panic!("{name}: nothing dispatched")
         };
