@@ -1434,11 +1434,16 @@ impl Root {
 
     /// Removes a file.
     pub fn unlink(&self, path: &str) -> Result<(), FsError> {
+        self.remove(path, "unlink", AtFlags::empty())
+    }
+
+    /// Removes the name `path` (a file, or with `AtFlags::REMOVEDIR` an empty directory) for
+    /// `op`, and forgets what the server held of it.
+    fn remove(&self, path: &str, op: &'static str, flags: AtFlags) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
-        let r = self.parent(parent, "unlink", path).and_then(|dir| {
+        let r = self.parent(parent, op, path).and_then(|dir| {
             let victim = key_at(&dir, name);
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty())
-                .map_err(|e| FsError::io(e, "unlink", path))?;
+            rustix::fs::unlinkat(&dir, name, flags).map_err(|e| FsError::io(e, op, path))?;
             Ok((dir, victim))
         });
         // Even on failure: another server may have made the change in a shared root.
@@ -1468,20 +1473,7 @@ impl Root {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<(), FsError> {
-        let (parent, name) = split(path)?;
-        let r = self.parent(parent, "rmdir", path).and_then(|dir| {
-            let victim = key_at(&dir, name);
-            rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
-                .map_err(|e| FsError::io(e, "rmdir", path))?;
-            Ok((dir, victim))
-        });
-        self.forget_all();
-        let (dir, victim) = r?;
-        if let Some(k) = victim {
-            self.removed(k);
-        }
-        self.dir_changed(dir, parent);
-        Ok(())
+        self.remove(path, "rmdir", AtFlags::REMOVEDIR)
     }
 
     /// Renames `from` to `to`.

@@ -8,7 +8,7 @@ use std::thread;
 use common::{create, json, write, Conn, TempDir};
 use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
 use iosets_server::{Server, ServerConfig};
-use iosets_types::{JobId, Priority};
+use iosets_types::JobId;
 
 const EACCES: i32 = 13;
 const EINVAL: i32 = 22;
@@ -104,14 +104,7 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
     let addr = server.addr();
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("shared"));
-    let r = ctl.control(
-        "t",
-        Control::SetPriority {
-            job: JobId(3),
-            priority: Priority::new(0.1).unwrap(),
-        },
-    );
-    assert_eq!(r, Response::Ok(Reply::Done));
+    ctl.set_priority("t", 3, 0.1);
 
     const PER_JOB: u64 = 300;
     let writers: Vec<_> = (1..=3u64)
@@ -210,14 +203,7 @@ fn automatic_priorities_follow_the_detected_period_and_control_wins() {
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("a"));
     ctl.ok(create("b"));
-    let r = ctl.control(
-        "t",
-        Control::SetPriority {
-            job: JobId(2),
-            priority: Priority::new(0.01).unwrap(),
-        },
-    );
-    assert_eq!(r, Response::Ok(Reply::Done));
+    ctl.set_priority("t", 2, 0.01);
     // Jobs 1 and 2: a burst of 4 writes every 250 ms (period 0.25 s → Set-10 set -1,
     // priority 10), for 4 s.
     let bursts: Vec<_> = [(1u64, "a"), (2, "b")]

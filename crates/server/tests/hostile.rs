@@ -9,7 +9,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{create, json, metrics, read, write, Conn, TempDir};
+use common::{create, eventually, json, metrics, read, refusals, value, write, Conn, TempDir};
 use iosets_client::{BlockingClient, ClientConfig, ClientError, Secret};
 use iosets_proto::{
     encode, Control, Frame, Header, JobsReport, Reply, Request, Response, RulesReport,
@@ -19,29 +19,6 @@ use iosets_types::{JobId, Priority};
 
 const EACCES: i32 = 13;
 const TOKEN: &str = "hostile-test-token";
-
-/// The value of the metric line starting with `series ` (0 if absent).
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-fn refusals(admin: SocketAddr, reason: &str) -> f64 {
-    value(
-        &metrics(admin),
-        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
-    )
-}
-
-/// Waits (bounded) until `cond` holds; panics with `what` otherwise.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Whether the server closed `s` (EOF or reset) within 30 s, reading and dropping whatever it
 /// sent before.

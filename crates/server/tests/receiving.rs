@@ -12,32 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{create, metrics, read, write, Conn, TempDir};
+use common::{create, eventually, metrics, read, refusals, value, write, Conn, TempDir};
 use iosets_proto::{Reply, Request, Response};
 use iosets_server::{Server, ServerConfig};
-
-/// The value of the metric line starting with `series ` (0 if absent).
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-fn refusals(admin: SocketAddr, reason: &str) -> f64 {
-    value(
-        &metrics(admin),
-        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
-    )
-}
-
-/// Waits (bounded) until `cond` holds; panics with `what` otherwise.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Samples `/metrics` every 20 ms until told to stop; answers the most in-flight bytes seen
 /// and the most held by frames being received.

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iosets_proto::io::{read_frame_blocking, write_frame_blocking, ReadError};
 use iosets_proto::{
@@ -126,6 +126,22 @@ impl Conn {
         })
     }
 
+    /// Sets `job`'s priority to `priority` through the control channel; panics unless done.
+    pub fn set_priority(&mut self, token: &str, job: u64, priority: f64) {
+        let r = self.control(
+            token,
+            Control::SetPriority {
+                job: JobId(job),
+                priority: Priority::new(priority).unwrap(),
+            },
+        );
+        assert_eq!(
+            r,
+            Response::Ok(Reply::Done),
+            "set_priority {job} {priority}"
+        );
+    }
+
     /// Sends all of `reqs` pipelined, then collects every answer by tag.
     pub fn pipeline(&mut self, reqs: Vec<Request>) -> HashMap<u64, Response> {
         let tags: Vec<u64> = reqs.into_iter().map(|r| self.send(r)).collect();
@@ -181,4 +197,28 @@ pub fn metrics(addr: SocketAddr) -> String {
     http.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
     text
+}
+
+/// The value of the metric line starting with `series ` (0 if absent).
+pub fn value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// The refusals for `reason` counted on the `/metrics` page at `admin`.
+pub fn refusals(admin: SocketAddr, reason: &str) -> f64 {
+    value(
+        &metrics(admin),
+        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
+    )
+}
+
+/// Waits (at most 30 s) until `cond` holds; panics with `what` otherwise.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < end, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
