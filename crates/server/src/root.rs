@@ -1564,34 +1564,19 @@ impl Root {
 mod tests {
     use super::*;
     use std::collections::HashMap;
-    use std::path::PathBuf;
+    use tempfile::TempDir;
 
     /// A fresh directory, removed on drop.
-    struct Tmp(PathBuf);
-
-    impl Tmp {
-        fn new(name: &str) -> Tmp {
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "iosets-root-{}-{name}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(&p).unwrap();
-            Tmp(p)
-        }
+    fn tmp(name: &str) -> TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("iosets-root-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
-    impl Drop for Tmp {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn small(dir: &Tmp, cached: usize, dirty: usize, dirs: usize) -> Root {
+    fn small(dir: &TempDir, cached: usize, dirty: usize, dirs: usize) -> Root {
         Root::open_bounded(
-            &dir.0,
+            dir.path(),
             Capacity {
                 cached_files: cached,
                 dirty_files: dirty,
@@ -1616,7 +1601,7 @@ mod tests {
 
     #[test]
     fn bounded_dirty_sets_fsync_every_written_file_exactly_once() {
-        let tmp = Tmp::new("bounded");
+        let tmp = tmp("bounded");
         let root = small(&tmp, 4, 3, 2);
         let mut files = Vec::new();
         for d in 0..5 {
@@ -1641,13 +1626,17 @@ mod tests {
         assert_eq!(at_shutdown, 3);
         let counts = sync_counts(&root);
         for (path, _) in &files {
-            assert_eq!(counts.get(&key(&tmp.0.join(path))), Some(&1), "{path}");
+            assert_eq!(counts.get(&key(&tmp.path().join(path))), Some(&1), "{path}");
         }
         for d in ["d0", "d1", "d2", "d3", "d4"] {
-            assert_eq!(counts.get(&key(&tmp.0.join(d))), Some(&1), "directory {d}");
+            assert_eq!(
+                counts.get(&key(&tmp.path().join(d))),
+                Some(&1),
+                "directory {d}"
+            );
         }
         // Changed again by mkdir d2 and d4 after each of its 2 early fsyncs.
-        assert_eq!(counts.get(&key(&tmp.0)), Some(&3), "the root");
+        assert_eq!(counts.get(&key(tmp.path())), Some(&3), "the root");
         assert_eq!(counts.len(), 50 + 6);
         let st = root.stats();
         assert_eq!((st.dirty_files, st.dirty_dirs), (0, 0));
@@ -1661,7 +1650,7 @@ mod tests {
 
     #[test]
     fn a_file_written_again_after_its_early_fsync_is_fsynced_again() {
-        let tmp = Tmp::new("again");
+        let tmp = tmp("again");
         let root = small(&tmp, 2, 1, 1);
         root.create("a", 0o644, false, None).unwrap();
         root.create("b", 0o644, false, None).unwrap();
@@ -1670,16 +1659,16 @@ mod tests {
         root.write("a", 1, b"3").unwrap(); // dirty again; pushes `b` out
         assert_eq!(root.fsync_dirty(), (1, None));
         let counts = sync_counts(&root);
-        assert_eq!(counts[&key(&tmp.0.join("a"))], 2);
-        assert_eq!(counts[&key(&tmp.0.join("b"))], 1);
-        assert_eq!(std::fs::read(tmp.0.join("a")).unwrap(), b"13");
+        assert_eq!(counts[&key(&tmp.path().join("a"))], 2);
+        assert_eq!(counts[&key(&tmp.path().join("b"))], 1);
+        assert_eq!(std::fs::read(tmp.path().join("a")).unwrap(), b"13");
     }
 
     #[test]
     fn the_cache_evicts_by_clock_and_stays_within_capacity() {
-        let tmp = Tmp::new("clock");
+        let tmp = tmp("clock");
         for f in ["a", "b", "c", "d", "e"] {
-            std::fs::write(tmp.0.join(f), f).unwrap();
+            std::fs::write(tmp.path().join(f), f).unwrap();
         }
         let root = small(&tmp, 4, 4, 4);
         for f in ["a", "b", "c", "d"] {
@@ -1695,7 +1684,7 @@ mod tests {
 
     #[test]
     fn dirty_files_are_known_by_identity_across_renames() {
-        let tmp = Tmp::new("identity");
+        let tmp = tmp("identity");
         let root = small(&tmp, 8, 8, 8);
         root.create("a", 0o644, false, None).unwrap();
         root.write("a", 0, b"x").unwrap();
@@ -1713,7 +1702,7 @@ mod tests {
     /// not freed while the server ran.
     #[test]
     fn unlink_and_rename_over_drop_the_descriptors_of_files_without_a_name() {
-        let tmp = Tmp::new("unlink");
+        let tmp = tmp("unlink");
         let root = small(&tmp, 8, 8, 8);
         for f in ["gone", "target", "source", "linked"] {
             root.create(f, 0o644, false, None).unwrap();
@@ -1724,24 +1713,24 @@ mod tests {
         assert_eq!(root.stats().dirty_files, 3);
         assert_eq!(root.stats().cached_files, 0);
         // `target` is replaced: its inode has no name left. `source` lives on as `target`.
-        let source = key(&tmp.0.join("source"));
+        let source = key(&tmp.path().join("source"));
         root.rename("source", "target").unwrap();
         assert_eq!(root.stats().dirty_files, 2);
         // A file with another name stays dirty.
         root.link("linked", "other").unwrap();
         root.unlink("linked").unwrap();
         assert_eq!(root.stats().dirty_files, 2);
-        let other = key(&tmp.0.join("other"));
+        let other = key(&tmp.path().join("other"));
         assert_eq!(root.fsync_dirty(), (2, None));
         let counts = sync_counts(&root);
         assert_eq!(counts.get(&source), Some(&1));
         assert_eq!(counts.get(&other), Some(&1));
-        assert_eq!(std::fs::read(tmp.0.join("target")).unwrap(), b"source");
+        assert_eq!(std::fs::read(tmp.path().join("target")).unwrap(), b"source");
     }
 
     #[test]
     fn a_removed_directory_is_no_longer_held() {
-        let tmp = Tmp::new("rmdir");
+        let tmp = tmp("rmdir");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("d", 0o755, None).unwrap();
         root.create("d/f", 0o644, false, None).unwrap();
@@ -1756,23 +1745,23 @@ mod tests {
     /// a symlink swap had pointed out of the root ("path escapes the server's root").
     #[test]
     fn directories_are_fsynced_by_descriptor_after_a_rename_and_a_symlink_swap() {
-        let tmp = Tmp::new("swap");
+        let tmp = tmp("swap");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("a", 0o755, None).unwrap();
         root.create("a/f", 0o644, false, None).unwrap();
         root.write("a/f", 0, b"data").unwrap();
-        let a = key(&tmp.0.join("a"));
+        let a = key(&tmp.path().join("a"));
         root.rename("a", "b").unwrap();
-        std::os::unix::fs::symlink("/", tmp.0.join("a")).unwrap();
+        std::os::unix::fs::symlink("/", tmp.path().join("a")).unwrap();
         assert_eq!(root.fsync_dirty(), (1, None));
         let counts = sync_counts(&root);
         assert_eq!(counts.get(&a), Some(&1), "the directory now named b");
-        assert_eq!(counts.get(&key(&tmp.0)), Some(&1), "the root");
+        assert_eq!(counts.get(&key(tmp.path())), Some(&1), "the root");
     }
 
     #[test]
     fn a_failed_fsync_under_pressure_is_reported_at_shutdown() {
-        let tmp = Tmp::new("fail");
+        let tmp = tmp("fail");
         let root = small(&tmp, 4, 1, 4);
         root.create("first", 0o644, false, None).unwrap();
         root.create("second", 0o644, false, None).unwrap();
@@ -1790,9 +1779,9 @@ mod tests {
 
     #[test]
     fn a_zero_capacity_is_refused() {
-        let tmp = Tmp::new("zero");
+        let tmp = tmp("zero");
         let e = Root::open_bounded(
-            &tmp.0,
+            tmp.path(),
             Capacity {
                 cached_files: 1,
                 dirty_files: 0,
