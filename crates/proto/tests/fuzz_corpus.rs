@@ -12,7 +12,7 @@ use crate::strategies;
 
 use iosets_fuzz_harness::{mutator, wire};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use iosets_proto::{
     decode, encode, Bytes, Control, Frame, Header, OpCode, Request, Response, DEFAULT_MAX_FRAME,
@@ -21,34 +21,15 @@ use iosets_types::{JobId, Priority};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-const TARGET: &str = "wire_decode";
-
-fn corpus_dir() -> PathBuf {
-    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
-}
-
-fn corpus() -> Vec<Vec<u8>> {
-    mutator::read_corpus(&corpus_dir()).expect("reading the wire_decode corpus")
-}
-
+/// Fuzzes `inputs` inputs made from `seed`, an input that panics saved in this test's
+/// temporary directory.
 fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    mutator::run_on_corpus(
-        mutator::Setup {
-            target: TARGET,
-            inputs,
-            seed,
-            dict: wire::DICT,
-            max_len: 4096,
-            crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
-        },
-        env!("CARGO_MANIFEST_DIR"),
-        wire::wire_decode,
-    )
+    wire::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), inputs, seed)
 }
 
 #[test]
 fn every_seed_is_a_valid_frame_stream() {
-    let corpus = corpus();
+    let corpus = wire::TARGET.corpus();
     assert!(corpus.len() >= 60, "only {} seeds", corpus.len());
     for (i, seed) in corpus.iter().enumerate() {
         assert!(wire::wire_decode(seed), "seed {i} does not decode");
@@ -213,7 +194,7 @@ fn write_seed_corpus() {
     if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
         return;
     }
-    let dir = corpus_dir();
+    let dir = wire::TARGET.corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
     for (name, bytes) in seed_frames() {
         std::fs::write(dir.join(name), bytes).unwrap();

@@ -9,36 +9,17 @@
 //!   `fuzz/README.md`).
 
 use iosets_fuzz_harness::{mutator, quota};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-const TARGET: &str = "quota_match";
-
-fn corpus_dir() -> PathBuf {
-    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
-}
-
-fn corpus() -> Vec<Vec<u8>> {
-    mutator::read_corpus(&corpus_dir()).expect("reading the quota_match corpus")
-}
-
+/// Fuzzes `inputs` inputs made from `seed`, an input that panics saved in this test's
+/// temporary directory.
 fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    mutator::run_on_corpus(
-        mutator::Setup {
-            target: TARGET,
-            inputs,
-            seed,
-            dict: quota::DICT,
-            max_len: 2048,
-            crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
-        },
-        env!("CARGO_MANIFEST_DIR"),
-        quota::quota_match,
-    )
+    quota::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), inputs, seed)
 }
 
 #[test]
 fn every_parser_has_seeds_that_it_reads() {
-    let corpus = corpus();
+    let corpus = quota::TARGET.corpus();
     for (sel, name) in quota::SELECTORS {
         let read = corpus
             .iter()
@@ -100,7 +81,7 @@ fn write_seed_corpus() {
     if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
         return;
     }
-    let dir = corpus_dir();
+    let dir = quota::TARGET.corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
     for (name, text) in SEEDS {
         let mut bytes = vec![name.as_bytes()[0]];
