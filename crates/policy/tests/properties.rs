@@ -148,6 +148,19 @@ impl Harness {
         }
     }
 
+    /// A harness of policy `name` with `opts` that has applied `steps`.
+    fn after(
+        name: &str,
+        opts: &[(String, String)],
+        steps: &[Step],
+    ) -> Result<Harness, TestCaseError> {
+        let mut h = Harness::new(name, opts);
+        for s in steps {
+            h.apply(s)?;
+        }
+        Ok(h)
+    }
+
     fn apply(&mut self, s: &Step) -> Result<(), TestCaseError> {
         match *s {
             Step::Enqueue {
@@ -235,21 +248,14 @@ proptest! {
     #[test]
     fn every_policy_conserves_requests(steps in prop::collection::vec(step(), 1..300)) {
         for (name, opts) in configurations() {
-            let mut h = Harness::new(&name, &opts);
-            for s in &steps {
-                h.apply(s)?;
-            }
-            h.finish()?;
+            Harness::after(&name, &opts, &steps)?.finish()?;
         }
     }
 
     #[test]
     fn drain_hands_back_exactly_what_is_queued(steps in prop::collection::vec(step(), 1..200)) {
         for (name, opts) in configurations() {
-            let mut h = Harness::new(&name, &opts);
-            for s in &steps {
-                h.apply(s)?;
-            }
+            let mut h = Harness::after(&name, &opts, &steps)?;
             let queued = h.policy.queued();
             let drained = h.policy.drain();
             prop_assert_eq!(drained.len(), queued);

@@ -573,6 +573,19 @@ fn a_change_of_behaviour_moves_the_job_within_four_new_periods() {
     }
 }
 
+/// Records in `book` the 1 MiB request `r`, arrived at `arrival`, as served by `iosets` from
+/// `from` to `to`; returns the moves it made.
+fn served_mib(book: &JobBook, mut r: Request, arrival: Nanos, from: Nanos, to: Nanos) -> Vec<Move> {
+    r.arrival = arrival;
+    book.record(
+        &Batch::single(r),
+        Outcome::Done { bytes: MIB },
+        from,
+        to,
+        "iosets",
+    )
+}
+
 /// Feeds a [`JobBook`] `phases` phases of `job` every `period` (8 overlapping 1 MiB writes each,
 /// as 8 processes do) and returns the moves it made.
 fn feed(book: &JobBook, job: u64, period: Nanos, phases: u64) -> Vec<Move> {
@@ -580,19 +593,12 @@ fn feed(book: &JobBook, job: u64, period: Nanos, phases: u64) -> Vec<Move> {
     for k in 0..phases {
         let start = Nanos(period.0 * (k + 1));
         for i in 0..8u64 {
-            let mut r = Request::builder(JobId(job), Op::Write)
+            let r = Request::builder(JobId(job), Op::Write)
                 .file(FileId(job * 64 + i))
                 .range(k * MIB, MIB)
                 .build();
-            r.arrival = start;
             let done = start + Nanos::from_millis(10 * (i + 1));
-            moves.extend(book.record(
-                &Batch::single(r),
-                Outcome::Done { bytes: MIB },
-                start,
-                done,
-                "iosets",
-            ));
+            moves.extend(served_mib(book, r, start, start, done));
         }
     }
     moves
@@ -665,18 +671,17 @@ fn feed_stamped(book: &JobBook, job: u64, starts: &[Nanos], io: Nanos, pieces: u
         for p in 0..pieces {
             let at = start + Nanos(io.0 / pieces * p);
             for i in 0..8u64 {
-                let mut r = Request::builder(JobId(job), Op::Write)
+                let r = Request::builder(JobId(job), Op::Write)
                     .file(FileId(job * 64 + i))
                     .range(k as u64 * MIB, MIB)
                     .phase(Some(start))
                     .build();
-                r.arrival = start;
-                moves.extend(book.record(
-                    &Batch::single(r),
-                    Outcome::Done { bytes: MIB },
+                moves.extend(served_mib(
+                    book,
+                    r,
+                    start,
                     at,
                     at + Nanos::from_millis(i + 1),
-                    "iosets",
                 ));
             }
         }
@@ -725,19 +730,12 @@ fn stamped_read_and_write_phases_give_the_iteration_period() {
     for k in 0..4 {
         for (offset, op) in [(0.0, Op::Read), (20.0, Op::Write)] {
             let start = s(50.0 * k as f64 + offset);
-            let mut r = Request::builder(JobId(5), op)
+            let r = Request::builder(JobId(5), op)
                 .file(FileId(5))
                 .range(0, MIB)
                 .phase(Some(start))
                 .build();
-            r.arrival = start;
-            moves.extend(book.record(
-                &Batch::single(r),
-                Outcome::Done { bytes: MIB },
-                start,
-                start + s(0.01),
-                "iosets",
-            ));
+            moves.extend(served_mib(&book, r, start, start, start + s(0.01)));
         }
     }
     assert!(!moves.is_empty());
