@@ -35,10 +35,9 @@ fn control_without_a_token_is_refused() {
 
 #[test]
 fn wrong_token_bad_policy_and_bad_values_are_errors() {
-    let root = TempDir::new("badctl");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("s3cret".into());
-    let server = Server::start(config).unwrap();
+    let (root, server) = common::serve("badctl", |config| {
+        config.token = Some("s3cret".into());
+    });
     let mut c = Conn::connect(server.addr(), 1);
     for token in ["", "s3cre", "s3cret!", "S3CRET"] {
         let r = c.control(token, Control::Stats);
@@ -95,12 +94,11 @@ fn wrong_token_bad_policy_and_bad_values_are_errors() {
 
 #[test]
 fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
-    let root = TempDir::new("switch");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("t".into());
-    config.throttle_mib_s = Some(10.0);
-    config.workers = 2;
-    let server = Server::start(config).unwrap();
+    let (root, server) = common::serve("switch", |config| {
+        config.token = Some("t".into());
+        config.throttle_mib_s = Some(10.0);
+        config.workers = 2;
+    });
     let addr = server.addr();
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("shared"));
@@ -194,11 +192,10 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
 
 #[test]
 fn automatic_priorities_follow_the_detected_period_and_control_wins() {
-    let root = TempDir::new("auto");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("t".into());
-    config.auto_priority = true;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("auto", |config| {
+        config.token = Some("t".into());
+        config.auto_priority = true;
+    });
     let addr = server.addr();
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("a"));

@@ -12,6 +12,7 @@ use iosets_proto::io::{read_frame_blocking, write_frame_blocking, ReadError};
 use iosets_proto::{
     encode, Bytes, Control, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
 };
+use iosets_server::{Server, ServerConfig, ServerHandle};
 use iosets_types::{JobId, Priority};
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -37,6 +38,16 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A server on loopback (no credentials needed) serving a fresh root named after `name`, its
+/// configuration changed by `tune` first; the root lives as long as the returned [`TempDir`].
+pub fn serve(name: &str, tune: impl FnOnce(&mut ServerConfig)) -> (TempDir, ServerHandle) {
+    let root = TempDir::new(name);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
+    tune(&mut config);
+    let server = Server::start(config).unwrap();
+    (root, server)
 }
 
 /// One connection; requests may be pipelined (`send` then `recv`).
@@ -199,11 +210,16 @@ pub fn metrics(addr: SocketAddr) -> String {
     text
 }
 
-/// The value of the metric line starting with `series ` (0 if absent).
-pub fn value(text: &str, series: &str) -> f64 {
+/// What follows `series ` on the line of `/metrics` text that starts with it (the series' name
+/// and labels exactly as exported), if there is one.
+pub fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
     text.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// The value of the metric line starting with `series ` (0 if absent).
+pub fn value(text: &str, series: &str) -> f64 {
+    sample(text, series).map_or(0.0, |v| v.trim().parse().unwrap())
 }
 
 /// The refusals for `reason` counted on the `/metrics` page at `admin`.
