@@ -279,6 +279,18 @@ impl Target {
         };
         run_on_corpus(setup, env!("CARGO_MANIFEST_DIR"), self.check)
     }
+
+    /// The long run `scripts/fuzz.sh` asks for: [`inputs_from_env`] inputs (10 M by default) made
+    /// from [`seed_from_env`] (2 by default), an input that panics saved in `crash_dir`.
+    ///
+    /// # Panics
+    /// If an input panicked, with the run's summary.
+    pub fn long_run(&self, crash_dir: &Path) {
+        let inputs = inputs_from_env(10_000_000);
+        let seed = seed_from_env(2);
+        let report = self.fuzz(crash_dir, inputs, seed);
+        assert_eq!(report.panic, None, "{}", report.summary());
+    }
 }
 
 /// How a run is set up.

@@ -21,12 +21,6 @@ use iosets_types::{JobId, Priority};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-/// Fuzzes `inputs` inputs made from `seed`, an input that panics saved in this test's
-/// temporary directory.
-fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    wire::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), inputs, seed)
-}
-
 #[test]
 fn every_seed_is_a_valid_frame_stream() {
     let corpus = wire::TARGET.corpus();
@@ -38,17 +32,14 @@ fn every_seed_is_a_valid_frame_stream() {
 
 #[test]
 fn seeds_and_mutants_never_panic_and_round_trip() {
-    let report = fuzz(200_000, 1);
+    let report = wire::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), 200_000, 1);
     mutator::assert_clean_run(&report, 200_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
-    let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = mutator::seed_from_env(2);
-    let report = fuzz(inputs, seed);
-    assert_eq!(report.panic, None, "{}", report.summary());
+    wire::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
 }
 
 /// A header with every optional field, or none.

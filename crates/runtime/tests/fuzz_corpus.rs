@@ -11,12 +11,6 @@
 use iosets_fuzz_harness::{mutator, quota};
 use std::path::Path;
 
-/// Fuzzes `inputs` inputs made from `seed`, an input that panics saved in this test's
-/// temporary directory.
-fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    quota::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), inputs, seed)
-}
-
 #[test]
 fn every_parser_has_seeds_that_it_reads() {
     let corpus = quota::TARGET.corpus();
@@ -31,17 +25,14 @@ fn every_parser_has_seeds_that_it_reads() {
 
 #[test]
 fn seeds_and_mutants_never_panic() {
-    let report = fuzz(100_000, 1);
+    let report = quota::TARGET.fuzz(Path::new(env!("CARGO_TARGET_TMPDIR")), 100_000, 1);
     mutator::assert_clean_run(&report, 100_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
-    let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = mutator::seed_from_env(2);
-    let report = fuzz(inputs, seed);
-    assert_eq!(report.panic, None, "{}", report.summary());
+    quota::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
 }
 
 /// The seed corpus: match expressions in each syntax (sets in braces and with commas, `&` and
