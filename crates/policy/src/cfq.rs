@@ -225,14 +225,12 @@ impl Policy for Cfq {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::request;
+    use crate::test_support::{head_at, request};
     use crate::Op;
 
+    /// The head of the batch `p` dispatches at `now` ms.
     fn take(p: &mut Cfq, now: u64) -> Request {
-        match p.dispatch(Nanos::from_millis(now)) {
-            Dispatch::Ready(b) => *b.head(),
-            other => panic!("{other:?}"),
-        }
+        head_at(p, Nanos::from_millis(now))
     }
 
     #[test]

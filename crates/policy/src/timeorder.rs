@@ -82,6 +82,19 @@ impl TimeOrder {
     }
 
     /// Takes the queued request of sequence `seq` out of the middle of the queue.
+    /// Takes queued request `seq` to merge into a batch of `bytes` so far, if the batch stays
+    /// within `max_merge_bytes` with it; `bytes` then counts it.
+    fn take_within(&mut self, seq: u64, bytes: &mut u64) -> Option<Request> {
+        let len = self.slots[(seq - self.base) as usize]
+            .as_ref()
+            .map_or(0, |r| r.len);
+        if *bytes + len > self.max_merge_bytes {
+            return None;
+        }
+        *bytes += len;
+        Some(self.take(seq))
+    }
+
     fn take(&mut self, seq: u64) -> Request {
         let r = self.slots[(seq - self.base) as usize]
             .take()
@@ -114,26 +127,16 @@ impl TimeOrder {
         let mut bytes = head.len;
         // Forward: requests that continue the batch.
         while let Some(&seq) = self.by_start.get(&(file, op, batch.end())) {
-            let len = self.slots[(seq - self.base) as usize]
-                .as_ref()
-                .map_or(0, |r| r.len);
-            if bytes + len > self.max_merge_bytes {
+            let Some(r) = self.take_within(seq, &mut bytes) else {
                 break;
-            }
-            bytes += len;
-            let r = self.take(seq);
+            };
             batch.push_merged(r);
         }
         // Backward: requests that end where the batch starts.
         while let Some(&seq) = self.by_end.get(&(file, op, start)) {
-            let len = self.slots[(seq - self.base) as usize]
-                .as_ref()
-                .map_or(0, |r| r.len);
-            if bytes + len > self.max_merge_bytes {
+            let Some(r) = self.take_within(seq, &mut bytes) else {
                 break;
-            }
-            bytes += len;
-            let r = self.take(seq);
+            };
             start = r.offset;
             before.push(r);
         }

@@ -2,7 +2,7 @@
 //! anticipation (lingers) and the bookkeeping each leaves behind.
 
 use super::*;
-use crate::test_support::request;
+use crate::test_support::{head_at, request};
 use crate::Op;
 
 fn req(id: u64, job: u64, prio: f64) -> Request {
@@ -11,11 +11,9 @@ fn req(id: u64, job: u64, prio: f64) -> Request {
     r
 }
 
+/// The head of the batch `p` dispatches at `now` ns.
 fn take(p: &mut IoSets, now: u64) -> Request {
-    match p.dispatch(Nanos(now)) {
-        Dispatch::Ready(b) => *b.head(),
-        other => panic!("expected a request, got {other:?}"),
-    }
+    head_at(p, Nanos(now))
 }
 
 #[test]
