@@ -76,6 +76,8 @@ mod limits;
 mod metrics;
 pub mod root;
 mod state;
+#[cfg(test)]
+mod test_support;
 pub mod throttle;
 mod worker;
 

@@ -1563,16 +1563,9 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::temp_dir;
     use std::collections::HashMap;
     use tempfile::TempDir;
-
-    /// A fresh directory, removed on drop.
-    fn tmp(name: &str) -> TempDir {
-        tempfile::Builder::new()
-            .prefix(&format!("iosets-root-{name}-"))
-            .tempdir()
-            .unwrap()
-    }
 
     fn small(dir: &TempDir, cached: usize, dirty: usize, dirs: usize) -> Root {
         Root::open_bounded(
@@ -1601,7 +1594,7 @@ mod tests {
 
     #[test]
     fn bounded_dirty_sets_fsync_every_written_file_exactly_once() {
-        let tmp = tmp("bounded");
+        let tmp = temp_dir("bounded");
         let root = small(&tmp, 4, 3, 2);
         let mut files = Vec::new();
         for d in 0..5 {
@@ -1650,7 +1643,7 @@ mod tests {
 
     #[test]
     fn a_file_written_again_after_its_early_fsync_is_fsynced_again() {
-        let tmp = tmp("again");
+        let tmp = temp_dir("again");
         let root = small(&tmp, 2, 1, 1);
         root.create("a", 0o644, false, None).unwrap();
         root.create("b", 0o644, false, None).unwrap();
@@ -1666,7 +1659,7 @@ mod tests {
 
     #[test]
     fn the_cache_evicts_by_clock_and_stays_within_capacity() {
-        let tmp = tmp("clock");
+        let tmp = temp_dir("clock");
         for f in ["a", "b", "c", "d", "e"] {
             std::fs::write(tmp.path().join(f), f).unwrap();
         }
@@ -1684,7 +1677,7 @@ mod tests {
 
     #[test]
     fn dirty_files_are_known_by_identity_across_renames() {
-        let tmp = tmp("identity");
+        let tmp = temp_dir("identity");
         let root = small(&tmp, 8, 8, 8);
         root.create("a", 0o644, false, None).unwrap();
         root.write("a", 0, b"x").unwrap();
@@ -1702,7 +1695,7 @@ mod tests {
     /// not freed while the server ran.
     #[test]
     fn unlink_and_rename_over_drop_the_descriptors_of_files_without_a_name() {
-        let tmp = tmp("unlink");
+        let tmp = temp_dir("unlink");
         let root = small(&tmp, 8, 8, 8);
         for f in ["gone", "target", "source", "linked"] {
             root.create(f, 0o644, false, None).unwrap();
@@ -1730,7 +1723,7 @@ mod tests {
 
     #[test]
     fn a_removed_directory_is_no_longer_held() {
-        let tmp = tmp("rmdir");
+        let tmp = temp_dir("rmdir");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("d", 0o755, None).unwrap();
         root.create("d/f", 0o644, false, None).unwrap();
@@ -1745,7 +1738,7 @@ mod tests {
     /// a symlink swap had pointed out of the root ("path escapes the server's root").
     #[test]
     fn directories_are_fsynced_by_descriptor_after_a_rename_and_a_symlink_swap() {
-        let tmp = tmp("swap");
+        let tmp = temp_dir("swap");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("a", 0o755, None).unwrap();
         root.create("a/f", 0o644, false, None).unwrap();
@@ -1761,7 +1754,7 @@ mod tests {
 
     #[test]
     fn a_failed_fsync_under_pressure_is_reported_at_shutdown() {
-        let tmp = tmp("fail");
+        let tmp = temp_dir("fail");
         let root = small(&tmp, 4, 1, 4);
         root.create("first", 0o644, false, None).unwrap();
         root.create("second", 0o644, false, None).unwrap();
@@ -1779,7 +1772,7 @@ mod tests {
 
     #[test]
     fn a_zero_capacity_is_refused() {
-        let tmp = tmp("zero");
+        let tmp = temp_dir("zero");
         let e = Root::open_bounded(
             tmp.path(),
             Capacity {

@@ -408,16 +408,9 @@ mod tests {
     use iosets_types::JobId;
 
     use super::*;
+    use crate::test_support::temp_dir;
     use crate::{Server, ServerConfig, ServerHandle};
     use tempfile::TempDir;
-
-    /// A fresh directory, removed on drop.
-    fn scratch(name: &str) -> TempDir {
-        tempfile::Builder::new()
-            .prefix(&format!("iosets-local-{name}-"))
-            .tempdir()
-            .unwrap()
-    }
 
     fn server(scratch: &TempDir, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
         let mut cfg = ServerConfig::new(scratch.path()).with_insecure_loopback();
@@ -515,7 +508,7 @@ mod tests {
 
     #[test]
     fn shared_requests_without_a_region_are_refused() {
-        let scratch = scratch("noregion");
+        let scratch = temp_dir("noregion");
         let h = server(&scratch, |_| {});
         let eproto = Errno::PROTO.raw_os_error();
         // Over TCP: no region, and none can be attached.
@@ -543,7 +536,7 @@ mod tests {
 
     #[test]
     fn out_of_range_and_overflowing_ranges_are_refused() {
-        let scratch = scratch("ranges");
+        let scratch = temp_dir("ranges");
         let h = server(&scratch, |_| {});
         let region = Region::create(2 * PAGE).unwrap();
         let (mut s, r) = attached(&offered(&h), &region);
@@ -595,7 +588,7 @@ mod tests {
 
     #[test]
     fn unusable_regions_are_refused() {
-        let scratch = scratch("badregion");
+        let scratch = temp_dir("badregion");
         let h = server(&scratch, |c| c.local_region_max_mib = 1);
         let socket = offered(&h);
         let einval = Errno::INVAL.raw_os_error();
@@ -628,7 +621,7 @@ mod tests {
 
     #[test]
     fn no_offer_when_the_transport_is_off() {
-        let scratch = scratch("off");
+        let scratch = temp_dir("off");
         let h = server(&scratch, |c| c.local = false);
         let mut tcp = TcpStream::connect(h.addr()).unwrap();
         let r = call(&mut tcp, 1, Request::LocalTransport);
