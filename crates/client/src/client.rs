@@ -390,6 +390,15 @@ impl Client {
         (0..self.inner.endpoints.len()).filter(move |&s| s != home)
     }
 
+    /// Sends `make()` to each of `servers` at once; their answers in the same order.
+    async fn ask_each(
+        &self,
+        servers: impl Iterator<Item = usize>,
+        make: impl Fn() -> Request,
+    ) -> Vec<Result<Reply, ClientError>> {
+        join_all(servers.map(|s| self.request(s, make())).collect()).await
+    }
+
     /// A namespace change: first on the home server, whose answer decides success; then on
     /// every other server concurrently (with `others_req`), where errors of kind `tolerated`
     /// (the change already visible through a shared root) are ignored.
@@ -401,12 +410,9 @@ impl Client {
         tolerated: Option<std::io::ErrorKind>,
     ) -> Result<Vec<Reply>, ClientError> {
         let first = self.request(home, req).await?;
-        let rest = join_all(
-            self.others(home)
-                .map(|s| self.request(s, others_req.clone()))
-                .collect(),
-        )
-        .await;
+        let rest = self
+            .ask_each(self.others(home), || others_req.clone())
+            .await;
         let mut replies = vec![first];
         keep_answers(&mut replies, rest, tolerated)?;
         Ok(replies)
@@ -461,12 +467,8 @@ impl Client {
         let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
         let mut replies = vec![first];
         if is_file && self.inner.endpoints.len() > 1 {
-            let rest = join_all(
-                self.others(home)
-                    .map(|s| self.request(s, Request::Lstat { path: path.clone() }))
-                    .collect(),
-            )
-            .await;
+            let lstat = || Request::Lstat { path: path.clone() };
+            let rest = self.ask_each(self.others(home), lstat).await;
             keep_answers(&mut replies, rest, Some(std::io::ErrorKind::NotFound))?;
         }
         self.merge_attrs(home, "lstat", &replies)
@@ -553,12 +555,9 @@ impl Client {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
         let n = self.inner.endpoints.len();
-        let answers = join_all(
-            (0..n)
-                .map(|s| self.request(s, Request::Lookup { path: path.clone() }))
-                .collect(),
-        )
-        .await;
+        let answers = self
+            .ask_each(0..n, || Request::Lookup { path: path.clone() })
+            .await;
         let mut replies = Vec::with_capacity(n);
         let mut answers: Vec<Option<Result<Reply, ClientError>>> =
             answers.into_iter().map(Some).collect();
@@ -760,12 +759,9 @@ impl Client {
     pub async fn fsync(&self, path: &str) -> Result<(), ClientError> {
         let path = normalize_path(path)?;
         let n = self.inner.endpoints.len();
-        let answers = join_all(
-            (0..n)
-                .map(|s| self.request(s, Request::Fsync { path: path.clone() }))
-                .collect(),
-        )
-        .await;
+        let answers = self
+            .ask_each(0..n, || Request::Fsync { path: path.clone() })
+            .await;
         for a in answers {
             a?;
         }
