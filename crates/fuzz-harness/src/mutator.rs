@@ -280,6 +280,15 @@ impl Target {
         run_on_corpus(setup, env!("CARGO_MANIFEST_DIR"), self.check)
     }
 
+    /// The test command's run: `inputs` inputs made from seed 1, an input that panics saved in
+    /// `crash_dir`.
+    ///
+    /// # Panics
+    /// Unless the run is clean ([`assert_clean_run`]).
+    pub fn short_run(&self, crash_dir: &Path, inputs: u64) {
+        assert_clean_run(&self.fuzz(crash_dir, inputs, 1), inputs);
+    }
+
     /// The long run `scripts/fuzz.sh` asks for: [`inputs_from_env`] inputs (10 M by default) made
     /// from [`seed_from_env`] (2 by default), an input that panics saved in `crash_dir`.
     ///
