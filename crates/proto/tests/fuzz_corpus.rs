@@ -10,7 +10,7 @@
 
 use crate::strategies;
 
-use iosets_fuzz_harness::{mutator, wire};
+use iosets_fuzz_harness::wire;
 use std::collections::BTreeMap;
 use std::path::Path;
 
