@@ -390,6 +390,21 @@ impl Client {
         (0..self.inner.endpoints.len()).filter(move |&s| s != home)
     }
 
+    /// Removes the name `path` with `make(path)` from every server (home first; the others may
+    /// already miss it through a shared root).
+    async fn remove(
+        &self,
+        path: &str,
+        make: impl FnOnce(String) -> Request,
+    ) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = make(path);
+        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+            .await?;
+        Ok(())
+    }
+
     /// Sends `make()` to each of `servers` at once; their answers in the same order.
     async fn ask_each(
         &self,
@@ -781,12 +796,7 @@ impl Client {
     /// Removes the file `path` from every server (home first; the others may already miss it
     /// through a shared root).
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Unlink { path };
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
-            .await?;
-        Ok(())
+        self.remove(path, |path| Request::Unlink { path }).await
     }
 
     /// Creates the directory `path` on every server (home first) and returns its attributes
@@ -803,12 +813,7 @@ impl Client {
 
     /// Removes the empty directory `path` from every server (home first).
     pub async fn rmdir(&self, path: &str) -> Result<(), ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Rmdir { path };
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
-            .await?;
-        Ok(())
+        self.remove(path, |path| Request::Rmdir { path }).await
     }
 
     /// Lists the directory `path` (`""` or `"/"` for the root), sorted by name, as its home
