@@ -123,6 +123,24 @@ async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().flatten().collect()
 }
 
+/// Adds the other servers' `answers` to `replies`; a server's error of kind `tolerated` (the
+/// change already seen through a shared root, or a file a server holds no part of) is skipped,
+/// any other error returned.
+fn keep_answers(
+    replies: &mut Vec<Reply>,
+    answers: impl IntoIterator<Item = Result<Reply, ClientError>>,
+    tolerated: Option<std::io::ErrorKind>,
+) -> Result<(), ClientError> {
+    for a in answers {
+        match a {
+            Ok(r) => replies.push(r),
+            Err(e) if tolerated.is_some_and(|k| e.errno().is_some() && e.kind() == k) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Resolves `host:port` strings (the first address of each).
 pub(crate) async fn resolve<S: AsRef<str>>(addrs: &[S]) -> Result<Vec<SocketAddr>, ClientError> {
     let mut out = Vec::with_capacity(addrs.len());
@@ -372,6 +390,30 @@ impl Client {
         (0..self.inner.endpoints.len()).filter(move |&s| s != home)
     }
 
+    /// Removes the name `path` with `make(path)` from every server (home first; the others may
+    /// already miss it through a shared root).
+    async fn remove(
+        &self,
+        path: &str,
+        make: impl FnOnce(String) -> Request,
+    ) -> Result<(), ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = make(path);
+        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+            .await?;
+        Ok(())
+    }
+
+    /// Sends `make()` to each of `servers` at once; their answers in the same order.
+    async fn ask_each(
+        &self,
+        servers: impl Iterator<Item = usize>,
+        make: impl Fn() -> Request,
+    ) -> Vec<Result<Reply, ClientError>> {
+        join_all(servers.map(|s| self.request(s, make())).collect()).await
+    }
+
     /// A namespace change: first on the home server, whose answer decides success; then on
     /// every other server concurrently (with `others_req`), where errors of kind `tolerated`
     /// (the change already visible through a shared root) are ignored.
@@ -383,21 +425,29 @@ impl Client {
         tolerated: Option<std::io::ErrorKind>,
     ) -> Result<Vec<Reply>, ClientError> {
         let first = self.request(home, req).await?;
-        let rest = join_all(
-            self.others(home)
-                .map(|s| self.request(s, others_req.clone()))
-                .collect(),
-        )
-        .await;
+        let rest = self
+            .ask_each(self.others(home), || others_req.clone())
+            .await;
         let mut replies = vec![first];
-        for r in rest {
-            match r {
-                Ok(reply) => replies.push(reply),
-                Err(e) if tolerated.is_some_and(|k| e.errno().is_some() && e.kind() == k) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        keep_answers(&mut replies, rest, tolerated)?;
         Ok(replies)
+    }
+
+    /// A namespace change that answers attributes: `make(path)` [`everywhere`](Self::everywhere)
+    /// (errors of kind `tolerated` ignored on the other servers), the answers merged as
+    /// [`merge_attrs`](Self::merge_attrs) does; `op` names it in errors.
+    async fn change_attrs(
+        &self,
+        path: &str,
+        op: &str,
+        tolerated: Option<std::io::ErrorKind>,
+        make: impl FnOnce(String) -> Request,
+    ) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = make(path);
+        let replies = self.everywhere(home, req.clone(), req, tolerated).await?;
+        self.merge_attrs(home, op, &replies)
     }
 
     /// The home server's attributes with the size replaced by the largest of `replies`
@@ -432,19 +482,9 @@ impl Client {
         let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
         let mut replies = vec![first];
         if is_file && self.inner.endpoints.len() > 1 {
-            let rest = join_all(
-                self.others(home)
-                    .map(|s| self.request(s, Request::Lstat { path: path.clone() }))
-                    .collect(),
-            )
-            .await;
-            for a in rest {
-                match a {
-                    Ok(r) => replies.push(r),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.errno().is_some() => {}
-                    Err(e) => return Err(e),
-                }
-            }
+            let lstat = || Request::Lstat { path: path.clone() };
+            let rest = self.ask_each(self.others(home), lstat).await;
+            keep_answers(&mut replies, rest, Some(std::io::ErrorKind::NotFound))?;
         }
         self.merge_attrs(home, "lstat", &replies)
     }
@@ -453,30 +493,22 @@ impl Client {
     /// server (home first; a final symbolic link is not followed) and returns the new
     /// attributes (as [`lstat`](Client::lstat)).
     pub async fn setattr(&self, path: &str, set: SetAttr) -> Result<Attr, ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Setattr { path, set };
-        let replies = self.everywhere(home, req.clone(), req, None).await?;
-        self.merge_attrs(home, "setattr", &replies)
+        self.change_attrs(path, "setattr", None, |path| Request::Setattr { path, set })
+            .await
     }
 
     /// Creates a symbolic link `path` pointing to `target` on every server (home first).
     pub async fn symlink(&self, path: &str, target: &str) -> Result<Attr, ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Symlink {
+        self.change_attrs(
             path,
-            target: target.to_owned(),
-        };
-        let replies = self
-            .everywhere(
-                home,
-                req.clone(),
-                req,
-                Some(std::io::ErrorKind::AlreadyExists),
-            )
-            .await?;
-        self.merge_attrs(home, "symlink", &replies)
+            "symlink",
+            Some(std::io::ErrorKind::AlreadyExists),
+            |path| Request::Symlink {
+                path,
+                target: target.to_owned(),
+            },
+        )
+        .await
     }
 
     /// The target of the symbolic link `path`, from its home server.
@@ -492,18 +524,13 @@ impl Client {
     /// Creates a special file (FIFO, socket, device: `mode` carries the type bits) on every
     /// server (home first).
     pub async fn mknod(&self, path: &str, mode: u32, rdev: u64) -> Result<Attr, ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Mknod { path, mode, rdev };
-        let replies = self
-            .everywhere(
-                home,
-                req.clone(),
-                req,
-                Some(std::io::ErrorKind::AlreadyExists),
-            )
-            .await?;
-        self.merge_attrs(home, "mknod", &replies)
+        self.change_attrs(
+            path,
+            "mknod",
+            Some(std::io::ErrorKind::AlreadyExists),
+            |path| Request::Mknod { path, mode, rdev },
+        )
+        .await
     }
 
     /// Makes `to` a new name (hard link) of the file `from`. Only with one server: the layout
@@ -543,26 +570,21 @@ impl Client {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
         let n = self.inner.endpoints.len();
-        let answers = join_all(
-            (0..n)
-                .map(|s| self.request(s, Request::Lookup { path: path.clone() }))
-                .collect(),
-        )
-        .await;
+        let answers = self
+            .ask_each(0..n, || Request::Lookup { path: path.clone() })
+            .await;
         let mut replies = Vec::with_capacity(n);
         let mut answers: Vec<Option<Result<Reply, ClientError>>> =
             answers.into_iter().map(Some).collect();
         // The home's answer decides errors and comes first.
         let home_answer = answers[home].take().expect("home answered");
         replies.push(home_answer?);
-        for a in answers.into_iter().flatten() {
-            match a {
-                Ok(r) => replies.push(r),
-                // A server lacking the file holds no part of it.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && e.errno().is_some() => {}
-                Err(e) => return Err(e),
-            }
-        }
+        // A server lacking the file holds no part of it.
+        keep_answers(
+            &mut replies,
+            answers.into_iter().flatten(),
+            Some(std::io::ErrorKind::NotFound),
+        )?;
         self.merge_attrs(home, "lookup", &replies)
     }
 
@@ -596,11 +618,8 @@ impl Client {
     /// Checks that `path` can be opened with `flags` on every server, creating or truncating
     /// it there if the flags say so. Returns its attributes (as [`lookup`](Client::lookup)).
     pub async fn open(&self, path: &str, flags: OpenFlags) -> Result<Attr, ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Open { path, flags };
-        let replies = self.everywhere(home, req.clone(), req, None).await?;
-        self.merge_attrs(home, "open", &replies)
+        self.change_attrs(path, "open", None, |path| Request::Open { path, flags })
+            .await
     }
 
     /// Reads up to `len` bytes of `path` at `offset`: fewer at the end of the file, none past
@@ -755,12 +774,9 @@ impl Client {
     pub async fn fsync(&self, path: &str) -> Result<(), ClientError> {
         let path = normalize_path(path)?;
         let n = self.inner.endpoints.len();
-        let answers = join_all(
-            (0..n)
-                .map(|s| self.request(s, Request::Fsync { path: path.clone() }))
-                .collect(),
-        )
-        .await;
+        let answers = self
+            .ask_each(0..n, || Request::Fsync { path: path.clone() })
+            .await;
         for a in answers {
             a?;
         }
@@ -780,39 +796,24 @@ impl Client {
     /// Removes the file `path` from every server (home first; the others may already miss it
     /// through a shared root).
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Unlink { path };
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
-            .await?;
-        Ok(())
+        self.remove(path, |path| Request::Unlink { path }).await
     }
 
     /// Creates the directory `path` on every server (home first) and returns its attributes
     /// as its home server sees them.
     pub async fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Mkdir { path, mode };
-        let replies = self
-            .everywhere(
-                home,
-                req.clone(),
-                req,
-                Some(std::io::ErrorKind::AlreadyExists),
-            )
-            .await?;
-        self.merge_attrs(home, "mkdir", &replies)
+        self.change_attrs(
+            path,
+            "mkdir",
+            Some(std::io::ErrorKind::AlreadyExists),
+            |path| Request::Mkdir { path, mode },
+        )
+        .await
     }
 
     /// Removes the empty directory `path` from every server (home first).
     pub async fn rmdir(&self, path: &str) -> Result<(), ClientError> {
-        let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Rmdir { path };
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
-            .await?;
-        Ok(())
+        self.remove(path, |path| Request::Rmdir { path }).await
     }
 
     /// Lists the directory `path` (`""` or `"/"` for the root), sorted by name, as its home

@@ -197,6 +197,16 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
+    /// Starts requests of job 1 on `c`, none ending, each `(ms, now, stamp)`: `ms` after the
+    /// first, at wall-clock `now`, and checks the phase stamp it gets.
+    fn assert_stamps(c: &PhaseClock, cases: &[(u32, u64, u64)]) {
+        let t = Instant::now();
+        for &(ms, now, stamp) in cases {
+            let got = c.begin_at(JobId(1), 0, t + ms * MS, UnixNanos(now)).0;
+            assert_eq!(got, stamp, "the request {ms} ms after the first");
+        }
+    }
+
     #[test]
     fn a_phase_keeps_its_stamp_until_a_gap() {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
@@ -225,22 +235,17 @@ mod tests {
     #[test]
     fn a_request_in_flight_holds_the_phase_open() {
         let c = PhaseClock::new(100 * MS, 60_000 * MS);
-        let t = Instant::now();
-        let j = JobId(1);
-        assert_eq!(c.begin_at(j, 0, t, UnixNanos(10)).0, 10);
         // 500 ms later, with the first request still in flight: the same phase.
-        assert_eq!(c.begin_at(j, 0, t + 500 * MS, UnixNanos(20)).0, 10);
+        assert_stamps(&c, &[(0, 10, 10), (500, 20, 10)]);
     }
 
     #[test]
     fn an_endless_phase_is_stamped_anew() {
         let c = PhaseClock::new(100 * MS, 1_000 * MS);
-        let t = Instant::now();
-        let j = JobId(1);
-        assert_eq!(c.begin_at(j, 0, t, UnixNanos(10)).0, 10);
-        assert_eq!(c.begin_at(j, 0, t + 900 * MS, UnixNanos(20)).0, 10);
-        assert_eq!(c.begin_at(j, 0, t + 1_100 * MS, UnixNanos(30)).0, 30);
-        assert_eq!(c.begin_at(j, 0, t + 1_200 * MS, UnixNanos(40)).0, 30);
+        assert_stamps(
+            &c,
+            &[(0, 10, 10), (900, 20, 10), (1_100, 30, 30), (1_200, 40, 30)],
+        );
     }
 
     #[test]

@@ -6,3 +6,10 @@ pub mod mutator;
 pub mod quota;
 pub mod trace;
 pub mod wire;
+
+/// The two parts of an input of a target that runs one of several parsers: the first byte, which
+/// selects the parser, and the rest as text (invalid UTF-8 replaced); `None` for an empty input.
+pub fn selector_and_text(data: &[u8]) -> Option<(u8, std::borrow::Cow<'_, str>)> {
+    let (&sel, rest) = data.split_first()?;
+    Some((sel, String::from_utf8_lossy(rest)))
+}

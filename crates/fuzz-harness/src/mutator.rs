@@ -237,6 +237,71 @@ impl Report {
     }
 }
 
+/// A fuzz target as its crate's tests run it: what a [`Setup`] takes besides the run's size,
+/// seed and crash directory.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// The target's name: its seed corpus is `fuzz/corpus/<name>` ([`corpus_dir`]).
+    pub name: &'static str,
+    /// Tokens worth inserting (field names, separators, numbers at a boundary).
+    pub dict: &'static [&'static [u8]],
+    /// The longest input generated, bytes.
+    pub max_len: usize,
+    /// The check [`run`] feeds every input.
+    pub check: fn(&[u8]) -> bool,
+}
+
+impl Target {
+    /// The target's seed corpus directory, `fuzz/corpus/<name>` of the repository.
+    pub fn corpus_dir(&self) -> PathBuf {
+        corpus_dir(env!("CARGO_MANIFEST_DIR"), self.name)
+    }
+
+    /// The target's seeds ([`read_corpus`]).
+    ///
+    /// # Panics
+    /// If the corpus cannot be read.
+    pub fn corpus(&self) -> Vec<Vec<u8>> {
+        read_corpus(&self.corpus_dir())
+            .unwrap_or_else(|e| panic!("reading the {} corpus: {e}", self.name))
+    }
+
+    /// [`run_on_corpus`]: `inputs` inputs made from `seed`, an input that panics saved in
+    /// `crash_dir`.
+    pub fn fuzz(&self, crash_dir: &Path, inputs: u64, seed: u64) -> Report {
+        let setup = Setup {
+            target: self.name,
+            inputs,
+            seed,
+            dict: self.dict,
+            max_len: self.max_len,
+            crash_dir,
+        };
+        run_on_corpus(setup, env!("CARGO_MANIFEST_DIR"), self.check)
+    }
+
+    /// The test command's run: `inputs` inputs made from seed 1, an input that panics saved in
+    /// `crash_dir`.
+    ///
+    /// # Panics
+    /// Unless the run is clean ([`assert_clean_run`]).
+    pub fn short_run(&self, crash_dir: &Path, inputs: u64) {
+        assert_clean_run(&self.fuzz(crash_dir, inputs, 1), inputs);
+    }
+
+    /// The long run `scripts/fuzz.sh` asks for: [`inputs_from_env`] inputs (10 M by default) made
+    /// from [`seed_from_env`] (2 by default), an input that panics saved in `crash_dir`.
+    ///
+    /// # Panics
+    /// If an input panicked, with the run's summary.
+    pub fn long_run(&self, crash_dir: &Path) {
+        let inputs = inputs_from_env(10_000_000);
+        let seed = seed_from_env(2);
+        let report = self.fuzz(crash_dir, inputs, seed);
+        assert_eq!(report.panic, None, "{}", report.summary());
+    }
+}
+
 /// How a run is set up.
 #[derive(Clone, Copy, Debug)]
 pub struct Setup<'a> {

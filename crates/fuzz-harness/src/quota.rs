@@ -20,6 +20,14 @@ use iosets_types::JobId;
 /// The selector byte of each parser, in the order of the table above.
 pub const SELECTORS: [(u8, &str); 3] = [(b'0', "match"), (b'1', "cidr"), (b'2', "toml")];
 
+/// The target as the tests run it (`fuzz/corpus/quota_match`, inputs up to 2048 bytes).
+pub const TARGET: crate::mutator::Target = crate::mutator::Target {
+    name: "quota_match",
+    dict: DICT,
+    max_len: 2048,
+    check: quota_match,
+};
+
 /// Tokens worth inserting: keys, separators, sets, addresses and prefixes at a boundary, TOML
 /// syntax.
 pub const DICT: &[&[u8]] = &[
@@ -73,6 +81,22 @@ pub const DICT: &[&[u8]] = &[
     b"\"",
 ];
 
+/// `text` parsed with `parse`, its printed form, and that form parsed back; `None` when `text`
+/// does not parse.
+///
+/// # Panics
+/// If the printed form does not parse.
+fn parse_and_reparse<T: std::fmt::Display, E: std::fmt::Display>(
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Option<(T, String, T)> {
+    let value = parse(text).ok()?;
+    let printed = value.to_string();
+    let back = parse(&printed)
+        .unwrap_or_else(|e| panic!("{printed:?} (printed from {text:?}) fails: {e}"));
+    Some((value, printed, back))
+}
+
 /// Runs the parser the first byte selects on the rest. Returns whether it parsed.
 ///
 /// # Panics
@@ -80,19 +104,15 @@ pub const DICT: &[&[u8]] = &[
 /// form to the same value, or a match does not cover itself, or `*` fails to cover it; if a
 /// TOML rule set that was accepted fails its own validation.
 pub fn quota_match(data: &[u8]) -> bool {
-    let Some((&sel, rest)) = data.split_first() else {
+    let Some((sel, text)) = crate::selector_and_text(data) else {
         return false;
     };
-    let text = String::from_utf8_lossy(rest);
     let text = text.as_ref();
     match sel.wrapping_sub(b'0') % 3 {
         0 => {
-            let Ok(m) = Match::parse(text) else {
+            let Some((m, printed, back)) = parse_and_reparse(text, Match::parse) else {
                 return false;
             };
-            let printed = m.to_string();
-            let back = Match::parse(&printed)
-                .unwrap_or_else(|e| panic!("{printed:?} (printed from {text:?}) fails: {e}"));
             assert_eq!(
                 back, m,
                 "{text:?} printed as {printed:?} parses differently"
@@ -113,12 +133,9 @@ pub fn quota_match(data: &[u8]) -> bool {
             true
         }
         1 => {
-            let Ok(c) = Cidr::parse(text) else {
+            let Some((c, _, back)) = parse_and_reparse(text, Cidr::parse) else {
                 return false;
             };
-            let printed = c.to_string();
-            let back = Cidr::parse(&printed)
-                .unwrap_or_else(|e| panic!("{printed:?} (printed from {text:?}) fails: {e}"));
             assert_eq!(back, c);
             assert!(c.covers(c));
             true

@@ -103,10 +103,9 @@ pub const DICT: &[&[u8]] = &[
 /// input, counted from 1), or a request trace that was read, written back with
 /// [`TraceWriter`] and read again, comes back different.
 pub fn trace_parse(data: &[u8]) -> bool {
-    let Some((&sel, rest)) = data.split_first() else {
+    let Some((sel, text)) = crate::selector_and_text(data) else {
         return false;
     };
-    let text = String::from_utf8_lossy(rest);
     let text = text.as_ref();
     let format = |f: Format| checked(text, parse(text, f)).is_some();
     match sel.wrapping_sub(b'0') % 7 {

@@ -11,6 +11,14 @@ use iosets_proto::{
     decode, encode, frame_len, Bytes, Frame, Request, DEFAULT_MAX_FRAME, HEADER_LEN,
 };
 
+/// The target as the tests run it (`fuzz/corpus/wire_decode`, inputs up to 4096 bytes).
+pub const TARGET: crate::mutator::Target = crate::mutator::Target {
+    name: "wire_decode",
+    dict: DICT,
+    max_len: 4096,
+    check: wire_decode,
+};
+
 /// Tokens worth inserting into frames: the version byte, flag words, operation codes near the
 /// ends of their range, and lengths at a boundary.
 pub const DICT: &[&[u8]] = &[

@@ -317,38 +317,17 @@ impl Policy for Aioli {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::{JobId, RequestId};
 
     #[test]
     fn first_come_first_served_across_files_offset_order_inside() {
         // The spec's example: f1 @300 (first), f2 @0, f1 @100; f1's head is @100 (arrived third), so
         // f2 @0 goes first, then f1 @100, then f1 @300.
         let mut p = Aioli::new(65_536, 16, Nanos::ZERO);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(300, 64)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(2))
-                .range(0, 64)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(3))
-                .file(FileId(1))
-                .range(100, 64)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 1, 300, 64), Nanos::ZERO);
+        p.enqueue(request(2, 1, Op::Read, 2, 0, 64), Nanos::ZERO);
+        p.enqueue(request(3, 1, Op::Read, 1, 100, 64), Nanos::ZERO);
         let mut order = Vec::new();
         while let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) {
             order.push(b.id().0);

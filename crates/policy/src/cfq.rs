@@ -225,34 +225,19 @@ impl Policy for Cfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{head_at, request};
     use crate::Op;
 
+    /// The head of the batch `p` dispatches at `now` ms.
     fn take(p: &mut Cfq, now: u64) -> Request {
-        match p.dispatch(Nanos::from_millis(now)) {
-            Dispatch::Ready(b) => *b.head(),
-            other => panic!("{other:?}"),
-        }
+        head_at(p, Nanos::from_millis(now))
     }
 
     #[test]
     fn idles_for_the_active_jobs_next_request_then_moves_on() {
         let mut p = Cfq::new(Nanos::from_millis(100), Nanos::from_millis(8), 0);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(2), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(2))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 1, 0, 10), Nanos::ZERO);
+        p.enqueue(request(2, 2, Op::Read, 2, 0, 10), Nanos::ZERO);
         let a = take(&mut p, 0);
         assert_eq!(a.job.0, 1);
         // Job 1 has a request in service and none queued: nothing goes (not even job 2's).
@@ -264,14 +249,7 @@ mod tests {
             Dispatch::NotBefore(Nanos::from_millis(10))
         );
         // Job 1's next read arrives inside the window: it goes first.
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(3))
-                .file(FileId(1))
-                .range(10, 10)
-                .build(),
-            Nanos::from_millis(4),
-        );
+        p.enqueue(request(3, 1, Op::Read, 1, 10, 10), Nanos::from_millis(4));
         let b = take(&mut p, 4);
         assert_eq!(b.id.0, 3);
         p.complete(b.id, Outcome::Done { bytes: 10 }, Nanos::from_millis(5));
@@ -286,22 +264,8 @@ mod tests {
     #[test]
     fn reads_before_writes_within_the_active_job() {
         let mut p = Cfq::new(Nanos::from_millis(100), Nanos::ZERO, 0);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Write)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(1))
-                .range(50, 10)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Write, 1, 0, 10), Nanos::ZERO);
+        p.enqueue(request(2, 1, Op::Read, 1, 50, 10), Nanos::ZERO);
         assert_eq!(take(&mut p, 0).op, Op::Read);
         assert_eq!(take(&mut p, 0).op, Op::Write);
     }

@@ -253,36 +253,20 @@ impl Policy for Deadline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::{head_at, request};
     use crate::Op;
-    use iosets_types::{JobId, RequestId};
 
+    /// The head of the batch `p` dispatches at `now` ms.
     fn next(p: &mut Deadline, now: u64) -> Request {
-        match p.dispatch(Nanos::from_millis(now)) {
-            Dispatch::Ready(b) => *b.head(),
-            other => panic!("{other:?}"),
-        }
+        head_at(p, Nanos::from_millis(now))
     }
 
     #[test]
     fn reads_first_but_writes_get_a_batch_after_starving() {
         let mut p = Deadline::new(Nanos::from_millis(500), Nanos::from_millis(5000), 2, 2, 0);
         for i in 0..6 {
-            p.enqueue(
-                Request::builder(JobId(1), Op::Read)
-                    .id(RequestId(i))
-                    .file(FileId(1))
-                    .range(i * 100, 10)
-                    .build(),
-                Nanos::ZERO,
-            );
-            p.enqueue(
-                Request::builder(JobId(2), Op::Write)
-                    .id(RequestId(100 + i))
-                    .file(FileId(2))
-                    .range(i * 100, 10)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(i, 1, Op::Read, 1, i * 100, 10), Nanos::ZERO);
+            p.enqueue(request(100 + i, 2, Op::Write, 2, i * 100, 10), Nanos::ZERO);
         }
         let ops: Vec<Op> = (0..12).map(|_| next(&mut p, 0).op).collect();
         use Op::{Read as R, Write as W};
@@ -293,31 +277,10 @@ mod tests {
     #[test]
     fn an_expired_request_interrupts_the_sweep() {
         let mut p = Deadline::new(Nanos::from_millis(100), Nanos::from_millis(100), 1, 2, 0);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        ); // old, low offset
+        p.enqueue(request(1, 1, Op::Read, 1, 0, 10), Nanos::ZERO); // old, low offset
         assert_eq!(next(&mut p, 0).id.0, 1);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(1))
-                .range(5, 10)
-                .build(),
-            Nanos::ZERO,
-        ); // behind the head
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(3))
-                .file(FileId(1))
-                .range(500, 10)
-                .build(),
-            Nanos::from_millis(150),
-        );
+        p.enqueue(request(2, 1, Op::Read, 1, 5, 10), Nanos::ZERO); // behind the head
+        p.enqueue(request(3, 1, Op::Read, 1, 500, 10), Nanos::from_millis(150));
         // At t=150 request 2 (due at 100) has expired: it goes before the sweep's next (3).
         assert_eq!(next(&mut p, 150).id.0, 2);
         assert_eq!(next(&mut p, 150).id.0, 3);

@@ -78,21 +78,14 @@ impl Policy for Elevator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::{JobId, RequestId};
 
     #[test]
     fn serves_ascending_then_wraps() {
         let mut p = Elevator::new(0);
         for (id, off) in [(1, 50), (2, 10), (3, 30)] {
-            p.enqueue(
-                Request::builder(JobId(1), Op::Read)
-                    .id(RequestId(id))
-                    .file(FileId(1))
-                    .range(off, 5)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(id, 1, Op::Read, 1, off, 5), Nanos::ZERO);
         }
         let mut order = Vec::new();
         // Serve one, then a request behind the head arrives: it waits for the next sweep.
@@ -100,14 +93,7 @@ mod tests {
             panic!()
         };
         order.push(b.head().offset);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(4))
-                .file(FileId(1))
-                .range(0, 5)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(4, 1, Op::Read, 1, 0, 5), Nanos::ZERO);
         while let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) {
             order.push(b.head().offset);
         }

@@ -38,6 +38,8 @@ pub mod set10;
 pub mod sjf;
 mod sorted;
 pub mod sw;
+#[cfg(test)]
+mod test_support;
 pub mod timeorder;
 pub mod tunables;
 pub mod twins;

@@ -331,31 +331,17 @@ impl Policy for Mlf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::{JobId, RequestId};
 
     #[test]
     fn large_requests_wait_for_their_factor_small_ones_flow() {
         // The spec's example: Q = 8 KiB; file 1 has one 64 KiB read, file 2 four 4 KiB reads far
         // apart. File 2's requests go one per round; file 1's goes on its 4th visit (factor 8).
         let mut p = Mlf::new(8192, 16, Nanos::ZERO);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 65_536)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 1, 0, 65_536), Nanos::ZERO);
         for i in 0..4 {
-            p.enqueue(
-                Request::builder(JobId(1), Op::Read)
-                    .id(RequestId(10 + i))
-                    .file(FileId(2))
-                    .range(i << 20, 4096)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(10 + i, 1, Op::Read, 2, i << 20, 4096), Nanos::ZERO);
         }
         let mut order = Vec::new();
         while let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) {
@@ -367,22 +353,8 @@ mod tests {
     #[test]
     fn a_small_request_behind_a_large_head_goes_first() {
         let mut p = Mlf::new(8192, 16, Nanos::ZERO);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 1 << 20)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(1))
-                .range(2 << 20, 4096)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 1, 0, 1 << 20), Nanos::ZERO);
+        p.enqueue(request(2, 1, Op::Read, 1, 2 << 20, 4096), Nanos::ZERO);
         let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) else {
             panic!()
         };
@@ -397,14 +369,7 @@ mod tests {
         let wait = Nanos::from_micros(900);
         let mut p = Mlf::new(8192, 16, wait);
         let take = |p: &mut Mlf, id: u64, off: u64, now: Nanos| {
-            p.enqueue(
-                Request::builder(JobId(1), Op::Read)
-                    .id(RequestId(id))
-                    .file(FileId(1))
-                    .range(off, k)
-                    .build(),
-                now,
-            );
+            p.enqueue(request(id, 1, Op::Read, 1, off, k), now);
             p.dispatch(now)
         };
         assert!(matches!(
@@ -418,14 +383,7 @@ mod tests {
             Dispatch::NotBefore(now + wait)
         );
         // The expected request arrives during the wait: once the wait ends, both go in offset order.
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(4))
-                .file(FileId(1))
-                .range(k, k)
-                .build(),
-            Nanos(3),
-        );
+        p.enqueue(request(4, 1, Op::Read, 1, k, k), Nanos(3));
         assert!(matches!(p.dispatch(Nanos(3)), Dispatch::NotBefore(_)));
         let Dispatch::Ready(b) = p.dispatch(now + wait) else {
             panic!()

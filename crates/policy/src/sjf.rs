@@ -111,8 +111,8 @@ impl Policy for Sjf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::{JobId, RequestId};
 
     #[test]
     fn the_smallest_queue_goes_first_and_contiguous_requests_merge() {
@@ -120,23 +120,9 @@ mod tests {
         // 64 KiB read; A's three go first, lowest offset first.
         let mut p = Sjf::new(16);
         let k = 4096;
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(2))
-                .range(0, 16 * k)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 2, 0, 16 * k), Nanos::ZERO);
         for (id, off) in [(2, 8 * k), (3, 0), (4, 4 * k)] {
-            p.enqueue(
-                Request::builder(JobId(1), Op::Read)
-                    .id(RequestId(id))
-                    .file(FileId(1))
-                    .range(off, k)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(id, 1, Op::Read, 1, off, k), Nanos::ZERO);
         }
         let mut order = Vec::new();
         while let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) {
@@ -145,22 +131,8 @@ mod tests {
         assert_eq!(order, vec![vec![3], vec![4], vec![2], vec![1]]);
         // A contiguous fourth read leaves with its neighbour as one batch.
         let mut p = Sjf::new(16);
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, k)
-                .build(),
-            Nanos::ZERO,
-        );
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(2))
-                .file(FileId(1))
-                .range(k, k)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(request(1, 1, Op::Read, 1, 0, k), Nanos::ZERO);
+        p.enqueue(request(2, 1, Op::Read, 1, k, k), Nanos::ZERO);
         let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) else {
             panic!()
         };

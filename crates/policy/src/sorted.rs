@@ -146,14 +146,10 @@ impl SortedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosets_types::{JobId, RequestId};
+    use crate::test_support::request;
 
     fn r(id: u64, file: u64, off: u64, len: u64, op: Op) -> Request {
-        Request::builder(JobId(1), op)
-            .id(RequestId(id))
-            .file(FileId(file))
-            .range(off, len)
-            .build()
+        request(id, 1, op, file, off, len)
     }
 
     #[test]

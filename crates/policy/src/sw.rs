@@ -83,8 +83,8 @@ impl Policy for StaticWindows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::{FileId, JobId, RequestId};
 
     #[test]
     fn one_application_per_window_together_windows_in_order() {
@@ -97,14 +97,7 @@ mod tests {
             (4, 1, 1100),
             (5, 0, 1200),
         ] {
-            p.enqueue(
-                Request::builder(JobId(job), Op::Read)
-                    .id(RequestId(id))
-                    .file(FileId(1))
-                    .range(0, 10)
-                    .build(),
-                Nanos::from_millis(ms),
-            );
+            p.enqueue(request(id, job, Op::Read, 1, 0, 10), Nanos::from_millis(ms));
         }
         let mut order = Vec::new();
         while let Dispatch::Ready(b) = p.dispatch(Nanos::from_millis(1300)) {

@@ -82,6 +82,19 @@ impl TimeOrder {
     }
 
     /// Takes the queued request of sequence `seq` out of the middle of the queue.
+    /// Takes queued request `seq` to merge into a batch of `bytes` so far, if the batch stays
+    /// within `max_merge_bytes` with it; `bytes` then counts it.
+    fn take_within(&mut self, seq: u64, bytes: &mut u64) -> Option<Request> {
+        let len = self.slots[(seq - self.base) as usize]
+            .as_ref()
+            .map_or(0, |r| r.len);
+        if *bytes + len > self.max_merge_bytes {
+            return None;
+        }
+        *bytes += len;
+        Some(self.take(seq))
+    }
+
     fn take(&mut self, seq: u64) -> Request {
         let r = self.slots[(seq - self.base) as usize]
             .take()
@@ -114,26 +127,16 @@ impl TimeOrder {
         let mut bytes = head.len;
         // Forward: requests that continue the batch.
         while let Some(&seq) = self.by_start.get(&(file, op, batch.end())) {
-            let len = self.slots[(seq - self.base) as usize]
-                .as_ref()
-                .map_or(0, |r| r.len);
-            if bytes + len > self.max_merge_bytes {
+            let Some(r) = self.take_within(seq, &mut bytes) else {
                 break;
-            }
-            bytes += len;
-            let r = self.take(seq);
+            };
             batch.push_merged(r);
         }
         // Backward: requests that end where the batch starts.
         while let Some(&seq) = self.by_end.get(&(file, op, start)) {
-            let len = self.slots[(seq - self.base) as usize]
-                .as_ref()
-                .map_or(0, |r| r.len);
-            if bytes + len > self.max_merge_bytes {
+            let Some(r) = self.take_within(seq, &mut bytes) else {
                 break;
-            }
-            bytes += len;
-            let r = self.take(seq);
+            };
             start = r.offset;
             before.push(r);
         }
@@ -195,14 +198,10 @@ impl Policy for TimeOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use iosets_types::{JobId, RequestId};
+    use crate::test_support::request;
 
     fn w(id: u64, file: u64, off: u64, len: u64) -> Request {
-        Request::builder(JobId(1), Op::Write)
-            .id(RequestId(id))
-            .file(FileId(file))
-            .range(off, len)
-            .build()
+        request(id, 1, Op::Write, file, off, len)
     }
 
     fn ids(b: &Batch) -> Vec<u64> {
@@ -235,14 +234,7 @@ mod tests {
         p.enqueue(w(2, 2, 110, 10), Nanos::ZERO); // other file: not merged
         p.enqueue(w(3, 1, 110, 10), Nanos::ZERO); // continues 1
         p.enqueue(w(4, 1, 90, 10), Nanos::ZERO); // precedes 1
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(5))
-                .file(FileId(1))
-                .range(120, 10)
-                .build(),
-            Nanos::ZERO,
-        ); // other op
+        p.enqueue(request(5, 1, Op::Read, 1, 120, 10), Nanos::ZERO); // other op
         let b = next(&mut p);
         assert_eq!(ids(&b), vec![4, 1, 3]);
         assert_eq!(b.head().offset, 90);

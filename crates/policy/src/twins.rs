@@ -103,15 +103,11 @@ impl Policy for Twins {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::{ClassId, Op};
-    use iosets_types::{FileId, JobId, RequestId};
 
     fn r(id: u64, server: u64) -> Request {
-        let mut r = Request::builder(JobId(1), Op::Read)
-            .id(RequestId(id))
-            .file(FileId(1))
-            .range(0, 10)
-            .build();
+        let mut r = request(id, 1, Op::Read, 1, 0, 10);
         r.class = Some(ClassId(server));
         r
     }

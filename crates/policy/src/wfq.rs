@@ -203,8 +203,8 @@ impl Policy for Wfq {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::request;
     use crate::Op;
-    use iosets_types::RequestId;
 
     fn drive(p: &mut Wfq, n: usize) -> Vec<u64> {
         (0..n)
@@ -219,13 +219,7 @@ mod tests {
     fn weights_from_tunables_split_requests() {
         let mut p = Wfq::new(KeyBy::Job, 1.0, &[(1, 1.0), (2, 3.0)]);
         for i in 0..100 {
-            p.enqueue(
-                Request::builder(JobId(1 + i % 2), Op::Read)
-                    .id(RequestId(i))
-                    .range(0, 10)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(i, 1 + i % 2, Op::Read, 0, 0, 10), Nanos::ZERO);
         }
         let order = drive(&mut p, 40);
         let twos = order.iter().filter(|&&j| j == 2).count();
@@ -236,10 +230,7 @@ mod tests {
     fn class_key_groups_jobs() {
         let mut p = Wfq::new(KeyBy::Class, 1.0, &[]);
         for i in 0..30 {
-            let mut r = Request::builder(JobId(i), Op::Read)
-                .id(RequestId(i))
-                .range(0, 10)
-                .build();
+            let mut r = request(i, i, Op::Read, 0, 0, 10);
             r.class = Some(crate::ClassId(i % 3));
             p.enqueue(r, Nanos::ZERO);
         }
@@ -259,13 +250,7 @@ mod tests {
         let mut p = Wfq::new(KeyBy::Job, 1.0, &[(1, 1.0), (2, 1.0)]);
         assert!(p.set_priority(JobId(2), Priority::new(9.0), Nanos::ZERO));
         for i in 0..100 {
-            p.enqueue(
-                Request::builder(JobId(1 + i % 2), Op::Read)
-                    .id(RequestId(i))
-                    .range(0, 10)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(i, 1 + i % 2, Op::Read, 0, 0, 10), Nanos::ZERO);
         }
         let twos = drive(&mut p, 40).iter().filter(|&&j| j == 2).count();
         assert_eq!(twos, 36);
@@ -275,13 +260,7 @@ mod tests {
     fn drain_empties_everything() {
         let mut p = Wfq::new(KeyBy::Job, 1.0, &[]);
         for i in 0..10 {
-            p.enqueue(
-                Request::builder(JobId(i % 3), Op::Read)
-                    .id(RequestId(i))
-                    .range(0, 10)
-                    .build(),
-                Nanos::ZERO,
-            );
+            p.enqueue(request(i, i % 3, Op::Read, 0, 0, 10), Nanos::ZERO);
         }
         drive(&mut p, 2);
         assert_eq!(p.drain().len(), 8);

@@ -4,16 +4,11 @@ use crate::common;
 
 use common::{policy, run_device, run_slots, Served};
 use iosets_policy::{Nanos, Op, Request};
-use iosets_types::{FileId, JobId, RequestId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn req(id: u64, job: u64, file: u64, offset: u64, len: u64, op: Op, at: Nanos) -> Request {
-    let mut r = Request::builder(JobId(job), op)
-        .id(RequestId(id))
-        .file(FileId(file))
-        .range(offset, len)
-        .build();
+    let mut r = common::request(id, job, op, file, offset, len);
     r.arrival = at;
     r
 }

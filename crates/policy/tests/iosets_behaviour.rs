@@ -4,7 +4,6 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -15,11 +14,7 @@ use iosets_policy::{Counted, Dispatch, Nanos, Op, Outcome, Priority, Request, Re
 fn burst(first_id: u64, job: u64, n: u64, len: u64, at: Nanos, prio: f64) -> Vec<Request> {
     (0..n)
         .map(|i| {
-            let mut r = Request::builder(JobId(job), Op::Write)
-                .id(RequestId(first_id + i))
-                .file(FileId(job))
-                .range(i * len, len)
-                .build();
+            let mut r = common::request(first_id + i, job, Op::Write, job, i * len, len);
             r.arrival = at;
             r.priority = Priority::new(prio);
             r
@@ -47,24 +42,19 @@ fn assert_exclusive(served: &[Served], jobs: &[u64]) {
     }
 }
 
+/// The requests of `job` in `served`.
+fn of_job(served: &[Served], job: u64) -> impl Iterator<Item = &Served> {
+    served.iter().filter(move |s| s.req.job.0 == job)
+}
+
 /// When `job` first started service.
 fn first_start(served: &[Served], job: u64) -> Nanos {
-    served
-        .iter()
-        .filter(|s| s.req.job.0 == job)
-        .map(|s| s.start)
-        .min()
-        .unwrap()
+    of_job(served, job).map(|s| s.start).min().unwrap()
 }
 
 /// When `job`'s last request finished.
 fn last_end(served: &[Served], job: u64) -> Nanos {
-    served
-        .iter()
-        .filter(|s| s.req.job.0 == job)
-        .map(|s| s.end)
-        .max()
-        .unwrap()
+    of_job(served, job).map(|s| s.end).max().unwrap()
 }
 
 #[test]
@@ -241,11 +231,7 @@ fn synchronous_against_backlog(p: &mut Counted, writes: u64, backlog: u64) -> Ve
     let (slots, service, think) = (4, Nanos::from_millis(1), Nanos::from_micros(100));
     let sync_req = |k: u64| {
         let op = if k < writes { Op::Write } else { Op::Other };
-        let mut r = Request::builder(JobId(1), op)
-            .id(RequestId(k))
-            .file(FileId(1))
-            .range(k * 4096, 4096)
-            .build();
+        let mut r = common::request(k, 1, op, 1, k * 4096, 4096);
         r.priority = Priority::new(0.1);
         r
     };

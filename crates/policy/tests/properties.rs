@@ -6,11 +6,12 @@
 //! The policy list comes from the registry, so a newly registered policy is covered at once; each
 //! also runs with non-default tunables that change its behaviour (merging, weights, bounds).
 
-use iosets_types::{FileId, JobId};
+use crate::common;
+
 use std::collections::HashSet;
 
 use iosets_policy::registry::POLICIES;
-use iosets_policy::{ClassId, Counted, Dispatch, Nanos, Op, Outcome, Priority, Request, RequestId};
+use iosets_policy::{ClassId, Counted, Dispatch, Nanos, Op, Outcome, Priority, RequestId};
 use proptest::prelude::*;
 
 /// Every registered policy with its defaults, plus variants with tunables that change behaviour.
@@ -147,6 +148,19 @@ impl Harness {
         }
     }
 
+    /// A harness of policy `name` with `opts` that has applied `steps`.
+    fn after(
+        name: &str,
+        opts: &[(String, String)],
+        steps: &[Step],
+    ) -> Result<Harness, TestCaseError> {
+        let mut h = Harness::new(name, opts);
+        for s in steps {
+            h.apply(s)?;
+        }
+        Ok(h)
+    }
+
     fn apply(&mut self, s: &Step) -> Result<(), TestCaseError> {
         match *s {
             Step::Enqueue {
@@ -159,11 +173,8 @@ impl Harness {
                 prio,
             } => {
                 let op = [Op::Read, Op::Write, Op::Other, Op::Meta][op as usize];
-                let mut r = Request::builder(JobId(job), op)
-                    .id(RequestId(self.next_id))
-                    .file(FileId(file))
-                    .range(block * 1000, blocks * 1000)
-                    .build();
+                let mut r =
+                    common::request(self.next_id, job, op, file, block * 1000, blocks * 1000);
                 r.class = Some(ClassId(class));
                 r.priority = priority(prio);
                 r.arrival = self.now;
@@ -237,21 +248,14 @@ proptest! {
     #[test]
     fn every_policy_conserves_requests(steps in prop::collection::vec(step(), 1..300)) {
         for (name, opts) in configurations() {
-            let mut h = Harness::new(&name, &opts);
-            for s in &steps {
-                h.apply(s)?;
-            }
-            h.finish()?;
+            Harness::after(&name, &opts, &steps)?.finish()?;
         }
     }
 
     #[test]
     fn drain_hands_back_exactly_what_is_queued(steps in prop::collection::vec(step(), 1..200)) {
         for (name, opts) in configurations() {
-            let mut h = Harness::new(&name, &opts);
-            for s in &steps {
-                h.apply(s)?;
-            }
+            let mut h = Harness::after(&name, &opts, &steps)?;
             let queued = h.policy.queued();
             let drained = h.policy.drain();
             prop_assert_eq!(drained.len(), queued);
@@ -271,14 +275,7 @@ proptest! {
 fn completing_twice_or_unknown_is_an_error_not_a_panic() {
     for (name, opts) in configurations() {
         let mut p = Counted::build(&name, &opts).unwrap();
-        p.enqueue(
-            Request::builder(JobId(1), Op::Read)
-                .id(RequestId(1))
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            Nanos::ZERO,
-        );
+        p.enqueue(common::request(1, 1, Op::Read, 1, 0, 10), Nanos::ZERO);
         let Dispatch::Ready(b) = p.dispatch(Nanos::ZERO) else {
             panic!("{name}: nothing dispatched")
         };

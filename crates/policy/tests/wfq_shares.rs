@@ -5,8 +5,7 @@
 use crate::common;
 
 use common::{drain_backlog, policy};
-use iosets_policy::{Op, Request};
-use iosets_types::{FileId, JobId, RequestId};
+use iosets_policy::{Counted, Op, Request};
 use rand::distributions::{Distribution, Uniform};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -26,21 +25,19 @@ fn random_requests(
             let len = size(&mut rng);
             let off = offsets[job as usize];
             offsets[job as usize] += len;
-            Request::builder(JobId(job), Op::Write)
-                .id(RequestId(i as u64))
-                .file(FileId(job))
-                .range(off, len)
-                .build()
+            common::request(i as u64, job, Op::Write, job, off, len)
         })
         .collect()
 }
 
-fn wfq_opts(weights: &[f64]) -> Vec<String> {
-    weights
+/// A `wfq` policy whose queue `i + 1` has weight `weights[i]`.
+fn wfq(weights: &[f64]) -> Counted {
+    let opts: Vec<String> = weights
         .iter()
         .enumerate()
         .map(|(i, w)| format!("weight.{}={w}", i + 1))
-        .collect()
+        .collect();
+    policy("wfq", &opts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// For every window of `n` consecutive dispatched requests: the byte share of each job `1..=queues`
@@ -107,13 +104,7 @@ const SEED000_WEIGHTS: [f64; 4] = [500.0, 1000.0, 1500.0, 2000.0];
 fn seed000_four_queues_share_10_20_30_40_in_every_window() {
     for seed in 0..20 {
         let reqs = random_requests(seed, 1000, 4, |r| r.gen_range(1..=1000));
-        let mut p = policy(
-            "wfq",
-            &wfq_opts(&SEED000_WEIGHTS)
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
-        );
+        let mut p = wfq(&SEED000_WEIGHTS);
         let order = drain_backlog(&mut p, &reqs);
         let checked = check_windows(&order, &SEED000_WEIGHTS, &[true; 4], 300, 0.02);
         assert!(
@@ -126,36 +117,15 @@ fn seed000_four_queues_share_10_20_30_40_in_every_window() {
 #[test]
 fn emptied_queue_share_goes_to_the_others_in_proportion() {
     let reqs = random_requests(7, 10_000, 4, |r| r.gen_range(1..=1000));
-    let mut p = policy(
-        "wfq",
-        &wfq_opts(&SEED000_WEIGHTS)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let mut p = wfq(&SEED000_WEIGHTS);
     let order = drain_backlog(&mut p, &reqs);
-    // The heaviest queue drains first, then the next: check the 3-queue and 2-queue phases.
-    let three = check_windows(
-        &order,
-        &SEED000_WEIGHTS,
-        &[true, true, true, false],
-        300,
-        0.02,
-    );
-    let two = check_windows(
-        &order,
-        &SEED000_WEIGHTS,
-        &[true, true, false, false],
-        300,
-        0.02,
-    );
-    let one = check_windows(
-        &order,
-        &SEED000_WEIGHTS,
-        &[true, false, false, false],
-        300,
-        0.0,
-    );
+    // The heaviest queue drains first, then the next: check the 3-, 2- and 1-queue phases.
+    let [three, two, one] = [
+        ([true, true, true, false], 0.02),
+        ([true, true, false, false], 0.02),
+        ([true, false, false, false], 0.0),
+    ]
+    .map(|(set, tol)| check_windows(&order, &SEED000_WEIGHTS, &set, 300, tol));
     assert!(
         three > 100 && two > 100 && one > 100,
         "phases seen: {three} {two} {one}"
@@ -166,8 +136,7 @@ fn emptied_queue_share_goes_to_the_others_in_proportion() {
 fn one_queue_alone_gets_everything_whatever_its_weight() {
     for w in [0.001, 1.0, 500.0] {
         let reqs = random_requests(3, 10_000, 1, |r| r.gen_range(1..=1000));
-        let opts = [format!("weight.1={w}")];
-        let mut p = policy("wfq", &opts.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut p = wfq(&[w]);
         let order = drain_backlog(&mut p, &reqs);
         let ids: Vec<u64> = order.iter().map(|r| r.id.0).collect();
         assert_eq!(
@@ -181,7 +150,7 @@ fn one_queue_alone_gets_everything_whatever_its_weight() {
 #[test]
 fn one_percent_against_ninety_nine_percent() {
     let reqs = random_requests(11, 10_000, 2, |r| r.gen_range(1..=1000));
-    let mut p = policy("wfq", &["weight.1=100", "weight.2=9900"]);
+    let mut p = wfq(&[100.0, 9900.0]);
     let order = drain_backlog(&mut p, &reqs);
     let mut checked = 0;
     for (shares, backlogged) in windows(&order, 300, 2) {
@@ -223,10 +192,7 @@ fn heavy_tailed_sizes_stay_within_one_request_of_the_fluid_share() {
         }
         let max_len = reqs.iter().map(|r| r.len).max().unwrap() as f64;
         assert!(max_len / reqs.iter().map(|r| r.len).min().unwrap() as f64 > 500.0);
-        let mut p = policy(
-            "wfq",
-            &["weight.1=1", "weight.2=2", "weight.3=3", "weight.4=4"],
-        );
+        let mut p = wfq(&weights);
         let order = drain_backlog(&mut p, &reqs);
 
         // Remaining requests per queue: a queue is backlogged while it has some left.

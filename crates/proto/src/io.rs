@@ -10,7 +10,7 @@
 
 use std::io::{self, Read, Write};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::{decode, frame_len, Encoded, Frame, ProtoError};
 
@@ -88,6 +88,7 @@ pub fn read_frame_blocking(r: &mut impl Read, max: u32) -> Result<Frame, ReadErr
 
 #[cfg(feature = "tokio")]
 mod nonblocking {
+    use bytes::BytesMut;
     use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 
     use super::*;

@@ -427,41 +427,14 @@ impl PeerRegion {
         len: u32,
         offset: u64,
     ) -> Result<u32, LocalError> {
-        let start = self.check(at, u64::from(len))?;
-        let len = len as usize;
-        check_file_range(offset, len)?;
-        let mut done = 0usize;
-        while done < len {
-            // SAFETY: `[start, start + len)` is inside the mapping (checked above), which
-            // outlives the call; only the kernel reads it, no Rust reference to it exists.
-            let n = unsafe {
-                libc::pwrite(
-                    file.as_raw_fd(),
-                    self.map.base.as_ptr().add(start + done).cast(),
-                    len - done,
-                    (offset + done as u64) as libc::off_t,
-                )
-            };
-            match n {
-                n if n > 0 => done += n as usize,
-                0 => {
-                    return Err(LocalError::Io {
-                        what: "pwrite from the shared region",
-                        source: io::ErrorKind::WriteZero.into(),
-                    })
-                }
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(LocalError::Io {
-                            what: "pwrite from the shared region",
-                            source: e,
-                        });
-                    }
-                }
-            }
+        let done = self.transfer(Way::Pwrite, file, at, len, offset)?;
+        if done < len {
+            return Err(LocalError::Io {
+                what: Way::Pwrite.what(),
+                source: io::ErrorKind::WriteZero.into(),
+            });
         }
-        Ok(done as u32)
+        Ok(done)
     }
 
     /// `pread`s up to `len` bytes of `file` at `offset` into the region at `at`; returns how
@@ -473,20 +446,35 @@ impl PeerRegion {
         len: u32,
         offset: u64,
     ) -> Result<u32, LocalError> {
+        self.transfer(Way::Pread, file, at, len, offset)
+    }
+
+    /// Moves up to `len` bytes between the region at `at` and `file` at `offset` the `way` asked,
+    /// again after a short transfer or an interruption, until all are moved or one moves none;
+    /// returns how many moved.
+    fn transfer(
+        &self,
+        way: Way,
+        file: BorrowedFd<'_>,
+        at: u64,
+        len: u32,
+        offset: u64,
+    ) -> Result<u32, LocalError> {
         let start = self.check(at, u64::from(len))?;
         let len = len as usize;
         check_file_range(offset, len)?;
         let mut done = 0usize;
         while done < len {
+            let (fd, off) = (file.as_raw_fd(), (offset + done as u64) as libc::off_t);
             // SAFETY: `[start, start + len)` is inside the mapping (checked above), which
-            // outlives the call; only the kernel writes it, no Rust reference to it exists.
+            // outlives the call; only the kernel reads or writes it, no Rust reference to it
+            // exists.
             let n = unsafe {
-                libc::pread(
-                    file.as_raw_fd(),
-                    self.map.base.as_ptr().add(start + done).cast(),
-                    len - done,
-                    (offset + done as u64) as libc::off_t,
-                )
+                let p = self.map.base.as_ptr().add(start + done);
+                match way {
+                    Way::Pread => libc::pread(fd, p.cast(), len - done, off),
+                    Way::Pwrite => libc::pwrite(fd, p.cast(), len - done, off),
+                }
             };
             match n {
                 n if n > 0 => done += n as usize,
@@ -495,7 +483,7 @@ impl PeerRegion {
                     let e = io::Error::last_os_error();
                     if e.kind() != io::ErrorKind::Interrupted {
                         return Err(LocalError::Io {
-                            what: "pread into the shared region",
+                            what: way.what(),
                             source: e,
                         });
                     }
@@ -503,6 +491,25 @@ impl PeerRegion {
             }
         }
         Ok(done as u32)
+    }
+}
+
+/// Which way [`Region::transfer`] moves bytes.
+#[derive(Clone, Copy, Debug)]
+enum Way {
+    /// From the file into the region.
+    Pread,
+    /// From the region into the file.
+    Pwrite,
+}
+
+impl Way {
+    /// What failed, for [`LocalError::Io`].
+    fn what(self) -> &'static str {
+        match self {
+            Way::Pread => "pread into the shared region",
+            Way::Pwrite => "pwrite from the shared region",
+        }
     }
 }
 

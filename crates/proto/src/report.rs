@@ -345,14 +345,22 @@ mod tests {
         r
     }
 
+    /// A job's line as a server from before wait causes wrote it, with `priority` and
+    /// `priority_source` as given (JSON).
+    fn old_job_line(priority: &str, source: &str) -> String {
+        format!(
+            r#"{{"job":4,"priority":{priority},"priority_source":"{source}","set":null,"ops":1,
+            "bytes_read":0,"bytes_written":8,"failed":0,"bw_1s_mib_s":0.0,"bw_10s_mib_s":0.0,
+            "queued":0,"in_service":0,"queue_wait":{{"count":1,"mean_us":1.0,"p50_us":1.0,
+            "p99_us":1.0,"max_us":1.0}}}}"#
+        )
+    }
+
     #[test]
     fn a_job_line_without_wait_causes_still_parses() {
         // A server from before wait causes: the field is absent.
-        let old = r#"{"job":4,"priority":null,"priority_source":"none","set":null,"ops":1,
-            "bytes_read":0,"bytes_written":8,"failed":0,"bw_1s_mib_s":0.0,"bw_10s_mib_s":0.0,
-            "queued":0,"in_service":0,"queue_wait":{"count":1,"mean_us":1.0,"p50_us":1.0,
-            "p99_us":1.0,"max_us":1.0}}"#;
-        let j: JobReport = serde_json::from_str(old).unwrap();
+        let old = old_job_line("null", "none");
+        let j: JobReport = serde_json::from_str(&old).unwrap();
         assert_eq!(j.wait_causes, WaitCausesReport::default());
         let mut back = serde_json::to_value(&j).unwrap();
         back["wait_causes"] = serde_json::to_value(causes([1, 2, 3, 4, 5])).unwrap();
@@ -365,11 +373,8 @@ mod tests {
 
     #[test]
     fn the_priority_source_travels_as_its_name_and_unknown_names_are_refused() {
-        let old = r#"{"job":4,"priority":0.5,"priority_source":"auto","set":null,"ops":1,
-            "bytes_read":0,"bytes_written":8,"failed":0,"bw_1s_mib_s":0.0,"bw_10s_mib_s":0.0,
-            "queued":0,"in_service":0,"queue_wait":{"count":1,"mean_us":1.0,"p50_us":1.0,
-            "p99_us":1.0,"max_us":1.0}}"#;
-        let mut j: JobReport = serde_json::from_str(old).unwrap();
+        let old = old_job_line("0.5", "auto");
+        let mut j: JobReport = serde_json::from_str(&old).unwrap();
         assert_eq!(j.priority_source, Some(PrioritySource::Auto));
         for (source, name) in [
             (None, "none"),

@@ -10,9 +10,9 @@
 
 use crate::strategies;
 
-use iosets_fuzz_harness::{mutator, wire};
+use iosets_fuzz_harness::wire;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use iosets_proto::{
     decode, encode, Bytes, Control, Frame, Header, OpCode, Request, Response, DEFAULT_MAX_FRAME,
@@ -21,34 +21,9 @@ use iosets_types::{JobId, Priority};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-const TARGET: &str = "wire_decode";
-
-fn corpus_dir() -> PathBuf {
-    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
-}
-
-fn corpus() -> Vec<Vec<u8>> {
-    mutator::read_corpus(&corpus_dir()).expect("reading the wire_decode corpus")
-}
-
-fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    mutator::run_on_corpus(
-        mutator::Setup {
-            target: TARGET,
-            inputs,
-            seed,
-            dict: wire::DICT,
-            max_len: 4096,
-            crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
-        },
-        env!("CARGO_MANIFEST_DIR"),
-        wire::wire_decode,
-    )
-}
-
 #[test]
 fn every_seed_is_a_valid_frame_stream() {
-    let corpus = corpus();
+    let corpus = wire::TARGET.corpus();
     assert!(corpus.len() >= 60, "only {} seeds", corpus.len());
     for (i, seed) in corpus.iter().enumerate() {
         assert!(wire::wire_decode(seed), "seed {i} does not decode");
@@ -57,17 +32,13 @@ fn every_seed_is_a_valid_frame_stream() {
 
 #[test]
 fn seeds_and_mutants_never_panic_and_round_trip() {
-    let report = fuzz(200_000, 1);
-    mutator::assert_clean_run(&report, 200_000);
+    wire::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 200_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
-    let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = mutator::seed_from_env(2);
-    let report = fuzz(inputs, seed);
-    assert_eq!(report.panic, None, "{}", report.summary());
+    wire::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
 }
 
 /// A header with every optional field, or none.
@@ -213,7 +184,7 @@ fn write_seed_corpus() {
     if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
         return;
     }
-    let dir = corpus_dir();
+    let dir = wire::TARGET.corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
     for (name, bytes) in seed_frames() {
         std::fs::write(dir.join(name), bytes).unwrap();

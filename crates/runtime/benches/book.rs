@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use iosets_runtime::book::JobBook;
+use iosets_runtime::book::{JobBook, Move};
 use iosets_runtime::{BookConfig, Clock, Counted, Scheduler};
 use iosets_types::{Batch, Nanos, Op, Outcome, Request};
 
@@ -73,6 +73,18 @@ fn batch(job: u64, arrival: Nanos, n: u64) -> Batch {
     Batch::single(r)
 }
 
+/// Records in `book` request `n` of `job` ([`batch`]) as served at once from `at` for
+/// [`SERVICE`]; returns the moves it made.
+fn serve(book: &JobBook, job: u64, at: Nanos, n: u64) -> Vec<Move> {
+    book.record(
+        &batch(job, at, n),
+        Outcome::Done { bytes: 1 << 20 },
+        at,
+        at + SERVICE,
+        "noop",
+    )
+}
+
 fn record(c: &mut Criterion) {
     let mut group = c.benchmark_group("record");
     for (name, auto, burst) in [
@@ -86,13 +98,7 @@ fn record(c: &mut Criterion) {
         let mut i = 0usize;
         for _ in 0..(1 << 18) {
             let (job, at) = events[i % events.len()];
-            book.record(
-                &batch(job, at, i as u64),
-                Outcome::Done { bytes: 1 << 20 },
-                at,
-                at + SERVICE,
-                "noop",
-            );
+            serve(&book, job, at, i as u64);
             i += 1;
         }
         // Time keeps moving forward across the cycles through the stream.
@@ -103,13 +109,7 @@ fn record(c: &mut Criterion) {
                 let shift = Nanos(lap.0 * (i / events.len()) as u64);
                 let (job, at) = events[k];
                 let at = at + shift;
-                let moves = book.record(
-                    &batch(job, at, i as u64),
-                    Outcome::Done { bytes: 1 << 20 },
-                    at,
-                    at + SERVICE,
-                    "noop",
-                );
+                let moves = serve(&book, job, at, i as u64);
                 i += 1;
                 black_box(moves)
             })

@@ -129,6 +129,14 @@ mod tests {
 
     fn assert_send_sync<X: Send + Sync>() {}
 
+    /// A request by `job` of `len` bytes at `offset` in `file`, with no class, priority or phase.
+    fn request(job: u64, op: Op, file: u64, offset: u64, len: u64) -> Request {
+        Request::builder(JobId(job), op)
+            .file(FileId(file))
+            .range(offset, len)
+            .build()
+    }
+
     #[test]
     fn handles_are_send_and_sync() {
         assert_send_sync::<Scheduler<Vec<u8>>>();
@@ -141,24 +149,8 @@ mod tests {
         let sched: Scheduler<u32> = Scheduler::new(
             Counted::build("timeorder", &[("merge".into(), "true".into())]).unwrap(),
         );
-        sched
-            .submit(
-                Request::builder(JobId(1), Op::Read)
-                    .file(FileId(1))
-                    .range(0, 10)
-                    .build(),
-                1,
-            )
-            .unwrap();
-        sched
-            .submit(
-                Request::builder(JobId(1), Op::Read)
-                    .file(FileId(1))
-                    .range(10, 10)
-                    .build(),
-                2,
-            )
-            .unwrap();
+        sched.submit(request(1, Op::Read, 1, 0, 10), 1).unwrap();
+        sched.submit(request(1, Op::Read, 1, 10, 10), 2).unwrap();
         let events = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
         let seen = events.clone();
         sched.set_listener(move |e: &CompletionEvent| seen.lock().push((e.id.0, e.bytes)));
@@ -240,15 +232,7 @@ mod tests {
     #[test]
     fn forgetting_a_job_keeps_the_books_balanced() {
         let sched: Scheduler<()> = Scheduler::new(Counted::build("noop", &[]).unwrap());
-        sched
-            .submit(
-                Request::builder(JobId(3), Op::Write)
-                    .file(FileId(1))
-                    .range(0, 8)
-                    .build(),
-                (),
-            )
-            .unwrap();
+        sched.submit(request(3, Op::Write, 1, 0, 8), ()).unwrap();
         assert!(
             sched.forget_job(JobId(3)).is_none(),
             "a job with queued work is kept"

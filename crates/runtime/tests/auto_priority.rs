@@ -124,6 +124,12 @@ struct JobState {
     next_offset: u64,
 }
 
+/// [`run`] of `script` alone on a 110 MiB/s device under `iosets` with automatic priorities
+/// ([`auto`]), until `until`.
+fn run_alone(script: &Script, until: Nanos) -> (HashMap<u64, Seen>, Scheduler<u64>) {
+    run(std::slice::from_ref(script), 110.0, "iosets", auto(), until)
+}
+
 /// Runs `scripts` through a scheduler with `policy` and `book` on a serial device of `mib_s`
 /// MiB/s until every script is done or `until`. Returns what each job saw, by job id.
 fn run(
@@ -315,13 +321,7 @@ fn each_kind_alone_gets_its_set_at_its_third_phase_start_and_never_a_wrong_one()
         for (script, period) in seed004(scale, 1, 8) {
             let want = set_of(period);
             let until = Nanos::from_secs_f64(period * 8.5);
-            let (seen, sched) = run(
-                std::slice::from_ref(&script),
-                110.0,
-                "iosets",
-                auto(),
-                until,
-            );
+            let (seen, sched) = run_alone(&script, until);
             let s = &seen[&script.job];
             let (at, wrong) = first_correct(s, want);
             let what = format!("scale 1/{:.0}, job {}", 1.0 / scale, script.job);
@@ -416,13 +416,7 @@ fn read_and_write_phases_of_one_iteration_give_the_iteration_period() {
     let period = 48.0 + 2.0 * 112.0 / 110.0;
     assert_eq!((set_of(period), set_of(period / 2.0)), (2, 1));
     for script in [mixed, reads, writes] {
-        let (seen, sched) = run(
-            std::slice::from_ref(&script),
-            110.0,
-            "iosets",
-            auto(),
-            Nanos::from_secs_f64(500.0),
-        );
+        let (seen, sched) = run_alone(&script, Nanos::from_secs_f64(500.0));
         let s = &seen[&script.job];
         assert_eq!(
             s.sets.iter().map(|x| x.1).collect::<Vec<_>>(),
@@ -483,13 +477,7 @@ fn short_gaps_inside_a_phase_leave_it_one_phase() {
                 .flat_map(|_| [Step::Compute(Nanos::from_secs_f64(21.0)), io.clone()])
                 .collect(),
         };
-        let (seen, sched) = run(
-            std::slice::from_ref(&script),
-            110.0,
-            "iosets",
-            auto(),
-            Nanos::from_secs_f64(300.0),
-        );
+        let (seen, sched) = run_alone(&script, Nanos::from_secs_f64(300.0));
         let s = &seen[&7];
         let truth = (s.phase_starts[7] - s.phase_starts[0]).as_secs_f64() / 7.0;
         assert_eq!(set_of(truth), 1, "{name}: {truth}");
@@ -573,6 +561,19 @@ fn a_change_of_behaviour_moves_the_job_within_four_new_periods() {
     }
 }
 
+/// Records in `book` the 1 MiB request `r`, arrived at `arrival`, as served by `iosets` from
+/// `from` to `to`; returns the moves it made.
+fn served_mib(book: &JobBook, mut r: Request, arrival: Nanos, from: Nanos, to: Nanos) -> Vec<Move> {
+    r.arrival = arrival;
+    book.record(
+        &Batch::single(r),
+        Outcome::Done { bytes: MIB },
+        from,
+        to,
+        "iosets",
+    )
+}
+
 /// Feeds a [`JobBook`] `phases` phases of `job` every `period` (8 overlapping 1 MiB writes each,
 /// as 8 processes do) and returns the moves it made.
 fn feed(book: &JobBook, job: u64, period: Nanos, phases: u64) -> Vec<Move> {
@@ -580,19 +581,12 @@ fn feed(book: &JobBook, job: u64, period: Nanos, phases: u64) -> Vec<Move> {
     for k in 0..phases {
         let start = Nanos(period.0 * (k + 1));
         for i in 0..8u64 {
-            let mut r = Request::builder(JobId(job), Op::Write)
+            let r = Request::builder(JobId(job), Op::Write)
                 .file(FileId(job * 64 + i))
                 .range(k * MIB, MIB)
                 .build();
-            r.arrival = start;
             let done = start + Nanos::from_millis(10 * (i + 1));
-            moves.extend(book.record(
-                &Batch::single(r),
-                Outcome::Done { bytes: MIB },
-                start,
-                done,
-                "iosets",
-            ));
+            moves.extend(served_mib(book, r, start, start, done));
         }
     }
     moves
@@ -665,18 +659,17 @@ fn feed_stamped(book: &JobBook, job: u64, starts: &[Nanos], io: Nanos, pieces: u
         for p in 0..pieces {
             let at = start + Nanos(io.0 / pieces * p);
             for i in 0..8u64 {
-                let mut r = Request::builder(JobId(job), Op::Write)
+                let r = Request::builder(JobId(job), Op::Write)
                     .file(FileId(job * 64 + i))
                     .range(k as u64 * MIB, MIB)
                     .phase(Some(start))
                     .build();
-                r.arrival = start;
-                moves.extend(book.record(
-                    &Batch::single(r),
-                    Outcome::Done { bytes: MIB },
+                moves.extend(served_mib(
+                    book,
+                    r,
+                    start,
                     at,
                     at + Nanos::from_millis(i + 1),
-                    "iosets",
                 ));
             }
         }
@@ -725,19 +718,12 @@ fn stamped_read_and_write_phases_give_the_iteration_period() {
     for k in 0..4 {
         for (offset, op) in [(0.0, Op::Read), (20.0, Op::Write)] {
             let start = s(50.0 * k as f64 + offset);
-            let mut r = Request::builder(JobId(5), op)
+            let r = Request::builder(JobId(5), op)
                 .file(FileId(5))
                 .range(0, MIB)
                 .phase(Some(start))
                 .build();
-            r.arrival = start;
-            moves.extend(book.record(
-                &Batch::single(r),
-                Outcome::Done { bytes: MIB },
-                start,
-                start + s(0.01),
-                "iosets",
-            ));
+            moves.extend(served_mib(&book, r, start, start, start + s(0.01)));
         }
     }
     assert!(!moves.is_empty());

@@ -3,14 +3,13 @@
 
 use crate::common;
 
-use iosets_types::FileId;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use iosets_runtime::book::{DETECTOR_BYTES, JOB_RECORD_BYTES};
 use iosets_runtime::{BookConfig, Clock, PrioritySource, Scheduler};
-use iosets_types::{JobId, Nanos, Op, Outcome, Priority, Request};
+use iosets_types::{JobId, Nanos, Op, Outcome, Priority};
 
 /// A clock the test moves by hand.
 #[derive(Default)]
@@ -44,10 +43,7 @@ fn serve_one(
     hint: Option<f64>,
 ) {
     clock.set(at);
-    let mut req = Request::builder(JobId(job), Op::Write)
-        .file(FileId(job))
-        .range(0, 1 << 20)
-        .build();
+    let mut req = common::request(job, Op::Write, job, 0, 1 << 20);
     req.priority = hint.and_then(Priority::new);
     sched.submit(req, job).unwrap();
     let work = sched.try_next().work().expect("the request can go at once");
@@ -146,13 +142,7 @@ fn idle_jobs_are_forgotten_and_control_priorities_stay() {
     // Job 7 has a request queued when the sweep runs: it stays.
     clock.set(Nanos::from_millis(5_000));
     sched
-        .submit(
-            Request::builder(JobId(7), Op::Read)
-                .file(FileId(7))
-                .range(0, 4096)
-                .build(),
-            7,
-        )
+        .submit(common::request(7, Op::Read, 7, 0, 4096), 7)
         .unwrap();
     let (bytes, jobs) = sched.book_memory();
     assert_eq!(jobs, 1_000);
@@ -225,13 +215,7 @@ fn an_idle_scheduler_forgets_by_itself() {
     };
     for job in 0..50u64 {
         sched
-            .submit(
-                Request::builder(JobId(job), Op::Write)
-                    .file(FileId(job))
-                    .range(0, 4096)
-                    .build(),
-                job,
-            )
+            .submit(common::request(job, Op::Write, job, 0, 4096), job)
             .unwrap();
     }
     assert!(sched.wait_idle_timeout(common::LIMIT));

@@ -2,12 +2,11 @@
 
 use crate::common;
 
-use iosets_types::FileId;
 use std::sync::{Arc, Mutex};
 
 use common::policy;
 use iosets_runtime::{CompletionEvent, Scheduler};
-use iosets_types::{JobId, Op, Outcome, Request};
+use iosets_types::{JobId, Op, Outcome};
 
 #[test]
 fn dropped_token_fails_its_request_and_the_books_balance() {
@@ -17,22 +16,10 @@ fn dropped_token_fails_its_request_and_the_books_balance() {
     sched.set_listener(move |e: &CompletionEvent| seen.lock().unwrap().push(*e));
 
     let lost = sched
-        .submit(
-            Request::builder(JobId(1), Op::Write)
-                .file(FileId(1))
-                .range(0, 4096)
-                .build(),
-            "job 1",
-        )
+        .submit(common::request(1, Op::Write, 1, 0, 4096), "job 1")
         .unwrap();
     let kept = sched
-        .submit(
-            Request::builder(JobId(2), Op::Read)
-                .file(FileId(2))
-                .range(0, 4096)
-                .build(),
-            "job 2",
-        )
+        .submit(common::request(2, Op::Read, 2, 0, 4096), "job 2")
         .unwrap();
 
     let work = sched
@@ -83,13 +70,7 @@ fn token_dropped_on_a_panicking_worker_fails_the_request() {
     let seen = failed.clone();
     sched.set_listener(move |e: &CompletionEvent| seen.lock().unwrap().push(e.outcome));
     sched
-        .submit(
-            Request::builder(JobId(9), Op::Read)
-                .file(FileId(1))
-                .range(0, 512)
-                .build(),
-            7,
-        )
+        .submit(common::request(9, Op::Read, 1, 0, 512), 7)
         .unwrap();
     let worker = {
         let sched = sched.clone();

@@ -8,37 +8,12 @@
 //! - `write_seed_corpus` (ignored): regenerates the corpus (`IOSETS_FUZZ_WRITE_CORPUS=1`, see
 //!   `fuzz/README.md`).
 
-use iosets_fuzz_harness::{mutator, quota};
-use std::path::{Path, PathBuf};
-
-const TARGET: &str = "quota_match";
-
-fn corpus_dir() -> PathBuf {
-    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
-}
-
-fn corpus() -> Vec<Vec<u8>> {
-    mutator::read_corpus(&corpus_dir()).expect("reading the quota_match corpus")
-}
-
-fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    mutator::run_on_corpus(
-        mutator::Setup {
-            target: TARGET,
-            inputs,
-            seed,
-            dict: quota::DICT,
-            max_len: 2048,
-            crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
-        },
-        env!("CARGO_MANIFEST_DIR"),
-        quota::quota_match,
-    )
-}
+use iosets_fuzz_harness::quota;
+use std::path::Path;
 
 #[test]
 fn every_parser_has_seeds_that_it_reads() {
-    let corpus = corpus();
+    let corpus = quota::TARGET.corpus();
     for (sel, name) in quota::SELECTORS {
         let read = corpus
             .iter()
@@ -50,17 +25,13 @@ fn every_parser_has_seeds_that_it_reads() {
 
 #[test]
 fn seeds_and_mutants_never_panic() {
-    let report = fuzz(100_000, 1);
-    mutator::assert_clean_run(&report, 100_000);
+    quota::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 100_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
-    let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = mutator::seed_from_env(2);
-    let report = fuzz(inputs, seed);
-    assert_eq!(report.panic, None, "{}", report.summary());
+    quota::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
 }
 
 /// The seed corpus: match expressions in each syntax (sets in braces and with commas, `&` and
@@ -100,7 +71,7 @@ fn write_seed_corpus() {
     if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
         return;
     }
-    let dir = corpus_dir();
+    let dir = quota::TARGET.corpus_dir();
     std::fs::create_dir_all(&dir).unwrap();
     for (name, text) in SEEDS {
         let mut bytes = vec![name.as_bytes()[0]];

@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Barrier};
@@ -93,13 +92,7 @@ fn work_is_held_until_the_timer_and_then_handed_out_without_a_wake() {
     thread::sleep(Duration::from_millis(20));
     for i in 0..WORKERS {
         sched
-            .submit(
-                Request::builder(JobId(1), Op::Read)
-                    .file(FileId(1))
-                    .range(i as u64, 1)
-                    .build(),
-                i as u32,
-            )
+            .submit(common::request(1, Op::Read, 1, i as u64, 1), i as u32)
             .unwrap();
     }
     match sched.try_next() {
@@ -112,13 +105,7 @@ fn work_is_held_until_the_timer_and_then_handed_out_without_a_wake() {
             );
             w.complete(Outcome::Done { bytes: 1 });
             sched
-                .submit(
-                    Request::builder(JobId(1), Op::Read)
-                        .file(FileId(1))
-                        .range(9, 1)
-                        .build(),
-                    9,
-                )
+                .submit(common::request(1, Op::Read, 1, 9, 1), 9)
                 .unwrap();
         }
         Next::Shutdown => unreachable!("not shut down"),
@@ -151,13 +138,7 @@ fn work_is_held_until_the_timer_and_then_handed_out_without_a_wake() {
 fn timer_is_handed_over_when_its_watcher_gives_up() {
     let (sched, until, _asked) = holding_scheduler(Duration::from_millis(300));
     sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 1)
-                .build(),
-            0,
-        )
+        .submit(common::request(1, Op::Read, 1, 0, 1), 0)
         .unwrap();
     // An impatient worker arrives first and watches the timer, but gives up long before the gate.
     let impatient = {

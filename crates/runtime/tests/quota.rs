@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use iosets_runtime::quota::{Match, QuotaConfig, RuleSpec};
 use iosets_runtime::{Clock, Counted, Next, Origin, RuntimeError, Scheduler, Work};
-use iosets_types::{FileId, JobId, Nanos, Op, Outcome, Request};
+use iosets_types::{Nanos, Op, Outcome};
 use proptest::prelude::*;
 
 #[derive(Default)]
@@ -75,10 +75,7 @@ impl Sim {
     }
 
     fn submit(&self, g: &Group, seq: u64) {
-        let req = Request::builder(JobId(g.job), g.op)
-            .file(FileId(g.job * 1000 + seq % 7))
-            .range(seq * g.len, g.len)
-            .build();
+        let req = common::request(g.job, g.op, g.job * 1000 + seq % 7, seq * g.len, g.len);
         self.sched
             .submit_from(req, &Origin::default(), g.job)
             .unwrap();
@@ -182,6 +179,18 @@ impl Sim {
 
 fn rule(name: &str, m: &str) -> RuleSpec {
     RuleSpec::new(name, Match::parse(m).unwrap())
+}
+
+/// Two strict rates: `ops_per_s` requests a second for job 1 (rule `ops_rule`), 1 MiB a second
+/// for job 2 (rule `bytes`).
+fn strict_rates(ops_rule: &str, ops_per_s: f64) -> Vec<RuleSpec> {
+    let mut ops = rule(ops_rule, "job=1");
+    ops.rate_ops = Some(ops_per_s);
+    ops.strict = true;
+    let mut bytes = rule("bytes", "job=2");
+    bytes.rate_bytes = Some(1024.0 * 1024.0);
+    bytes.strict = true;
+    vec![ops, bytes]
 }
 
 fn quota(rules: Vec<RuleSpec>, lend: bool) -> QuotaConfig {
@@ -338,13 +347,9 @@ fn windows(seen: &Seen, job: u64, from: Nanos, to: Nanos, bytes: bool) -> Vec<f6
 #[test]
 fn a_strict_tbf_rate_holds_on_both_bounds_over_every_5s_window() {
     let sim = Sim::new(common::policy("timeorder"), 4, MS);
-    let mut r = rule("tbf", "job=1");
-    r.rate_ops = Some(200.0);
-    r.strict = true;
-    let mut b = rule("bytes", "job=2");
-    b.rate_bytes = Some(1024.0 * 1024.0);
-    b.strict = true;
-    sim.sched.set_quota(Some(quota(vec![r, b], false))).unwrap();
+    sim.sched
+        .set_quota(Some(quota(strict_rates("tbf", 200.0), false)))
+        .unwrap();
     let big = Group {
         job: 2,
         procs: 8,
@@ -585,22 +590,11 @@ proptest! {
 #[test]
 fn service_from_other_servers_counts_against_a_job_wide_rate() {
     let sim = Sim::new(common::policy("timeorder"), 4, MS);
-    let mut ops = rule("ops", "job=1");
-    ops.rate_ops = Some(100.0);
-    ops.strict = true;
-    let mut bytes = rule("bytes", "job=2");
-    bytes.rate_bytes = Some(1024.0 * 1024.0);
-    bytes.strict = true;
     sim.sched
-        .set_quota(Some(quota(vec![ops, bytes], false)))
+        .set_quota(Some(quota(strict_rates("ops", 100.0), false)))
         .unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Write)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Write, job, 0, 4096);
     let take = || match sim.sched.try_next() {
         Next::Work(w) => {
             let bytes = w.batch().bytes();
@@ -672,12 +666,7 @@ fn a_kept_thread_waits_for_its_closed_loop_job_and_goes_back_when_unused() {
     q.job_share_pct = 100.0;
     sim.sched.set_quota(Some(q)).unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Other)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Other, job, 0, 4096);
     sim.sched
         .submit_from(req(1), &Origin::default(), 1)
         .unwrap();
@@ -731,12 +720,7 @@ fn a_kept_thread_does_not_lift_a_rate() {
     q.keep_ms = 50.0;
     sim.sched.set_quota(Some(q)).unwrap();
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
-    let req = |job: u64| {
-        Request::builder(JobId(job), Op::Other)
-            .file(FileId(job))
-            .range(0, 4096)
-            .build()
-    };
+    let req = |job: u64| common::request(job, Op::Other, job, 0, 4096);
     let take = || match sim.sched.try_next() {
         Next::Work(w) => Some(w),
         _ => None,

@@ -2,39 +2,26 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
 use common::{policy, LIMIT};
 use iosets_runtime::{Next, RuntimeError, Scheduler};
-use iosets_types::{Op, Outcome, Priority, Request};
+use iosets_types::{Op, Outcome, Priority};
 
 #[test]
 fn submit_after_shutdown_is_refused_and_queued_work_is_still_delivered() {
     let sched: Scheduler<u32> = Scheduler::new(policy("noop"));
     for i in 0..3 {
         sched
-            .submit(
-                Request::builder(JobId(1), Op::Write)
-                    .file(FileId(1))
-                    .range(i * 10, 10)
-                    .build(),
-                i as u32,
-            )
+            .submit(common::request(1, Op::Write, 1, i * 10, 10), i as u32)
             .unwrap();
     }
     sched.shutdown();
     assert!(sched.is_shut_down());
     assert_eq!(
-        sched.submit(
-            Request::builder(JobId(1), Op::Write)
-                .file(FileId(1))
-                .range(30, 10)
-                .build(),
-            3
-        ),
+        sched.submit(common::request(1, Op::Write, 1, 30, 10), 3),
         Err(RuntimeError::ShutDown)
     );
 
@@ -79,10 +66,7 @@ fn queued_work_blocked_behind_a_service_is_delivered_after_shutdown() {
     let sched: Scheduler<u64> = Scheduler::new(policy("iosets"));
     let hint = Priority::new(0.1);
     for job in [1, 2] {
-        let mut r = Request::builder(JobId(job), Op::Write)
-            .file(FileId(job))
-            .range(0, 10)
-            .build();
+        let mut r = common::request(job, Op::Write, job, 0, 10);
         r.priority = hint;
         sched.submit(r, job).unwrap();
     }

@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{hinted_request, join_within, policy, spawn_workers, Ledger, LIMIT};
 use iosets_runtime::{Next, Scheduler};
-use iosets_types::{Op, Outcome, Request};
+use iosets_types::{Op, Outcome};
 
 const PRODUCERS: u64 = 4;
 const WORKERS: usize = 4;
@@ -79,22 +78,10 @@ fn switching_under_load_completes_everything_exactly_once() {
 fn a_batch_in_service_completes_against_the_policy_that_dispatched_it() {
     let sched: Scheduler<&'static str> = Scheduler::new(policy("noop"));
     sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 10)
-                .build(),
-            "first",
-        )
+        .submit(common::request(1, Op::Read, 1, 0, 10), "first")
         .unwrap();
     sched
-        .submit(
-            Request::builder(JobId(2), Op::Read)
-                .file(FileId(2))
-                .range(0, 10)
-                .build(),
-            "second",
-        )
+        .submit(common::request(2, Op::Read, 2, 0, 10), "second")
         .unwrap();
     let first = sched.try_next().work().unwrap();
 

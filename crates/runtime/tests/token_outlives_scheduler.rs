@@ -3,12 +3,11 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::sync::{Arc, Mutex};
 
 use common::policy;
-use iosets_runtime::{CompletionEvent, Scheduler};
-use iosets_types::{Op, Outcome, Request};
+use iosets_runtime::{CompletionEvent, Scheduler, Work};
+use iosets_types::{Op, Outcome};
 
 fn scheduler_with_log() -> (Scheduler<String>, Arc<Mutex<Vec<Outcome>>>) {
     let sched: Scheduler<String> = Scheduler::new(policy("wfq"));
@@ -18,24 +17,29 @@ fn scheduler_with_log() -> (Scheduler<String>, Arc<Mutex<Vec<Outcome>>>) {
     (sched, log)
 }
 
+/// One read of job 1 handed out, then every scheduler handle dropped: its work and the log.
+fn orphaned_read() -> (Work<String>, Arc<Mutex<Vec<Outcome>>>) {
+    let (sched, log) = scheduler_with_log();
+    sched
+        .submit(common::request(1, Op::Read, 1, 0, 100), "reply".to_string())
+        .unwrap();
+    let work = sched.try_next().work().unwrap();
+    drop(sched);
+    (work, log)
+}
+
 #[test]
 fn completing_after_the_scheduler_is_dropped_does_not_panic() {
     let (sched, log) = scheduler_with_log();
     sched
         .submit(
-            Request::builder(JobId(1), Op::Write)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
+            common::request(1, Op::Write, 1, 0, 100),
             "reply".to_string(),
         )
         .unwrap();
     sched
         .submit(
-            Request::builder(JobId(2), Op::Write)
-                .file(FileId(2))
-                .range(0, 100)
-                .build(),
+            common::request(2, Op::Write, 2, 0, 100),
             "left queued".to_string(),
         )
         .unwrap();
@@ -48,18 +52,8 @@ fn completing_after_the_scheduler_is_dropped_does_not_panic() {
 
 #[test]
 fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
-    let (sched, log) = scheduler_with_log();
-    sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
-            "reply".to_string(),
-        )
-        .unwrap();
-    let (payloads, token) = sched.try_next().work().unwrap().into_parts();
-    drop(sched);
+    let (work, log) = orphaned_read();
+    let (payloads, token) = work.into_parts();
     drop(payloads);
     drop(token);
     assert_eq!(*log.lock().unwrap(), vec![Outcome::Abandoned]);
@@ -67,18 +61,7 @@ fn dropping_a_token_after_the_scheduler_is_dropped_does_not_panic() {
 
 #[test]
 fn completing_on_another_thread_after_the_scheduler_is_dropped() {
-    let (sched, log) = scheduler_with_log();
-    sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 100)
-                .build(),
-            "reply".to_string(),
-        )
-        .unwrap();
-    let work = sched.try_next().work().unwrap();
-    drop(sched);
+    let (work, log) = orphaned_read();
     std::thread::spawn(move || {
         work.complete(Outcome::Failed { errno: 5 });
     })

@@ -3,7 +3,6 @@
 
 use crate::common;
 
-use iosets_types::{FileId, JobId};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
@@ -43,13 +42,7 @@ fn no_wake_is_lost_when_workers_sleep_between_requests() {
     let pool = workers(&sched, 4, &done);
     for i in 0..ROUNDS {
         sched
-            .submit(
-                Request::builder(JobId(u64::from(i % 5)), Op::Read)
-                    .file(FileId(1))
-                    .range(0, 1)
-                    .build(),
-                i,
-            )
+            .submit(common::request(u64::from(i % 5), Op::Read, 1, 0, 1), i)
             .unwrap();
         assert_eq!(
             finished.recv_timeout(LIMIT),
@@ -91,10 +84,7 @@ fn a_completion_wakes_the_worker_blocked_behind_it() {
     });
     for i in 0..ROUNDS {
         for job in [1, 2] {
-            let mut r = Request::builder(JobId(job), Op::Write)
-                .file(FileId(job))
-                .range(0, 1)
-                .build();
+            let mut r = common::request(job, Op::Write, job, 0, 1);
             r.priority = Priority::new(0.5);
             sched.submit(r, 2 * i + job as u32).unwrap();
         }
@@ -154,13 +144,7 @@ fn an_idle_scheduler_does_not_consult_its_policy() {
     let (done, finished) = mpsc::channel();
     let pool = workers(&sched, 4, &done);
     sched
-        .submit(
-            Request::builder(JobId(1), Op::Read)
-                .file(FileId(1))
-                .range(0, 1)
-                .build(),
-            1,
-        )
+        .submit(common::request(1, Op::Read, 1, 0, 1), 1)
         .unwrap();
     assert_eq!(finished.recv_timeout(LIMIT), Ok(1));
     // Give every worker time to go back to sleep, then watch the policy while nothing happens.

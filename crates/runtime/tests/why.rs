@@ -2,6 +2,8 @@
 //! knows which cause every nanosecond of a wait belongs to; the property test checks that the
 //! causes sum to the measured waits exactly, job by job, whatever happens.
 
+use crate::common;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -76,6 +78,16 @@ impl Rig {
         }
     }
 
+    /// Completes `held`, then serves the one batch left, and returns `job`'s stats, checked to
+    /// account for every nanosecond of its waits ([`exact`]).
+    fn last_served(&self, held: Work<u64>, job: u64) -> JobStats {
+        done(held);
+        done(self.take().unwrap());
+        let j = self.job(job);
+        exact(&j);
+        j
+    }
+
     fn job(&self, job: u64) -> JobStats {
         self.sched.job_stats(JobId(job)).expect("known job")
     }
@@ -117,10 +129,7 @@ fn one_job_deeper_than_the_threads_waits_for_the_device() {
     done(a);
     let b = rig.take().unwrap();
     rig.at(25);
-    done(b);
-    done(rig.take().unwrap());
-    let j = rig.job(1);
-    exact(&j);
+    let j = rig.last_served(b, 1);
     assert_eq!(j.queue_wait.sum_ns, 10 + 25);
     assert_eq!(causes(&j.wait_causes), [("device", 35)]);
     assert_eq!(j.wait_causes.requests(WaitCause::Device), 2);
@@ -159,10 +168,7 @@ fn the_low_priority_set_waits_for_its_share() {
         let first = rig.take().unwrap();
         assert_eq!(first.payloads(), &[1], "{policy}: the high priority first");
         rig.at(30);
-        done(first);
-        done(rig.take().unwrap());
-        let j = rig.job(2);
-        exact(&j);
+        let j = rig.last_served(first, 2);
         assert_eq!(causes(&j.wait_causes), [("share", 30)], "{policy}");
     }
 }
@@ -179,10 +185,7 @@ fn a_busy_thread_is_shared_in_proportion_to_whose_requests_hold_it() {
     let b = rig.take().unwrap();
     rig.at(100);
     done(a);
-    done(b);
-    done(rig.take().unwrap());
-    let j = rig.job(1);
-    exact(&j);
+    let j = rig.last_served(b, 1);
     assert_eq!(causes(&j.wait_causes), [("device", 50), ("share", 50)]);
 }
 
@@ -238,10 +241,7 @@ fn a_thread_quota_holds_requests_as_rule() {
     let a = rig.take().unwrap();
     assert!(rig.take().is_none(), "one thread of two for the rule");
     rig.at(70);
-    done(a);
-    done(rig.take().unwrap());
-    let j = rig.job(7);
-    exact(&j);
+    let j = rig.last_served(a, 7);
     assert_eq!(causes(&j.wait_causes), [("rule", 70)]);
     assert_eq!(j.wait_causes.requests(WaitCause::Rule), 1);
 }
@@ -297,10 +297,7 @@ fn a_policy_switch_mid_wait_charges_the_rest_under_the_new_sets() {
         .switch_policy(Counted::build("noop", &[]).unwrap())
         .unwrap();
     rig.at(25);
-    done(first);
-    done(rig.take().unwrap());
-    let j = rig.job(2);
-    exact(&j);
+    let j = rig.last_served(first, 2);
     assert_eq!(causes(&j.wait_causes), [("exclusivity", 10), ("share", 15)]);
     rig.sched.check_balance().unwrap();
 }
@@ -316,10 +313,7 @@ fn a_priority_change_mid_wait_moves_the_job_to_its_new_set() {
     rig.at(20);
     rig.sched.set_priority(JobId(2), Priority::new(1.0));
     rig.at(50);
-    done(first);
-    done(rig.take().unwrap());
-    let j = rig.job(2);
-    exact(&j);
+    let j = rig.last_served(first, 2);
     assert_eq!(causes(&j.wait_causes), [("exclusivity", 30), ("share", 20)]);
 }
 
@@ -341,10 +335,7 @@ fn a_forgotten_job_starts_again_from_nothing() {
     rig.submit(1, None);
     let b = rig.take().unwrap();
     rig.at(12);
-    done(b);
-    done(rig.take().unwrap());
-    let j = rig.job(1);
-    exact(&j);
+    let j = rig.last_served(b, 1);
     assert_eq!(causes(&j.wait_causes), [("share", 7)]);
     rig.sched.check_balance().unwrap();
 }
@@ -357,12 +348,7 @@ fn merged_batches_split_every_request() {
         clock.clone(),
     );
     sched.set_service_threads(1).unwrap();
-    let req = |job: u64, off: u64| {
-        Request::builder(JobId(job), Op::Read)
-            .file(FileId(1))
-            .range(off, 10)
-            .build()
-    };
+    let req = |job: u64, off: u64| common::request(job, Op::Read, 1, off, 10);
     sched.submit(req(1, 0), 0).unwrap();
     let a = sched.try_next().work().unwrap();
     clock.0.store(9, Ordering::SeqCst);

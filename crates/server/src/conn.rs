@@ -882,6 +882,12 @@ fn route(
             message: format!("{} of {len} bytes exceeds the frame limit", op.as_str()),
         })
     };
+    // Where a read or write through the shared region puts its data, if it is not too large.
+    let in_region = |link: &Link, at, len| {
+        too_large(len)
+            .map_or(Ok(()), Err)
+            .and_then(|()| local::place(link, at, len))
+    };
     let scheduled = match req {
         Request::Read { path, offset, len } => too_large(len).map_or(Ok(()), Err).and_then(|()| {
             check_path(&path).map(|path| ScheduledOp::Read {
@@ -901,32 +907,26 @@ fn route(
             offset,
             len,
             at,
-        } => too_large(len)
-            .map_or(Ok(()), Err)
-            .and_then(|()| local::place(link, at, len))
-            .and_then(|place| {
-                check_path(&path).map(|path| ScheduledOp::Read {
-                    path,
-                    offset,
-                    len,
-                    into: Some(place),
-                })
-            }),
+        } => in_region(link, at, len).and_then(|place| {
+            check_path(&path).map(|path| ScheduledOp::Read {
+                path,
+                offset,
+                len,
+                into: Some(place),
+            })
+        }),
         Request::WriteShared {
             path,
             offset,
             len,
             at,
-        } => too_large(len)
-            .map_or(Ok(()), Err)
-            .and_then(|()| local::place(link, at, len))
-            .and_then(|place| {
-                check_path(&path).map(|path| ScheduledOp::Write {
-                    path,
-                    offset,
-                    data: Payload::Shared { place, len },
-                })
-            }),
+        } => in_region(link, at, len).and_then(|place| {
+            check_path(&path).map(|path| ScheduledOp::Write {
+                path,
+                offset,
+                data: Payload::Shared { place, len },
+            })
+        }),
         Request::Fsync { path } => check_path(&path).map(|path| ScheduledOp::Fsync { path }),
         Request::LocalTransport => return Route::Answer(local::offer(shared, link)),
         Request::AttachRegion { len } => return Route::Answer(local::attach(shared, link, len)),

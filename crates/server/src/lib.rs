@@ -77,6 +77,8 @@ mod metrics;
 pub mod root;
 pub mod settings;
 mod state;
+#[cfg(test)]
+mod test_support;
 pub mod throttle;
 mod worker;
 
@@ -545,7 +547,7 @@ async fn main_loop(
             Some(stream) = in_process.recv() => {
                 serve_in_process(&shared, stream, port, &mut conns, &conn_stop_rx);
             }
-            accepted = accept_tcp(listener.as_ref()) => match accepted {
+            accepted = accept_on(listener.as_ref()) => match accepted {
                 Ok((stream, peer)) => {
                     let Some(reg) = admit(&shared, Some(peer)) else {
                         drop(stream);
@@ -565,7 +567,7 @@ async fn main_loop(
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             },
-            accepted = accept_admin(admin.as_ref()) => {
+            accepted = accept_on(admin.as_ref()) => {
                 if let Ok((stream, _)) = accepted {
                     // One request each, bounded in time; at most a few at once.
                     if admin_conns.len() < MAX_ADMIN_CONNECTIONS {
@@ -663,18 +665,8 @@ async fn shut_down(
 /// Admin (HTTP) connections served at once; more wait in the kernel's backlog.
 const MAX_ADMIN_CONNECTIONS: usize = 16;
 
-/// The next connection on the TCP listener, or never when there is none.
-async fn accept_tcp(
-    l: Option<&TcpListener>,
-) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
-    match l {
-        Some(l) => l.accept().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The next connection on the admin listener, or never when there is none.
-async fn accept_admin(
+/// The next connection on `l` (the TCP or the admin listener), or never when there is none.
+async fn accept_on(
     l: Option<&TcpListener>,
 ) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
     match l {

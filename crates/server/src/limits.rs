@@ -205,28 +205,23 @@ mod tests {
 
     #[test]
     fn numbers_at_1024_and_20000() {
-        let b = FdBudget::from_limit(1024, 4).unwrap();
-        assert_eq!(
-            (
-                b.reserve,
-                b.connections,
-                b.cached_files,
-                b.dirty_files,
-                b.dirty_dirs
-            ),
-            (48, 488, 244, 183, 61)
-        );
-        let b = FdBudget::from_limit(20_000, 4).unwrap();
-        assert_eq!(
-            (
-                b.reserve,
-                b.connections,
-                b.cached_files,
-                b.dirty_files,
-                b.dirty_dirs
-            ),
-            (48, 9976, 4988, 3741, 1247)
-        );
+        for (limit, want) in [
+            (1024, (48, 488, 244, 183, 61)),
+            (20_000, (48, 9976, 4988, 3741, 1247)),
+        ] {
+            let b = FdBudget::from_limit(limit, 4).unwrap();
+            assert_eq!(
+                (
+                    b.reserve,
+                    b.connections,
+                    b.cached_files,
+                    b.dirty_files,
+                    b.dirty_dirs
+                ),
+                want,
+                "limit {limit}"
+            );
+        }
     }
 
     #[test]

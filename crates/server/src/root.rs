@@ -1434,11 +1434,16 @@ impl Root {
 
     /// Removes a file.
     pub fn unlink(&self, path: &str) -> Result<(), FsError> {
+        self.remove(path, "unlink", AtFlags::empty())
+    }
+
+    /// Removes the name `path` (a file, or with `AtFlags::REMOVEDIR` an empty directory) for
+    /// `op`, and forgets what the server held of it.
+    fn remove(&self, path: &str, op: &'static str, flags: AtFlags) -> Result<(), FsError> {
         let (parent, name) = split(path)?;
-        let r = self.parent(parent, "unlink", path).and_then(|dir| {
+        let r = self.parent(parent, op, path).and_then(|dir| {
             let victim = key_at(&dir, name);
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty())
-                .map_err(|e| FsError::io(e, "unlink", path))?;
+            rustix::fs::unlinkat(&dir, name, flags).map_err(|e| FsError::io(e, op, path))?;
             Ok((dir, victim))
         });
         // Even on failure: another server may have made the change in a shared root.
@@ -1468,20 +1473,7 @@ impl Root {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<(), FsError> {
-        let (parent, name) = split(path)?;
-        let r = self.parent(parent, "rmdir", path).and_then(|dir| {
-            let victim = key_at(&dir, name);
-            rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
-                .map_err(|e| FsError::io(e, "rmdir", path))?;
-            Ok((dir, victim))
-        });
-        self.forget_all();
-        let (dir, victim) = r?;
-        if let Some(k) = victim {
-            self.removed(k);
-        }
-        self.dir_changed(dir, parent);
-        Ok(())
+        self.remove(path, "rmdir", AtFlags::REMOVEDIR)
     }
 
     /// Renames `from` to `to`.
@@ -1571,35 +1563,13 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::temp_dir;
     use std::collections::HashMap;
-    use std::path::PathBuf;
+    use tempfile::TempDir;
 
-    /// A fresh directory, removed on drop.
-    struct Tmp(PathBuf);
-
-    impl Tmp {
-        fn new(name: &str) -> Tmp {
-            static NEXT: AtomicU64 = AtomicU64::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "iosets-root-{}-{name}-{}",
-                std::process::id(),
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            ));
-            let _ = std::fs::remove_dir_all(&p);
-            std::fs::create_dir_all(&p).unwrap();
-            Tmp(p)
-        }
-    }
-
-    impl Drop for Tmp {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn small(dir: &Tmp, cached: usize, dirty: usize, dirs: usize) -> Root {
+    fn small(dir: &TempDir, cached: usize, dirty: usize, dirs: usize) -> Root {
         Root::open_bounded(
-            &dir.0,
+            dir.path(),
             Capacity {
                 cached_files: cached,
                 dirty_files: dirty,
@@ -1624,7 +1594,7 @@ mod tests {
 
     #[test]
     fn bounded_dirty_sets_fsync_every_written_file_exactly_once() {
-        let tmp = Tmp::new("bounded");
+        let tmp = temp_dir("bounded");
         let root = small(&tmp, 4, 3, 2);
         let mut files = Vec::new();
         for d in 0..5 {
@@ -1649,13 +1619,17 @@ mod tests {
         assert_eq!(at_shutdown, 3);
         let counts = sync_counts(&root);
         for (path, _) in &files {
-            assert_eq!(counts.get(&key(&tmp.0.join(path))), Some(&1), "{path}");
+            assert_eq!(counts.get(&key(&tmp.path().join(path))), Some(&1), "{path}");
         }
         for d in ["d0", "d1", "d2", "d3", "d4"] {
-            assert_eq!(counts.get(&key(&tmp.0.join(d))), Some(&1), "directory {d}");
+            assert_eq!(
+                counts.get(&key(&tmp.path().join(d))),
+                Some(&1),
+                "directory {d}"
+            );
         }
         // Changed again by mkdir d2 and d4 after each of its 2 early fsyncs.
-        assert_eq!(counts.get(&key(&tmp.0)), Some(&3), "the root");
+        assert_eq!(counts.get(&key(tmp.path())), Some(&3), "the root");
         assert_eq!(counts.len(), 50 + 6);
         let st = root.stats();
         assert_eq!((st.dirty_files, st.dirty_dirs), (0, 0));
@@ -1669,7 +1643,7 @@ mod tests {
 
     #[test]
     fn a_file_written_again_after_its_early_fsync_is_fsynced_again() {
-        let tmp = Tmp::new("again");
+        let tmp = temp_dir("again");
         let root = small(&tmp, 2, 1, 1);
         root.create("a", 0o644, false, None).unwrap();
         root.create("b", 0o644, false, None).unwrap();
@@ -1678,16 +1652,16 @@ mod tests {
         root.write("a", 1, b"3").unwrap(); // dirty again; pushes `b` out
         assert_eq!(root.fsync_dirty(), (1, None));
         let counts = sync_counts(&root);
-        assert_eq!(counts[&key(&tmp.0.join("a"))], 2);
-        assert_eq!(counts[&key(&tmp.0.join("b"))], 1);
-        assert_eq!(std::fs::read(tmp.0.join("a")).unwrap(), b"13");
+        assert_eq!(counts[&key(&tmp.path().join("a"))], 2);
+        assert_eq!(counts[&key(&tmp.path().join("b"))], 1);
+        assert_eq!(std::fs::read(tmp.path().join("a")).unwrap(), b"13");
     }
 
     #[test]
     fn the_cache_evicts_by_clock_and_stays_within_capacity() {
-        let tmp = Tmp::new("clock");
+        let tmp = temp_dir("clock");
         for f in ["a", "b", "c", "d", "e"] {
-            std::fs::write(tmp.0.join(f), f).unwrap();
+            std::fs::write(tmp.path().join(f), f).unwrap();
         }
         let root = small(&tmp, 4, 4, 4);
         for f in ["a", "b", "c", "d"] {
@@ -1703,7 +1677,7 @@ mod tests {
 
     #[test]
     fn dirty_files_are_known_by_identity_across_renames() {
-        let tmp = Tmp::new("identity");
+        let tmp = temp_dir("identity");
         let root = small(&tmp, 8, 8, 8);
         root.create("a", 0o644, false, None).unwrap();
         root.write("a", 0, b"x").unwrap();
@@ -1721,7 +1695,7 @@ mod tests {
     /// not freed while the server ran.
     #[test]
     fn unlink_and_rename_over_drop_the_descriptors_of_files_without_a_name() {
-        let tmp = Tmp::new("unlink");
+        let tmp = temp_dir("unlink");
         let root = small(&tmp, 8, 8, 8);
         for f in ["gone", "target", "source", "linked"] {
             root.create(f, 0o644, false, None).unwrap();
@@ -1732,24 +1706,24 @@ mod tests {
         assert_eq!(root.stats().dirty_files, 3);
         assert_eq!(root.stats().cached_files, 0);
         // `target` is replaced: its inode has no name left. `source` lives on as `target`.
-        let source = key(&tmp.0.join("source"));
+        let source = key(&tmp.path().join("source"));
         root.rename("source", "target").unwrap();
         assert_eq!(root.stats().dirty_files, 2);
         // A file with another name stays dirty.
         root.link("linked", "other").unwrap();
         root.unlink("linked").unwrap();
         assert_eq!(root.stats().dirty_files, 2);
-        let other = key(&tmp.0.join("other"));
+        let other = key(&tmp.path().join("other"));
         assert_eq!(root.fsync_dirty(), (2, None));
         let counts = sync_counts(&root);
         assert_eq!(counts.get(&source), Some(&1));
         assert_eq!(counts.get(&other), Some(&1));
-        assert_eq!(std::fs::read(tmp.0.join("target")).unwrap(), b"source");
+        assert_eq!(std::fs::read(tmp.path().join("target")).unwrap(), b"source");
     }
 
     #[test]
     fn a_removed_directory_is_no_longer_held() {
-        let tmp = Tmp::new("rmdir");
+        let tmp = temp_dir("rmdir");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("d", 0o755, None).unwrap();
         root.create("d/f", 0o644, false, None).unwrap();
@@ -1764,23 +1738,23 @@ mod tests {
     /// a symlink swap had pointed out of the root ("path escapes the server's root").
     #[test]
     fn directories_are_fsynced_by_descriptor_after_a_rename_and_a_symlink_swap() {
-        let tmp = Tmp::new("swap");
+        let tmp = temp_dir("swap");
         let root = small(&tmp, 8, 8, 8);
         root.mkdir("a", 0o755, None).unwrap();
         root.create("a/f", 0o644, false, None).unwrap();
         root.write("a/f", 0, b"data").unwrap();
-        let a = key(&tmp.0.join("a"));
+        let a = key(&tmp.path().join("a"));
         root.rename("a", "b").unwrap();
-        std::os::unix::fs::symlink("/", tmp.0.join("a")).unwrap();
+        std::os::unix::fs::symlink("/", tmp.path().join("a")).unwrap();
         assert_eq!(root.fsync_dirty(), (1, None));
         let counts = sync_counts(&root);
         assert_eq!(counts.get(&a), Some(&1), "the directory now named b");
-        assert_eq!(counts.get(&key(&tmp.0)), Some(&1), "the root");
+        assert_eq!(counts.get(&key(tmp.path())), Some(&1), "the root");
     }
 
     #[test]
     fn a_failed_fsync_under_pressure_is_reported_at_shutdown() {
-        let tmp = Tmp::new("fail");
+        let tmp = temp_dir("fail");
         let root = small(&tmp, 4, 1, 4);
         root.create("first", 0o644, false, None).unwrap();
         root.create("second", 0o644, false, None).unwrap();
@@ -1798,9 +1772,9 @@ mod tests {
 
     #[test]
     fn a_zero_capacity_is_refused() {
-        let tmp = Tmp::new("zero");
+        let tmp = temp_dir("zero");
         let e = Root::open_bounded(
-            &tmp.0,
+            tmp.path(),
             Capacity {
                 cached_files: 1,
                 dirty_files: 0,

@@ -7,24 +7,10 @@ mod common;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{metrics, TempDir};
+use common::{eventually, metrics, value, TempDir};
 use iosets_server::{Server, ServerConfig};
-
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// MiB of writable anonymous mappings of at least 60 MiB in this process (the kernel merges
 /// adjacent ones): what 64 MiB buffers allocated whole become (glibc maps allocations that large

@@ -8,7 +8,7 @@ use std::thread;
 use common::{create, json, write, Conn, TempDir};
 use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
 use iosets_server::{Server, ServerConfig};
-use iosets_types::{JobId, Priority};
+use iosets_types::JobId;
 
 const EACCES: i32 = 13;
 const EINVAL: i32 = 22;
@@ -35,10 +35,9 @@ fn control_without_a_token_is_refused() {
 
 #[test]
 fn wrong_token_bad_policy_and_bad_values_are_errors() {
-    let root = TempDir::new("badctl");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("s3cret".into());
-    let server = Server::start(config).unwrap();
+    let (root, server) = common::serve("badctl", |config| {
+        config.token = Some("s3cret".into());
+    });
     let mut c = Conn::connect(server.addr(), 1);
     for token in ["", "s3cre", "s3cret!", "S3CRET"] {
         let r = c.control(token, Control::Stats);
@@ -95,23 +94,15 @@ fn wrong_token_bad_policy_and_bad_values_are_errors() {
 
 #[test]
 fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
-    let root = TempDir::new("switch");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("t".into());
-    config.throttle_mib_s = Some(10.0);
-    config.workers = 2;
-    let server = Server::start(config).unwrap();
+    let (root, server) = common::serve("switch", |config| {
+        config.token = Some("t".into());
+        config.throttle_mib_s = Some(10.0);
+        config.workers = 2;
+    });
     let addr = server.addr();
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("shared"));
-    let r = ctl.control(
-        "t",
-        Control::SetPriority {
-            job: JobId(3),
-            priority: Priority::new(0.1).unwrap(),
-        },
-    );
-    assert_eq!(r, Response::Ok(Reply::Done));
+    ctl.set_priority("t", 3, 0.1);
 
     const PER_JOB: u64 = 300;
     let writers: Vec<_> = (1..=3u64)
@@ -201,23 +192,15 @@ fn policy_switch_under_load_loses_nothing_and_jobstats_add_up() {
 
 #[test]
 fn automatic_priorities_follow_the_detected_period_and_control_wins() {
-    let root = TempDir::new("auto");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some("t".into());
-    config.auto_priority = true;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("auto", |config| {
+        config.token = Some("t".into());
+        config.auto_priority = true;
+    });
     let addr = server.addr();
     let mut ctl = Conn::connect(addr, 0);
     ctl.ok(create("a"));
     ctl.ok(create("b"));
-    let r = ctl.control(
-        "t",
-        Control::SetPriority {
-            job: JobId(2),
-            priority: Priority::new(0.01).unwrap(),
-        },
-    );
-    assert_eq!(r, Response::Ok(Reply::Done));
+    ctl.set_priority("t", 2, 0.01);
     // Jobs 1 and 2: a burst of 4 writes every 250 ms (period 0.25 s → Set-10 set -1,
     // priority 10), for 4 s.
     let bursts: Vec<_> = [(1u64, "a"), (2, "b")]

@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use common::{create, metrics, read, write, Conn, TempDir};
+use common::{create, metrics, read, sample, write, Conn, TempDir};
 use iosets_proto::{Reply, Request, Response};
 use iosets_server::{Server, ServerConfig};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
@@ -38,11 +38,8 @@ impl Drop for RestoreLimit {
 
 /// The value of the `/metrics` series `series` (name and labels, exactly as exported).
 fn metric(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in /metrics"))
-        .parse()
-        .unwrap()
+    let v = sample(text, series).unwrap_or_else(|| panic!("no {series} in /metrics"));
+    v.parse().unwrap()
 }
 
 fn assert_all_ok(replies: impl IntoIterator<Item = Response>) {

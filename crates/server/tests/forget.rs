@@ -5,10 +5,9 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{create, metrics, write, Conn, TempDir};
+use common::{create, metrics, sample, write, Conn};
 use iosets_proto::{Control, Reply, Response, ServerReport};
 use iosets_runtime::book::{DETECTOR_BYTES, JOB_RECORD_BYTES};
-use iosets_server::{Server, ServerConfig};
 
 const TOKEN: &str = "forget-test";
 const JOBS: u64 = 100_000;
@@ -22,21 +21,18 @@ fn stats(c: &mut Conn) -> ServerReport {
 }
 
 fn gauge(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{name} missing"))
+    let v = sample(text, name).and_then(|v| v.trim().parse().ok());
+    v.unwrap_or_else(|| panic!("{name} missing"))
 }
 
 #[test]
 fn a_hundred_thousand_jobs_leave_nothing_behind() {
-    let root = TempDir::new("forget");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some(TOKEN.into());
-    config.auto_priority = true;
-    config.forget_idle_s = 1.0;
-    config.max_jobs = MAX_JOBS;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("forget", |config| {
+        config.token = Some(TOKEN.into());
+        config.auto_priority = true;
+        config.forget_idle_s = 1.0;
+        config.max_jobs = MAX_JOBS;
+    });
     let mut c = Conn::connect(server.addr(), 1);
     c.ok(create("f"));
     // One 1-byte write per job, pipelined 200 at a time.
@@ -77,9 +73,9 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
     );
     let text = metrics(server.admin_addr().unwrap());
     let job_lines = text.lines().filter(|l| l.contains("{job_id=\"")).count();
-    let listed = gauge(&text, "iosets_jobs_in_metrics ");
+    let listed = gauge(&text, "iosets_jobs_in_metrics");
     assert_eq!(listed, 100, "metrics_max_jobs' default");
-    assert_eq!(gauge(&text, "iosets_jobs_known "), busy.jobs_known);
+    assert_eq!(gauge(&text, "iosets_jobs_known"), busy.jobs_known);
     // Nineteen series per listed job at most (ops, 2 bytes, failed, queued, in service, 5 wait
     // causes, 2 bandwidths, 2 quantiles + sum + count of the wait summary, priority, set,
     // period), and the others' sums under job_id="other".
@@ -107,7 +103,7 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
     assert_eq!(idle.jobs_forgotten + idle.jobs_evicted, JOBS);
     assert!(idle.balanced);
     let text = metrics(server.admin_addr().unwrap());
-    assert_eq!(gauge(&text, "iosets_jobs_in_metrics "), 0);
-    assert_eq!(gauge(&text, "iosets_jobs_known "), 0);
+    assert_eq!(gauge(&text, "iosets_jobs_in_metrics"), 0);
+    assert_eq!(gauge(&text, "iosets_jobs_known"), 0);
     server.shutdown().unwrap();
 }

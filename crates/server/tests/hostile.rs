@@ -9,7 +9,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use common::{create, json, metrics, read, write, Conn, TempDir};
+use common::{create, eventually, json, metrics, read, refusals, value, write, Conn, TempDir};
 use iosets_client::{BlockingClient, ClientConfig, ClientError, Secret};
 use iosets_proto::{
     encode, Control, Frame, Header, JobsReport, Reply, Request, Response, RulesReport,
@@ -19,29 +19,6 @@ use iosets_types::{JobId, Priority};
 
 const EACCES: i32 = 13;
 const TOKEN: &str = "hostile-test-token";
-
-/// The value of the metric line starting with `series ` (0 if absent).
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-fn refusals(admin: SocketAddr, reason: &str) -> f64 {
-    value(
-        &metrics(admin),
-        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
-    )
-}
-
-/// Waits (bounded) until `cond` holds; panics with `what` otherwise.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Whether the server closed `s` (EOF or reset) within 30 s, reading and dropping whatever it
 /// sent before.
@@ -65,10 +42,9 @@ fn a_client_that_never_reads_is_stopped_by_backpressure() {
     // (On this kernel the old server also stopped reading such a client, at about 76,000
     // frames, so this pins the behaviour rather than reproducing the defect; the soak suite's
     // `noread` probe measures the memory.)
-    let root = TempDir::new("hostile-noread");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.max_inflight_per_conn = 16;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("hostile-noread", |config| {
+        config.max_inflight_per_conn = 16;
+    });
     let mut flood = TcpStream::connect(server.addr()).unwrap();
     // Never read; write bad frames (a wrong version) until the server stops taking them.
     let mut frame = 48u32.to_le_bytes().to_vec();
@@ -113,11 +89,10 @@ fn a_client_that_never_reads_is_stopped_by_backpressure() {
 
 #[test]
 fn silent_and_trickling_connections_are_closed() {
-    let root = TempDir::new("hostile-timeouts");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.idle_timeout_s = 0.5;
-    config.frame_timeout_s = 0.5;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("hostile-timeouts", |config| {
+        config.idle_timeout_s = 0.5;
+        config.frame_timeout_s = 0.5;
+    });
     let admin = server.admin_addr().unwrap();
     // Silent from the start.
     let mut silent = TcpStream::connect(server.addr()).unwrap();
@@ -148,10 +123,9 @@ fn silent_and_trickling_connections_are_closed() {
 
 #[test]
 fn at_the_connection_cap_the_longest_idle_connection_makes_room() {
-    let root = TempDir::new("hostile-cap");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.max_connections = Some(8);
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("hostile-cap", |config| {
+        config.max_connections = Some(8);
+    });
     let admin = server.admin_addr().unwrap();
     // Opened a few milliseconds apart: the first is the one idle the longest.
     let mut silent: Vec<TcpStream> = (0..8)
@@ -403,10 +377,9 @@ fn with_insecure_loopback_only_loopback_peers_are_served() {
         eprintln!("skipped: this host has no non-loopback address to connect from");
         return;
     };
-    let root = TempDir::new("hostile-loopback");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.listen = "0.0.0.0:0".into();
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("hostile-loopback", |config| {
+        config.listen = "0.0.0.0:0".into();
+    });
     let port = server.addr().port();
     let admin = server.admin_addr().unwrap();
     assert!(
@@ -452,10 +425,9 @@ fn priority_hints_are_capped_by_default_and_the_policy_is_the_servers() {
         ("ignore".parse().unwrap(), None),
         ("cap=0.01".parse().unwrap(), Some(0.01)),
     ] {
-        let root = TempDir::new("hostile-hints");
-        let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-        config.hints = hints;
-        let server = Server::start(config).unwrap();
+        let (_root, server) = common::serve("hostile-hints", |config| {
+            config.hints = hints;
+        });
         let mut c = Conn::connect(server.addr(), 77);
         c.priority = Some(1e300);
         c.ok(create("f"));
@@ -482,10 +454,9 @@ fn priority_hints_are_capped_by_default_and_the_policy_is_the_servers() {
 fn clients_that_never_read_cannot_hold_the_servers_bytes_from_the_others() {
     // The server's byte budget full of answers nobody reads: their connections are closed
     // (after a second without progress), so a new client is served.
-    let root = TempDir::new("hostile-pressure");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.max_inflight_bytes = 4 << 20;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("hostile-pressure", |config| {
+        config.max_inflight_bytes = 4 << 20;
+    });
     let admin = server.admin_addr().unwrap();
     let mut setup = Conn::connect(server.addr(), 1);
     setup.ok(create("big"));

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{create, json, metrics, write, Conn, TempDir};
+use common::{create, json, metrics, sample, write, Conn, TempDir};
 use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
 use iosets_server::{Server, ServerConfig};
 
@@ -195,18 +195,15 @@ fn twenty_thousand_job_ids_cost_a_bounded_book_and_metrics_page() {
 
 /// A value of `/metrics`, by the series' full name and labels.
 fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series).and_then(|v| v.strip_prefix(' ')))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{series} missing"))
+    let v = sample(text, series).and_then(|v| v.parse().ok());
+    v.unwrap_or_else(|| panic!("{series} missing"))
 }
 
 #[test]
 fn metrics_list_the_latest_jobs_and_sum_the_others() {
-    let root = TempDir::new("jobs-metrics");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.metrics_max_jobs = 5;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("jobs-metrics", |config| {
+        config.metrics_max_jobs = 5;
+    });
     let mut c = Conn::connect(server.addr(), 100);
     c.ok(create("f"));
     // Jobs 1 to 20, one after the other, job j writing j bytes.
@@ -284,10 +281,9 @@ fn peers_of(c: &mut Conn, job: u64) -> Vec<String> {
 
 #[test]
 fn a_job_id_claimed_from_two_hosts_shows_both() {
-    let root = TempDir::new("jobs-peers");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.token = Some(TOKEN.into());
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("jobs-peers", |config| {
+        config.token = Some(TOKEN.into());
+    });
     let mut one = connect_from([127, 0, 0, 1], server.addr(), 42);
     let mut two = connect_from([127, 0, 0, 2], server.addr(), 42);
     one.ok(create("f"));

@@ -6,9 +6,8 @@ use crate::common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 
-use common::{create, read, write, Conn, TempDir};
+use common::{create, read, write, Conn};
 use iosets_proto::{Reply, Response, HEADER_LEN, VERSION};
-use iosets_server::{Server, ServerConfig};
 
 const EBADMSG: i32 = 74;
 const EMSGSIZE: i32 = 90;
@@ -22,10 +21,9 @@ fn raw_frame(body: &[u8]) -> Vec<u8> {
 
 #[test]
 fn bad_frames_are_answered_and_others_keep_being_served() {
-    let root = TempDir::new("malformed");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.max_frame = 1 << 20;
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("malformed", |config| {
+        config.max_frame = 1 << 20;
+    });
     let mut good = Conn::connect(server.addr(), 7);
     good.ok(create("f"));
 

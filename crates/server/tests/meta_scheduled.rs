@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{create, json, metrics, read, Conn, TempDir};
+use common::{create, json, metrics, read, sample, Conn, TempDir};
 use iosets_proto::{
     Control, JobsReport, OpenFlags, Reply, Request, Response, ServerReport, SetAttr,
 };
@@ -24,12 +24,8 @@ fn stats(c: &mut Conn) -> ServerReport {
 
 /// The value of the series whose line starts with `series` (name and labels).
 fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
+    let v = sample(text, series).unwrap_or_else(|| panic!("{series} missing from\n{text}"));
+    v.trim().parse().unwrap()
 }
 
 /// Sets the stripe-count attribute of a backing directory; `false` if its file system keeps no

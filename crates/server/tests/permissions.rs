@@ -24,8 +24,16 @@ const B: u32 = 50_002;
 /// A group B is in only when the test says so.
 const G: u32 = 50_100;
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
+/// A fresh directory holding [`tree`], or `None` (the test is skipped, as stderr says) when this
+/// process is not root: the server must run as root to act as other users.
+fn tree_as_root(name: &str) -> Option<TempDir> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: the server must run as root to act as other users (run as root)");
+        return None;
+    }
+    let dir = TempDir::new(name);
+    tree(&dir.0);
+    Some(dir)
 }
 
 fn mode(path: &Path, m: u32) {
@@ -129,12 +137,9 @@ fn untouched(root: &Path) {
 
 #[test]
 fn a_0600_file_of_one_user_is_refused_to_another_for_every_operation() {
-    if !is_root() {
-        eprintln!("skipped: the server must run as root to act as other users (run as root)");
+    let Some(dir) = tree_as_root("perm-b") else {
         return;
-    }
-    let dir = TempDir::new("perm-b");
-    tree(&dir.0);
+    };
     let server = start(&dir.0, false, NoCreds::Server);
     // A reads its file first: the server then holds a descriptor of it, which B must not use.
     let mut a = as_user(server.addr(), Some(Creds::new(A, A)));
@@ -269,12 +274,9 @@ fn a_0600_file_of_one_user_is_refused_to_another_for_every_operation() {
 
 #[test]
 fn groups_travel_with_the_claim_and_the_owner_may_write_a_mode_0_file() {
-    if !is_root() {
-        eprintln!("skipped: the server must run as root to act as other users (run as root)");
+    let Some(dir) = tree_as_root("perm-groups") else {
         return;
-    }
-    let dir = TempDir::new("perm-groups");
-    tree(&dir.0);
+    };
     let server = start(&dir.0, false, NoCreds::Server);
     let mut outsider = as_user(server.addr(), Some(Creds::new(B, B)));
     refused(&mut outsider, read("a/group"), EACCES);
@@ -308,12 +310,9 @@ fn groups_travel_with_the_claim_and_the_owner_may_write_a_mode_0_file() {
 
 #[test]
 fn root_squash_makes_a_claim_of_root_act_as_nobody() {
-    if !is_root() {
-        eprintln!("skipped: the server must run as root to act as other users (run as root)");
+    let Some(dir) = tree_as_root("perm-squash") else {
         return;
-    }
-    let dir = TempDir::new("perm-squash");
-    tree(&dir.0);
+    };
     // Without squash, root passes as in POSIX.
     let plain = start(&dir.0, false, NoCreds::Server);
     let mut root = as_user(plain.addr(), Some(Creds::new(0, 0)));
@@ -360,12 +359,9 @@ fn root_squash_makes_a_claim_of_root_act_as_nobody() {
 
 #[test]
 fn requests_without_credentials_act_as_no_creds_says() {
-    if !is_root() {
-        eprintln!("skipped: the server must run as root to act as other users (run as root)");
+    let Some(dir) = tree_as_root("perm-nocreds") else {
         return;
-    }
-    let dir = TempDir::new("perm-nocreds");
-    tree(&dir.0);
+    };
     for (rule, readable) in [
         (NoCreds::Server, Ok(())),
         (NoCreds::Nobody, Err(EACCES)),

@@ -20,7 +20,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::{metrics, Conn, TempDir};
 use iosets_client::{BlockingClient, ClientConfig, JobId, Priority};
-use iosets_proto::{Control, Reply, Response};
 use iosets_server::{Server, ServerConfig, ServerHandle};
 
 /// The control token of the tests' servers.
@@ -309,14 +308,7 @@ fn the_exposition_passes_promtool() {
     c.fsync("f").unwrap();
     // Job 8 put into set 2 (priority 10^-2) by the control plane.
     let mut ctl = Conn::connect(server.addr(), 0);
-    let set = ctl.control(
-        TOKEN,
-        Control::SetPriority {
-            job: JobId(8),
-            priority: Priority::new(0.01).unwrap(),
-        },
-    );
-    assert_eq!(set, Response::Ok(Reply::Done));
+    ctl.set_priority(TOKEN, 8, 0.01);
     let body = exposition(server.admin_addr().unwrap());
     // The page has what the check is about: per-job series with the job_id label, set
     // membership, a rule's series.

@@ -12,32 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{create, metrics, read, write, Conn, TempDir};
+use common::{create, eventually, metrics, read, refusals, value, write, Conn, TempDir};
 use iosets_proto::{Reply, Request, Response};
 use iosets_server::{Server, ServerConfig};
-
-/// The value of the metric line starting with `series ` (0 if absent).
-fn value(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
-}
-
-fn refusals(admin: SocketAddr, reason: &str) -> f64 {
-    value(
-        &metrics(admin),
-        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
-    )
-}
-
-/// Waits (bounded) until `cond` holds; panics with `what` otherwise.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < end, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 /// Samples `/metrics` every 20 ms until told to stop; answers the most in-flight bytes seen
 /// and the most held by frames being received.
@@ -84,6 +61,18 @@ fn four_small_requests(c: &mut Conn) -> Vec<Duration> {
     took
 }
 
+/// The well-behaved client of these tests (job 2), its file `small` written (4 KiB); its read
+/// timeout is a hang guard only: the goal (and the measure) is well under a second.
+fn good_client(addr: SocketAddr) -> Conn {
+    let mut good = Conn::connect(addr, 2);
+    good.stream
+        .set_read_timeout(Some(Duration::from_secs(25)))
+        .unwrap();
+    good.ok(create("small"));
+    good.ok(write("small", 0, vec![5u8; 4096]));
+    good
+}
+
 #[test]
 fn slow_announcements_hold_a_step_each_and_other_clients_are_answered() {
     // The attack at the server's defaults (2 GiB, 64 MiB frames): 32 connections
@@ -91,13 +80,7 @@ fn slow_announcements_hold_a_step_each_and_other_clients_are_answered() {
     let root = TempDir::new("receiving-slow");
     let server = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
     let admin = server.admin_addr().unwrap();
-    let mut good = Conn::connect(server.addr(), 2);
-    // A hang guard only: the goal (and the measure) is well under a second.
-    good.stream
-        .set_read_timeout(Some(Duration::from_secs(25)))
-        .unwrap();
-    good.ok(create("small"));
-    good.ok(write("small", 0, vec![5u8; 4096]));
+    let mut good = good_client(server.addr());
 
     let done = Arc::new(AtomicBool::new(false));
     let silent: Vec<TcpStream> = (0..16)
@@ -181,12 +164,7 @@ fn frames_sent_almost_whole_then_stalled_leave_the_reserve_and_are_closed_for_a_
     config.frame_timeout_s = 120.0;
     let server = Server::start(config).unwrap();
     let admin = server.admin_addr().unwrap();
-    let mut good = Conn::connect(server.addr(), 2);
-    good.stream
-        .set_read_timeout(Some(Duration::from_secs(25)))
-        .unwrap();
-    good.ok(create("small"));
-    good.ok(write("small", 0, vec![5u8; 4096]));
+    let mut good = good_client(server.addr());
     let done = Arc::new(AtomicBool::new(false));
     let watch = sampler(admin, done.clone());
 
@@ -266,11 +244,10 @@ fn large_writes_from_many_connections_complete_within_the_budget() {
     // writes of 3 MiB through an 8 MiB budget with 4 MiB frames. Frames are received a step at
     // a time, the oldest first: every write completes (no two frames deadlock holding parts
     // of the budget), every byte reads back, and the server never holds more than its budget.
-    let root = TempDir::new("receiving-large");
-    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
-    config.max_inflight_bytes = 8 << 20;
-    config.max_frame = (4 << 20) + (64 << 10);
-    let server = Server::start(config).unwrap();
+    let (_root, server) = common::serve("receiving-large", |config| {
+        config.max_inflight_bytes = 8 << 20;
+        config.max_frame = (4 << 20) + (64 << 10);
+    });
     let admin = server.admin_addr().unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let watch = sampler(admin, done.clone());

@@ -10,9 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{create, write, Conn, TempDir};
-use iosets_proto::{Control, Reply, Response};
+use iosets_proto::{Reply, Response};
 use iosets_server::{Server, ServerConfig};
-use iosets_types::{JobId, Priority};
 
 /// Keeps `depth` writes of `size` bytes outstanding for `job` until `until`, then waits for the
 /// last answers. Returns the number of writes acknowledged.
@@ -110,14 +109,7 @@ fn start(
 fn prioritise(addr: SocketAddr, jobs: &[(u64, f64)]) {
     let mut c = Conn::connect(addr, 0);
     for &(job, p) in jobs {
-        let r = c.control(
-            "t",
-            Control::SetPriority {
-                job: JobId(job),
-                priority: Priority::new(p).unwrap(),
-            },
-        );
-        assert_eq!(r, Response::Ok(Reply::Done));
+        c.set_priority("t", job, p);
         c.ok(create(&format!("job{job}")));
     }
 }

@@ -3,7 +3,8 @@
 //! exclusivity bound by set priority, and open phases that hold only for clients that end them.
 
 use super::*;
-use iosets_types::{FileId, RequestId};
+use crate::test_support::request;
+use iosets_types::RequestId;
 
 /// The policy as `iosets serve` builds it by default (`order=phase`, every default tunable).
 fn defaults(extra: &[(&str, &str)]) -> IoSets {
@@ -18,22 +19,14 @@ fn defaults(extra: &[(&str, &str)]) -> IoSets {
 }
 
 fn write(id: u64, job: u64, phase: Option<u64>, prio: Option<f64>) -> Request {
-    let mut r = Request::builder(JobId(job), Op::Write)
-        .id(RequestId(id))
-        .file(FileId(job))
-        .range(id << 20, 1 << 20)
-        .build();
+    let mut r = request(id, job, Op::Write, job, id << 20, 1 << 20);
     r.phase = phase.map(Nanos);
     r.priority = prio.and_then(Priority::new);
     r
 }
 
 fn meta(id: u64, job: u64, phase: Option<u64>) -> Request {
-    let mut r = Request::builder(JobId(job), Op::Meta)
-        .id(RequestId(id))
-        .file(FileId(1000 + id))
-        .range(0, 4096)
-        .build();
+    let mut r = request(id, job, Op::Meta, 1000 + id, 0, 4096);
     r.phase = phase.map(Nanos);
     r
 }

@@ -2,24 +2,18 @@
 //! anticipation (lingers) and the bookkeeping each leaves behind.
 
 use super::*;
+use crate::test_support::{head_at, request};
 use crate::Op;
-use iosets_types::{FileId, RequestId};
 
 fn req(id: u64, job: u64, prio: f64) -> Request {
-    let mut r = Request::builder(JobId(job), Op::Write)
-        .id(RequestId(id))
-        .file(FileId(job))
-        .range(id * 10, 10)
-        .build();
+    let mut r = request(id, job, Op::Write, job, id * 10, 10);
     r.priority = Priority::new(prio);
     r
 }
 
+/// The head of the batch `p` dispatches at `now` ns.
 fn take(p: &mut IoSets, now: u64) -> Request {
-    match p.dispatch(Nanos(now)) {
-        Dispatch::Ready(b) => *b.head(),
-        other => panic!("expected a request, got {other:?}"),
-    }
+    head_at(p, Nanos(now))
 }
 
 #[test]
@@ -42,22 +36,8 @@ fn one_job_per_set_until_its_burst_ends() {
 #[test]
 fn jobs_without_priority_do_not_exclude_each_other() {
     let mut p = IoSets::new(Order::Arrival, None, Priority::new(0.02).unwrap());
-    p.enqueue(
-        Request::builder(JobId(1), Op::Read)
-            .id(RequestId(1))
-            .file(FileId(1))
-            .range(0, 10)
-            .build(),
-        Nanos(0),
-    );
-    p.enqueue(
-        Request::builder(JobId(2), Op::Read)
-            .id(RequestId(2))
-            .file(FileId(2))
-            .range(0, 10)
-            .build(),
-        Nanos(0),
-    );
+    p.enqueue(request(1, 1, Op::Read, 1, 0, 10), Nanos(0));
+    p.enqueue(request(2, 2, Op::Read, 2, 0, 10), Nanos(0));
     let a = take(&mut p, 0);
     let b = take(&mut p, 0);
     assert_ne!(a.job, b.job);
@@ -107,14 +87,7 @@ fn configured_periods_place_jobs_by_set10() {
     let mut p = crate::build(NAME, &pairs.unwrap()).unwrap();
     // Jobs 1 and 2 (40 s and 200 s) share set 2; job 3 (640 s) is in set 3.
     for (id, job) in [(1, 1), (2, 2), (3, 3)] {
-        p.enqueue(
-            Request::builder(JobId(job), Op::Write)
-                .id(RequestId(id))
-                .file(FileId(job))
-                .range(0, 10)
-                .build(),
-            Nanos(id),
-        );
+        p.enqueue(request(id, job, Op::Write, job, 0, 10), Nanos(id));
     }
     let mut served = Vec::new();
     while let Dispatch::Ready(b) = p.dispatch(Nanos(5)) {
@@ -243,14 +216,7 @@ fn hold_zero_and_solo_sets_never_linger() {
 
     // A job without priority is alone in its set: nobody could take it, so it does not linger.
     let mut p = holding(10);
-    p.enqueue(
-        Request::builder(JobId(1), Op::Read)
-            .id(RequestId(1))
-            .file(FileId(1))
-            .range(0, 10)
-            .build(),
-        Nanos(0),
-    );
+    p.enqueue(request(1, 1, Op::Read, 1, 0, 10), Nanos(0));
     let a = take(&mut p, 0);
     done(&mut p, &a, 1);
     assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
@@ -382,7 +348,7 @@ proptest::proptest! {
             match op {
                 0..=4 => {
                     id += 1;
-                    let mut r = Request::builder(JobId(job), Op::Write).id(RequestId(id)).file(FileId(job)).range(0, 10).build();
+                    let mut r = request(id, job, Op::Write, job, 0, 10);
                     r.priority = prio(c);
                     p.enqueue(r, Nanos(now));
                 }
@@ -552,11 +518,7 @@ fn an_old_stamp_counts_only_as_old_as_the_bound() {
 fn jobs_without_priority_share_one_new_set() {
     let mut p = crate::build(NAME, &[("order".into(), "phase".into())]).unwrap();
     let unknown = |id: u64, job: u64, phase: u64| {
-        let mut r = Request::builder(JobId(job), Op::Write)
-            .id(RequestId(id))
-            .file(FileId(job))
-            .range(0, 10)
-            .build();
+        let mut r = request(id, job, Op::Write, job, 0, 10);
         r.phase = Some(Nanos(phase));
         r
     };

@@ -5,12 +5,22 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use iosets_policy::{Counted, Dispatch, Nanos, Outcome, Request};
+use iosets_policy::{Counted, Dispatch, Nanos, Op, Outcome, Request};
+use iosets_types::{FileId, JobId, RequestId};
 
 /// Builds a policy from `name` and `key=value` strings.
 pub fn policy(name: &str, opts: &[&str]) -> Counted {
     let pairs = iosets_policy::tunables::parse_pairs(opts).unwrap();
     Counted::build(name, &pairs).unwrap()
+}
+
+/// A request `id` by `job` of `len` bytes at `offset` in `file`, with no class, priority or phase.
+pub fn request(id: u64, job: u64, op: Op, file: u64, offset: u64, len: u64) -> Request {
+    Request::builder(JobId(job), op)
+        .id(RequestId(id))
+        .file(FileId(file))
+        .range(offset, len)
+        .build()
 }
 
 /// Enqueues everything at time 0, then dispatches one batch at a time and completes it at once.

@@ -34,6 +34,14 @@ pub fn policy(name: &str) -> Counted {
     Counted::build(name, &[]).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// A request by `job` of `len` bytes at `offset` in `file`, with no class, priority or phase.
+pub fn request(job: u64, op: Op, file: u64, offset: u64, len: u64) -> Request {
+    Request::builder(JobId(job), op)
+        .file(FileId(file))
+        .range(offset, len)
+        .build()
+}
+
 /// A request of 4 KiB by `job`, at slot `i` of its file, with IO-SETS priority hints for several
 /// sets: job % 8 == 7 carries no hint (a set of its own), the others are in sets 0..4
 /// (priorities 1, 0.1, 0.01, 0.001).

@@ -408,32 +408,16 @@ mod tests {
     use iosets_types::JobId;
 
     use super::*;
+    use crate::test_support::temp_dir;
     use crate::{Server, ServerConfig, ServerHandle};
+    use tempfile::TempDir;
 
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("iosets-local-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn server(scratch: &Scratch, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
-        let mut cfg = ServerConfig::new(&scratch.0).with_insecure_loopback();
+    fn server(scratch: &TempDir, tune: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
+        let mut cfg = ServerConfig::new(scratch.path()).with_insecure_loopback();
         cfg.workers = 1;
         tune(&mut cfg);
         let s = Server::start(cfg).unwrap();
-        std::fs::write(scratch.0.join("f"), vec![0u8; 3 * PAGE]).unwrap();
+        std::fs::write(scratch.path().join("f"), vec![0u8; 3 * PAGE]).unwrap();
         s
     }
 
@@ -524,7 +508,7 @@ mod tests {
 
     #[test]
     fn shared_requests_without_a_region_are_refused() {
-        let scratch = Scratch::new("noregion");
+        let scratch = temp_dir("noregion");
         let h = server(&scratch, |_| {});
         let eproto = Errno::PROTO.raw_os_error();
         // Over TCP: no region, and none can be attached.
@@ -552,7 +536,7 @@ mod tests {
 
     #[test]
     fn out_of_range_and_overflowing_ranges_are_refused() {
-        let scratch = Scratch::new("ranges");
+        let scratch = temp_dir("ranges");
         let h = server(&scratch, |_| {});
         let region = Region::create(2 * PAGE).unwrap();
         let (mut s, r) = attached(&offered(&h), &region);
@@ -584,7 +568,7 @@ mod tests {
         slot.fill(0x42);
         let r = call(&mut s, 22, shared_write(slot.offset(), PAGE as u32));
         assert_eq!(r, Response::Ok(Reply::Written(PAGE as u32)));
-        let on_disk = std::fs::read(scratch.0.join("f")).unwrap();
+        let on_disk = std::fs::read(scratch.path().join("f")).unwrap();
         assert!(on_disk[..PAGE].iter().all(|&b| b == 0x42));
         assert!(on_disk[PAGE..].iter().all(|&b| b == 0));
         // A read into the region, short at the end of the file.
@@ -604,7 +588,7 @@ mod tests {
 
     #[test]
     fn unusable_regions_are_refused() {
-        let scratch = Scratch::new("badregion");
+        let scratch = temp_dir("badregion");
         let h = server(&scratch, |c| c.local_region_max_mib = 1);
         let socket = offered(&h);
         let einval = Errno::INVAL.raw_os_error();
@@ -637,7 +621,7 @@ mod tests {
 
     #[test]
     fn no_offer_when_the_transport_is_off() {
-        let scratch = Scratch::new("off");
+        let scratch = temp_dir("off");
         let h = server(&scratch, |c| c.local = false);
         let mut tcp = TcpStream::connect(h.addr()).unwrap();
         let r = call(&mut tcp, 1, Request::LocalTransport);

@@ -6,12 +6,13 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use iosets_proto::io::{read_frame_blocking, write_frame_blocking, ReadError};
 use iosets_proto::{
     encode, Bytes, Control, Frame, Header, Reply, Request, Response, DEFAULT_MAX_FRAME,
 };
+use iosets_server::{Server, ServerConfig, ServerHandle};
 use iosets_types::{JobId, Priority};
 
 static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
@@ -37,6 +38,16 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// A server on loopback (no credentials needed) serving a fresh root named after `name`, its
+/// configuration changed by `tune` first; the root lives as long as the returned [`TempDir`].
+pub fn serve(name: &str, tune: impl FnOnce(&mut ServerConfig)) -> (TempDir, ServerHandle) {
+    let root = TempDir::new(name);
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
+    tune(&mut config);
+    let server = Server::start(config).unwrap();
+    (root, server)
 }
 
 /// One connection; requests may be pipelined (`send` then `recv`).
@@ -126,6 +137,22 @@ impl Conn {
         })
     }
 
+    /// Sets `job`'s priority to `priority` through the control channel; panics unless done.
+    pub fn set_priority(&mut self, token: &str, job: u64, priority: f64) {
+        let r = self.control(
+            token,
+            Control::SetPriority {
+                job: JobId(job),
+                priority: Priority::new(priority).unwrap(),
+            },
+        );
+        assert_eq!(
+            r,
+            Response::Ok(Reply::Done),
+            "set_priority {job} {priority}"
+        );
+    }
+
     /// Sends all of `reqs` pipelined, then collects every answer by tag.
     pub fn pipeline(&mut self, reqs: Vec<Request>) -> HashMap<u64, Response> {
         let tags: Vec<u64> = reqs.into_iter().map(|r| self.send(r)).collect();
@@ -181,4 +208,33 @@ pub fn metrics(addr: SocketAddr) -> String {
     http.read_to_string(&mut text).unwrap();
     assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
     text
+}
+
+/// What follows `series ` on the line of `/metrics` text that starts with it (the series' name
+/// and labels exactly as exported), if there is one.
+pub fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+}
+
+/// The value of the metric line starting with `series ` (0 if absent).
+pub fn value(text: &str, series: &str) -> f64 {
+    sample(text, series).map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// The refusals for `reason` counted on the `/metrics` page at `admin`.
+pub fn refusals(admin: SocketAddr, reason: &str) -> f64 {
+    value(
+        &metrics(admin),
+        &format!("iosets_refusals_total{{reason=\"{reason}\"}}"),
+    )
+}
+
+/// Waits (at most 30 s) until `cond` holds; panics with `what` otherwise.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < end, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
