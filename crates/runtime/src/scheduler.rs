@@ -772,15 +772,15 @@ impl<T: Send + 'static> Scheduler<T> {
         payload: T,
     ) -> Result<RequestId, RuntimeError> {
         let raw = self.inner.clock.now();
-        let job = req.job;
+        // Before the request can be served: once it is, its answer may reach the client, which
+        // may then ask for the job's peers. The book's locks are never taken under the
+        // scheduler's.
+        if let Some(addr) = origin.addr {
+            self.inner.book.note_peer(req.job, addr, raw);
+        }
         let mut st = self.inner.state.lock();
         let (id, _) = st.enqueue(req, Some(origin), payload, raw)?;
         self.inner.wake_one(&mut st);
-        drop(st);
-        // The book's locks are never taken under the scheduler's.
-        if let Some(addr) = origin.addr {
-            self.inner.book.note_peer(job, addr, raw);
-        }
         Ok(id)
     }
 
