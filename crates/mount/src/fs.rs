@@ -706,9 +706,7 @@ impl Inner {
             .by_path(&path)
             .filter(|&ino| self.open_count(ino) > 0);
         let Some(ino) = open_ino else {
-            client.unlink(&path).await.map_err(failed)?;
-            self.inodes.lock().unlinked(&path);
-            return Ok(());
+            return self.remove(&path, client.unlink(&path)).await;
         };
         let silly = match path.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/{SILLY_PREFIX}{ino:x}"),
@@ -726,6 +724,25 @@ impl Inner {
         Ok(())
     }
 
+    /// Removes the name `path` on the servers (`removal`: the client's unlink or rmdir) and
+    /// from the inode table, its object's key taken out first ([`Inodes::removing`]: a new
+    /// object given the same backing number meanwhile must not get this inode).
+    async fn remove(
+        &self,
+        path: &str,
+        removal: impl Future<Output = Result<(), ClientError>>,
+    ) -> Result<(), Errno> {
+        let detached = self.inodes.lock().removing(path);
+        if let Err(e) = removal.await {
+            if let Some(d) = detached {
+                self.inodes.lock().kept(d);
+            }
+            return Err(failed(e));
+        }
+        self.inodes.lock().unlinked(path);
+        Ok(())
+    }
+
     pub(crate) async fn rmdir(
         &self,
         who: &Who,
@@ -734,9 +751,7 @@ impl Inner {
     ) -> Result<(), Errno> {
         let path = self.child_path(parent, name)?;
         let client = self.caller(who).await?;
-        client.rmdir(&path).await.map_err(failed)?;
-        self.inodes.lock().unlinked(&path);
-        Ok(())
+        self.remove(&path, client.rmdir(&path)).await
     }
 
     pub(crate) async fn symlink(
@@ -772,7 +787,13 @@ impl Inner {
         );
         let (from, to) = (from?, to?);
         let client = self.caller(who).await?;
-        client.rename(&from, &to).await.map_err(failed)?;
+        let replaced = self.inodes.lock().removing(&to);
+        if let Err(e) = client.rename(&from, &to).await {
+            if let Some(d) = replaced {
+                self.inodes.lock().kept(d);
+            }
+            return Err(failed(e));
+        }
         self.inodes.lock().renamed(&from, &to);
         Ok(())
     }

@@ -35,6 +35,14 @@ pub(crate) struct Node {
     pub silly: Option<String>,
 }
 
+/// An object's key taken out before its last name is removed ([`Inodes::removing`]).
+#[derive(Debug)]
+#[must_use = "give it back with Inodes::kept if the removal fails"]
+pub(crate) struct Detached {
+    ino: u64,
+    key: (usize, u64),
+}
+
 /// The table.
 #[derive(Debug)]
 pub(crate) struct Inodes {
@@ -184,6 +192,43 @@ impl Inodes {
         }
     }
 
+    /// Before `path` is removed on the servers (unlink, rmdir, a rename over it): if it is its
+    /// object's last name, the object's key is taken out now. The backing file system may give
+    /// its number to a new object as soon as the removal is done there, before this mount hears
+    /// back; a `remember` of that new object (another caller's mkdir, say) must then make a new
+    /// inode, not hand out this one, which the kernel still holds for the old object. Returns
+    /// what [`Inodes::kept`] puts back if the removal fails.
+    pub(crate) fn removing(&mut self, path: &str) -> Option<Detached> {
+        let ino = *self.by_path.get(path)?;
+        let node = self.nodes.get_mut(&ino)?;
+        let last = node.path == path
+            && node.others.iter().all(|p| p == path)
+            && node.nlink.saturating_sub(1) <= 1;
+        if !last {
+            return None;
+        }
+        let key = node.key.take()?;
+        if self.by_key.get(&key) == Some(&ino) {
+            self.by_key.remove(&key);
+        }
+        Some(Detached { ino, key })
+    }
+
+    /// The removal [`Inodes::removing`] prepared failed: the object keeps its key, unless the
+    /// kernel forgot it meanwhile or a lookup gave the object another inode.
+    pub(crate) fn kept(&mut self, detached: Detached) {
+        let Detached { ino, key } = detached;
+        if self.by_key.contains_key(&key) {
+            return;
+        }
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            if node.key.is_none() {
+                node.key = Some(key);
+                self.by_key.insert(key, ino);
+            }
+        }
+    }
+
     /// `from` was renamed to `to`: the object and everything under it (a directory) now live
     /// under the new name.
     pub(crate) fn renamed(&mut self, from: &str, to: &str) {
@@ -238,6 +283,32 @@ impl Inodes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_reused_while_a_removal_is_under_way_gets_a_new_inode() {
+        let mut t = Inodes::new();
+        let old = t.remember("a/d", (0, 77), 2);
+        // rmdir a/d is sent; before its answer, the servers' mkdir b/d got backing number 77.
+        let detached = t.removing("a/d").expect("its last name");
+        let new = t.remember("b/d", (0, 77), 2);
+        assert_ne!(new, old);
+        t.unlinked("a/d");
+        assert_eq!(t.by_path("b/d"), Some(new));
+        assert_eq!(t.get(new).unwrap().key, Some((0, 77)));
+        drop(detached);
+        // A removal that fails keeps the key: the next lookup finds the same inode.
+        let mut t = Inodes::new();
+        let ino = t.remember("x", (0, 5), 1);
+        let detached = t.removing("x").unwrap();
+        t.kept(detached);
+        assert_eq!(t.remember("x", (0, 5), 1), ino);
+        // A hard link whose other name is known stays: nothing is taken out.
+        let mut t = Inodes::new();
+        let ino = t.remember("l1", (0, 9), 2);
+        assert_eq!(t.remember("l2", (0, 9), 2), ino);
+        assert!(t.removing("l1").is_none());
+        assert!(t.removing("l2").is_none());
+    }
 
     #[test]
     fn hard_links_share_an_inode_and_renames_keep_it() {

@@ -471,6 +471,57 @@ fn hard_links_symlinks_and_special_files_work_on_one_server() {
     ok(&st);
 }
 
+/// Regression: four threads each making and removing directories in their own directory got
+/// EEXIST and ESTALE. A removed directory's backing inode number came back for another thread's
+/// new directory before the mount had taken the old one out of its inode table, so the new
+/// directory was given the old one's inode, which the kernel still held.
+#[test]
+fn concurrent_mkdir_and_rmdir_in_separate_directories_never_fail() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |o| o.attr_ttl = Duration::ZERO);
+    let m = s.mnt();
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let dir = m.join(format!("t{t}"));
+                scope.spawn(move || {
+                    std::fs::create_dir(&dir).unwrap();
+                    let mut failed = Vec::new();
+                    for i in 0..400 {
+                        let d = dir.join(format!("d{i}"));
+                        if let Err(e) =
+                            std::fs::create_dir(&d).and_then(|()| std::fs::remove_dir(&d))
+                        {
+                            failed.push(format!("{}: {e}", d.display()));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of 1600 failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    for t in 0..4 {
+        assert_eq!(
+            std::fs::read_dir(s.root(0).join(format!("t{t}")))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+}
+
 trait FifoLike {
     fn is_fifo_like(&self) -> bool;
 }
