@@ -706,7 +706,9 @@ impl Inner {
             .by_path(&path)
             .filter(|&ino| self.open_count(ino) > 0);
         let Some(ino) = open_ino else {
-            return self.remove(&path, client.unlink(&path)).await;
+            return self
+                .remove(&path, client.unlink(&path), |t| t.unlinked(&path))
+                .await;
         };
         let silly = match path.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/{SILLY_PREFIX}{ino:x}"),
@@ -724,13 +726,15 @@ impl Inner {
         Ok(())
     }
 
-    /// Removes the name `path` on the servers (`removal`: the client's unlink or rmdir) and
-    /// from the inode table, its object's key taken out first ([`Inodes::removing`]: a new
-    /// object given the same backing number meanwhile must not get this inode).
+    /// Sends `removal` (the client's unlink or rmdir of `path`, or a rename over it), which takes
+    /// the name `path` away on the servers. Its object's key leaves the inode table first
+    /// ([`Inodes::removing`]: a new object given the same backing number meanwhile must not get
+    /// this inode), and comes back if the removal fails; `done` updates the table after it.
     async fn remove(
         &self,
         path: &str,
         removal: impl Future<Output = Result<(), ClientError>>,
+        done: impl FnOnce(&mut Inodes),
     ) -> Result<(), Errno> {
         let detached = self.inodes.lock().removing(path);
         if let Err(e) = removal.await {
@@ -739,7 +743,7 @@ impl Inner {
             }
             return Err(failed(e));
         }
-        self.inodes.lock().unlinked(path);
+        done(&mut self.inodes.lock());
         Ok(())
     }
 
@@ -751,7 +755,8 @@ impl Inner {
     ) -> Result<(), Errno> {
         let path = self.child_path(parent, name)?;
         let client = self.caller(who).await?;
-        self.remove(&path, client.rmdir(&path)).await
+        self.remove(&path, client.rmdir(&path), |t| t.unlinked(&path))
+            .await
     }
 
     pub(crate) async fn symlink(
@@ -787,15 +792,8 @@ impl Inner {
         );
         let (from, to) = (from?, to?);
         let client = self.caller(who).await?;
-        let replaced = self.inodes.lock().removing(&to);
-        if let Err(e) = client.rename(&from, &to).await {
-            if let Some(d) = replaced {
-                self.inodes.lock().kept(d);
-            }
-            return Err(failed(e));
-        }
-        self.inodes.lock().renamed(&from, &to);
-        Ok(())
+        self.remove(&to, client.rename(&from, &to), |t| t.renamed(&from, &to))
+            .await
     }
 
     pub(crate) async fn link(
