@@ -902,9 +902,10 @@ impl Inner {
         if let Some(silly) = silly {
             let by = self.unlinked_by.lock().remove(&ino).unwrap_or(creds);
             let client = self.client.as_caller(job, Some(by));
-            if client.unlink(&silly).await.map_err(failed).is_ok() {
-                self.inodes.lock().unlinked(&silly);
-            }
+            // A failure is logged by `remove`; the close itself succeeded.
+            let _ = self
+                .remove(&silly, client.unlink(&silly), |t| t.unlinked(&silly))
+                .await;
         }
         Ok(())
     }
