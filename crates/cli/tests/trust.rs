@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -486,7 +486,7 @@ fn mount_local_exposes_no_port_another_user_can_use() {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(&point).unwrap();
     let log = std::fs::File::create(dir.join("mount.log")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iosets"))
+    let child = Command::new(env!("CARGO_BIN_EXE_iosets"))
         .arg("mount")
         .arg(&point)
         .arg("--local")
@@ -497,6 +497,11 @@ fn mount_local_exposes_no_port_another_user_can_use() {
         .stderr(log)
         .spawn()
         .unwrap();
+    let mut guard = Unmount {
+        point: point.clone(),
+        child,
+    };
+    let child = &mut guard.child;
     let end = Instant::now() + Duration::from_secs(30);
     while iosets_mount::mounted_at(&point).is_none() {
         assert!(
@@ -536,7 +541,27 @@ fn mount_local_exposes_no_port_another_user_can_use() {
     );
     assert!(before_umount.2.is_empty(), "{:?}", before_umount.2);
     assert_eq!(seen.get("unix_sockets").map(String::as_str), Some("0"));
+    drop(guard);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A mount process and its mount point, taken down however the test ends (a failed assertion
+/// must not leave a mount behind).
+struct Unmount {
+    point: PathBuf,
+    child: std::process::Child,
+}
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        if iosets_mount::mounted_at(&self.point).is_some() {
+            let _ = iosets_mount::umount(&self.point);
+        }
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
 
 #[test]
