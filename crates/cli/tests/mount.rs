@@ -26,6 +26,8 @@ use common::{scratch, signal};
 const BIN: &str = env!("CARGO_BIN_EXE_iosets");
 /// `ENOTCONN` on Linux: what a FUSE mount whose process died answers.
 const ENOTCONN: i32 = 107;
+/// `EIO` on Linux: what a request the mount's timeout ended answers.
+const EIO: i32 = 5;
 /// How long a mount may take to appear.
 const MOUNT_DEADLINE: Duration = Duration::from_secs(20);
 /// How long a command that should fail at once may run before the test gives up on it.
@@ -425,6 +427,58 @@ fn mount_fails_within_the_timeout_when_servers_do_not_answer() {
     );
     assert_eq!(mounted(&point), None);
     assert_eq!(std::fs::read_dir(&point).unwrap().count(), 0);
+}
+
+/// A child process killed when the test ends, stopped or not (SIGKILL ends a stopped process).
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_frozen_server_gives_eio_within_the_timeout_and_serves_again_when_thawed() {
+    if !fuse_available("a_frozen_server_gives_eio_within_the_timeout_and_serves_again_when_thawed")
+    {
+        return;
+    }
+    let s = Scratch::new("frozen-server");
+    let (root, point) = (s.dir("root"), s.dir("mnt"));
+    let (server, addr) = common::serve(
+        &s.0,
+        &["--root", root.to_str().unwrap(), "--listen", "127.0.0.1:0"],
+    );
+    let server = KillOnDrop(server);
+    let secret = common::node_secret_path(&s.0);
+    let mut m = Mount::start(
+        &s.0,
+        &point,
+        &[
+            "--servers",
+            &addr,
+            "--auth-file",
+            secret.to_str().unwrap(),
+            "--timeout",
+            "2",
+        ],
+        &s.0.join("mount.log"),
+    );
+    m.wait_mounted();
+    std::fs::write(point.join("f"), b"before the freeze").unwrap();
+    // The connection stays open and the server reads nothing: only the mount's one timeout
+    // can end the request.
+    signal(server.0.id(), "STOP");
+    let frozen = std::fs::read(point.join("f"));
+    let thawed = {
+        signal(server.0.id(), "CONT");
+        std::fs::read(point.join("f"))
+    };
+    let e = frozen.expect_err("a read answered by a stopped server");
+    assert_eq!(e.raw_os_error(), Some(EIO), "{e}: {}", m.log());
+    assert_eq!(thawed.unwrap(), b"before the freeze", "{}", m.log());
 }
 
 #[test]
