@@ -13,7 +13,7 @@ pub(crate) fn request(id: u64, job: u64, op: Op, file: u64, offset: u64, len: u6
 
 /// The head request of the batch `p` dispatches at `now`; panics, saying what `p` answered,
 /// unless a batch is ready.
-pub(crate) fn head_at(p: &mut impl Policy, now: Nanos) -> Request {
+pub(crate) fn head_at(p: &mut (impl Policy + ?Sized), now: Nanos) -> Request {
     match p.dispatch(now) {
         Dispatch::Ready(b) => *b.head(),
         other => panic!("expected a batch, got {other:?}"),

@@ -81,7 +81,6 @@ impl TimeOrder {
         }
     }
 
-    /// Takes the queued request of sequence `seq` out of the middle of the queue.
     /// Takes queued request `seq` to merge into a batch of `bytes` so far, if the batch stays
     /// within `max_merge_bytes` with it; `bytes` then counts it.
     fn take_within(&mut self, seq: u64, bytes: &mut u64) -> Option<Request> {
@@ -95,6 +94,7 @@ impl TimeOrder {
         Some(self.take(seq))
     }
 
+    /// Takes the queued request of sequence `seq` out of the middle of the queue.
     fn take(&mut self, seq: u64) -> Request {
         let r = self.slots[(seq - self.base) as usize]
             .take()

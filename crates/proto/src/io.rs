@@ -4,7 +4,7 @@
 //!
 //! - blocking ([`write_frame_blocking`], [`read_frame_blocking`]): for tests, the soak suite,
 //!   examples and tools that speak raw frames on a `TcpStream` or `UnixStream`;
-//! - async, behind the `tokio` feature ([`write_frame`], [`read_frame`]): the client's
+//! - async, behind the `tokio` feature (`write_frame`, `read_frame`): the client's
 //!   connections and the server's answers. The server reads requests with its own reader, which
 //!   takes its byte budget a step ahead of the bytes (`iosets-server`'s `conn.rs`).
 
@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use crate::{decode, frame_len, Encoded, Frame, ProtoError};
 
-/// The capacity of the buffered writers [`write_frame`] writes into (the client's and the
+/// The capacity of the buffered writers `write_frame` writes into (the client's and the
 /// server's): bulk data this large or larger bypasses the buffer.
 pub const WRITE_BUFFER: usize = 64 * 1024;
 

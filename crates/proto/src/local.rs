@@ -494,7 +494,7 @@ impl PeerRegion {
     }
 }
 
-/// Which way [`Region::transfer`] moves bytes.
+/// Which way [`PeerRegion::transfer`] moves bytes.
 #[derive(Clone, Copy, Debug)]
 enum Way {
     /// From the file into the region.

@@ -764,7 +764,8 @@ impl<T: Send + 'static> Scheduler<T> {
     /// ([`crate::Peers`], in [`JobStats::peers`]).
     ///
     /// # Errors
-    /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped.
+    /// [`RuntimeError::ShutDown`] after [`Scheduler::shutdown`]; the payload is dropped (the
+    /// address is noted all the same: it is noted before the scheduler's lock is taken).
     pub fn submit_from(
         &self,
         req: Request,

@@ -526,10 +526,7 @@ fn jobs_without_priority_share_one_new_set() {
     p.phase_end(JobId(1), Nanos(0), Nanos(0));
     p.enqueue(unknown(1, 1, 0), Nanos(0));
     p.enqueue(unknown(2, 2, 1), Nanos(0));
-    let a = match p.dispatch(Nanos(0)) {
-        Dispatch::Ready(b) => *b.head(),
-        other => panic!("{other:?}"),
-    };
+    let a = head_at(&mut *p, Nanos(0));
     assert_eq!(a.job.0, 1);
     // Exclusive among newcomers: job 2 waits while job 1 has a request in service.
     assert_eq!(p.dispatch(Nanos(1)), Dispatch::Idle);
