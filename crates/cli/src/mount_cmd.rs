@@ -31,6 +31,10 @@ pub(crate) struct MountArgs {
     /// FUSE worker threads.
     #[arg(long, default_value_t = 4)]
     threads: usize,
+    /// Threads of the client runtime, where requests meet the servers: each extra one adds a
+    /// wake-up to a small request's path; raise it where the network outruns one core.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    net_threads: usize,
     /// Let the page cache serve file data (faster re-reads; attribution then comes from the
     /// file's opener). Default: direct I/O, every byte through the scheduler.
     #[arg(long)]
@@ -87,6 +91,7 @@ fn options(args: &MountArgs) -> Result<MountOptions> {
     let mut o = MountOptions::new(&args.mountpoint);
     o.servers = args.servers.clone();
     o.threads = args.threads;
+    o.net_threads = args.net_threads;
     o.self_priority = args.self_priority;
     o.cache = args.cache;
     if !(args.timeout.is_finite() && args.timeout > 0.0 && args.timeout <= 86_400.0) {

@@ -502,6 +502,13 @@ fn mount_refuses_bad_options() {
         &["mount", p, "--local", r, "--threads", "65"],
         &["threads must be between 1 and 64, not 65"],
     );
+    for n in ["0", "65"] {
+        fails(
+            &s.0,
+            &["mount", p, "--local", r, "--net-threads", n],
+            &[&format!("net threads must be between 1 and 64, not {n}")],
+        );
+    }
     for t in [
         "--timeout=-1",
         "--timeout=0",

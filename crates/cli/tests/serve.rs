@@ -192,10 +192,12 @@ fn serve_and_ctl_refuse_bad_input() {
         ],
         &["default_weight"],
     );
-    // One flag's bad value: the workers, the address, the bounds, the hint policy, the admin
+    // One flag's bad value: the workers and network threads, the address, the bounds, the hint policy, the admin
     // address and the cluster secret (issue 16), the token file.
     for (flag, value, needle) in [
         ("--workers", "0", "workers"),
+        ("--net-threads", "0", "net_threads = 0: must be 1..=64"),
+        ("--net-threads", "65", "net_threads = 65: must be 1..=64"),
         ("--listen", "256.0.0.1:1", "binding"),
         ("--hints", "maybe", "hints"),
         ("--hints", "cap=0", "hints"),

@@ -475,18 +475,8 @@ impl Client {
     /// every server for a regular file, as [`lookup`](Client::lookup).
     pub async fn lstat(&self, path: &str) -> Result<Attr, ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let first = self
-            .request(home, Request::Lstat { path: path.clone() })
-            .await?;
-        let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
-        let mut replies = vec![first];
-        if is_file && self.inner.endpoints.len() > 1 {
-            let lstat = || Request::Lstat { path: path.clone() };
-            let rest = self.ask_each(self.others(home), lstat).await;
-            keep_answers(&mut replies, rest, Some(std::io::ErrorKind::NotFound))?;
-        }
-        self.merge_attrs(home, "lstat", &replies)
+        self.attrs_everywhere(&path, "lstat", || Request::Lstat { path: path.clone() })
+            .await
     }
 
     /// Changes the attributes `set` names (chmod, chown, truncate, utimens) of `path` on every
@@ -563,29 +553,48 @@ impl Client {
         }
     }
 
-    /// The attributes of `path` (stat). Asked of every server at once: the kind, mode and
-    /// times are the home server's, the size of a regular file is the largest any server
-    /// reports (each may hold a sparse part of it).
+    /// The attributes of `path` (stat), a final symbolic link followed. Asked of every server
+    /// at once: the kind, mode and times are the home server's, the size of a regular file is
+    /// the largest any server reports (each may hold a sparse part of it).
     pub async fn lookup(&self, path: &str) -> Result<Attr, ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let n = self.inner.endpoints.len();
-        let answers = self
-            .ask_each(0..n, || Request::Lookup { path: path.clone() })
-            .await;
-        let mut replies = Vec::with_capacity(n);
-        let mut answers: Vec<Option<Result<Reply, ClientError>>> =
-            answers.into_iter().map(Some).collect();
-        // The home's answer decides errors and comes first.
-        let home_answer = answers[home].take().expect("home answered");
-        replies.push(home_answer?);
-        // A server lacking the file holds no part of it.
-        keep_answers(
-            &mut replies,
-            answers.into_iter().flatten(),
-            Some(std::io::ErrorKind::NotFound),
-        )?;
-        self.merge_attrs(home, "lookup", &replies)
+        self.attrs_everywhere(&path, "lookup", || Request::Lookup { path: path.clone() })
+            .await
+    }
+
+    /// The attributes `make()` asks for, of every server at once (`op` names it in errors).
+    /// The home server's answer decides: an error, or anything but a regular file, is the
+    /// answer as soon as it comes (the others' are not waited for: a directory's stat does
+    /// not wait on a server that holds no part of it). A regular file's attributes are merged
+    /// with the others' ([`merge_attrs`](Self::merge_attrs)); a server lacking it holds no
+    /// part. Asked together, not after the home's answer: a stat over several servers takes
+    /// one round trip, not two.
+    async fn attrs_everywhere(
+        &self,
+        path: &str,
+        op: &str,
+        make: impl Fn() -> Request,
+    ) -> Result<Attr, ClientError> {
+        let home = self.inner.layout.home(path);
+        let mut first = std::pin::pin!(self.request(home, make()));
+        let mut rest = std::pin::pin!(self.ask_each(self.others(home), &make));
+        let mut rest_done = None;
+        let first = loop {
+            tokio::select! {
+                r = &mut first => break r?,
+                r = &mut rest, if rest_done.is_none() => rest_done = Some(r),
+            }
+        };
+        let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
+        let mut replies = vec![first];
+        if is_file {
+            let rest = match rest_done {
+                Some(r) => r,
+                None => rest.await,
+            };
+            keep_answers(&mut replies, rest, Some(std::io::ErrorKind::NotFound))?;
+        }
+        self.merge_attrs(home, op, &replies)
     }
 
     /// Creates a regular file with permission bits `mode` on every server. With `exclusive`,

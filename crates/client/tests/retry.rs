@@ -64,7 +64,8 @@ fn no_server_is_a_connect_error_after_bounded_retries() {
 }
 
 /// A fake server that reads request frames and, on each of its first `drop_first` connections,
-/// closes the connection after the first frame without answering; later frames get `reply`.
+/// closes the connection after the first frame without answering; later frames get `reply`
+/// (none: never answered, the connection kept open).
 struct Fake {
     addr: SocketAddr,
     frames: Arc<AtomicUsize>,
@@ -77,7 +78,7 @@ fn read_frame(s: &mut TcpStream) -> Option<Frame> {
 }
 
 impl Fake {
-    fn start(drop_first: usize, reply: Reply) -> Fake {
+    fn start(drop_first: usize, reply: Option<Reply>) -> Fake {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let frames = Arc::new(AtomicUsize::new(0));
@@ -104,6 +105,7 @@ impl Fake {
                         if dropping {
                             return; // closes the connection, the request unanswered
                         }
+                        let Some(reply) = &reply else { continue };
                         let resp = Frame::Response(h, req.op(), Response::Ok(reply.clone()));
                         if s.write_all(&encode(&resp).to_vec()).is_err() {
                             return;
@@ -137,7 +139,7 @@ impl Drop for Fake {
 
 #[test]
 fn an_idempotent_request_is_sent_again_after_a_lost_connection() {
-    let fake = Fake::start(1, Reply::Data(vec![5u8; 4].into()));
+    let fake = Fake::start(1, Some(Reply::Data(vec![5u8; 4].into())));
     let rt = runtime();
     rt.block_on(async {
         let client = Client::connect(&[fake.addr], quick_retries())
@@ -154,11 +156,11 @@ fn an_idempotent_request_is_sent_again_after_a_lost_connection() {
 fn a_non_idempotent_request_is_not_sent_again() {
     let fake = Fake::start(
         1,
-        Reply::Attr(iosets_proto::Attr::new(
+        Some(Reply::Attr(iosets_proto::Attr::new(
             iosets_proto::FileKind::Dir,
             0,
             0o755,
-        )),
+        ))),
     );
     let rt = runtime();
     let err = rt.block_on(async {
@@ -188,7 +190,7 @@ fn a_non_idempotent_request_is_not_sent_again() {
 /// connection is dropped and the request fails (after its retries), without allocating it.
 #[test]
 fn an_oversized_response_is_refused() {
-    let fake = Fake::start(0, Reply::Data(vec![0u8; 256 * 1024].into()));
+    let fake = Fake::start(0, Some(Reply::Data(vec![0u8; 256 * 1024].into())));
     let mut cfg = quick_retries();
     cfg.chunk_size = 64 * 1024;
     cfg.max_frame = 128 * 1024;
@@ -205,4 +207,44 @@ fn an_oversized_response_is_refused() {
         other => panic!("expected a refused frame, got {other:?}"),
     }
     assert_eq!(fake.frames(), 2, "read sent once, and once more");
+}
+
+/// A stat asks every server at once (one round trip over several servers, not two), and the
+/// home server's answer decides when it is not a regular file: a directory's attributes come
+/// back while another server holds the same request unanswered.
+#[test]
+fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
+    let scratch = Scratch::new("stat-at-once");
+    let root = scratch.sub("root");
+    let server = start(&root, None);
+    let silent = Fake::start(0, None);
+    let mut cfg = quick_retries();
+    cfg.retries = 0;
+    let rt = runtime();
+    rt.block_on(async {
+        let client = Client::connect(&[server.addr(), silent.addr], cfg)
+            .await
+            .unwrap();
+        // A directory whose home is the real server (index 0), made there directly.
+        let dir = (0..64)
+            .map(|i| format!("d{i}"))
+            .find(|d| client.layout().home(d) == 0)
+            .expect("one of 64 names has server 0 as its home");
+        std::fs::create_dir(root.join(&dir)).unwrap();
+        for (op, attr) in [
+            ("lstat", client.lstat(&dir).await),
+            ("lookup", client.lookup(&dir).await),
+        ] {
+            let attr = attr.unwrap_or_else(|e| panic!("{op} of {dir}: {e}"));
+            assert_eq!(attr.kind, iosets_proto::FileKind::Dir, "{op}");
+        }
+    });
+    // Both were sent to the silent server too, together with the home's (bounded wait: the
+    // frames may still be in flight when the home answered).
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while silent.frames() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(silent.frames(), 2, "the other server was not asked at once");
+    server.shutdown().unwrap();
 }

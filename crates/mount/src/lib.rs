@@ -69,6 +69,10 @@ pub struct MountOptions {
     pub servers: Vec<String>,
     /// FUSE worker threads (each serves one kernel request at a time).
     pub threads: usize,
+    /// Threads of the client runtime, where every request's server calls run (default 1:
+    /// each extra one adds a wake-up to a small request's path, see `iosets serve
+    /// --net-threads`).
+    pub net_threads: usize,
     /// Let the page cache serve file data (attribution: the opener's job).
     pub cache: bool,
     /// The bound on any one file system request, all its calls to the servers included: past
@@ -94,13 +98,14 @@ pub struct MountOptions {
 }
 
 impl MountOptions {
-    /// The defaults for `mountpoint`: 4 threads, direct I/O, 30 s timeout, 1 s attribute
+    /// The defaults for `mountpoint`: 4 FUSE threads and 1 client thread, direct I/O, 30 s timeout, 1 s attribute
     /// cache, 1 MiB chunks and writes, the default job identity sources.
     pub fn new(mountpoint: impl Into<PathBuf>) -> MountOptions {
         MountOptions {
             mountpoint: mountpoint.into(),
             servers: Vec::new(),
             threads: 4,
+            net_threads: 1,
             cache: false,
             timeout: Duration::from_secs(30),
             attr_ttl: Duration::from_secs(1),
@@ -309,6 +314,12 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
             opts.threads
         )));
     }
+    if opts.net_threads == 0 || opts.net_threads > 64 {
+        return Err(MountError::Config(format!(
+            "net threads must be between 1 and 64, not {}",
+            opts.net_threads
+        )));
+    }
     if opts.timeout.is_zero() {
         return Err(MountError::Config("timeout must be positive".into()));
     }
@@ -335,7 +346,7 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
         opts.servers = vec!["in-process".into()];
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(opts.net_threads)
         .max_blocking_threads(512)
         .thread_name("iosets-mount-net")
         .enable_all()
@@ -423,7 +434,7 @@ fn mount_with(mut opts: MountOptions, start: Option<StartLocal>) -> Result<Mount
             what: "starting the FUSE session".into(),
             source,
         })?;
-    tracing::info!(mountpoint = %opts.mountpoint.display(), servers = ?opts.servers, threads = opts.threads, "mounted");
+    tracing::info!(mountpoint = %opts.mountpoint.display(), servers = ?opts.servers, threads = opts.threads, net_threads = opts.net_threads, "mounted");
     Ok(Mounted {
         mountpoint: opts.mountpoint,
         session: Some(thread),

@@ -22,6 +22,13 @@ pub struct ServerConfig {
     pub policy_options: Vec<(String, String)>,
     /// Worker threads doing the blocking I/O.
     pub workers: usize,
+    /// Threads of the network runtime, which reads and writes the connections' frames and
+    /// runs the scheduler's hand-offs (`net_threads`, default 1). Every extra thread adds
+    /// wake-ups to a small request's path (a tokio worker that finds work wakes a sibling):
+    /// one moved a stat in 91–103 µs against 134–166 µs with two, and as many bytes per
+    /// second (BENCHMARKS.md, "Wake-ups per request"). Raise it on an I/O node whose
+    /// network outruns one core's copies.
+    pub net_threads: usize,
     /// How many data requests (reads, writes) may be in service at once, below `workers`
     /// (`inservice_limit`: `auto`, `off` or a number; default `auto`). A policy orders only what
     /// queues in front of it: with every request in service at once, the device serves them in
@@ -161,6 +168,7 @@ impl ServerConfig {
             policy: "iosets".into(),
             policy_options: Vec::new(),
             workers: 4,
+            net_threads: 1,
             inservice_limit: iosets_runtime::InServiceLimit::Auto,
             throttle_mib_s: None,
             token: None,

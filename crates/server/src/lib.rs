@@ -218,7 +218,7 @@ impl Server {
             stop_rx,
             workers,
         );
-        let thread = spawn_network(main).inspect_err(|_| {
+        let thread = spawn_network(main, shared.config.net_threads).inspect_err(|_| {
             // The workers are running: they return once the scheduler is shut down.
             shared.sched.shutdown();
         })?;
@@ -233,15 +233,17 @@ impl Server {
     }
 }
 
-/// Starts the network thread: a two-thread tokio runtime running `main` (the server's loop).
+/// Starts the network thread: a tokio runtime of `threads` threads running `main` (the
+/// server's loop).
 fn spawn_network<F>(
     main: F,
+    threads: usize,
 ) -> Result<std::thread::JoinHandle<Result<ShutdownReport, ServerError>>, ServerError>
 where
     F: std::future::Future<Output = Result<ShutdownReport, ServerError>> + Send + 'static,
 {
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(threads)
         .thread_name("iosets-net")
         .enable_all()
         .build()
@@ -328,6 +330,7 @@ fn log_start(
         admin = %admin_addr.map_or_else(|| "none".to_string(), |a| a.to_string()),
         policy = shared.sched.policy_name(),
         workers = c.workers,
+        net_threads = c.net_threads,
         hints = %c.hints,
         max_connections = shared.max_connections,
         fd_limit = shared.fds.limit,

@@ -308,6 +308,23 @@ pub static SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        key: "net_threads",
+        flag: Some("net-threads"),
+        kind: Kind::Count,
+        value_name: "N",
+        help: "Threads of the network runtime (default 1): each extra one adds wake-ups to a \
+               small request's path; raise it where the network outruns one core's copies.",
+        excludes: None,
+        requires: None,
+        set: |c, v| v.count("net_threads").map(|x| c.net_threads = x),
+        check: |c| {
+            if c.net_threads == 0 || c.net_threads > 64 {
+                return Err(format!("net_threads = {}: must be 1..=64", c.net_threads));
+            }
+            Ok(())
+        },
+    },
+    Setting {
         key: "inservice_limit",
         flag: Some("inservice-limit"),
         kind: Kind::Word,
@@ -943,7 +960,7 @@ mod tests {
                 s.help
             );
         }
-        assert_eq!(SETTINGS.len(), 37);
+        assert_eq!(SETTINGS.len(), 38);
     }
 
     #[test]
