@@ -123,12 +123,31 @@ async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().flatten().collect()
 }
 
+/// The attributes a reply carries: of [`Reply::Attr`], or of a new entry ([`Reply::Entry`]).
+fn attr_in(r: &Reply) -> Option<&Attr> {
+    match r {
+        Reply::Attr(a) | Reply::Entry { attr: a, .. } => Some(a),
+        _ => None,
+    }
+}
+
+/// A new entry ([`Client::create_entry`], [`Client::mkdir_entry`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Entry {
+    /// Its attributes (as [`Client::lookup`] gives them).
+    pub attr: Attr,
+    /// Its directory's attributes right after the change, from the directory's home server
+    /// (`None` when that server did not give them). A caller that caches the directory's
+    /// attributes can take these instead of asking again.
+    pub dir: Option<Attr>,
+}
+
 /// Adds the other servers' `answers` to `replies`; a server's error of kind `tolerated` (the
 /// change already seen through a shared root, or a file a server holds no part of) is skipped,
 /// any other error returned.
-fn keep_answers(
-    replies: &mut Vec<Reply>,
-    answers: impl IntoIterator<Item = Result<Reply, ClientError>>,
+fn keep_answers<T>(
+    replies: &mut Vec<T>,
+    answers: impl IntoIterator<Item = Result<T, ClientError>>,
     tolerated: Option<std::io::ErrorKind>,
 ) -> Result<(), ClientError> {
     for a in answers {
@@ -392,17 +411,19 @@ impl Client {
 
     /// Removes the name `path` with `make(path)` from every server (home first; the others may
     /// already miss it through a shared root).
+    /// Returns the directory's attributes after the change, when its home server gave them.
     async fn remove(
         &self,
         path: &str,
         make: impl FnOnce(String) -> Request,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Option<Attr>, ClientError> {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
-        let req = make(path);
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+        let req = make(path.clone());
+        let replies = self
+            .everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
             .await?;
-        Ok(())
+        Ok(self.dir_after(&path, &replies))
     }
 
     /// Sends `make()` to each of `servers` at once; their answers in the same order.
@@ -414,6 +435,19 @@ impl Client {
         join_all(servers.map(|s| self.request(s, make())).collect()).await
     }
 
+    /// [`ask_each`](Self::ask_each), each answer with its server's number.
+    async fn ask_each_numbered(
+        &self,
+        servers: impl Iterator<Item = usize>,
+        make: impl Fn() -> Request,
+    ) -> Vec<Result<(usize, Reply), ClientError>> {
+        let asks = servers.map(|s| {
+            let req = make();
+            async move { self.request(s, req).await.map(|r| (s, r)) }
+        });
+        join_all(asks.collect()).await
+    }
+
     /// A namespace change: first on the home server, whose answer decides success; then on
     /// every other server concurrently (with `others_req`), where errors of kind `tolerated`
     /// (the change already visible through a shared root) are ignored.
@@ -423,12 +457,12 @@ impl Client {
         req: Request,
         others_req: Request,
         tolerated: Option<std::io::ErrorKind>,
-    ) -> Result<Vec<Reply>, ClientError> {
+    ) -> Result<Vec<(usize, Reply)>, ClientError> {
         let first = self.request(home, req).await?;
         let rest = self
-            .ask_each(self.others(home), || others_req.clone())
+            .ask_each_numbered(self.others(home), || others_req.clone())
             .await;
-        let mut replies = vec![first];
+        let mut replies = vec![(home, first)];
         keep_answers(&mut replies, rest, tolerated)?;
         Ok(replies)
     }
@@ -447,20 +481,26 @@ impl Client {
         let home = self.inner.layout.home(&path);
         let req = make(path);
         let replies = self.everywhere(home, req.clone(), req, tolerated).await?;
-        self.merge_attrs(home, op, &replies)
+        self.merge_attrs(home, op, replies.iter().map(|(_, r)| r))
     }
 
     /// The home server's attributes with the size replaced by the largest of `replies`
     /// (servers hold sparse parts of a file when their roots are separate).
-    fn merge_attrs(&self, home: usize, op: &str, replies: &[Reply]) -> Result<Attr, ClientError> {
-        let mut attr = match replies.first() {
-            Some(Reply::Attr(a)) => *a,
-            Some(other) => return Err(unexpected(self.addr(home), op, other)),
+    /// A new entry's attributes count as attributes ([`Reply::Entry`]).
+    fn merge_attrs<'a>(
+        &self,
+        home: usize,
+        op: &str,
+        replies: impl IntoIterator<Item = &'a Reply>,
+    ) -> Result<Attr, ClientError> {
+        let mut replies = replies.into_iter();
+        let mut attr = match replies.next() {
+            Some(r) => *attr_in(r).ok_or_else(|| unexpected(self.addr(home), op, r))?,
             None => return Err(ClientError::Config("no reply".into())),
         };
         if attr.kind == FileKind::File {
-            for r in &replies[1..] {
-                if let Reply::Attr(a) = r {
+            for r in replies {
+                if let Some(a) = attr_in(r) {
                     attr.size = attr.size.max(a.size);
                     attr.mtime_ns = attr.mtime_ns.max(a.mtime_ns);
                     attr.ctime_ns = attr.ctime_ns.max(a.ctime_ns);
@@ -585,7 +625,7 @@ impl Client {
                 r = &mut rest, if rest_done.is_none() => rest_done = Some(r),
             }
         };
-        let is_file = matches!(&first, Reply::Attr(a) if a.kind == FileKind::File);
+        let is_file = attr_in(&first).is_some_and(|a| a.kind == FileKind::File);
         let mut replies = vec![first];
         if is_file {
             let rest = match rest_done {
@@ -606,6 +646,16 @@ impl Client {
         mode: u32,
         exclusive: bool,
     ) -> Result<Attr, ClientError> {
+        Ok(self.create_entry(path, mode, exclusive).await?.attr)
+    }
+
+    /// [`create`](Client::create), with the directory's attributes after the change.
+    pub async fn create_entry(
+        &self,
+        path: &str,
+        mode: u32,
+        exclusive: bool,
+    ) -> Result<Entry, ClientError> {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
         let req = Request::Create {
@@ -616,12 +666,40 @@ impl Client {
         // Only the home server judges exclusivity: with one shared root the others see the
         // file the home server just made.
         let others = Request::Create {
-            path,
+            path: path.clone(),
             mode,
             exclusive: false,
         };
         let replies = self.everywhere(home, req, others, None).await?;
-        self.merge_attrs(home, "create", &replies)
+        self.entry_of(&path, home, "create", &replies)
+    }
+
+    /// The new entry `path` whose servers answered `replies` (`home`'s first): its attributes
+    /// merged ([`merge_attrs`](Self::merge_attrs)), and its directory's as the directory's
+    /// home server gave them.
+    fn entry_of(
+        &self,
+        path: &str,
+        home: usize,
+        op: &str,
+        replies: &[(usize, Reply)],
+    ) -> Result<Entry, ClientError> {
+        Ok(Entry {
+            attr: self.merge_attrs(home, op, replies.iter().map(|(_, r)| r))?,
+            dir: self.dir_after(path, replies),
+        })
+    }
+
+    /// The attributes of the directory holding `path` after a change of its entries, from the
+    /// answer of the directory's home server among `replies` (none if it did not give them:
+    /// it was not asked, or could not read the directory).
+    fn dir_after(&self, path: &str, replies: &[(usize, Reply)]) -> Option<Attr> {
+        let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+        let home = self.inner.layout.home(parent);
+        replies.iter().find_map(|(s, r)| match r {
+            Reply::Entry { dir, .. } | Reply::Removed { dir } if *s == home => Some(*dir),
+            _ => None,
+        })
     }
 
     /// Checks that `path` can be opened with `flags` on every server, creating or truncating
@@ -805,23 +883,42 @@ impl Client {
     /// Removes the file `path` from every server (home first; the others may already miss it
     /// through a shared root).
     pub async fn unlink(&self, path: &str) -> Result<(), ClientError> {
+        self.unlink_entry(path).await.map(drop)
+    }
+
+    /// [`unlink`](Client::unlink), answering the directory's attributes after the change (when
+    /// its home server gave them).
+    pub async fn unlink_entry(&self, path: &str) -> Result<Option<Attr>, ClientError> {
         self.remove(path, |path| Request::Unlink { path }).await
     }
 
     /// Creates the directory `path` on every server (home first) and returns its attributes
     /// as its home server sees them.
     pub async fn mkdir(&self, path: &str, mode: u32) -> Result<Attr, ClientError> {
-        self.change_attrs(
-            path,
-            "mkdir",
-            Some(std::io::ErrorKind::AlreadyExists),
-            |path| Request::Mkdir { path, mode },
-        )
-        .await
+        Ok(self.mkdir_entry(path, mode).await?.attr)
+    }
+
+    /// [`mkdir`](Client::mkdir), with its parent directory's attributes after the change.
+    pub async fn mkdir_entry(&self, path: &str, mode: u32) -> Result<Entry, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let req = Request::Mkdir {
+            path: path.clone(),
+            mode,
+        };
+        let exists = Some(std::io::ErrorKind::AlreadyExists);
+        let replies = self.everywhere(home, req.clone(), req, exists).await?;
+        self.entry_of(&path, home, "mkdir", &replies)
     }
 
     /// Removes the empty directory `path` from every server (home first).
     pub async fn rmdir(&self, path: &str) -> Result<(), ClientError> {
+        self.rmdir_entry(path).await.map(drop)
+    }
+
+    /// [`rmdir`](Client::rmdir), answering its parent directory's attributes after the change
+    /// (when their home server gave them).
+    pub async fn rmdir_entry(&self, path: &str) -> Result<Option<Attr>, ClientError> {
         self.remove(path, |path| Request::Rmdir { path }).await
     }
 

@@ -117,6 +117,43 @@ pub(crate) struct Inner {
     unlinked_by: Mutex<HashMap<u64, Creds>>,
     /// Refused and malformed control writes already logged (once per process, job and reason).
     refusals: Mutex<control::Refusals>,
+    /// Directories' attributes as a server answered them with a change of their entries made
+    /// through this mount ([`DirsAfter`]).
+    dirs_after: Mutex<DirsAfter>,
+}
+
+/// Directories' attributes right after a change of their entries (create, mkdir, unlink, rmdir
+/// through this mount), as the server answered them with the change. The kernel drops its copy
+/// of a directory's attributes when an entry changes and asks for them again before the next
+/// change in it (a permission check on the directory): that request is answered from here,
+/// without a round trip, if it comes within `attr_ttl` of the server's answer (the staleness
+/// the kernel's own cache is allowed). Each is answered once; a change of the directory whose
+/// answer has no attributes (rename, symlink, link, mknod, its own setattr) drops it.
+#[derive(Debug, Default)]
+struct DirsAfter(HashMap<u64, (Attr, std::time::Instant)>);
+
+impl DirsAfter {
+    /// Keeps `dir` for inode `ino` (the newer by change time if two changes race), or drops
+    /// what was kept when the change's answer did not say (`None`).
+    fn note(&mut self, ino: u64, dir: Option<Attr>) {
+        let Some(dir) = dir else {
+            self.0.remove(&ino);
+            return;
+        };
+        let newer = |kept: &Attr| (dir.ctime_ns, dir.mtime_ns) >= (kept.ctime_ns, kept.mtime_ns);
+        match self.0.get(&ino) {
+            Some((kept, _)) if !newer(kept) => {}
+            _ => {
+                self.0.insert(ino, (dir, std::time::Instant::now()));
+            }
+        }
+    }
+
+    /// The attributes kept for `ino` if they are younger than `ttl` (taken: answered once).
+    fn take(&mut self, ino: u64, ttl: Duration) -> Option<Attr> {
+        let (a, at) = self.0.remove(&ino)?;
+        (at.elapsed() < ttl).then_some(a)
+    }
 }
 
 fn errno_of(e: &ClientError) -> Errno {
@@ -281,6 +318,7 @@ impl Inner {
             seen_jobs: Mutex::new(Default::default()),
             unlinked_by: Mutex::new(HashMap::new()),
             refusals: Mutex::new(control::Refusals::default()),
+            dirs_after: Mutex::new(DirsAfter::default()),
         }
     }
 
@@ -618,6 +656,9 @@ impl Inner {
         if let Some(node) = self.control_node(ino.0) {
             return Ok(self.control_entry(ino.0, node));
         }
+        if let Some(dir) = self.dirs_after.lock().take(ino.0, self.cfg.attr_ttl) {
+            return Ok(self.attrs(ino.0, &dir));
+        }
         let path = self.path(ino.0)?;
         let mut a = self.caller(who).await?.lstat(&path).await.map_err(failed)?;
         // Unlinked while open: its hidden name is not a link.
@@ -650,8 +691,9 @@ impl Inner {
             Some(Ok((_, c))) => c,
             _ => self.caller(who).await?,
         };
-        let a = client.setattr(&path, set).await.map_err(failed)?;
-        Ok(self.attrs(ino.0, &a))
+        let a = client.setattr(&path, set).await;
+        self.dirs_after.lock().note(ino.0, None);
+        Ok(self.attrs(ino.0, &a.map_err(failed)?))
     }
 
     pub(crate) async fn readlink(&self, who: &Who, ino: INodeNo) -> Result<Bytes, Errno> {
@@ -673,6 +715,7 @@ impl Inner {
         let client = self.caller(who).await?;
         let mode = mode & !(umask & 0o777);
         let a = client.mknod(&path, mode, u64::from(rdev)).await;
+        self.dirs_after.lock().note(parent.0, None);
         Ok(self.entry(&path, &a.map_err(failed)?))
     }
 
@@ -686,8 +729,10 @@ impl Inner {
     ) -> Result<Attrs, Errno> {
         let path = self.child_path(parent, name)?;
         let client = self.caller(who).await?;
-        let a = client.mkdir(&path, mode & !umask & 0o7777).await;
-        Ok(self.entry(&path, &a.map_err(failed)?))
+        let made = client.mkdir_entry(&path, mode & !umask & 0o7777).await;
+        let made = made.map_err(failed)?;
+        self.dirs_after.lock().note(parent.0, made.dir);
+        Ok(self.entry(&path, &made.attr))
     }
 
     pub(crate) async fn unlink(
@@ -706,15 +751,19 @@ impl Inner {
             .by_path(&path)
             .filter(|&ino| self.open_count(ino) > 0);
         let Some(ino) = open_ino else {
-            return self
-                .remove(&path, client.unlink(&path), |t| t.unlinked(&path))
-                .await;
+            let dir = self
+                .remove(&path, client.unlink_entry(&path), |t| t.unlinked(&path))
+                .await?;
+            self.dirs_after.lock().note(parent.0, dir);
+            return Ok(());
         };
         let silly = match path.rsplit_once('/') {
             Some((dir, _)) => format!("{dir}/{SILLY_PREFIX}{ino:x}"),
             None => format!("{SILLY_PREFIX}{ino:x}"),
         };
-        client.rename(&path, &silly).await.map_err(failed)?;
+        let renamed = client.rename(&path, &silly).await;
+        self.dirs_after.lock().note(parent.0, None);
+        renamed.map_err(failed)?;
         {
             let mut t = self.inodes.lock();
             t.renamed(&path, &silly);
@@ -730,21 +779,24 @@ impl Inner {
     /// the name `path` away on the servers. Its object's key leaves the inode table first
     /// ([`Inodes::removing`]: a new object given the same backing number meanwhile must not get
     /// this inode), and comes back if the removal fails; `done` updates the table after it.
-    async fn remove(
+    async fn remove<T>(
         &self,
         path: &str,
-        removal: impl Future<Output = Result<(), ClientError>>,
+        removal: impl Future<Output = Result<T, ClientError>>,
         done: impl FnOnce(&mut Inodes),
-    ) -> Result<(), Errno> {
+    ) -> Result<T, Errno> {
         let detached = self.inodes.lock().removing(path);
-        if let Err(e) = removal.await {
-            if let Some(d) = detached {
-                self.inodes.lock().kept(d);
+        let answer = match removal.await {
+            Ok(answer) => answer,
+            Err(e) => {
+                if let Some(d) = detached {
+                    self.inodes.lock().kept(d);
+                }
+                return Err(failed(e));
             }
-            return Err(failed(e));
-        }
+        };
         done(&mut self.inodes.lock());
-        Ok(())
+        Ok(answer)
     }
 
     pub(crate) async fn rmdir(
@@ -755,8 +807,11 @@ impl Inner {
     ) -> Result<(), Errno> {
         let path = self.child_path(parent, name)?;
         let client = self.caller(who).await?;
-        self.remove(&path, client.rmdir(&path), |t| t.unlinked(&path))
-            .await
+        let dir = self
+            .remove(&path, client.rmdir_entry(&path), |t| t.unlinked(&path))
+            .await?;
+        self.dirs_after.lock().note(parent.0, dir);
+        Ok(())
     }
 
     pub(crate) async fn symlink(
@@ -770,6 +825,7 @@ impl Inner {
         let target = target.to_str().ok_or(Errno::EINVAL)?;
         let client = self.caller(who).await?;
         let a = client.symlink(&path, target).await;
+        self.dirs_after.lock().note(parent.0, None);
         Ok(self.entry(&path, &a.map_err(failed)?))
     }
 
@@ -792,8 +848,13 @@ impl Inner {
         );
         let (from, to) = (from?, to?);
         let client = self.caller(who).await?;
-        self.remove(&to, client.rename(&from, &to), |t| t.renamed(&from, &to))
-            .await
+        let renamed = self
+            .remove(&to, client.rename(&from, &to), |t| t.renamed(&from, &to))
+            .await;
+        let mut dirs = self.dirs_after.lock();
+        dirs.note(parent.0, None);
+        dirs.note(newparent.0, None);
+        renamed
     }
 
     pub(crate) async fn link(
@@ -806,7 +867,9 @@ impl Inner {
         let (from, to) = (self.path(ino.0), self.child_path(newparent, newname));
         let (from, to) = (from?, to?);
         let client = self.caller(who).await?;
-        let a = client.link(&from, &to).await.map_err(failed)?;
+        let a = client.link(&from, &to).await;
+        self.dirs_after.lock().note(newparent.0, None);
+        let a = a.map_err(failed)?;
         // The new name is the same object: keyed by the source's home server. The object's
         // path becomes the new name: both name it.
         Ok(self.entry_at(&to, &from, &a))
@@ -1000,10 +1063,10 @@ impl Inner {
         let client = self.client.as_caller(job, Some(creds));
         let mode = mode & !umask & 0o7777;
         let exclusive = flags & libc::O_EXCL != 0;
-        let a = client
-            .create(&path, mode, exclusive)
-            .await
-            .map_err(failed)?;
+        let made = client.create_entry(&path, mode, exclusive).await;
+        let made = made.map_err(failed)?;
+        self.dirs_after.lock().note(parent.0, made.dir);
+        let a = made.attr;
         let key = (self.client.layout().home(&path), a.ino);
         let ino = {
             let mut t = self.inodes.lock();
@@ -1426,6 +1489,31 @@ impl Filesystem for IosetsFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_kept_after_a_change_is_answered_once_the_newest_and_while_fresh() {
+        let dir = |ctime_ns, size| {
+            let mut a = Attr::new(FileKind::Dir, size, 0o755);
+            a.ctime_ns = ctime_ns;
+            a
+        };
+        let ttl = Duration::from_secs(60);
+        let mut d = DirsAfter::default();
+        assert_eq!(d.take(5, ttl), None);
+        d.note(5, Some(dir(20, 2)));
+        // An older answer arriving late does not replace a newer one.
+        d.note(5, Some(dir(10, 1)));
+        assert_eq!(d.take(5, ttl), Some(dir(20, 2)));
+        assert_eq!(d.take(5, ttl), None, "answered once");
+        // A change without attributes drops what was kept.
+        d.note(5, Some(dir(30, 3)));
+        d.note(5, None);
+        assert_eq!(d.take(5, ttl), None);
+        // Past the time the kernel may keep attributes, the server is asked again.
+        d.note(6, Some(dir(40, 4)));
+        assert_eq!(d.take(6, Duration::ZERO), None);
+        assert_eq!(d.take(6, ttl), None, "an expired entry is gone");
+    }
 
     #[test]
     fn open_counts_follow_file_handles_only() {

@@ -570,3 +570,50 @@ fn a_dead_server_gives_eio_in_bounded_time_and_a_restarted_one_works_again() {
     std::fs::write(m.join("f"), "after").unwrap();
     assert_eq!(std::fs::read_to_string(m.join("f")).unwrap(), "after");
 }
+
+/// Requests the servers completed for job `job`.
+fn job_ops(s: &Setup, job: u64) -> u64 {
+    jobs_reports(&s.servers, TOKEN)
+        .iter()
+        .flat_map(|rep| rep.jobs.iter().filter(|j| j.job == job))
+        .map(|j| j.ops)
+        .sum()
+}
+
+/// A create in a directory costs the kernel's lookup of the name and the create itself; an
+/// unlink, its lookup and the unlink: the directory's attributes, which the kernel drops at
+/// each change and asks for before the next one, come with the change's answer (before they
+/// were a third request each: 3 per create, 3 per unlink).
+#[test]
+fn creates_and_unlinks_in_a_directory_take_two_requests_each() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |_| {});
+    let d = s.mnt().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.display().to_string();
+    let env = [("IOSETS_JOB_ID", "301")];
+    let n = 200;
+    ok(&sh(
+        &format!("for i in $(seq {n}); do : > {d}/f$i; done"),
+        &env,
+    ));
+    let created = job_ops(&s, 301);
+    ok(&sh(
+        &format!("for i in $(seq {n}); do rm -f {d}/f$i; done"),
+        &env,
+    ));
+    let removed = job_ops(&s, 301) - created;
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    // A few more for the directory's own lookups (its name's cache lasts `attr_ttl`).
+    let bound = 2 * n + n / 4;
+    assert!(
+        (2 * n..=bound).contains(&created),
+        "{created} requests for {n} creates (2 each, at most {bound})"
+    );
+    assert!(
+        removed <= bound,
+        "{removed} requests for {n} unlinks (at most 2 each, {bound})"
+    );
+}

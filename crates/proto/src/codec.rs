@@ -291,6 +291,8 @@ const REPLY_LOCAL: u8 = 9;
 const REPLY_ATTACHED: u8 = 10;
 const REPLY_CHALLENGE: u8 = 11;
 const REPLY_AUTHENTICATED: u8 = 12;
+const REPLY_ENTRY: u8 = 13;
+const REPLY_REMOVED: u8 = 14;
 
 fn encode_attr(w: &mut Writer, a: &Attr) {
     w.u8(a.kind as u8);
@@ -367,6 +369,15 @@ fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
                 Reply::Attr(a) => {
                     w.u8(REPLY_ATTR);
                     encode_attr(w, a);
+                }
+                Reply::Entry { attr, dir } => {
+                    w.u8(REPLY_ENTRY);
+                    encode_attr(w, attr);
+                    encode_attr(w, dir);
+                }
+                Reply::Removed { dir } => {
+                    w.u8(REPLY_REMOVED);
+                    encode_attr(w, dir);
                 }
                 Reply::Data(d) => {
                     w.u8(REPLY_DATA);
@@ -817,6 +828,23 @@ fn decode_kind(r: &mut Reader, field: &'static str) -> Result<FileKind, ProtoErr
     })
 }
 
+fn decode_attr(r: &mut Reader) -> Result<Attr, ProtoError> {
+    Ok(Attr {
+        kind: decode_kind(r, "file kind")?,
+        size: r.u64("size")?,
+        mode: r.u32("mode")?,
+        mtime_ns: r.i64("mtime")?,
+        atime_ns: r.i64("atime")?,
+        ctime_ns: r.i64("ctime")?,
+        ino: r.u64("ino")?,
+        nlink: r.u32("nlink")?,
+        uid: r.u32("uid")?,
+        gid: r.u32("gid")?,
+        rdev: r.u64("rdev")?,
+        blocks: r.u64("blocks")?,
+    })
+}
+
 fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
     let status = r.i32("status")?;
     if status != 0 {
@@ -832,20 +860,14 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
         });
     }
     let reply = match r.u8("reply kind")? {
-        REPLY_ATTR => Reply::Attr(Attr {
-            kind: decode_kind(r, "file kind")?,
-            size: r.u64("size")?,
-            mode: r.u32("mode")?,
-            mtime_ns: r.i64("mtime")?,
-            atime_ns: r.i64("atime")?,
-            ctime_ns: r.i64("ctime")?,
-            ino: r.u64("ino")?,
-            nlink: r.u32("nlink")?,
-            uid: r.u32("uid")?,
-            gid: r.u32("gid")?,
-            rdev: r.u64("rdev")?,
-            blocks: r.u64("blocks")?,
-        }),
+        REPLY_ATTR => Reply::Attr(decode_attr(r)?),
+        REPLY_ENTRY => Reply::Entry {
+            attr: decode_attr(r)?,
+            dir: decode_attr(r)?,
+        },
+        REPLY_REMOVED => Reply::Removed {
+            dir: decode_attr(r)?,
+        },
         REPLY_STATFS => Reply::Statfs(Statfs {
             blocks: r.u64("blocks")?,
             bfree: r.u64("bfree")?,

@@ -717,8 +717,23 @@ pub struct DirEntry {
 /// A successful reply.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
-    /// Attributes (lookup, create, open).
+    /// Attributes (lookup, open, setattr, …).
     Attr(Attr),
+    /// A new entry (create, mkdir): its attributes, and its directory's right after the
+    /// change, so that a client whose kernel asks for the directory's attributes next (it
+    /// dropped them: the directory changed) can answer without another round trip.
+    Entry {
+        /// The new entry's attributes.
+        attr: Attr,
+        /// Its directory's attributes after the change.
+        dir: Attr,
+    },
+    /// An entry removed (unlink, rmdir): its directory's attributes right after the change (as
+    /// in [`Reply::Entry`]).
+    Removed {
+        /// The directory's attributes after the change.
+        dir: Attr,
+    },
     /// Bytes read.
     Data(Bytes),
     /// Bytes written.

@@ -1045,6 +1045,12 @@ impl Root {
         Ok(attr_of(&st))
     }
 
+    /// Attributes of the directory holding `path` (after a change of its entries, for the
+    /// reply); `None` if it cannot be read now (removed meanwhile by another client).
+    pub fn parent_attr(&self, path: &str) -> Option<Attr> {
+        self.lstat(parent_of(path)).ok()
+    }
+
     /// Attributes of the root. Its own mode is not checked for them, as `stat` of a mount point
     /// needs no permission on the directory itself.
     fn root_attr(&self) -> Result<Attr, FsError> {

@@ -120,7 +120,7 @@ fn a_dangling_link_inside_the_root_makes_its_target_as_open_o_creat_does() {
     // A plain create makes the target and answers its attributes (a regular file).
     for (name, made) in [("inside", "target"), ("sub/deep", "data/made")] {
         let attr = match c.ok(create(name)) {
-            Reply::Attr(a) => a,
+            Reply::Entry { attr, .. } => attr,
             r => panic!("{r:?}"),
         };
         let meta = std::fs::metadata(root.0.join(made)).unwrap();
@@ -136,7 +136,7 @@ fn a_dangling_link_inside_the_root_makes_its_target_as_open_o_creat_does() {
     }
     // A link to an existing file: the file is kept as it is, and its attributes answered.
     match c.ok(create("alias")) {
-        Reply::Attr(a) => {
+        Reply::Entry { attr: a, .. } => {
             assert_eq!((a.kind, a.size), (FileKind::File, 5));
         }
         r => panic!("{r:?}"),

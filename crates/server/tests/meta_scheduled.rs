@@ -110,7 +110,7 @@ fn metadata_waits_in_the_scheduler_for_the_one_worker() {
     assert!(answers.values().all(|r| matches!(r, Response::Ok(_))));
     let (tag, r) = one.recv().unwrap();
     assert_eq!(tag, slow);
-    assert!(matches!(r, Response::Ok(Reply::Attr(_))), "{r:?}");
+    assert!(matches!(r, Response::Ok(Reply::Entry { .. })), "{r:?}");
 
     // Every request went through the policy: two metadata requests and one read.
     let after = stats(&mut ctl);

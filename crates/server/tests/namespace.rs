@@ -134,3 +134,71 @@ fn set_id_bits_are_dropped_and_fifos_are_refused_without_hanging() {
     assert!(msg.contains("not a regular file"), "{msg}");
     server.shutdown().unwrap();
 }
+
+/// A change of a directory's entries answers the directory's attributes right after it (the
+/// client's kernel asks for them next): create and mkdir with the new entry's, unlink and
+/// rmdir alone. They are the directory's as a stat of it then gives.
+#[test]
+fn entry_changes_answer_their_directory_after_the_change() {
+    use std::os::unix::fs::MetadataExt;
+    let root = TempDir::new("dir-after");
+    let s = Server::start(ServerConfig::new(&root.0).with_insecure_loopback()).unwrap();
+    let mut c = Conn::connect(s.addr(), 1);
+    std::fs::create_dir(root.0.join("d")).unwrap();
+    let stat = |p: &str| std::fs::symlink_metadata(root.0.join(p)).unwrap();
+    let same = |dir: &iosets_proto::Attr, p: &str, what: &str| {
+        let m = stat(p);
+        assert_eq!(dir.ino, m.ino(), "{what}: the directory {p}");
+        assert_eq!(dir.nlink, m.nlink() as u32, "{what}: nlink");
+        assert_eq!(dir.size, m.size(), "{what}: size");
+        assert_eq!(
+            dir.mtime_ns,
+            m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            "{what}: mtime"
+        );
+        assert_eq!(
+            dir.ctime_ns,
+            m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+            "{what}: ctime"
+        );
+    };
+    match c.ok(create("d/f")) {
+        Reply::Entry { attr, dir } => {
+            assert_eq!(attr.ino, stat("d/f").ino(), "create: the file");
+            same(&dir, "d", "create");
+        }
+        r => panic!("create: {r:?}"),
+    }
+    let mkdir = Request::Mkdir {
+        path: "d/e".into(),
+        mode: 0o755,
+    };
+    match c.ok(mkdir) {
+        Reply::Entry { attr, dir } => {
+            assert_eq!(attr.ino, stat("d/e").ino(), "mkdir: the directory made");
+            same(&dir, "d", "mkdir");
+            assert_eq!(
+                dir.nlink, 3,
+                "mkdir: the parent counts the new subdirectory"
+            );
+        }
+        r => panic!("mkdir: {r:?}"),
+    }
+    match c.ok(Request::Unlink { path: "d/f".into() }) {
+        Reply::Removed { dir } => same(&dir, "d", "unlink"),
+        r => panic!("unlink: {r:?}"),
+    }
+    match c.ok(Request::Rmdir { path: "d/e".into() }) {
+        Reply::Removed { dir } => {
+            same(&dir, "d", "rmdir");
+            assert_eq!(dir.nlink, 2, "rmdir");
+        }
+        r => panic!("rmdir: {r:?}"),
+    }
+    // An entry of the root: the root's attributes.
+    match c.ok(create("top")) {
+        Reply::Entry { dir, .. } => same(&dir, ".", "create in the root"),
+        r => panic!("create in the root: {r:?}"),
+    }
+    s.shutdown().unwrap();
+}

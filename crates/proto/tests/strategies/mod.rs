@@ -173,35 +173,40 @@ fn kind() -> impl Strategy<Value = FileKind> {
     ]
 }
 
+/// Any attributes.
+fn attr() -> impl Strategy<Value = Attr> {
+    (
+        (kind(), any::<u64>(), any::<u32>(), any::<i64>()),
+        (any::<i64>(), any::<i64>(), any::<u64>(), any::<u32>()),
+        (any::<u32>(), any::<u32>(), any::<u64>(), any::<u64>()),
+    )
+        .prop_map(
+            |(
+                (kind, size, mode, mtime_ns),
+                (atime_ns, ctime_ns, ino, nlink),
+                (uid, gid, rdev, blocks),
+            )| Attr {
+                kind,
+                size,
+                mode,
+                mtime_ns,
+                atime_ns,
+                ctime_ns,
+                ino,
+                nlink,
+                uid,
+                gid,
+                rdev,
+                blocks,
+            },
+        )
+}
+
 pub fn response() -> impl Strategy<Value = Response> {
     prop_oneof![
-        (
-            (kind(), any::<u64>(), any::<u32>(), any::<i64>()),
-            (any::<i64>(), any::<i64>(), any::<u64>(), any::<u32>()),
-            (any::<u32>(), any::<u32>(), any::<u64>(), any::<u64>())
-        )
-            .prop_map(
-                |(
-                    (kind, size, mode, mtime_ns),
-                    (atime_ns, ctime_ns, ino, nlink),
-                    (uid, gid, rdev, blocks),
-                )| {
-                    Response::Ok(Reply::Attr(Attr {
-                        kind,
-                        size,
-                        mode,
-                        mtime_ns,
-                        atime_ns,
-                        ctime_ns,
-                        ino,
-                        nlink,
-                        uid,
-                        gid,
-                        rdev,
-                        blocks,
-                    }))
-                }
-            ),
+        attr().prop_map(|a| Response::Ok(Reply::Attr(a))),
+        (attr(), attr()).prop_map(|(attr, dir)| Response::Ok(Reply::Entry { attr, dir })),
+        attr().prop_map(|dir| Response::Ok(Reply::Removed { dir })),
         (
             proptest::array::uniform5(any::<u64>()),
             proptest::array::uniform3(any::<u32>())

@@ -276,7 +276,9 @@ impl MetaOp {
                 path,
                 mode,
                 exclusive,
-            } => root.create(path, *mode, *exclusive, creds).map(Reply::Attr),
+            } => root
+                .create(path, *mode, *exclusive, creds)
+                .map(|a| entry(root, path, a)),
             MetaOp::Mknod { path, mode, rdev } => {
                 root.mknod(path, *mode, *rdev, creds).map(Reply::Attr)
             }
@@ -287,9 +289,11 @@ impl MetaOp {
             MetaOp::Statfs => root.statfs().map(Reply::Statfs),
             MetaOp::Open { path, flags } => root.open_with(path, *flags).map(Reply::Attr),
             MetaOp::Truncate { path, size } => root.truncate(path, *size).map(|()| Reply::Done),
-            MetaOp::Unlink { path } => root.unlink(path).map(|()| Reply::Done),
-            MetaOp::Mkdir { path, mode } => root.mkdir(path, *mode, creds).map(Reply::Attr),
-            MetaOp::Rmdir { path } => root.rmdir(path).map(|()| Reply::Done),
+            MetaOp::Unlink { path } => root.unlink(path).map(|()| removed(root, path)),
+            MetaOp::Mkdir { path, mode } => {
+                root.mkdir(path, *mode, creds).map(|a| entry(root, path, a))
+            }
+            MetaOp::Rmdir { path } => root.rmdir(path).map(|()| removed(root, path)),
             MetaOp::Readdir { path } => root.readdir(path).map(Reply::Entries),
             MetaOp::Rename { from, to } => root.rename(from, to).map(|()| Reply::Done),
         }
@@ -320,6 +324,23 @@ impl MetaOp {
             }
         }
     }
+}
+
+/// The answer to a new entry `path` whose attributes are `attr`: with its directory's
+/// attributes after the change ([`Reply::Entry`]), or without them if the directory cannot be
+/// read now.
+fn entry(root: &Root, path: &str, attr: iosets_proto::Attr) -> Reply {
+    match root.parent_attr(path) {
+        Some(dir) => Reply::Entry { attr, dir },
+        None => Reply::Attr(attr),
+    }
+}
+
+/// The answer to the removal of `path`: its directory's attributes after the change
+/// ([`Reply::Removed`]), or [`Reply::Done`] if the directory cannot be read now.
+fn removed(root: &Root, path: &str) -> Reply {
+    root.parent_attr(path)
+        .map_or(Reply::Done, |dir| Reply::Removed { dir })
 }
 
 /// A stripe count written in an extended attribute: ASCII digits, surrounding ASCII whitespace
