@@ -104,6 +104,7 @@ start_iosets() {
   head -c 24 /dev/urandom | base64 >"$token"
   chmod 600 "$token"
   for i in 0 1; do
+    : >"$out/$name-server$i.log"
     "$bin" serve --root "$d/r$i" --listen 127.0.0.1:0 --token-file "$token" \
       >"$out/$name-server$i.log" 2>&1 &
     pids+=($!) spids+=" $!"

@@ -33,7 +33,10 @@
 //! # What it is not
 //! Not a cache-coherent cluster file system: attributes and names may be cached by the kernel
 //! for `attr_ttl` (1 s by default, as bindfs and NFS's `acregmin`-style caching), so a change
-//! made on another node shows within that time. No extended attributes, no locks
+//! made on another node shows within that time. A directory changed through this mount (create,
+//! mkdir, unlink, rmdir) is answered, the next time the kernel asks, with the attributes the
+//! server gave with the change, if that was within `attr_ttl`: the same bound, one round trip
+//! less per change. No extended attributes, no locks
 //! (the kernel keeps `flock`/`fcntl` locks local to the node), no hard links over several
 //! servers (`ENOTSUP`): the layout is a function of the name. `RENAME_NOREPLACE` and
 //! `RENAME_EXCHANGE` answer `EINVAL`. File names must be UTF-8 (the protocol's paths are):
