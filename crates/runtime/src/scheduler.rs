@@ -18,8 +18,8 @@ use crate::stats::{
     add_counters, InServiceStats, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats,
 };
 use crate::sync::{AtomicU64, Condvar, Instant, Mutex, MutexGuard, Ordering};
-use crate::why::{Snap, Split, Splits, Why};
-use crate::work::{moved_bytes, Completion, CompletionEvent, Next, Sink, Work};
+use crate::why::{Snap, Splits, Why};
+use crate::work::{moved_bytes, Completion, CompletionEvent, Dispatched, Next, Sink, Work};
 use crate::RuntimeError;
 use iosets_types::hash::IdMap;
 
@@ -544,15 +544,14 @@ impl<T> Inner<T> {
 }
 
 impl<T: Send + 'static> Sink for Inner<T> {
-    fn finish(
-        &self,
-        batch: &Batch,
-        generation: u64,
-        policy: &'static str,
-        (dispatched_at, handed_at): (Nanos, Nanos),
-        splits: &[Split],
-        outcome: Outcome,
-    ) {
+    fn finish(&self, batch: &Batch, from: &Dispatched, outcome: Outcome) {
+        let Dispatched {
+            generation,
+            policy,
+            at: dispatched_at,
+            handed_at,
+            ref splits,
+        } = *from;
         let raw = self.clock.now();
         // The book first, outside the scheduler's lock: once the scheduler is seen idle (or the
         // caller replies), the statistics include this batch. (A completion the policy refuses,
@@ -563,7 +562,7 @@ impl<T: Send + 'static> Sink for Inner<T> {
             dispatched_at,
             raw.max(dispatched_at),
             policy,
-            splits,
+            splits.as_slice(),
         );
         let mut guard = self.state.lock();
         let st = &mut *guard;
@@ -871,7 +870,17 @@ impl<T: Send + 'static> Scheduler<T> {
         let sink: Arc<dyn Sink> = self.inner.clone();
         Work::new(
             payloads,
-            Completion::new(sink, batch, generation, policy, at, now, splits),
+            Completion::new(
+                sink,
+                batch,
+                Dispatched {
+                    generation,
+                    policy,
+                    at,
+                    handed_at: now,
+                    splits,
+                },
+            ),
         )
     }
 

@@ -5,23 +5,28 @@ use std::sync::Arc;
 
 use iosets_types::{Batch, JobId, Nanos, Op, Outcome, Request, RequestId};
 
-use crate::why::{Split, Splits};
+use crate::why::Splits;
 
 /// The scheduler side of a completion token (type-erased so that [`Completion`] does not carry the
 /// payload type).
 pub(crate) trait Sink: Send + Sync {
-    /// The batch `batch`, dispatched by policy instance `generation` (named `policy`) at
-    /// `at.0` and handed to a worker at `at.1` (later when it waited for a slot of the
-    /// in-service limit), ended with `outcome`; `splits` are its requests' waits by cause.
-    fn finish(
-        &self,
-        batch: &Batch,
-        generation: u64,
-        policy: &'static str,
-        at: (Nanos, Nanos),
-        splits: &[Split],
-        outcome: Outcome,
-    );
+    /// The batch `batch`, dispatched as `from` says, ended with `outcome`.
+    fn finish(&self, batch: &Batch, from: &Dispatched, outcome: Outcome);
+}
+
+/// Who dispatched a batch and when: what its completion reports back with it.
+pub(crate) struct Dispatched {
+    /// The policy instance that dispatched it.
+    pub(crate) generation: u64,
+    /// That policy's name.
+    pub(crate) policy: &'static str,
+    /// When the policy dispatched it.
+    pub(crate) at: Nanos,
+    /// When it was handed to a worker: later than `at` when it waited for a slot of the
+    /// in-service limit.
+    pub(crate) handed_at: Nanos,
+    /// Its requests' waits by cause, in batch order.
+    pub(crate) splits: Splits,
 }
 
 /// The answer to [`crate::Scheduler::next_timeout`] and [`crate::Scheduler::try_next`].
@@ -131,32 +136,16 @@ impl<T> fmt::Debug for Work<T> {
 pub struct Completion {
     sink: Arc<dyn Sink>,
     batch: Batch,
-    generation: u64,
-    policy: &'static str,
-    dispatched_at: Nanos,
-    handed_at: Nanos,
-    splits: Splits,
+    from: Dispatched,
     answered: bool,
 }
 
 impl Completion {
-    pub(crate) fn new(
-        sink: Arc<dyn Sink>,
-        batch: Batch,
-        generation: u64,
-        policy: &'static str,
-        dispatched_at: Nanos,
-        handed_at: Nanos,
-        splits: Splits,
-    ) -> Completion {
+    pub(crate) fn new(sink: Arc<dyn Sink>, batch: Batch, from: Dispatched) -> Completion {
         Completion {
             sink,
             batch,
-            generation,
-            policy,
-            dispatched_at,
-            handed_at,
-            splits,
+            from,
             answered: false,
         }
     }
@@ -173,26 +162,24 @@ impl Completion {
 
     /// The name of the policy that dispatched the batch.
     pub fn policy(&self) -> &'static str {
-        self.policy
+        self.from.policy
     }
 
     /// When the batch was dispatched, on the scheduler's clock.
     pub fn dispatched_at(&self) -> Nanos {
-        self.dispatched_at
+        self.from.at
     }
 
     /// Reports how the batch ended: counts it, records statistics, wakes waiting workers and calls
     /// the completion listener once per request (outside the scheduler lock, on this thread).
     pub fn complete(mut self, outcome: Outcome) {
+        self.answer(outcome);
+    }
+
+    /// Tells the scheduler how the batch ended; the token is answered.
+    fn answer(&mut self, outcome: Outcome) {
         self.answered = true;
-        self.sink.finish(
-            &self.batch,
-            self.generation,
-            self.policy,
-            (self.dispatched_at, self.handed_at),
-            self.splits.as_slice(),
-            outcome,
-        );
+        self.sink.finish(&self.batch, &self.from, outcome);
     }
 }
 
@@ -205,14 +192,7 @@ impl Drop for Completion {
                 requests = self.batch.len(),
                 "completion token dropped unanswered; failing the batch as abandoned"
             );
-            self.sink.finish(
-                &self.batch,
-                self.generation,
-                self.policy,
-                (self.dispatched_at, self.handed_at),
-                self.splits.as_slice(),
-                Outcome::Abandoned,
-            );
+            self.answer(Outcome::Abandoned);
         }
     }
 }
@@ -222,7 +202,7 @@ impl fmt::Debug for Completion {
         f.debug_struct("Completion")
             .field("batch", &self.batch.id())
             .field("requests", &self.batch.len())
-            .field("dispatched_at", &self.dispatched_at)
+            .field("dispatched_at", &self.from.at)
             .finish()
     }
 }
