@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
+use plotters::chart::MeshStyle;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::shares::{QueueKey, WindowShares};
@@ -95,21 +97,15 @@ fn draw_svg(
         .y_label_area_size(64)
         .build_cartesian_2d(0..x_max, 0f64..100f64)
         .map_err(|x| e(&x))?;
-    chart
-        .configure_mesh()
-        .x_desc(format!(
-            "dispatched requests (index of the first request of each {}-request window)",
-            shares.window
-        ))
-        .y_desc("share of the window's bytes (%)")
-        .y_labels(11)
-        .y_label_formatter(&|y| format!("{y:.0}"))
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .light_line_style(RGBColor(235, 235, 235))
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()
-        .map_err(|x| e(&x))?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(format!(
+        "dispatched requests (index of the first request of each {}-request window)",
+        shares.window
+    ))
+    .y_desc("share of the window's bytes (%)")
+    .y_labels(11)
+    .y_label_formatter(&|y| format!("{y:.0}"));
+    mesh_style(&mut mesh).draw().map_err(|x| e(&x))?;
     for (i, q) in shares.queues.iter().enumerate() {
         let c = colour(i);
         let label = match expected.get(&q.queue) {
@@ -137,16 +133,35 @@ fn draw_svg(
                 .map_err(|x| e(&x))?;
         }
     }
+    finish(&root, &mut chart, SeriesLabelPosition::UpperLeft)
+}
+
+/// The replay and sweep plots' axis descriptions, labels and grid lines.
+pub(crate) fn mesh_style<'m, 'a, 'b, X: Ranged, Y: Ranged, DB: DrawingBackend>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB> {
+    mesh.axis_desc_style(("sans-serif", 16))
+        .label_style(("sans-serif", 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(210, 210, 210))
+}
+
+/// Draws the legend of `chart` at `position` (on white, a grey border) and writes out `root`,
+/// the plot `chart` is drawn on.
+pub(crate) fn finish<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .label_font(("sans-serif", 14))
         .background_style(WHITE.mix(0.9))
         .border_style(RGBColor(160, 160, 160))
         .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))?;
-    Ok(())
+        .map_err(|x| x.to_string())?;
+    root.present().map_err(|x| x.to_string())
 }
 
 fn pct(x: Option<f64>) -> String {

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use super::metrics::METRIC_NAMES;
 use super::sweep::SweepResult;
 use super::FluidError;
-use crate::report::colour;
+use crate::report::{colour, finish, mesh_style};
 
 /// A metric's label on an axis.
 pub fn metric_label(metric: &str) -> &'static str {
@@ -90,16 +90,10 @@ fn draw(path: &Path, result: &SweepResult, metric: usize) -> Result<(), String> 
         .y_label_area_size(72)
         .build_cartesian_2d(x_lo..x_hi, y_lo..y_hi)
         .map_err(|x| e(&x))?;
-    chart
-        .configure_mesh()
-        .x_desc(result.variable.as_str())
-        .y_desc(metric_label(name))
-        .axis_desc_style(("sans-serif", 16))
-        .label_style(("sans-serif", 14))
-        .light_line_style(RGBColor(235, 235, 235))
-        .bold_line_style(RGBColor(210, 210, 210))
-        .draw()
-        .map_err(|x| e(&x))?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(result.variable.as_str())
+        .y_desc(metric_label(name));
+    mesh_style(&mut mesh).draw().map_err(|x| e(&x))?;
     for (i, h) in result.heuristics.iter().enumerate() {
         let c = colour(i);
         let label = h.to_string();
@@ -131,16 +125,7 @@ fn draw(path: &Path, result: &SweepResult, metric: usize) -> Result<(), String> 
             .draw_series(mine.iter().map(|q| Circle::new((q.0, q.1), 3, c.filled())))
             .map_err(|x| e(&x))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.9))
-        .border_style(RGBColor(160, 160, 160))
-        .draw()
-        .map_err(|x| e(&x))?;
-    root.present().map_err(|x| e(&x))?;
-    Ok(())
+    finish(&root, &mut chart, SeriesLabelPosition::UpperRight)
 }
 
 #[cfg(test)]
