@@ -3,6 +3,9 @@
 //! error conversion. The figures themselves are with their experiments.
 
 use anyhow::{anyhow, Result};
+use plotters::chart::MeshStyle;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -57,6 +60,28 @@ pub(crate) fn category_label(names: &[String], x: f64) -> String {
     } else {
         String::new()
     }
+}
+
+/// Draws `chart`'s grid for a category x axis of `names` (a name under each whole position, no
+/// vertical lines); `y` adds what the y axis needs (its description, its labels).
+pub(crate) fn draw_category_mesh<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, Y>>,
+    names: &[String],
+    y: impl FnOnce(&mut MeshStyle<'_, '_, RangedCoordf64, Y, DB>),
+) -> Result<()>
+where
+    DB: DrawingBackend,
+    Y: Ranged + ValueFormatter<Y::ValueType>,
+{
+    let x_label = |x: &f64| category_label(names, *x);
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(names.len().max(1))
+        .x_label_formatter(&x_label)
+        .label_style(("sans-serif", 13))
+        .light_line_style(RGBColor(235, 235, 235));
+    y(&mut mesh);
+    mesh.draw().map_err(err)
 }
 
 /// A legend in one row: for each entry a square of its colour and its name `text_dx` pixels to

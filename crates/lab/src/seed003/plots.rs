@@ -10,7 +10,7 @@ use plotters::prelude::*;
 
 use super::analysis::Series;
 use super::params::Setting;
-use crate::rig::plots::{category_label, err, legend_row, BLUE, GREY, RED};
+use crate::rig::plots::{draw_category_mesh, err, legend_row, BLUE, GREY, RED};
 
 /// One group of bars.
 #[derive(Debug)]
@@ -74,17 +74,9 @@ pub(crate) fn save_bars(path: &Path, groups: &[Group], title: &str, y_desc: &str
         .y_label_area_size(70)
         .build_cartesian_2d(-0.5..(n as f64 - 0.5), (lo..hi).log_scale())
         .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(n.max(1))
-        .x_label_formatter(&|x| category_label(&names, *x))
-        .y_desc(y_desc)
-        .y_label_formatter(&|y| label(*y))
-        .label_style(("sans-serif", 13))
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(err)?;
+    draw_category_mesh(&mut chart, &names, |mesh| {
+        mesh.y_desc(y_desc).y_label_formatter(&|y| label(*y));
+    })?;
     let w = 0.12;
     for (g, group) in groups.iter().enumerate() {
         for (k, (series, setting)) in group.series.iter().zip(Setting::ALL).enumerate() {

@@ -8,7 +8,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 
 use super::analysis::Served;
-use crate::rig::plots::{category_label, err, job_colour, legend_row};
+use crate::rig::plots::{draw_category_mesh, err, job_colour, legend_row};
 
 /// The metrics' labels, in the order of the values.
 pub(crate) const METRIC_LABELS: [&str; 4] = [
@@ -74,15 +74,7 @@ pub(crate) fn save_box(path: &Path, series: &[BoxSeries], title: &str) -> Result
             .y_label_area_size(56)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), (lo - pad)..(hi + pad))
             .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n.max(1))
-            .x_label_formatter(&|x| category_label(&names, *x))
-            .label_style(("sans-serif", 13))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(err)?;
+        draw_category_mesh(&mut chart, &names, |_| {})?;
         for (i, s) in series.iter().enumerate() {
             let x = i as f64;
             let mut v: Vec<f64> = s.values[m]
