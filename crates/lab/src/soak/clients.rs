@@ -389,8 +389,7 @@ pub(crate) fn run(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("requests_per_client", s.requests);
     row.param("in_flight_per_client", DEPTH);
     row.param("mix", "write/read/fsync own+stripe+common 55/35/5/5");
-    let root = ctx.fresh_root("clients")?;
-    let mut server = ctx.spec("clients", &root, None).start("127.0.0.1:0", 0)?;
+    let mut server = ctx.fresh_spec("clients")?.start("127.0.0.1:0", 0)?;
     let addr = server.addr;
     let deadline = Instant::now() + ctx.bound();
     let t0 = Instant::now();

@@ -282,6 +282,12 @@ impl Ctx {
         }
     }
 
+    /// How to start a server for scenario `name` on a fresh, empty data root of its own.
+    pub(crate) fn fresh_spec(&self, name: &str) -> Result<ServerSpec> {
+        let root = self.fresh_root(name)?;
+        Ok(self.spec(name, &root, None))
+    }
+
     /// Fails once interrupted.
     pub(crate) fn check(&self) -> Result<()> {
         if interrupted() {

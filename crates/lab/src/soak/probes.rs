@@ -103,8 +103,7 @@ pub(crate) fn idle(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let hold = ctx.sizes.probe;
     row.param("conns", n);
     row.param("hold_s", hold.as_secs());
-    let root = ctx.fresh_root("idle")?;
-    let mut server = ctx.spec("idle", &root, None).start("127.0.0.1:0", 0)?;
+    let mut server = ctx.fresh_spec("idle")?.start("127.0.0.1:0", 0)?;
     let deadline = Instant::now() + ctx.bound();
     let before = server.usage()?;
     let (conns, failed) = open_silent(ctx, server.addr, n, Duration::from_secs(2))?;
@@ -150,8 +149,7 @@ pub(crate) fn slow(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("bytes_per_s", 1);
     row.param("hold_s", hold.as_secs());
     row.param("frame_bytes", frame.len());
-    let root = ctx.fresh_root("slow")?;
-    let mut server = ctx.spec("slow", &root, None).start("127.0.0.1:0", 0)?;
+    let mut server = ctx.fresh_spec("slow")?.start("127.0.0.1:0", 0)?;
     let addr = server.addr;
     let deadline = Instant::now() + ctx.bound();
     let before = server.usage()?;
@@ -294,8 +292,7 @@ pub(crate) fn noread(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("mix", "write/read 50/50");
     row.param("invalid_every", 16);
     row.param("rss_growth_bound_mib", bound);
-    let root = ctx.fresh_root("noread")?;
-    let mut spec = ctx.spec("noread", &root, None);
+    let mut spec = ctx.fresh_spec("noread")?;
     // The bound the server is configured with: its in-flight bytes (unless given).
     if !spec
         .flags
@@ -379,8 +376,7 @@ pub(crate) fn jobs(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("jobs", n);
     row.param("write_bytes", 16);
     row.param("conns", CONNS);
-    let root = ctx.fresh_root("jobs")?;
-    let mut server = ctx.spec("jobs", &root, None).start("127.0.0.1:0", 0)?;
+    let mut server = ctx.fresh_spec("jobs")?.start("127.0.0.1:0", 0)?;
     let addr = server.addr;
     let deadline = Instant::now() + ctx.bound();
     let before = server.usage()?;

@@ -183,6 +183,11 @@ fn disk_reader(root: &Path) -> impl FnMut(&str, u64, u32) -> Result<Vec<u8>> + '
     }
 }
 
+/// `lo` to `hi` in milliseconds, as a parameter's value: `300-1500`.
+fn ms_range(lo: Duration, hi: Duration) -> String {
+    format!("{}-{}", lo.as_millis(), hi.as_millis())
+}
+
 /// `kill9`.
 pub(crate) fn kill9(ctx: &Ctx, row: &mut Row) -> Result<()> {
     let s = &ctx.sizes;
@@ -194,12 +199,8 @@ pub(crate) fn kill9(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("writers", s.writers);
     row.param("restarts", s.restarts);
     row.param("record_bytes", RECORD);
-    row.param(
-        "kill_every_ms",
-        format!("{}-{}", lo.as_millis(), hi.as_millis()),
-    );
-    let root = ctx.fresh_root("kill9")?;
-    let spec = ctx.spec("kill9", &root, None);
+    row.param("kill_every_ms", ms_range(lo, hi));
+    let spec = ctx.fresh_spec("kill9")?;
     let mut server = spec.start("127.0.0.1:0", 0)?;
     let addr = server.addr;
     let deadline = Instant::now() + ctx.bound();
@@ -358,12 +359,8 @@ pub(crate) fn sigterm(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.param("cycles", s.sigterms);
     row.param("writers", s.writers);
     row.param("in_flight_per_writer", DEPTH);
-    row.param(
-        "term_after_ms",
-        format!("{}-{}", lo.as_millis(), hi.as_millis()),
-    );
-    let root = ctx.fresh_root("sigterm")?;
-    let spec = ctx.spec("sigterm", &root, None);
+    row.param("term_after_ms", ms_range(lo, hi));
+    let spec = ctx.fresh_spec("sigterm")?;
     let deadline = Instant::now() + ctx.bound();
     let mut rng = Rng::new(ctx.seed ^ 0x7e4);
     let mut exits = Vec::new();
@@ -406,7 +403,7 @@ pub(crate) fn sigterm(ctx: &Ctx, row: &mut Row) -> Result<()> {
             (exit, logs)
         });
         exits.push(exit?);
-        let mut reader = disk_reader(&root);
+        let mut reader = disk_reader(&spec.root);
         for (c, log) in logs.iter().enumerate() {
             let (l, k) = verify(&mut reader, 100 + cycle as u64, c, log)?;
             lost += l;
