@@ -14,6 +14,8 @@ use iosets_server::settings::{Kind, Setting, Value, SETTINGS};
 use iosets_server::{read_auth_file, read_token_file, Server, ServerConfig};
 use iosets_types::{JobId, Priority};
 
+use crate::top::wait;
+
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// A configuration file (iosets.toml); the flags below override its values.
@@ -621,15 +623,6 @@ fn print_jobs(r: &JobsReport) {
         "waited on"
     );
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let us = |u: f64| {
-        if u >= 1e6 {
-            format!("{:.2}s", u / 1e6)
-        } else if u >= 1e3 {
-            format!("{:.1}ms", u / 1e3)
-        } else {
-            format!("{u:.0}us")
-        }
-    };
     for j in &r.jobs {
         println!(
             "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10} {:>10}  {}",
@@ -645,8 +638,8 @@ fn print_jobs(r: &JobsReport) {
             j.bw_10s_mib_s,
             j.queued,
             j.in_service,
-            us(j.queue_wait.p50_us),
-            us(j.queue_wait.p99_us),
+            wait(j.queue_wait.p50_us),
+            wait(j.queue_wait.p99_us),
             top_cause(&j.wait_causes),
             if j.peers.is_empty() {
                 "-".to_string()

@@ -13,6 +13,8 @@ mod model;
 mod poll;
 mod view;
 
+pub(crate) use view::wait;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
