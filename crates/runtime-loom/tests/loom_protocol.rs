@@ -190,6 +190,30 @@ fn assert_each_once(ledger: &Ledger, n: u64, outcome: Outcome) {
     );
 }
 
+/// Switches `sched` to `noop`.
+fn switch_to_noop(sched: &Scheduler<u32>) {
+    sched
+        .switch_policy(Counted::build("noop", &[]).unwrap())
+        .unwrap();
+}
+
+/// After one policy switch: requests 1 and 2 completed once each, the books balance, and the
+/// retired instance is gone with no completion refused.
+fn assert_switched_once(sched: &Scheduler<u32>, ledger: &Ledger) {
+    assert_each_once(ledger, 2, done());
+    sched.check_balance().unwrap();
+    let stats = sched.stats();
+    assert_eq!(
+        (
+            stats.switches,
+            stats.rejected_completions,
+            stats.retired_policies
+        ),
+        (1, 0, 0)
+    );
+    assert_eq!(stats.counters.completed, 2, "each batch completed once");
+}
+
 /// (1) Two producers submit, one worker takes and completes.
 #[test]
 fn two_producers_one_worker_complete_each_request_once() {
@@ -294,9 +318,7 @@ fn a_policy_switch_moves_queued_requests_and_completes_in_service_ones_once() {
         let control = {
             let sched = sched.clone();
             thread::spawn(move || {
-                sched
-                    .switch_policy(Counted::build("noop", &[]).unwrap())
-                    .unwrap();
+                switch_to_noop(&sched);
             })
         };
         join(producer);
@@ -304,19 +326,8 @@ fn a_policy_switch_moves_queued_requests_and_completes_in_service_ones_once() {
         sched.wait_idle();
         sched.shutdown();
         assert_eq!(sorted(join(worker)), [1, 2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
-        let stats = sched.stats();
-        assert_eq!(stats.policy, "noop");
-        assert_eq!(
-            (
-                stats.switches,
-                stats.rejected_completions,
-                stats.retired_policies
-            ),
-            (1, 0, 0)
-        );
-        assert_eq!(stats.counters.completed, 2, "each batch completed once");
+        assert_switched_once(&sched, &ledger);
+        assert_eq!(sched.stats().policy, "noop");
     });
 }
 
@@ -327,24 +338,11 @@ fn a_policy_switch_moves_queued_requests_and_completes_in_service_ones_once() {
 fn a_policy_switch_wakes_the_worker_blocked_in_the_old_policy() {
     check_every_interleaving(|| {
         let (sched, ledger, first, blocked) = one_in_service_one_blocked();
-        sched
-            .switch_policy(Counted::build("noop", &[]).unwrap())
-            .unwrap();
+        switch_to_noop(&sched);
         assert_eq!(join(blocked), [2], "the switch releases job 2");
         assert_eq!(sched.stats().retired_policies, 1);
         first.complete(done());
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
-        let stats = sched.stats();
-        assert_eq!(
-            (
-                stats.switches,
-                stats.rejected_completions,
-                stats.retired_policies
-            ),
-            (1, 0, 0)
-        );
-        assert_eq!(stats.counters.completed, 2, "each batch completed once");
+        assert_switched_once(&sched, &ledger);
     });
 }
 
@@ -474,9 +472,7 @@ fn a_timed_out_sleeper_is_not_counted_as_woken() {
         let worker = spawn_serve(&sched);
         sched.submit(request(1, None), 1).unwrap();
         sched.wait_idle();
-        sched
-            .switch_policy(Counted::build("noop", &[]).unwrap())
-            .unwrap();
+        switch_to_noop(&sched);
         sched.submit(request(2, None), 2).unwrap();
         sched.wait_idle();
         timer.stop();
