@@ -280,6 +280,27 @@ static void read_msg(int fd, char *msg)
 }
 
 /*
+ * Makes a pipe in pfd and forks: returns the child's pid (0 in the child), or -1 with the reason
+ * in msg and nothing left open.
+ */
+static pid_t fork_with_pipe(int pfd[2], char *msg)
+{
+    pid_t pid;
+
+    if (pipe(pfd) != 0) {
+        snprintf(msg, MSG_LEN, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    pid = fork();
+    if (pid < 0) {
+        snprintf(msg, MSG_LEN, "fork: %s", strerror(errno));
+        close(pfd[0]);
+        close(pfd[1]);
+    }
+    return pid;
+}
+
+/*
  * Writes `value` ("0.1", "clear") to MOUNT/.iosets/jobs/<job>/priority in a child process.
  * Returns 0, or -1 with the reason in msg.
  */
@@ -295,17 +316,9 @@ static int write_mount(uint32_t job, const char *value, char *msg)
         return -1;
     }
     len = snprintf(line, sizeof line, "%s\n", value);
-    if (pipe(pfd) != 0) {
-        snprintf(msg, MSG_LEN, "pipe: %s", strerror(errno));
+    pid = fork_with_pipe(pfd, msg);
+    if (pid < 0)
         return -1;
-    }
-    pid = fork();
-    if (pid < 0) {
-        snprintf(msg, MSG_LEN, "fork: %s", strerror(errno));
-        close(pfd[0]);
-        close(pfd[1]);
-        return -1;
-    }
     if (pid == 0) {
         /* Child: only async-signal-safe calls; the errno goes back as 4 bytes. */
         int fd, err = 0;
@@ -380,17 +393,9 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
             argv[n++] = (char *)value;
         argv[n] = NULL;
 
-        if (pipe(pfd) != 0) {
-            snprintf(msg, MSG_LEN, "pipe: %s", strerror(errno));
+        pid = fork_with_pipe(pfd, msg);
+        if (pid < 0)
             return -1;
-        }
-        pid = fork();
-        if (pid < 0) {
-            snprintf(msg, MSG_LEN, "fork: %s", strerror(errno));
-            close(pfd[0]);
-            close(pfd[1]);
-            return -1;
-        }
         if (pid == 0) {
             int devnull = open("/dev/null", O_RDWR);
             close(pfd[0]);
