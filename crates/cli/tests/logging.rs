@@ -39,14 +39,7 @@ fn json_logs_name_every_refusal_and_its_peer() {
     // A control request with a wrong token, and a frame that does not decode.
     let mut s = TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let h = Header {
-        phase: None,
-        tag: 1,
-        job: JobId(0),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
+    let h = Header::new(1, JobId(0));
     let ctl = encode(&Frame::Request(
         h,
         Request::Control {

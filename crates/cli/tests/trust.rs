@@ -100,12 +100,8 @@ fn outcome(s: &mut TcpStream, tag: u64, bytes: &[u8]) -> String {
 /// A request claiming `creds` (the raw client's header is its own to fill in).
 fn claiming(tag: u64, creds: Option<Creds>, req: Request) -> Vec<u8> {
     let h = Header {
-        phase: None,
-        tag,
-        job: JobId(7),
-        priority: None,
         creds,
-        elsewhere: None,
+        ..Header::new(tag, JobId(7))
     };
     encode(&Frame::Request(h, req)).to_vec()
 }

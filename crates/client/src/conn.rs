@@ -557,14 +557,7 @@ async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
             Err(reason) => return Err(fail(reason)),
         };
         let nonce = iosets_proto::auth::nonce().map_err(|e| fail(format!("no nonce: {e}")))?;
-        let header = Header {
-            phase: None,
-            tag: 0,
-            job: cfg.job,
-            priority: None,
-            creds: None,
-            elsewhere: None,
-        };
+        let header = Header::new(0, cfg.job);
         let proof = secret.client_proof(&server_nonce, &nonce);
         let frame = encode(&Frame::Request(header, Request::Auth { nonce, proof }));
         stream
@@ -610,14 +603,7 @@ async fn attach(
     id: Option<&str>,
     max_frame: u32,
 ) -> Result<(), String> {
-    let header = Header {
-        phase: None,
-        tag: 0,
-        job: who.job,
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
+    let header = Header::new(0, who.job);
     let len = region.len() as u64;
     let frame = encode(&Frame::Request(header, Request::AttachRegion { len })).to_vec();
     let sent = stream

@@ -152,14 +152,7 @@ mod tests {
     use iosets_types::JobId;
 
     fn frame() -> Encoded {
-        let h = Header {
-            tag: 7,
-            job: JobId(1),
-            priority: None,
-            creds: None,
-            phase: None,
-            elsewhere: None,
-        };
+        let h = Header::new(7, JobId(1));
         let data = Reply::Data(Bytes::from_static(b"abc"));
         encode(&Frame::Response(h, OpCode::Read, Response::Ok(data)))
     }

@@ -29,6 +29,21 @@ pub struct Header {
     pub elsewhere: Option<Elsewhere>,
 }
 
+impl Header {
+    /// The header of request `tag` of `job` and nothing more: no priority, credentials, phase
+    /// or service elsewhere.
+    pub fn new(tag: u64, job: JobId) -> Header {
+        Header {
+            tag,
+            job,
+            priority: None,
+            creds: None,
+            phase: None,
+            elsewhere: None,
+        }
+    }
+}
+
 /// Service a job received from other servers (see [`Header::elsewhere`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Elsewhere {

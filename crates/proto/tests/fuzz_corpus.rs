@@ -44,14 +44,7 @@ fn long_run() {
 /// A header with every optional field, or none.
 fn headers() -> [Header; 2] {
     [
-        Header {
-            tag: 1,
-            job: JobId(7),
-            priority: None,
-            creds: None,
-            phase: None,
-            elsewhere: None,
-        },
+        Header::new(1, JobId(7)),
         Header {
             tag: u64::MAX,
             job: JobId(u64::MAX),

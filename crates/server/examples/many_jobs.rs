@@ -11,14 +11,7 @@ use iosets_proto::{encode, Bytes, Frame, Header, Reply, Request, Response, DEFAU
 use iosets_types::JobId;
 
 fn send(s: &mut TcpStream, tag: u64, job: u64, req: Request) -> std::io::Result<()> {
-    let h = Header {
-        phase: None,
-        tag,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
+    let h = Header::new(tag, JobId(job));
     let enc = encode(&Frame::Request(h, req));
     write_frame_blocking(s, &enc)
 }

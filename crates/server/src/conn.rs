@@ -789,14 +789,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
 }
 
 fn no_header() -> Header {
-    Header {
-        phase: None,
-        tag: 0,
-        job: JobId(0),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    }
+    Header::new(0, JobId(0))
 }
 
 fn error_frame(header: Header, op: OpCode, errno: i32, message: String) -> Encoded {

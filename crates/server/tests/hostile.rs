@@ -397,12 +397,8 @@ fn with_insecure_loopback_only_loopback_peers_are_served() {
 
 fn header(job: u64, priority: Option<f64>) -> Header {
     Header {
-        phase: None,
-        tag: 1,
-        job: JobId(job),
         priority: priority.and_then(Priority::new),
-        creds: None,
-        elsewhere: None,
+        ..Header::new(1, JobId(job))
     }
 }
 

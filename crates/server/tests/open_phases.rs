@@ -34,11 +34,7 @@ fn unix_ns() -> UnixNanos {
 fn call(stream: &mut TcpStream, job: u64, phase: Option<UnixNanos>, req: Request) -> Response {
     let h = Header {
         phase,
-        tag: 1,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        elsewhere: None,
+        ..Header::new(1, JobId(job))
     };
     let enc = encode(&Frame::Request(h, req));
     write_frame_blocking(stream, &enc).unwrap();

@@ -83,14 +83,7 @@ impl Conn {
 
 /// A request header for `tag` and `job`, without hints.
 pub(crate) fn header(tag: u64, job: u64) -> Header {
-    Header {
-        tag,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        phase: None,
-        elsewhere: None,
-    }
+    Header::new(tag, JobId(job))
 }
 
 /// A whole encoded request frame in one buffer.

@@ -422,14 +422,7 @@ mod tests {
     }
 
     fn frame(tag: u64, req: Request) -> Vec<u8> {
-        let h = Header {
-            phase: None,
-            tag,
-            job: JobId(1),
-            priority: None,
-            creds: None,
-            elsewhere: None,
-        };
+        let h = Header::new(tag, JobId(1));
         encode(&Frame::Request(h, req)).to_vec()
     }
 
