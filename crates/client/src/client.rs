@@ -418,12 +418,25 @@ impl Client {
         make: impl FnOnce(String) -> Request,
     ) -> Result<Option<Attr>, ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = make(path.clone());
-        let replies = self
-            .everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
+        let (_, replies) = self
+            .change(&path, Some(std::io::ErrorKind::NotFound), make)
             .await?;
         Ok(self.dir_after(&path, &replies))
+    }
+
+    /// A namespace change of `path` (normalized): `make(path)` sent
+    /// [`everywhere`](Self::everywhere) from `path`'s home server, errors of kind `tolerated`
+    /// ignored on the others. Returns the home server and the answers by server, its own first.
+    async fn change(
+        &self,
+        path: &str,
+        tolerated: Option<std::io::ErrorKind>,
+        make: impl FnOnce(String) -> Request,
+    ) -> Result<(usize, Vec<(usize, Reply)>), ClientError> {
+        let home = self.inner.layout.home(path);
+        let req = make(path.to_owned());
+        let replies = self.everywhere(home, req.clone(), req, tolerated).await?;
+        Ok((home, replies))
     }
 
     /// Sends `make()` to each of `servers` at once; their answers in the same order.
@@ -478,9 +491,7 @@ impl Client {
         make: impl FnOnce(String) -> Request,
     ) -> Result<Attr, ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = make(path);
-        let replies = self.everywhere(home, req.clone(), req, tolerated).await?;
+        let (home, replies) = self.change(&path, tolerated, make).await?;
         self.merge_attrs(home, op, replies.iter().map(|(_, r)| r))
     }
 
@@ -874,9 +885,8 @@ impl Client {
     /// ([`lookup`](Client::lookup)) becomes `size`.
     pub async fn truncate(&self, path: &str, size: u64) -> Result<(), ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Truncate { path, size };
-        self.everywhere(home, req.clone(), req, None).await?;
+        self.change(&path, None, |path| Request::Truncate { path, size })
+            .await?;
         Ok(())
     }
 
@@ -901,13 +911,10 @@ impl Client {
     /// [`mkdir`](Client::mkdir), with its parent directory's attributes after the change.
     pub async fn mkdir_entry(&self, path: &str, mode: u32) -> Result<Entry, ClientError> {
         let path = normalize_path(path)?;
-        let home = self.inner.layout.home(&path);
-        let req = Request::Mkdir {
-            path: path.clone(),
-            mode,
-        };
         let exists = Some(std::io::ErrorKind::AlreadyExists);
-        let replies = self.everywhere(home, req.clone(), req, exists).await?;
+        let (home, replies) = self
+            .change(&path, exists, |path| Request::Mkdir { path, mode })
+            .await?;
         self.entry_of(&path, home, "mkdir", &replies)
     }
 
@@ -943,10 +950,10 @@ impl Client {
     pub async fn rename(&self, from: &str, to: &str) -> Result<(), ClientError> {
         let from = normalize_path(from)?;
         let to = normalize_path(to)?;
-        let home = self.inner.layout.home(&from);
-        let req = Request::Rename { from, to };
-        self.everywhere(home, req.clone(), req, Some(std::io::ErrorKind::NotFound))
-            .await?;
+        self.change(&from, Some(std::io::ErrorKind::NotFound), |from| {
+            Request::Rename { from, to }
+        })
+        .await?;
         Ok(())
     }
 
