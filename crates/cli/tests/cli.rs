@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::{fails, fails_each, iosets, scratch, stderr, stdout};
+use common::{fails, fails_each, iosets, scratch, stderr, succeeds};
 
 const TRACE: &str = "time_s,job,size,op\n0,1,4096,write\n0,2,8192,write\n0.001,1,4096,write\n\
                      0.001,2,4096,read\n0.002,1,65536,write\n";
@@ -11,9 +11,7 @@ const TRACE: &str = "time_s,job,size,op\n0,1,4096,write\n0,2,8192,write\n0.001,1
 #[test]
 fn demo_wfq_prints_the_four_shares_and_writes_csv_and_svg() {
     let dir = scratch("demo");
-    let o = iosets(&dir, &["demo-wfq"]);
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let out = succeeds(&dir, &["demo-wfq"]);
     for (job, expect) in [(1, "10.0%"), (2, "20.0%"), (3, "30.0%"), (4, "40.0%")] {
         let line = out
             .lines()
@@ -42,7 +40,7 @@ fn demo_wfq_prints_the_four_shares_and_writes_csv_and_svg() {
 fn replay_of_a_csv_trace_prints_the_summary_and_writes_files() {
     let dir = scratch("trace");
     std::fs::write(dir.join("t.csv"), TRACE).unwrap();
-    let o = iosets(
+    let out = succeeds(
         &dir,
         &[
             "replay",
@@ -64,8 +62,6 @@ fn replay_of_a_csv_trace_prints_the_summary_and_writes_files() {
             "10",
         ],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
     assert!(out.contains("job 1") && out.contains("job 2"), "{out}");
     assert!(out.contains("policy wfq: 5 requests"), "{out}");
     // weight.1=3, job 2 has the default 1: 75% / 25%.
@@ -88,7 +84,7 @@ fn replay_of_a_csv_trace_prints_the_summary_and_writes_files() {
 #[test]
 fn replay_of_a_generated_workload_through_iosets() {
     let dir = scratch("gen");
-    let o = iosets(
+    let out = succeeds(
         &dir,
         &[
             "replay",
@@ -120,8 +116,6 @@ fn replay_of_a_generated_workload_through_iosets() {
             "100",
         ],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         out.contains("priority 0.1") && out.contains("priority 0.01"),
         "{out}"
@@ -132,9 +126,7 @@ fn replay_of_a_generated_workload_through_iosets() {
 
 #[test]
 fn policies_lists_every_policy_with_its_tunables() {
-    let o = iosets(&std::env::temp_dir(), &["policies"]);
-    let out = stdout(&o);
-    assert!(o.status.success());
+    let out = succeeds(&std::env::temp_dir(), &["policies"]);
     for p in iosets_policy::registry::POLICIES {
         assert!(out.contains(p.name) && out.contains(p.summary), "{out}");
         for t in p.tunables {
@@ -251,12 +243,11 @@ fn device_presets_and_seek_flags() {
     for preset in ["hdd", "ssd"] {
         let mut args = vec!["replay", "--policy", "elevator", "--device", preset];
         args.extend(gen);
-        let o = iosets(&dir, &args);
-        assert!(o.status.success(), "{preset}: {}", stderr(&o));
+        succeeds(&dir, &args);
     }
     let mut args = vec!["replay", "--seek-ms-per-gib", "8", "--max-seek-ms", "8"];
     args.extend(gen);
-    assert!(iosets(&dir, &args).status.success());
+    succeeds(&dir, &args);
     // A preset with a device flag, half of the seek pair, a negative seek: clear errors.
     let o = iosets(&dir, &["replay", "--device", "hdd", "--slots", "2"]);
     assert_eq!(o.status.code(), Some(2));

@@ -6,7 +6,7 @@ use crate::common;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
-use common::{fails, iosets, scratch, stderr, stdout};
+use common::{fails, iosets, scratch, stderr, stdout, succeeds};
 
 /// `iosets policies | head` used to panic ("failed printing to stdout: Broken pipe") with
 /// exit 101. The reader here goes away before the command writes a byte, so every write meets
@@ -36,9 +36,7 @@ fn a_closed_pipe_ends_printing_commands_quietly() {
 fn completions_are_generated_for_every_shell_and_bash_accepts_its_script() {
     let dir = scratch("completions");
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let o = iosets(&dir, &["completions", shell]);
-        assert!(o.status.success(), "{shell}: {}", stderr(&o));
-        let script = stdout(&o);
+        let script = succeeds(&dir, &["completions", shell]);
         for sub in ["serve", "mount", "ctl", "detect", "config"] {
             assert!(script.contains(sub), "{shell}: no {sub}");
         }
@@ -61,8 +59,7 @@ fn completions_are_generated_for_every_shell_and_bash_accepts_its_script() {
 #[test]
 fn one_manual_page_per_command_and_subcommand() {
     let dir = scratch("man");
-    let o = iosets(&dir, &["man", "--out", "pages"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let out = succeeds(&dir, &["man", "--out", "pages"]);
     let mut pages: Vec<String> = std::fs::read_dir(dir.join("pages"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -78,7 +75,7 @@ fn one_manual_page_per_command_and_subcommand() {
     ] {
         assert!(pages.iter().any(|p| p == page), "no {page} in {pages:?}");
     }
-    assert!(stdout(&o).contains(&format!("wrote {} manual pages", pages.len())));
+    assert!(out.contains(&format!("wrote {} manual pages", pages.len())));
     let serve = std::fs::read_to_string(dir.join("pages/iosets-serve.1")).unwrap();
     assert!(serve.starts_with(".ie") || serve.contains(".TH iosets-serve 1"));
     assert!(serve.contains("auth\\-file"), "the page lacks --auth-file");

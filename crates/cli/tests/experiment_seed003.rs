@@ -12,14 +12,16 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
-use common::experiment::{self, csv};
+use common::experiment::{self, csv, finite, Experiment};
 use common::{fails, fails_each, scratch};
 
-/// The longest one run of the binary may take here before the test fails.
-const RUN_LIMIT: Duration = Duration::from_secs(90);
+/// Seed 003's scratch tag, and the longest one run of the binary may take here.
+const SEED003: Experiment = Experiment {
+    tag: "iosets-seed003",
+    limit: Duration::from_secs(90),
+};
 /// A tiny workload: more heavy processes (32) than server workers (24), so that the heavy job
 /// fills the server as in seed 003, but a few files each and a short stage-in.
 const TINY: [&str; 18] = [
@@ -57,22 +59,9 @@ fn can_mount(test: &str) -> bool {
     root && experiment::fuse_available(test)
 }
 
-/// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and
-/// its process id.
-fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
-    experiment::run_bounded(dir, args, RUN_LIMIT)
-}
-
-/// Asserts that the run `pid` left no mount and no scratch directory behind; `case` names it.
-fn assert_nothing_left(pid: u32, case: &str) {
-    experiment::assert_nothing_left("iosets-seed003", pid, case)
-}
-
 fn positive(s: &str) -> f64 {
-    let v: f64 = s
-        .parse()
-        .unwrap_or_else(|_| panic!("{s:?} is not a number"));
-    assert!(v.is_finite() && v > 0.0, "{s}");
+    let v = finite(s);
+    assert!(v > 0.0, "{s}");
     v
 }
 
@@ -95,11 +84,11 @@ fn a_tiny_run_of_the_three_settings_measures_and_draws_them() {
     let dir = scratch("seed003-tiny");
     let mut args = vec!["experiment", "seed003", "--out", "out"];
     args.extend(TINY);
-    let (o, pid) = run_bounded(&dir, &args);
+    let (o, pid) = SEED003.run(&dir, &args);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}\n{stdout}");
-    assert_nothing_left(pid, "the tiny run");
+    SEED003.assert_nothing_left(pid, "the tiny run");
     let out = dir.join("out");
 
     let runs = csv(&out.join("runs.csv"), RUNS_HEADER);
@@ -248,7 +237,7 @@ fn a_tiny_run_of_the_three_settings_measures_and_draws_them() {
     for f in files {
         std::fs::remove_file(out.join(f)).unwrap();
     }
-    let (o, _) = run_bounded(&dir, &["experiment", "seed003", "--analyze", "out"]);
+    let (o, _) = SEED003.run(&dir, &["experiment", "seed003", "--analyze", "out"]);
     let again = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{again}");
     assert!(again.contains("nothing run"), "{again}");
@@ -293,7 +282,7 @@ fn a_run_whose_server_or_job_dies_fails_naming_it_and_cleans_up() {
         let dir = scratch(&format!("seed003-kill-{}", &kill[..kill.len() - 2]));
         let mut args = vec!["experiment", "seed003", "--kill", kill, "--out", "out"];
         args.extend(TINY);
-        let (o, pid) = run_bounded(&dir, &args);
+        let (o, pid) = SEED003.run(&dir, &args);
         let err = String::from_utf8_lossy(&o.stderr).into_owned();
         assert_eq!(o.status.code(), Some(1), "{kill}: {err}");
         let last = err.trim().lines().last().unwrap_or_default().to_string();
@@ -301,7 +290,7 @@ fn a_run_whose_server_or_job_dies_fails_naming_it_and_cleans_up() {
         for n in needles {
             assert!(last.contains(n), "{kill}: {last:?} lacks {n:?}");
         }
-        assert_nothing_left(pid, kill);
+        SEED003.assert_nothing_left(pid, kill);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -10,40 +10,18 @@
 
 use crate::common;
 
-use std::path::Path;
-use std::process::Output;
 use std::time::Duration;
 
-use common::experiment::{self, csv};
+use common::experiment::{self, csv, finite, Experiment};
 use common::{fails, fails_each, scratch};
 
-/// The longest one run of the binary may take here before the test fails.
-const RUN_LIMIT: Duration = Duration::from_secs(150);
+/// Seed 004's scratch tag, and the longest one run of the binary may take here.
+const SEED004: Experiment = Experiment {
+    tag: "iosets-seed004",
+    limit: Duration::from_secs(150),
+};
 /// A tiny scale: windows of about 11 s, one process per job.
 const TINY: [&str; 6] = ["--scale", "1/256", "--procs", "1", "--servers", "2"];
-
-fn fuse_available(test: &str) -> bool {
-    experiment::fuse_available(test)
-}
-
-/// Runs `iosets ARGS` in `dir`, killed if it outlives [`RUN_LIMIT`]; returns its output and
-/// its process id.
-fn run_bounded(dir: &Path, args: &[&str]) -> (Output, u32) {
-    experiment::run_bounded(dir, args, RUN_LIMIT)
-}
-
-/// Asserts that the run `pid` left no mount and no scratch directory behind; `case` names it.
-fn assert_nothing_left(pid: u32, case: &str) {
-    experiment::assert_nothing_left("iosets-seed004", pid, case)
-}
-
-fn finite(s: &str) -> f64 {
-    let v: f64 = s
-        .parse()
-        .unwrap_or_else(|_| panic!("{s:?} is not a number"));
-    assert!(v.is_finite(), "{s}");
-    v
-}
 
 const METRICS_HEADER: &str = "config,rep,servers,max_stretch,geomean_stretch,io_slowdown,\
                               utilization,set_overlap,B,B_source";
@@ -52,7 +30,7 @@ const JOBS_HEADER: &str =
 
 #[test]
 fn a_tiny_run_measures_both_configurations_and_draws_them() {
-    if !fuse_available("a_tiny_run_measures_both_configurations_and_draws_them") {
+    if !experiment::fuse_available("a_tiny_run_measures_both_configurations_and_draws_them") {
         return;
     }
     let dir = scratch("seed004-tiny");
@@ -62,7 +40,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
         let configs = ["--configs", "timeorder,clairvoyant", flag, "out"];
         workload.into_iter().chain(configs).chain(TINY).collect()
     };
-    let (o, pid) = run_bounded(&dir, &tiny("--out"));
+    let (o, pid) = SEED004.run(&dir, &tiny("--out"));
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}\n{stdout}");
@@ -146,7 +124,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
             "{needle:?} missing from:\n{stdout}"
         );
     }
-    assert_nothing_left(pid, "the tiny run");
+    SEED004.assert_nothing_left(pid, "the tiny run");
 
     // --analyze reads the runs back and computes the same numbers, running nothing.
     let before: Vec<String> = ["metrics.csv", "jobs.csv", "sim.csv"]
@@ -157,7 +135,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
         std::fs::remove_file(out.join(f)).unwrap();
     }
     let again = tiny("--analyze");
-    let (o, _) = run_bounded(&dir, &again);
+    let (o, _) = SEED004.run(&dir, &again);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{stdout}");
     assert!(!stdout.contains("running"), "{stdout}");
@@ -184,7 +162,7 @@ fn a_tiny_run_measures_both_configurations_and_draws_them() {
 
 #[test]
 fn a_crashed_job_is_reported_and_the_others_are_measured() {
-    if !fuse_available("a_crashed_job_is_reported_and_the_others_are_measured") {
+    if !experiment::fuse_available("a_crashed_job_is_reported_and_the_others_are_measured") {
         return;
     }
     let dir = scratch("seed004-crash");
@@ -201,7 +179,7 @@ fn a_crashed_job_is_reported_and_the_others_are_measured() {
         "out",
     ];
     args.extend(TINY);
-    let (o, pid) = run_bounded(&dir, &args);
+    let (o, pid) = SEED004.run(&dir, &args);
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}\n{stdout}");
@@ -231,7 +209,7 @@ fn a_crashed_job_is_reported_and_the_others_are_measured() {
             );
         }
     }
-    assert_nothing_left(pid, "the run with a killed job");
+    SEED004.assert_nothing_left(pid, "the run with a killed job");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -4,7 +4,7 @@
 use crate::common;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{fails, fails_each, frame, iosets, recv, scratch, serve, stdout};
-use iosets_proto::{Bytes, Reply, Request, Response};
+use common::{create_file, fails, fails_each, iosets, recv, scratch, serve, spawn_writes, stdout};
+use iosets_proto::{Reply, Response};
 
 fn pattern(job: u64, i: u64, len: usize) -> Vec<u8> {
     (0..len)
@@ -61,13 +61,7 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
     );
     let mut setup = TcpStream::connect(&addr).unwrap();
     for job in 1..=4u64 {
-        let create = Request::Create {
-            path: format!("f{job}"),
-            mode: 0o644,
-            exclusive: false,
-        };
-        setup.write_all(&frame(job, job, create)).unwrap();
-        assert!(matches!(recv(&mut setup), Some((_, Response::Ok(_)))));
+        create_file(&mut setup, job, job);
     }
     let acks = Arc::new(AtomicUsize::new(0));
     let clients: Vec<_> = (1..=4u64)
@@ -77,19 +71,8 @@ fn sigterm_under_load_keeps_every_acknowledged_write() {
             thread::spawn(move || {
                 let mut s = TcpStream::connect(&addr).unwrap();
                 s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-                let mut w = s.try_clone().unwrap();
-                let sender = thread::spawn(move || {
-                    for i in 0..WRITES {
-                        let req = Request::Write {
-                            path: format!("f{job}"),
-                            offset: i * CHUNK as u64,
-                            data: Bytes::from(pattern(job, i, CHUNK)),
-                        };
-                        if w.write_all(&frame(i + 1, job, req)).is_err() {
-                            break; // the server stopped reading
-                        }
-                    }
-                });
+                let w = s.try_clone().unwrap();
+                let sender = spawn_writes(w, job, WRITES, CHUNK, move |i| pattern(job, i, CHUNK));
                 // Tags of the writes acknowledged as fully written.
                 let mut acked = Vec::new();
                 let mut answers = HashMap::new();

@@ -8,7 +8,7 @@ use iosets_sim::fluid::Heuristic;
 
 use crate::common;
 
-use common::{fails, iosets, scratch, stderr, stdout};
+use common::{fails, iosets, scratch, stderr, succeeds};
 
 /// A scenario shipped in the repository's `scenarios/`, by name, as an argument.
 fn shipped(name: &str) -> String {
@@ -36,14 +36,12 @@ iterations = 1
 fn run_prints_exact_times_per_job_and_the_summary() {
     let dir = scratch("run");
     std::fs::write(dir.join("two.toml"), TWO_JOBS).unwrap();
-    let o = iosets(
+    let out = succeeds(
         &dir,
         &[
             "sim", "run", "two.toml", "--csv", "jobs.csv", "--json", "all.json", "--phases",
         ],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
     // Fair share: a ends at 7, b at 6; exclusive: a at 5, b at 7 (see the hand cases).
     let section = |h: &str| {
         let start = out
@@ -85,12 +83,10 @@ fn run_prints_exact_times_per_job_and_the_summary() {
 #[test]
 fn run_on_seed004_shows_set10_ahead_of_fair_share() {
     let dir = scratch("seed004");
-    let o = iosets(
+    let out = succeeds(
         &dir,
         &["sim", "run", &shipped("seed004.toml"), "--summary-only"],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
     let metric = |h: &str, col: usize| -> f64 {
         out.lines()
             .find(|l| l.split_whitespace().next() == Some(h))
@@ -113,7 +109,7 @@ fn run_on_seed004_shows_set10_ahead_of_fair_share() {
 #[test]
 fn sweep_writes_csv_json_and_one_plot_per_metric() {
     let dir = scratch("sweep");
-    let o = iosets(
+    let out = succeeds(
         &dir,
         &[
             "sim",
@@ -131,8 +127,6 @@ fn sweep_writes_csv_json_and_one_plot_per_metric() {
             "res",
         ],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         out.contains("17 values of nH × 2 workloads × 2 heuristics = 68 runs"),
         "{out}"
@@ -155,9 +149,7 @@ fn sweep_writes_csv_json_and_one_plot_per_metric() {
 
 #[test]
 fn heuristics_are_listed() {
-    let o = iosets(Path::new("."), &["sim", "heuristics"]);
-    let out = stdout(&o);
-    assert!(o.status.success());
+    let out = succeeds(Path::new("."), &["sim", "heuristics"]);
     let paper = Heuristic::PAPER.map(|h| h.to_string());
     for h in paper.iter().map(String::as_str).chain([":online"]) {
         assert!(out.contains(h), "{h}");
@@ -235,7 +227,7 @@ fn run_accepts_a_workload_written_as_json() {
         {"group": 0, "release": 0.0, "cpu": [2.0], "volume": [4.0], "class_w_iter": 6.0},
         {"group": 0, "release": 0.0, "cpu": [1.0], "volume": [40.0], "class_w_iter": 41.0}]}"#;
     std::fs::write(dir.join("w.json"), w).unwrap();
-    let o = iosets(
+    succeeds(
         &dir,
         &[
             "sim",
@@ -248,7 +240,6 @@ fn run_accepts_a_workload_written_as_json() {
             "j.csv",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
     // The 10:1 hand case: the short job ends at 6.4, the long one at 45.
     let csv = std::fs::read_to_string(dir.join("j.csv")).unwrap();
     let completion = |line: usize| -> f64 {

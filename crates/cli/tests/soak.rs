@@ -4,15 +4,13 @@
 
 use crate::common;
 
-use common::{iosets, scratch, stderr, stdout};
+use common::{iosets, scratch, stderr, succeeds};
 
 #[test]
 fn quick_soak_passes_every_scenario_and_writes_its_figures() {
     let dir = scratch("soak");
     let out = dir.join("out");
-    let o = iosets(&dir, &["soak", "--quick", "--out", out.to_str().unwrap()]);
-    let text = stdout(&o);
-    assert!(o.status.success(), "{text}\n{}", stderr(&o));
+    let text = succeeds(&dir, &["soak", "--quick", "--out", out.to_str().unwrap()]);
     let root = rustix::process::geteuid().is_root();
     let expect = if root {
         "9 scenarios: 9 passed, 0 failed, 0 skipped"

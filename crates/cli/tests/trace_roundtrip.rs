@@ -18,7 +18,7 @@ use iosets_sim::{run, DeviceModel};
 
 use crate::common;
 
-use common::{scratch, stderr, stdout};
+use common::scratch;
 
 /// One client job: a burst of `WRITES` writes and an fsync every `period`, `bursts` times.
 #[derive(Clone, Copy, Debug)]
@@ -163,9 +163,8 @@ fn the_servers_trace_feeds_detect_and_replay_unchanged() {
 
     // The same file through the binary: `iosets detect --json`.
     let p = trace.display().to_string();
-    let o = common::iosets(&dir, &["detect", &p, "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let json = common::succeeds(&dir, &["detect", &p, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["format"], "csv");
     for job in JOBS {
         let j = v["jobs"]
@@ -180,14 +179,12 @@ fn the_servers_trace_feeds_detect_and_replay_unchanged() {
     }
 
     // And `iosets replay --trace`: the table's `reqs` column per job.
-    let o = common::iosets(
+    let out = common::succeeds(
         &dir,
         &[
             "replay", "--policy", "iosets", "--trace", &p, "--window", "10",
         ],
     );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let out = stdout(&o);
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     // "win mean", "win min", "win max" are two words each in the header, one cell in a row.
     let reqs = header.iter().position(|c| *c == "reqs").unwrap() - 3 + 1;

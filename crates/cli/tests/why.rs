@@ -4,14 +4,13 @@
 
 use crate::common;
 
-use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command};
 use std::thread;
 use std::time::Duration;
 
-use common::{frame, iosets, recv, scratch, stdout};
-use iosets_proto::{Bytes, Reply, Request, Response};
+use common::{create_file, iosets, recv, scratch, spawn_writes, stdout};
+use iosets_proto::{Reply, Response};
 
 /// A server started by the test, interrupted when dropped (even if the test fails).
 struct Served {
@@ -59,24 +58,9 @@ const CHUNK: usize = 64 * 1024;
 fn write_job(addr: &str, job: u64) -> u64 {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let create = Request::Create {
-        path: format!("f{job}"),
-        mode: 0o644,
-        exclusive: false,
-    };
-    s.write_all(&frame(0, job, create)).unwrap();
-    assert!(matches!(recv(&mut s), Some((0, Response::Ok(_)))));
-    let mut w = s.try_clone().unwrap();
-    let sender = thread::spawn(move || {
-        for i in 0..WRITES {
-            let req = Request::Write {
-                path: format!("f{job}"),
-                offset: i * CHUNK as u64,
-                data: Bytes::from(vec![job as u8; CHUNK]),
-            };
-            w.write_all(&frame(i + 1, job, req)).unwrap();
-        }
-    });
+    create_file(&mut s, 0, job);
+    let w = s.try_clone().unwrap();
+    let sender = spawn_writes(w, job, WRITES, CHUNK, move |_| vec![job as u8; CHUNK]);
     let mut done = 0;
     while done < WRITES {
         match recv(&mut s) {
@@ -84,7 +68,11 @@ fn write_job(addr: &str, job: u64) -> u64 {
             other => panic!("job {job}: unexpected answer {other:?}"),
         }
     }
-    sender.join().unwrap();
+    assert_eq!(
+        sender.join().unwrap(),
+        WRITES,
+        "job {job}: every write sent"
+    );
     done
 }
 

@@ -27,6 +27,39 @@ pub fn fuse_available(test: &str) -> bool {
     dev && fusermount
 }
 
+/// One `iosets experiment` under test: the tag of its scratch directories and mounts
+/// (`iosets-seed003`, see [`leftover_mounts`]) and the longest one run of it may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Experiment {
+    /// The prefix of its scratch directories and mount points.
+    pub tag: &'static str,
+    /// The longest one run may take before the test fails.
+    pub limit: Duration,
+}
+
+impl Experiment {
+    /// Runs `iosets ARGS` in `dir`, killed if it outlives [`Experiment::limit`]; returns its
+    /// output and its process id.
+    pub fn run(&self, dir: &Path, args: &[&str]) -> (Output, u32) {
+        run_bounded(dir, args, self.limit)
+    }
+
+    /// Asserts that the run `pid` left no mount and no scratch directory behind; `case` names
+    /// it.
+    pub fn assert_nothing_left(&self, pid: u32, case: &str) {
+        assert_nothing_left(self.tag, pid, case)
+    }
+}
+
+/// `s` as a finite number; panics naming `s` otherwise.
+pub fn finite(s: &str) -> f64 {
+    let v: f64 = s
+        .parse()
+        .unwrap_or_else(|_| panic!("{s:?} is not a number"));
+    assert!(v.is_finite(), "{s}");
+    v
+}
+
 /// Runs `iosets ARGS` in `dir`, killed if it outlives `limit`; returns its output and its
 /// process id.
 pub fn run_bounded(dir: &Path, args: &[&str], limit: Duration) -> (Output, u32) {

@@ -3,14 +3,15 @@
 
 pub mod experiment;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::{self, JoinHandle};
 
 use iosets_proto::io::read_frame_blocking;
-use iosets_proto::{encode, Frame, Header, Request, Response, DEFAULT_MAX_FRAME};
+use iosets_proto::{encode, Bytes, Frame, Header, Request, Response, DEFAULT_MAX_FRAME};
 use iosets_types::JobId;
 
 /// A fresh, empty directory for one test. Numbered as well as named: the test files share one
@@ -94,6 +95,15 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Runs `iosets ARGS` in `dir` and expects it to succeed (the message gives its standard error
+/// and output otherwise); returns its standard output.
+pub fn succeeds(dir: &Path, args: &[&str]) -> String {
+    let o = iosets(dir, args);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{args:?}: {}\n{out}", stderr(&o));
+    out
+}
+
 /// Runs and expects exit code 1 with a one-line message containing every `needle`.
 pub fn fails(dir: &Path, args: &[&str], needles: &[&str]) {
     let o = iosets(dir, args);
@@ -166,15 +176,44 @@ pub fn signal(pid: u32, signal: &str) {
 
 /// The wire bytes of request `req` of `job`, tagged `tag`.
 pub fn frame(tag: u64, job: u64, req: Request) -> Vec<u8> {
-    let h = Header {
-        phase: None,
-        tag,
-        job: JobId(job),
-        priority: None,
-        creds: None,
-        elsewhere: None,
-    };
+    let h = Header::new(tag, JobId(job));
     encode(&Frame::Request(h, req)).to_vec()
+}
+
+/// Creates the file `f{job}` as job `job` with request tag `tag`, and expects it done.
+pub fn create_file(s: &mut TcpStream, tag: u64, job: u64) {
+    let create = Request::Create {
+        path: format!("f{job}"),
+        mode: 0o644,
+        exclusive: false,
+    };
+    s.write_all(&frame(tag, job, create)).unwrap();
+    assert!(matches!(recv(s), Some((t, Response::Ok(_))) if t == tag));
+}
+
+/// Pipelines `count` writes of `chunk` bytes to `f{job}` on `s` as job `job` from a thread of
+/// its own: write `i` (from 0) at `i * chunk`, tagged `i + 1`, carries `data(i)`. It stops at the
+/// first write the server does not take; its result is the number of writes sent.
+pub fn spawn_writes(
+    mut s: TcpStream,
+    job: u64,
+    count: u64,
+    chunk: usize,
+    data: impl Fn(u64) -> Vec<u8> + Send + 'static,
+) -> JoinHandle<u64> {
+    thread::spawn(move || {
+        for i in 0..count {
+            let req = Request::Write {
+                path: format!("f{job}"),
+                offset: i * chunk as u64,
+                data: Bytes::from(data(i)),
+            };
+            if s.write_all(&frame(i + 1, job, req)).is_err() {
+                return i; // the server stopped reading
+            }
+        }
+        count
+    })
 }
 
 /// The next response on `s` with its tag; `None` when the connection ends or sends garbage.
