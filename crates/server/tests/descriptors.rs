@@ -9,7 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use common::{create, metrics, read, sample, write, Conn, TempDir};
+use common::{create, metrics, read, required, write, Conn, TempDir};
 use iosets_proto::{Reply, Request, Response};
 use iosets_server::{Server, ServerConfig};
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
@@ -34,12 +34,6 @@ impl Drop for RestoreLimit {
             },
         );
     }
-}
-
-/// The value of the `/metrics` series `series` (name and labels, exactly as exported).
-fn metric(text: &str, series: &str) -> u64 {
-    let v = sample(text, series).unwrap_or_else(|| panic!("no {series} in /metrics"));
-    v.parse().unwrap()
 }
 
 fn assert_all_ok(replies: impl IntoIterator<Item = Response>) {
@@ -88,15 +82,15 @@ fn six_thousand_files_at_a_limit_of_1024_descriptors() {
         r => panic!("{r:?}"),
     }
     let m = metrics(server.admin_addr().unwrap());
-    assert_eq!(metric(&m, "iosets_fd_limit"), 1024);
-    let early = metric(&m, "iosets_pressure_fsyncs_total{kind=\"file\"}");
-    let dirty = metric(&m, "iosets_dirty_files");
-    let cached = metric(&m, "iosets_open_files_cached");
+    assert_eq!(required::<u64>(&m, "iosets_fd_limit"), 1024);
+    let early = required::<u64>(&m, "iosets_pressure_fsyncs_total{kind=\"file\"}");
+    let dirty = required::<u64>(&m, "iosets_dirty_files");
+    let cached = required::<u64>(&m, "iosets_open_files_cached");
     assert!(
         dirty < 1024 && cached < 1024,
         "dirty {dirty}, cached {cached}"
     );
-    assert_eq!(metric(&m, "iosets_pressure_fsync_errors_total"), 0);
+    assert_eq!(required::<u64>(&m, "iosets_pressure_fsync_errors_total"), 0);
     drop((c, fresh));
     let report = server.shutdown().unwrap();
     assert_eq!(report.fsynced_files as u64, dirty);

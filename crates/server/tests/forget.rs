@@ -5,7 +5,7 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{create, metrics, sample, write, Conn};
+use common::{create, metrics, required, write, Conn};
 use iosets_proto::{Control, Reply, Response, ServerReport};
 use iosets_runtime::book::{DETECTOR_BYTES, JOB_RECORD_BYTES};
 
@@ -18,11 +18,6 @@ fn stats(c: &mut Conn) -> ServerReport {
         Response::Ok(Reply::Json(t)) => serde_json::from_str(&t).unwrap(),
         r => panic!("{r:?}"),
     }
-}
-
-fn gauge(text: &str, name: &str) -> u64 {
-    let v = sample(text, name).and_then(|v| v.trim().parse().ok());
-    v.unwrap_or_else(|| panic!("{name} missing"))
 }
 
 #[test]
@@ -73,9 +68,9 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
     );
     let text = metrics(server.admin_addr().unwrap());
     let job_lines = text.lines().filter(|l| l.contains("{job_id=\"")).count();
-    let listed = gauge(&text, "iosets_jobs_in_metrics");
+    let listed = required::<u64>(&text, "iosets_jobs_in_metrics");
     assert_eq!(listed, 100, "metrics_max_jobs' default");
-    assert_eq!(gauge(&text, "iosets_jobs_known"), busy.jobs_known);
+    assert_eq!(required::<u64>(&text, "iosets_jobs_known"), busy.jobs_known);
     // Nineteen series per listed job at most (ops, 2 bytes, failed, queued, in service, 5 wait
     // causes, 2 bandwidths, 2 quantiles + sum + count of the wait summary, priority, set,
     // period), and the others' sums under job_id="other".
@@ -103,7 +98,7 @@ fn a_hundred_thousand_jobs_leave_nothing_behind() {
     assert_eq!(idle.jobs_forgotten + idle.jobs_evicted, JOBS);
     assert!(idle.balanced);
     let text = metrics(server.admin_addr().unwrap());
-    assert_eq!(gauge(&text, "iosets_jobs_in_metrics"), 0);
-    assert_eq!(gauge(&text, "iosets_jobs_known"), 0);
+    assert_eq!(required::<u64>(&text, "iosets_jobs_in_metrics"), 0);
+    assert_eq!(required::<u64>(&text, "iosets_jobs_known"), 0);
     server.shutdown().unwrap();
 }

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{create, json, metrics, sample, write, Conn, TempDir};
+use common::{create, json, metrics, required, write, Conn, TempDir};
 use iosets_proto::{Control, JobsReport, Reply, Response, ServerReport};
 use iosets_server::{Server, ServerConfig};
 
@@ -193,12 +193,6 @@ fn twenty_thousand_job_ids_cost_a_bounded_book_and_metrics_page() {
     );
 }
 
-/// A value of `/metrics`, by the series' full name and labels.
-fn value(text: &str, series: &str) -> f64 {
-    let v = sample(text, series).and_then(|v| v.parse().ok());
-    v.unwrap_or_else(|| panic!("{series} missing"))
-}
-
 #[test]
 fn metrics_list_the_latest_jobs_and_sum_the_others() {
     let (_root, server) = common::serve("jobs-metrics", |config| {
@@ -212,8 +206,8 @@ fn metrics_list_the_latest_jobs_and_sum_the_others() {
         c.ok(write("f", 0, vec![1; j as usize]));
     }
     let text = metrics(server.admin_addr().unwrap());
-    assert_eq!(value(&text, "iosets_jobs_known"), 21.0);
-    assert_eq!(value(&text, "iosets_jobs_in_metrics"), 5.0);
+    assert_eq!(required::<f64>(&text, "iosets_jobs_known"), 21.0);
+    assert_eq!(required::<f64>(&text, "iosets_jobs_in_metrics"), 5.0);
     let listed: Vec<u64> = text
         .lines()
         .filter_map(|l| l.strip_prefix("iosets_job_ops_total{job_id=\""))
@@ -221,23 +215,26 @@ fn metrics_list_the_latest_jobs_and_sum_the_others() {
         .collect();
     assert_eq!(listed, vec![16, 17, 18, 19, 20], "the five latest");
     // The others: job 100's create and jobs 1 to 15's writes.
-    assert_eq!(value(&text, "iosets_job_ops_total{job_id=\"other\"}"), 16.0);
     assert_eq!(
-        value(
+        required::<f64>(&text, "iosets_job_ops_total{job_id=\"other\"}"),
+        16.0
+    );
+    assert_eq!(
+        required::<f64>(
             &text,
             "iosets_job_bytes_total{job_id=\"other\",direction=\"write\"}"
         ),
         (1..=15).sum::<u64>() as f64
     );
     assert_eq!(
-        value(
+        required::<f64>(
             &text,
             "iosets_job_queue_wait_seconds_count{job_id=\"other\"}"
         ),
         16.0
     );
     assert_eq!(
-        value(
+        required::<f64>(
             &text,
             "iosets_job_bytes_total{job_id=\"18\",direction=\"write\"}"
         ),

@@ -9,7 +9,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{create, json, metrics, read, sample, Conn, TempDir};
+use common::{create, json, metrics, read, required, Conn, TempDir};
 use iosets_proto::{
     Control, JobsReport, OpenFlags, Reply, Request, Response, ServerReport, SetAttr,
 };
@@ -20,12 +20,6 @@ const STRIPES: &str = "user.iosets.stripe_count";
 
 fn stats(c: &mut Conn) -> ServerReport {
     json(c.control(TOKEN, Control::Stats))
-}
-
-/// The value of the series whose line starts with `series` (name and labels).
-fn value(text: &str, series: &str) -> f64 {
-    let v = sample(text, series).unwrap_or_else(|| panic!("{series} missing from\n{text}"));
-    v.trim().parse().unwrap()
 }
 
 /// Sets the stripe-count attribute of a backing directory; `false` if its file system keeps no
@@ -118,12 +112,12 @@ fn metadata_waits_in_the_scheduler_for_the_one_worker() {
     assert_eq!(after.completed - before.completed, 3);
     assert_eq!(after.submitted - before.submitted, 3);
     let text = metrics(admin);
-    let calls = value(&text, "iosets_meta_backend_calls_total");
+    let calls = required::<f64>(&text, "iosets_meta_backend_calls_total");
     assert_eq!(calls, if wide { 11.0 } else { 2.0 });
     assert!(text.contains("iosets_queue_wait_seconds_count{policy=\"noop\",op=\"meta\"} 2"));
     assert!(text.contains("iosets_queue_wait_seconds_count{policy=\"noop\",op=\"data-read\"} 1"));
     assert_eq!(
-        value(&text, "iosets_meta_requests_total{op=\"create\"}"),
+        required::<f64>(&text, "iosets_meta_requests_total{op=\"create\"}"),
         2.0
     );
     let report = server.shutdown().unwrap();
@@ -228,35 +222,38 @@ fn a_job_doing_only_metadata_counts_its_operations_and_no_bytes() {
     assert_eq!(j.queue_wait.count, n + 1);
     let text = metrics(admin);
     assert_eq!(
-        value(&text, "iosets_job_ops_total{job_id=\"7\"}"),
+        required::<f64>(&text, "iosets_job_ops_total{job_id=\"7\"}"),
         (n + 1) as f64
     );
     assert_eq!(
-        value(
+        required::<f64>(
             &text,
             "iosets_job_bytes_total{job_id=\"7\",direction=\"write\"}"
         ),
         0.0
     );
     assert_eq!(
-        value(&text, "iosets_meta_requests_total{op=\"unlink\"}"),
+        required::<f64>(&text, "iosets_meta_requests_total{op=\"unlink\"}"),
         3.0
     );
     assert_eq!(
-        value(&text, "iosets_meta_requests_total{op=\"lookup\"}"),
+        required::<f64>(&text, "iosets_meta_requests_total{op=\"lookup\"}"),
         2.0
     );
     assert_eq!(
-        value(
+        required::<f64>(
             &text,
             "iosets_queue_wait_seconds_count{policy=\"iosets\",op=\"meta\"}"
         ),
         (n + 1) as f64
     );
     // The back end is not emulated: nothing held.
-    assert_eq!(value(&text, "iosets_meta_backend_calls_total"), 0.0);
     assert_eq!(
-        value(&text, "iosets_meta_backend_blocked_seconds_total"),
+        required::<f64>(&text, "iosets_meta_backend_calls_total"),
+        0.0
+    );
+    assert_eq!(
+        required::<f64>(&text, "iosets_meta_backend_blocked_seconds_total"),
         0.0
     );
     assert!(server.shutdown().unwrap().balanced);
@@ -287,8 +284,8 @@ fn creates_and_unlinks_fan_out_to_the_directory_stripe_count() {
     let held = |admin| {
         let text = metrics(admin);
         (
-            value(&text, "iosets_meta_backend_calls_total"),
-            value(&text, "iosets_meta_backend_blocked_seconds_total"),
+            required::<f64>(&text, "iosets_meta_backend_calls_total"),
+            required::<f64>(&text, "iosets_meta_backend_blocked_seconds_total"),
         )
     };
     let expect = |c: &mut Conn, req: Request, calls: f64, what: &str| {
@@ -359,7 +356,7 @@ fn creates_and_unlinks_fan_out_to_the_directory_stripe_count() {
     assert_eq!(held(admin).0, calls0, "a failed unlink holds nothing");
     // The service-time series of metadata includes the held time: 17 calls of 20 ms at least.
     let text = metrics(admin);
-    let service = value(
+    let service = required::<f64>(
         &text,
         "iosets_service_seconds_sum{policy=\"iosets\",op=\"meta\"}",
     );

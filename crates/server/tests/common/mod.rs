@@ -86,12 +86,9 @@ impl Conn {
         let tag = self.next_tag;
         self.next_tag += 1;
         let h = Header {
-            phase: None,
-            tag,
-            job: JobId(self.job),
             priority: self.priority.and_then(Priority::new),
             creds: self.creds,
-            elsewhere: None,
+            ..Header::new(tag, JobId(self.job))
         };
         let enc = encode(&Frame::Request(h, req));
         write_frame_blocking(&mut self.stream, &enc).unwrap();
@@ -220,6 +217,13 @@ pub fn sample<'a>(text: &'a str, series: &str) -> Option<&'a str> {
 /// The value of the metric line starting with `series ` (0 if absent).
 pub fn value(text: &str, series: &str) -> f64 {
     sample(text, series).map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// The value of the metric line starting with `series ` (its name and labels exactly as
+/// exported), read as a `T`; panics naming the series if there is none or it is not a `T`.
+pub fn required<T: std::str::FromStr>(text: &str, series: &str) -> T {
+    let v = sample(text, series).and_then(|v| v.trim().parse().ok());
+    v.unwrap_or_else(|| panic!("{series} missing from /metrics (or not a number)"))
 }
 
 /// The refusals for `reason` counted on the `/metrics` page at `admin`.
