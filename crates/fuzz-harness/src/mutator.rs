@@ -289,6 +289,38 @@ impl Target {
         assert_clean_run(&self.fuzz(crash_dir, inputs, 1), inputs);
     }
 
+    /// Asserts that each of `selectors` (a first byte, and the name of the parser it selects)
+    /// starts at least two seeds of the corpus that the check reads.
+    ///
+    /// # Panics
+    /// At the first selector with fewer, naming it.
+    pub fn assert_every_selector_read(&self, selectors: &[(u8, &str)]) {
+        let corpus = self.corpus();
+        for &(sel, name) in selectors {
+            let read = corpus
+                .iter()
+                .filter(|s| s.first() == Some(&sel) && (self.check)(s))
+                .count();
+            assert!(read >= 2, "{} {name}: {read} seeds read", self.name);
+        }
+    }
+
+    /// Writes `seeds` (file name, content) into the corpus directory, made if missing, when
+    /// `IOSETS_FUZZ_WRITE_CORPUS` is set (see `fuzz/README.md`); does nothing otherwise.
+    ///
+    /// # Panics
+    /// If a file cannot be written.
+    pub fn write_seeds(&self, seeds: impl IntoIterator<Item = (String, Vec<u8>)>) {
+        if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
+            return;
+        }
+        let dir = self.corpus_dir();
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in seeds {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+    }
+
     /// The long run `scripts/fuzz.sh` asks for: [`inputs_from_env`] inputs (10 M by default) made
     /// from [`seed_from_env`] (2 by default), an input that panics saved in `crash_dir`.
     ///
@@ -413,6 +445,14 @@ pub fn run_on_corpus(
     let report = run(setup, &corpus, check);
     println!("{}", report.summary());
     report
+}
+
+/// A seed of a target that runs one of several parsers ([`crate::selector_and_text`]): the first
+/// byte of its file name `name` (the selector), then `text`.
+pub fn selector_seed(name: &str, text: &str) -> Vec<u8> {
+    let mut bytes = vec![name.as_bytes()[0]];
+    bytes.extend_from_slice(text.as_bytes());
+    bytes
 }
 
 /// The seed of a long run: `IOSETS_FUZZ_SEED` if set, else `default`.

@@ -34,6 +34,14 @@ pub const SELECTORS: [(u8, &str); 7] = [
     (b'6', "sniff"),
 ];
 
+/// The target as the tests run it (`fuzz/corpus/trace_parse`, inputs up to 8192 bytes).
+pub const TARGET: crate::mutator::Target = crate::mutator::Target {
+    name: "trace_parse",
+    dict: DICT,
+    max_len: 8192,
+    check: trace_parse,
+};
+
 /// Tokens worth inserting into traces: separators, quotes, column and key names, numbers at a
 /// boundary.
 pub const DICT: &[&[u8]] = &[

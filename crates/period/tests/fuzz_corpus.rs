@@ -8,63 +8,28 @@
 //! - `write_seed_corpus` (ignored): regenerates the corpus from `tests/data` and the trace
 //!   writer (`IOSETS_FUZZ_WRITE_CORPUS=1`, see `fuzz/README.md`).
 
-use iosets_fuzz_harness::{mutator, trace};
+use iosets_fuzz_harness::mutator::selector_seed;
+use iosets_fuzz_harness::trace;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use iosets_period::trace::{RequestRecord, TraceOp, TraceWriter};
 use iosets_period::{JobId, Nanos};
 
-const TARGET: &str = "trace_parse";
-
-fn corpus_dir() -> PathBuf {
-    mutator::corpus_dir(env!("CARGO_MANIFEST_DIR"), TARGET)
-}
-
-fn corpus() -> Vec<Vec<u8>> {
-    mutator::read_corpus(&corpus_dir()).expect("reading the trace_parse corpus")
-}
-
-fn fuzz(inputs: u64, seed: u64) -> mutator::Report {
-    mutator::run_on_corpus(
-        mutator::Setup {
-            target: TARGET,
-            inputs,
-            seed,
-            dict: trace::DICT,
-            max_len: 8192,
-            crash_dir: Path::new(env!("CARGO_TARGET_TMPDIR")),
-        },
-        env!("CARGO_MANIFEST_DIR"),
-        trace::trace_parse,
-    )
-}
-
 #[test]
 fn every_reader_has_seeds_that_it_reads() {
-    let corpus = corpus();
-    for (sel, name) in trace::SELECTORS {
-        let read = corpus
-            .iter()
-            .filter(|s| s.first() == Some(&sel) && trace::trace_parse(s))
-            .count();
-        assert!(read >= 2, "reader {name}: {read} seeds read");
-    }
+    trace::TARGET.assert_every_selector_read(&trace::SELECTORS);
 }
 
 #[test]
 fn seeds_and_mutants_never_panic() {
-    let report = fuzz(100_000, 1);
-    mutator::assert_clean_run(&report, 100_000);
+    trace::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 100_000);
 }
 
 #[test]
 #[ignore = "long: run by scripts/fuzz.sh"]
 fn long_run() {
-    let inputs = mutator::inputs_from_env(10_000_000);
-    let seed = mutator::seed_from_env(2);
-    let report = fuzz(inputs, seed);
-    assert_eq!(report.panic, None, "{}", report.summary());
+    trace::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
 }
 
 /// The first `n` lines of a sample of `tests/data`.
@@ -167,16 +132,11 @@ fn seeds() -> BTreeMap<String, String> {
 #[test]
 #[ignore = "writes fuzz/corpus/trace_parse: IOSETS_FUZZ_WRITE_CORPUS=1"]
 fn write_seed_corpus() {
-    if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
-        return;
-    }
-    let dir = corpus_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in seeds() {
-        let mut bytes = vec![name.as_bytes()[0]];
-        bytes.extend_from_slice(text.as_bytes());
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
+    let seeds = seeds().into_iter().map(|(name, text)| {
+        let bytes = selector_seed(&name, &text);
+        (name, bytes)
+    });
+    trace::TARGET.write_seeds(seeds);
 }
 
 /// Regression (found by this loop): a request trace whose lines end in a lone `\r` was read by

@@ -174,12 +174,5 @@ fn seed_frames_decode_as_generated() {
 #[test]
 #[ignore = "writes fuzz/corpus/wire_decode: IOSETS_FUZZ_WRITE_CORPUS=1"]
 fn write_seed_corpus() {
-    if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
-        return;
-    }
-    let dir = wire::TARGET.corpus_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, bytes) in seed_frames() {
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
+    wire::TARGET.write_seeds(seed_frames());
 }

@@ -8,19 +8,13 @@
 //! - `write_seed_corpus` (ignored): regenerates the corpus (`IOSETS_FUZZ_WRITE_CORPUS=1`, see
 //!   `fuzz/README.md`).
 
+use iosets_fuzz_harness::mutator::selector_seed;
 use iosets_fuzz_harness::quota;
 use std::path::Path;
 
 #[test]
 fn every_parser_has_seeds_that_it_reads() {
-    let corpus = quota::TARGET.corpus();
-    for (sel, name) in quota::SELECTORS {
-        let read = corpus
-            .iter()
-            .filter(|s| s.first() == Some(&sel) && quota::quota_match(s))
-            .count();
-        assert!(read >= 2, "parser {name}: {read} seeds read");
-    }
+    quota::TARGET.assert_every_selector_read(&quota::SELECTORS);
 }
 
 #[test]
@@ -68,16 +62,10 @@ const SEEDS: &[(&str, &str)] = &[
 #[test]
 #[ignore = "writes fuzz/corpus/quota_match: IOSETS_FUZZ_WRITE_CORPUS=1"]
 fn write_seed_corpus() {
-    if std::env::var_os("IOSETS_FUZZ_WRITE_CORPUS").is_none() {
-        return;
-    }
-    let dir = quota::TARGET.corpus_dir();
-    std::fs::create_dir_all(&dir).unwrap();
-    for (name, text) in SEEDS {
-        let mut bytes = vec![name.as_bytes()[0]];
-        bytes.extend_from_slice(text.as_bytes());
-        std::fs::write(dir.join(name), bytes).unwrap();
-    }
+    let seeds = SEEDS
+        .iter()
+        .map(|(name, text)| (name.to_string(), selector_seed(name, text)));
+    quota::TARGET.write_seeds(seeds);
 }
 
 /// Regression (found by this loop, seed `1-mapped`): an IPv4-mapped IPv6 block such as
