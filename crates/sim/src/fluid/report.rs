@@ -208,31 +208,25 @@ mod tests {
     use super::*;
     use crate::fluid::{simulate, Heuristic, Job, SimOptions};
 
+    /// A job of `group` released at 0, of one iteration: `cpu` seconds, then `volume`.
+    fn job(group: usize, cpu: f64, volume: f64, class_w_iter: f64) -> Job {
+        Job {
+            group,
+            release: 0.0,
+            cpu: vec![cpu],
+            volume: vec![volume],
+            class_w_iter,
+            peak: None,
+            weight: None,
+        }
+    }
+
     #[test]
     fn tables_and_csv_show_each_job_and_heuristic() {
         let w = Workload {
             bandwidth: 1.0,
             window: None,
-            jobs: vec![
-                Job {
-                    group: 0,
-                    release: 0.0,
-                    cpu: vec![1.0],
-                    volume: vec![4.0],
-                    class_w_iter: 5.0,
-                    peak: None,
-                    weight: None,
-                },
-                Job {
-                    group: 1,
-                    release: 0.0,
-                    cpu: vec![2.0],
-                    volume: vec![2.0],
-                    class_w_iter: 4.0,
-                    peak: None,
-                    weight: None,
-                },
-            ],
+            jobs: vec![job(0, 1.0, 4.0, 5.0), job(1, 2.0, 2.0, 4.0)],
             groups: vec!["a".into(), "b".into()],
         };
         let runs: Vec<RunResult> = [Heuristic::FairShare, Heuristic::ExclusiveFcfs]

@@ -758,21 +758,23 @@ mod tests {
         assert_eq!(w.jobs[0].volume[0], 8.0);
     }
 
-    #[test]
-    fn sweeps_evaluate_expressions_at_each_value() {
-        let s = parse(
+    /// A sweep of `nH` from 0 to 4 over two generated groups: `nH` jobs of mean 10 and standard
+    /// deviation `sd` (an expression), the others of mean 1000. `top` and `generator` are lines
+    /// added before `[platform]` and to `[generator]`.
+    fn nh_sweep(top: &str, generator: &str, sd: &str) -> String {
+        format!(
             r#"
-            heuristics = ["set-10", "set-fairshare:online"]
+            {top}
             [platform]
             bandwidth = 1
             horizon = 2000
             [generator]
             omega = 0.8
-            noise = "eta / 10"
+            {generator}
             [[generator.group]]
             count = "nH"
             mean = 10
-            sd = "(eta + 1) * 2"
+            sd = "{sd}"
             [[generator.group]]
             count = "4 - nH"
             mean = 1000
@@ -782,37 +784,24 @@ mod tests {
             from = 0
             to = 4
             step = 2
-        "#,
-        );
+        "#
+        )
+    }
+
+    #[test]
+    fn sweeps_evaluate_expressions_at_each_value() {
+        let s = parse(&nh_sweep(
+            r#"heuristics = ["set-10", "set-fairshare:online"]"#,
+            r#"noise = "eta / 10""#,
+            "(eta + 1) * 2",
+        ));
         // eta is not the swept variable.
         let e = s.unwrap_err().to_string();
         assert!(
             e.contains("unknown name \"eta\"") && e.contains("\"nH\""),
             "{e}"
         );
-        let s = parse(
-            r#"
-            [platform]
-            bandwidth = 1
-            horizon = 2000
-            [generator]
-            omega = 0.8
-            [[generator.group]]
-            count = "nH"
-            mean = 10
-            sd = "nH * 0.5"
-            [[generator.group]]
-            count = "4 - nH"
-            mean = 1000
-            sd = 0
-            [sweep]
-            variable = "nH"
-            from = 0
-            to = 4
-            step = 2
-        "#,
-        )
-        .unwrap();
+        let s = parse(&nh_sweep("", "", "nH * 0.5")).unwrap();
         assert_eq!(s.sweep.as_ref().unwrap().values, vec![0.0, 2.0, 4.0]);
         let WorkloadSource::Generated(g) = s.at(Some(2.0)).unwrap() else {
             panic!("generated")
