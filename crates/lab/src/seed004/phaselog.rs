@@ -614,6 +614,26 @@ mod tests {
         (a - b).abs() <= 1e-9
     }
 
+    /// An I/O phase from `start` to `end` moving `bytes`.
+    fn io(start: f64, end: f64, bytes: u64) -> Phase {
+        Phase {
+            kind: PhaseKind::Io,
+            start,
+            end,
+            bytes,
+        }
+    }
+
+    /// A compute phase from `start` to `end`.
+    fn compute(start: f64, end: f64) -> Phase {
+        Phase {
+            kind: PhaseKind::Compute,
+            start,
+            end,
+            bytes: 0,
+        }
+    }
+
     /// Three jobs, times relative to t0 = 1000 s (absolute = 1000 + relative):
     ///
     /// - job 1, two ranks: compute [0, 8], io [8, 12] (rank 0 [8, 11.5] 200 B, rank 1 [8.2, 12]
@@ -737,24 +757,9 @@ job,rank,iteration,kind,start_unix_s,end_unix_s,bytes
         let jobs = vec![JobPhases {
             job: 9,
             phases: vec![
-                Phase {
-                    kind: PhaseKind::Compute,
-                    start: 0.0,
-                    end: 10.0,
-                    bytes: 0,
-                },
-                Phase {
-                    kind: PhaseKind::Io,
-                    start: 10.0,
-                    end: 20.0,
-                    bytes: 1000,
-                },
-                Phase {
-                    kind: PhaseKind::Compute,
-                    start: 20.0,
-                    end: 40.0,
-                    bytes: 0,
-                },
+                compute(0.0, 10.0),
+                io(10.0, 20.0, 1000),
+                compute(20.0, 40.0),
             ],
         }];
         // Cut at T_end: window [5, 15]: compute 5 s; I/O [10, 15] = half, 500 B, e_io = 10 s.
@@ -850,18 +855,6 @@ job,rank,iteration,kind,start_unix_s,end_unix_s,bytes
 
     #[test]
     fn unshared_bandwidths_leave_out_phases_overlapping_another_jobs() {
-        let io = |start: f64, end: f64, bytes: u64| Phase {
-            kind: PhaseKind::Io,
-            start,
-            end,
-            bytes,
-        };
-        let compute = |start: f64, end: f64| Phase {
-            kind: PhaseKind::Compute,
-            start,
-            end,
-            bytes: 0,
-        };
         let jobs = vec![
             // A: [0, 10] overlaps B's [5, 8]; [20, 30] alone (500 B: 50 B/s); [60, 70] overlaps
             // C's unfinished phase; its compute phase overlaps everything but does not count.
@@ -1016,12 +1009,7 @@ job,rank,iteration,kind,start_unix_s,end_unix_s,bytes
         // A job that only starts after the window did no work inside it.
         let late = vec![JobPhases {
             job: 4,
-            phases: vec![Phase {
-                kind: PhaseKind::Compute,
-                start: 100.0,
-                end: 200.0,
-                bytes: 0,
-            }],
+            phases: vec![compute(100.0, 200.0)],
         }];
         let err = seed004_metrics(&late, 0.0, 10.0, 50.0, 1.0).unwrap_err();
         assert!(
