@@ -183,6 +183,16 @@ fn disk_reader(root: &Path) -> impl FnMut(&str, u64, u32) -> Result<Vec<u8>> + '
     }
 }
 
+/// The criteria both scenarios share: some writes acknowledged, and none of them lost or
+/// corrupted.
+fn check_durable(row: &mut Row, acked: usize, lost: u64, corrupted: u64) {
+    row.check(acked > 0, || "no write was acknowledged".into());
+    row.check(lost == 0, || format!("{lost} acknowledged records lost"));
+    row.check(corrupted == 0, || {
+        format!("{corrupted} acknowledged records corrupted")
+    });
+}
+
 /// `lo` to `hi` in milliseconds, as a parameter's value: `300-1500`.
 fn ms_range(lo: Duration, hi: Duration) -> String {
     format!("{}-{}", lo.as_millis(), hi.as_millis())
@@ -259,11 +269,7 @@ pub(crate) fn kill9(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.figure("corrupted", corrupted);
     let stop = final_stop(&mut server)?;
     row.figure("final_stop", &stop);
-    row.check(acked > 0, || "no write was acknowledged".into());
-    row.check(lost == 0, || format!("{lost} acknowledged records lost"));
-    row.check(corrupted == 0, || {
-        format!("{corrupted} acknowledged records corrupted")
-    });
+    check_durable(row, acked, lost, corrupted);
     row.check(errors == 0, || {
         format!(
             "{errors} error answers, first: {}",
@@ -429,11 +435,7 @@ pub(crate) fn sigterm(ctx: &Ctx, row: &mut Row) -> Result<()> {
     row.check(clean == exits.len(), || {
         format!("exits on SIGTERM: {}", exits.join(", "))
     });
-    row.check(acked > 0, || "no write was acknowledged".into());
-    row.check(lost == 0, || format!("{lost} acknowledged records lost"));
-    row.check(corrupted == 0, || {
-        format!("{corrupted} acknowledged records corrupted")
-    });
+    check_durable(row, acked, lost, corrupted);
     row.check(errors == 0, || {
         format!(
             "{errors} error answers before SIGTERM, first: {}",
