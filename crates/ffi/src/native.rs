@@ -200,6 +200,20 @@ fn policy_status(e: &PolicyError) -> iosets_status {
     }
 }
 
+/// Checks that `out` is not NULL and stores NULL in it, so that a failure leaves no handle
+/// there.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+unsafe fn clear_out(out: *mut *mut iosets_scheduler) -> Result<(), iosets_status> {
+    if out.is_null() {
+        return Err(fail(IOSETS_ERR_NULL, "out is NULL"));
+    }
+    // SAFETY: checked non-NULL; the caller guarantees it is writable.
+    unsafe { *out = ptr::null_mut() };
+    Ok(())
+}
+
 /// Builds a scheduler and stores it in `*out`.
 fn create(
     policy: &str,
@@ -293,11 +307,8 @@ pub unsafe extern "C" fn iosets_create(
     out: *mut *mut iosets_scheduler,
 ) -> iosets_status {
     guard_status(|| {
-        if out.is_null() {
-            return fail(IOSETS_ERR_NULL, "out is NULL");
-        }
-        // SAFETY: checked non-NULL; the caller guarantees it is writable.
-        unsafe { *out = ptr::null_mut() };
+        // SAFETY: the caller's contract on `out`.
+        tri!(unsafe { clear_out(out) });
         // SAFETY: the caller's contract on `policy`.
         let name = tri!(unsafe { c_str(policy, "policy") });
         if options.is_null() && n_options > 0 {
@@ -337,11 +348,8 @@ pub unsafe extern "C" fn iosets_create_from_file(
     out: *mut *mut iosets_scheduler,
 ) -> iosets_status {
     guard_status(|| {
-        if out.is_null() {
-            return fail(IOSETS_ERR_NULL, "out is NULL");
-        }
-        // SAFETY: checked non-NULL; the caller guarantees it is writable.
-        unsafe { *out = ptr::null_mut() };
+        // SAFETY: the caller's contract on `out`.
+        tri!(unsafe { clear_out(out) });
         // SAFETY: the caller's contract on `path`.
         let path = tri!(unsafe { c_str(path, "path") });
         match parse_options_file(Path::new(path)) {

@@ -223,6 +223,16 @@ static void destroy_with_work_outstanding(void) {
     iosets_destroy(s);
 }
 
+/* Writes `text` to the file `path` and creates a scheduler from it: its status, the handle in
+ * `*s`. */
+static iosets_status create_from_text(const char *path, const char *text, iosets_scheduler **s) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    return iosets_create_from_file(path, s);
+}
+
 static void config_files(void) {
     char path[] = "/tmp/iosets-test-XXXXXX";
     int fd = mkstemp(path);
@@ -236,36 +246,24 @@ static void config_files(void) {
     CHECK(s != NULL);
     iosets_destroy(s);
 
-    FILE *f = fopen(path, "w");
-    fputs("policy = \"wfq\"\n[policy_options]\n\"weight.1\" = \"zero\"\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_BAD_OPTION);
-    f = fopen(path, "w");
-    fputs("policy = \"wfq\"\njunk line\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
+    CHECK_EQ(create_from_text(
+                 path, "policy = \"wfq\"\n[policy_options]\n\"weight.1\" = \"zero\"\n", &s),
+             IOSETS_ERR_BAD_OPTION);
+    CHECK_EQ(create_from_text(path, "policy = \"wfq\"\njunk line\n", &s), IOSETS_ERR_CONFIG);
     CHECK(last_error_contains(":2:"));
     /* The key = value format of libiosets 0.1 is refused, naming its first line. */
-    f = fopen(path, "w");
-    fputs("# old\npolicy = wfq\nweight.1 = 500\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
+    CHECK_EQ(create_from_text(path, "# old\npolicy = wfq\nweight.1 = 500\n", &s),
+             IOSETS_ERR_CONFIG);
     CHECK(last_error_contains(":2:"));
     CHECK(last_error_contains("[policy_options]"));
     /* The library's own settings: automatic priorities and the forget interval. */
-    f = fopen(path, "w");
-    fputs("policy = \"iosets\"\nauto_priority = true\nforget_idle_s = 30\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_OK);
+    CHECK_EQ(create_from_text(
+                 path, "policy = \"iosets\"\nauto_priority = true\nforget_idle_s = 30\n", &s),
+             IOSETS_OK);
     iosets_destroy(s);
-    f = fopen(path, "w");
-    fputs("policy = \"iosets\"\nforget_idle_s = 0\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
-    f = fopen(path, "w");
-    fputs("policy = \"fifoo\"\n", f);
-    fclose(f);
-    CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_UNKNOWN_POLICY);
+    CHECK_EQ(create_from_text(path, "policy = \"iosets\"\nforget_idle_s = 0\n", &s),
+             IOSETS_ERR_CONFIG);
+    CHECK_EQ(create_from_text(path, "policy = \"fifoo\"\n", &s), IOSETS_ERR_UNKNOWN_POLICY);
     unlink(path);
     CHECK_EQ(iosets_create_from_file(path, &s), IOSETS_ERR_CONFIG);
     CHECK_EQ(iosets_create_from_file(NULL, &s), IOSETS_ERR_NULL);
