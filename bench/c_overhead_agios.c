@@ -25,32 +25,12 @@
 #include <unistd.h>
 
 #include "agios.h"
+#include "c_overhead.h"
 
-static int64_t *t_add, *t_handed;
 static atomic_int *calls;
 static int inline_release; /* W = 0: the callback releases */
 static int total, producers_n, per_producer;
-static long think_ns; /* sleep before each add and before each release (agios_test's time between requests and processing time) */
 static char (*file_ids)[32];
-
-static int64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int64_t cpu_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void think(void) {
-    if (think_ns > 0) {
-        struct timespec d = {0, think_ns};
-        nanosleep(&d, NULL);
-    }
-}
 
 /* The hand-off ring from the callback to the workers. */
 static int64_t *ring;
@@ -101,8 +81,6 @@ static void *worker(void *arg) {
     }
 }
 
-static pthread_barrier_t start;
-
 static void *producer(void *arg) {
     int p = (int)(intptr_t)arg;
     pthread_barrier_wait(&start);
@@ -141,20 +119,7 @@ static int run(char *config, int t, int n, int w) {
      * Give the library's thread time to start, outside the measured interval. */
     usleep(100000);
     pthread_t *workers = calloc((size_t)w, sizeof(pthread_t));
-    pthread_t *producers = calloc((size_t)t, sizeof(pthread_t));
-    for (int i = 0; i < w; i++) pthread_create(&workers[i], NULL, worker, NULL);
-    pthread_barrier_init(&start, NULL, (unsigned)t + 1);
-    for (int p = 0; p < t; p++) pthread_create(&producers[p], NULL, producer, (void *)(intptr_t)p);
-    int64_t cpu0 = cpu_ns();
-    int64_t t0 = now_ns();
-    pthread_barrier_wait(&start);
-    for (int p = 0; p < t; p++) pthread_join(producers[p], NULL);
-    while (atomic_load(&released) < total) {
-        struct timespec ms = {0, 20000};
-        nanosleep(&ms, NULL);
-    }
-    int64_t t1 = now_ns();
-    int64_t cpu1 = cpu_ns();
+    struct span s = timed_run(t, w, workers, &released, total);
     pthread_mutex_lock(&ring_lock);
     stopping = 1;
     pthread_cond_broadcast(&ring_cond);
@@ -167,20 +132,13 @@ static int run(char *config, int t, int n, int w) {
         fprintf(stderr, "%d of %d requests called back exactly once\n", once, total);
         return 3;
     }
-    double sum = 0;
-    for (int i = 0; i < total; i++) sum += (double)(t_handed[i] - t_add[i]);
-    double mean_us = sum / total / 1000.0;
-    double secs = (double)(t1 - t0) / 1e9;
-    /* threads,requests_per_thread,workers,requests,mean_us_in_library,throughput_per_s,cpu_s,wall_s */
-    printf("%d,%d,%d,%d,%.3f,%.1f,%.4f,%.4f\n", t, n, w, total, mean_us, total / secs,
-           (double)(cpu1 - cpu0) / 1e9, secs);
+    print_run(t, n, w, s);
     free(t_add);
     free(t_handed);
     free((void *)calls);
     free(file_ids);
     free(ring);
     free(workers);
-    free(producers);
     return 0;
 }
 
@@ -190,13 +148,9 @@ static int idle(char *config, double seconds) {
         return 1;
     }
     usleep(200000); /* let the library's threads start */
-    int64_t c0 = cpu_ns(), w0 = now_ns();
-    struct timespec d = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&d, NULL);
-    int64_t c1 = cpu_ns(), w1 = now_ns();
+    struct span s = idle_span(seconds);
     agios_exit();
-    /* idle_wall_s,idle_cpu_s */
-    printf("%.3f,%.4f\n", (double)(w1 - w0) / 1e9, (double)(c1 - c0) / 1e9);
+    print_idle(s);
     return 0;
 }
 

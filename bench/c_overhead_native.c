@@ -15,36 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "c_overhead.h"
 #include "iosets.h"
 
-static int64_t *t_add, *t_handed;
+/* Workers do no work, so the time to hand out is the library's alone. */
 static int per_producer;
-static long think_ns; /* sleep before each submit (agios_test's time between requests); workers do no work, so
-                       * the time to hand out is the library's alone */
 static iosets_scheduler *sched;
 
-static int64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int64_t cpu_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 static atomic_int completed;
-
-static void think(void) {
-    if (think_ns > 0) {
-        struct timespec d = {0, think_ns};
-        nanosleep(&d, NULL);
-    }
-}
-
-static pthread_barrier_t start;
 
 static void *worker(void *arg) {
     (void)arg;
@@ -99,33 +77,15 @@ static int run(const char *policy, int t, int n, int w) {
     t_handed = calloc((size_t)total, sizeof(int64_t));
     if (create(policy)) return 1;
     pthread_t *workers = calloc((size_t)w, sizeof(pthread_t));
-    pthread_t *producers = calloc((size_t)t, sizeof(pthread_t));
-    for (int i = 0; i < w; i++) pthread_create(&workers[i], NULL, worker, NULL);
-    pthread_barrier_init(&start, NULL, (unsigned)t + 1);
-    for (int p = 0; p < t; p++) pthread_create(&producers[p], NULL, producer, (void *)(intptr_t)p);
-    int64_t cpu0 = cpu_ns();
-    int64_t t0 = now_ns();
-    pthread_barrier_wait(&start);
-    for (int p = 0; p < t; p++) pthread_join(producers[p], NULL);
-    while (atomic_load(&completed) < total) {
-        struct timespec ms = {0, 20000};
-        nanosleep(&ms, NULL);
-    }
-    int64_t t1 = now_ns();
-    int64_t cpu1 = cpu_ns();
+    struct span s = timed_run(t, w, workers, &completed, total);
     iosets_shutdown(sched);
     for (int i = 0; i < w; i++) pthread_join(workers[i], NULL);
     if (iosets_check_balance(sched) != IOSETS_OK) return 1;
     iosets_destroy(sched);
-    double sum = 0;
-    for (int i = 0; i < total; i++) sum += (double)(t_handed[i] - t_add[i]);
-    double secs = (double)(t1 - t0) / 1e9;
-    printf("%d,%d,%d,%d,%.3f,%.1f,%.4f,%.4f\n", t, n, w, total, sum / total / 1000.0, total / secs,
-           (double)(cpu1 - cpu0) / 1e9, secs);
+    print_run(t, n, w, s);
     free(t_add);
     free(t_handed);
     free(workers);
-    free(producers);
     return 0;
 }
 
@@ -134,14 +94,11 @@ static int idle(const char *policy, double seconds) {
     pthread_t workers[4];
     for (int i = 0; i < 4; i++) pthread_create(&workers[i], NULL, worker, NULL);
     usleep(200000);
-    int64_t c0 = cpu_ns(), w0 = now_ns();
-    struct timespec d = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
-    nanosleep(&d, NULL);
-    int64_t c1 = cpu_ns(), w1 = now_ns();
+    struct span s = idle_span(seconds);
     iosets_shutdown(sched);
     for (int i = 0; i < 4; i++) pthread_join(workers[i], NULL);
     iosets_destroy(sched);
-    printf("%.3f,%.4f\n", (double)(w1 - w0) / 1e9, (double)(c1 - c0) / 1e9);
+    print_idle(s);
     return 0;
 }
 
