@@ -21,16 +21,7 @@ fn every_reader_has_seeds_that_it_reads() {
     trace::TARGET.assert_every_selector_read(&trace::SELECTORS);
 }
 
-#[test]
-fn seeds_and_mutants_never_panic() {
-    trace::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 100_000);
-}
-
-#[test]
-#[ignore = "long: run by scripts/fuzz.sh"]
-fn long_run() {
-    trace::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
-}
+iosets_fuzz_harness::stable_loop!(trace::TARGET, seeds_and_mutants_never_panic, 100_000);
 
 /// The first `n` lines of a sample of `tests/data`.
 fn sample(name: &str, n: usize) -> String {

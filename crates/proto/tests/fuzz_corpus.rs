@@ -12,7 +12,6 @@ use crate::strategies;
 
 use iosets_fuzz_harness::wire;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use iosets_proto::{
     decode, encode, Bytes, Control, Frame, Header, OpCode, Request, Response, DEFAULT_MAX_FRAME,
@@ -30,16 +29,11 @@ fn every_seed_is_a_valid_frame_stream() {
     }
 }
 
-#[test]
-fn seeds_and_mutants_never_panic_and_round_trip() {
-    wire::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 200_000);
-}
-
-#[test]
-#[ignore = "long: run by scripts/fuzz.sh"]
-fn long_run() {
-    wire::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
-}
+iosets_fuzz_harness::stable_loop!(
+    wire::TARGET,
+    seeds_and_mutants_never_panic_and_round_trip,
+    200_000
+);
 
 /// A header with every optional field, or none.
 fn headers() -> [Header; 2] {

@@ -10,23 +10,13 @@
 
 use iosets_fuzz_harness::mutator::selector_seed;
 use iosets_fuzz_harness::quota;
-use std::path::Path;
 
 #[test]
 fn every_parser_has_seeds_that_it_reads() {
     quota::TARGET.assert_every_selector_read(&quota::SELECTORS);
 }
 
-#[test]
-fn seeds_and_mutants_never_panic() {
-    quota::TARGET.short_run(Path::new(env!("CARGO_TARGET_TMPDIR")), 100_000);
-}
-
-#[test]
-#[ignore = "long: run by scripts/fuzz.sh"]
-fn long_run() {
-    quota::TARGET.long_run(Path::new(env!("CARGO_TARGET_TMPDIR")));
-}
+iosets_fuzz_harness::stable_loop!(quota::TARGET, seeds_and_mutants_never_panic, 100_000);
 
 /// The seed corpus: match expressions in each syntax (sets in braces and with commas, `&` and
 /// spaces, every key and its alias), address blocks of both families, and TOML rule sets.
