@@ -420,6 +420,14 @@ fn assert_period(trace: &Trace, mode: Mode, want: f64, phases: usize) {
     );
 }
 
+/// The two rhythms of the `tmio-mixed` fixtures: writes every 10 s (8 phases), reads every 7 s
+/// (9); mixed, they hide each other: no confident period.
+fn assert_mixed_rhythms(trace: &Trace) {
+    assert_period(trace, Mode::Write, 10.0, 8);
+    assert_period(trace, Mode::Read, 7.0, 9);
+    assert_eq!(detected(trace, Mode::All), None);
+}
+
 #[test]
 fn tmio_jsonl_mixes_reads_and_writes_and_each_mode_finds_its_period() {
     let t = read_fixture("tmio-mixed.jsonl", Format::Tmio);
@@ -427,10 +435,7 @@ fn tmio_jsonl_mixes_reads_and_writes_and_each_mode_finds_its_period() {
     // 2 ranks x 9 read phases x 2 requests; 2 x 8 x 2 writes. Rank-level samples are used.
     assert_eq!((c.read, c.write, c.unspecified), (36, 32, 0), "{c:?}");
     assert_eq!(t.default_mode(), Mode::Write);
-    assert_period(&t, Mode::Write, 10.0, 8);
-    assert_period(&t, Mode::Read, 7.0, 9);
-    // Mixed, the two rhythms hide each other: no confident period.
-    assert_eq!(detected(&t, Mode::All), None);
+    assert_mixed_rhythms(&t);
 }
 
 #[test]
@@ -446,9 +451,7 @@ fn tmio_msgpack_holds_the_same_phases_as_the_jsonl() {
             .sum()
     };
     assert_eq!(bytes(&m, Direction::Write), bytes(&j, Direction::Write));
-    assert_period(&m, Mode::Write, 10.0, 8);
-    assert_period(&m, Mode::Read, 7.0, 9);
-    assert_eq!(detected(&m, Mode::All), None);
+    assert_mixed_rhythms(&m);
 }
 
 #[test]

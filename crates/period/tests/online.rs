@@ -10,6 +10,15 @@ fn detector() -> OnlineDetector {
     OnlineDetector::new(OnlineConfig::default()).unwrap()
 }
 
+/// A detector that keeps at most `capacity` segments.
+fn detector_holding(capacity: usize) -> OnlineDetector {
+    let config = OnlineConfig {
+        capacity,
+        ..OnlineConfig::default()
+    };
+    OnlineDetector::new(config).unwrap()
+}
+
 /// Events in the order the server would see them complete.
 fn by_completion(mut events: Vec<Event>) -> Vec<Event> {
     events.sort_by_key(|e| (e.end, e.start));
@@ -148,11 +157,7 @@ fn follows_a_change_of_behaviour_both_ways() {
 
 #[test]
 fn memory_stays_bounded_over_a_long_run() {
-    let config = OnlineConfig {
-        capacity: 256,
-        ..OnlineConfig::default()
-    };
-    let mut d = OnlineDetector::new(config).unwrap();
+    let mut d = detector_holding(256);
     // 5000 phases of 2 s, 8 requests each, plus background: 40 000+ requests.
     let trace = PeriodicSpec {
         background: true,
@@ -178,11 +183,7 @@ fn memory_stays_bounded_over_a_long_run() {
 
 #[test]
 fn without_an_estimate_memory_is_bounded_too() {
-    let config = OnlineConfig {
-        capacity: 64,
-        ..OnlineConfig::default()
-    };
-    let mut d = OnlineDetector::new(config).unwrap();
+    let mut d = detector_holding(64);
     for e in poisson(20_000, 5.0, 4096, 0.001, 9) {
         d.observe(e);
         assert!(d.retained() <= 64);
