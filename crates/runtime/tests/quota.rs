@@ -74,6 +74,11 @@ impl Sim {
         }
     }
 
+    /// Puts `rules` in force, idle threads lent to other rules if `lend`.
+    fn set_rules(&self, rules: Vec<RuleSpec>, lend: bool) {
+        self.sched.set_quota(Some(quota(rules, lend))).unwrap();
+    }
+
     fn submit(&self, g: &Group, seq: u64) {
         let req = common::request(g.job, g.op, g.job * 1000 + seq % 7, seq * g.len, g.len);
         self.sched
@@ -221,7 +226,7 @@ fn seed003_thread_quota_protects_the_light_job() {
         if with_quota {
             let mut r = rule("compute", "job={1 2}");
             r.threads_pct = Some(71.0);
-            sim.sched.set_quota(Some(quota(vec![r], false))).unwrap();
+            sim.set_rules(vec![r], false);
         }
         let seen = sim.run(&[meta(1, 64), meta(2, 8)], Nanos(2_000 * MS.0), MS);
         (sim, seen)
@@ -262,7 +267,7 @@ fn jobs_of_a_rule_share_its_threads_evenly() {
     let sim = Sim::new(common::policy("timeorder"), 20, MS);
     let mut r = rule("all", "*");
     r.threads_pct = Some(50.0);
-    sim.sched.set_quota(Some(quota(vec![r], false))).unwrap();
+    sim.set_rules(vec![r], false);
     let seen = sim.run(&[meta(1, 40), meta(2, 40)], Nanos(1_000 * MS.0), MS);
     let (a, b) = (
         seen.count(1, Nanos(100 * MS.0), Nanos(1_000 * MS.0)),
@@ -283,7 +288,7 @@ fn a_lone_job_stops_at_its_ceiling_unless_threads_are_lent() {
         a.threads_pct = Some(pct);
         let mut b = rule("b", "job=2");
         b.threads_pct = Some(100.0 - pct);
-        sim.sched.set_quota(Some(quota(vec![a, b], lend))).unwrap();
+        sim.set_rules(vec![a, b], lend);
         let seen = sim.run(&[meta(1, 64)], Nanos(200 * MS.0), MS);
         (seen.job_peak[&1], sim.sched.rules())
     };
@@ -291,7 +296,7 @@ fn a_lone_job_stops_at_its_ceiling_unless_threads_are_lent() {
     let mut a = rule("a", "job=1");
     a.threads_pct = Some(100.0);
     let sim = Sim::new(common::policy("noop"), 20, MS);
-    sim.sched.set_quota(Some(quota(vec![a], false))).unwrap();
+    sim.set_rules(vec![a], false);
     let seen = sim.run(&[meta(1, 64)], Nanos(200 * MS.0), MS);
     assert_eq!(seen.job_peak[&1], 18);
     // 50 %: 10 threads, the job 9; lent: all 20.
@@ -312,7 +317,7 @@ fn lent_threads_come_back_when_the_lender_needs_them() {
     a.threads_pct = Some(50.0);
     let mut b = rule("b", "job=2");
     b.threads_pct = Some(50.0);
-    sim.sched.set_quota(Some(quota(vec![a, b], true))).unwrap();
+    sim.set_rules(vec![a, b], true);
     let mut late = meta(2, 30);
     late.start = Nanos(100 * MS.0);
     let seen = sim.run(&[meta(1, 30), late], Nanos(300 * MS.0), MS);
@@ -347,9 +352,7 @@ fn windows(seen: &Seen, job: u64, from: Nanos, to: Nanos, bytes: bool) -> Vec<f6
 #[test]
 fn a_strict_tbf_rate_holds_on_both_bounds_over_every_5s_window() {
     let sim = Sim::new(common::policy("timeorder"), 4, MS);
-    sim.sched
-        .set_quota(Some(quota(strict_rates("tbf", 200.0), false)))
-        .unwrap();
+    sim.set_rules(strict_rates("tbf", 200.0), false);
     let big = Group {
         job: 2,
         procs: 8,
@@ -387,7 +390,7 @@ fn a_soft_rate_lends_idle_capacity_and_holds_under_contention() {
         let sim = Sim::new(common::policy("timeorder"), 4, MS);
         let mut r = rule("tbf", "job=1");
         r.rate_ops = Some(100.0);
-        sim.sched.set_quota(Some(quota(vec![r], false))).unwrap();
+        sim.set_rules(vec![r], false);
         let mut groups = vec![meta(1, 16)];
         if with_competitor {
             // Not governed by any rule: floods the policy's queue.
@@ -416,9 +419,7 @@ fn a_reservation_is_met_when_the_device_can_meet_it() {
         vip.reserve_ops = reserve;
         let mut bulk = rule("bulk", "job={2 3 4}");
         bulk.weight = Some(100.0);
-        sim.sched
-            .set_quota(Some(quota(vec![vip, bulk], false)))
-            .unwrap();
+        sim.set_rules(vec![vip, bulk], false);
         let seen = sim.run(
             &[meta(1, 8), meta(2, 40), meta(3, 40), meta(4, 40)],
             Nanos(10_000 * MS.0),
@@ -497,9 +498,7 @@ fn refused_rule_sets_change_nothing() {
     let sim = Sim::new(common::policy("timeorder"), 24, MS);
     let mut a = rule("a", "job=1");
     a.threads_pct = Some(71.0);
-    sim.sched
-        .set_quota(Some(quota(vec![a.clone()], false)))
-        .unwrap();
+    sim.set_rules(vec![a.clone()], false);
     let mut b = rule("b", "job=2");
     b.threads_pct = Some(30.0);
     match sim.sched.add_rule(b, None) {
@@ -561,7 +560,7 @@ proptest! {
             }
             rules.push(r);
         }
-        sim.sched.set_quota(Some(quota(rules, lend))).unwrap();
+        sim.set_rules(rules, lend);
         let groups: Vec<Group> = jobs
             .iter()
             .enumerate()
@@ -590,9 +589,7 @@ proptest! {
 #[test]
 fn service_from_other_servers_counts_against_a_job_wide_rate() {
     let sim = Sim::new(common::policy("timeorder"), 4, MS);
-    sim.sched
-        .set_quota(Some(quota(strict_rates("ops", 100.0), false)))
-        .unwrap();
+    sim.set_rules(strict_rates("ops", 100.0), false);
     let at = |ms: u64| sim.clock.0.store(ms * MS.0, Ordering::SeqCst);
     let req = |job: u64| common::request(job, Op::Write, job, 0, 4096);
     let take = || match sim.sched.try_next() {
