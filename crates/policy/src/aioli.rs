@@ -231,17 +231,14 @@ impl Policy for Aioli {
         self.seq += 1;
         self.len += 1;
         let d = direction(req.op);
-        let idle = &mut self.idle;
-        let f = self.files.entry(req.file).or_insert_with(|| {
-            let mut f = AioliFile::default();
-            if let Some(saved) = idle.take(req.file) {
+        let f = self
+            .idle
+            .entry(&mut self.files, req.file, |f: &mut AioliFile, saved| {
                 for (q, (shift, quantum)) in f.queues.iter_mut().zip(saved) {
                     q.factors.shift = shift;
                     q.next_quantum = quantum;
                 }
-            }
-            f
-        });
+            });
         f.queues[d].factors.insert(self.seq, req);
     }
 

@@ -120,6 +120,23 @@ impl<T> Remembered<T> {
     pub(crate) fn take(&mut self, file: FileId) -> Option<T> {
         self.0.remove(&file)
     }
+
+    /// `file`'s entry in `files`; a new one is given back, by `restore`, what was kept of the
+    /// file while it was idle.
+    pub(crate) fn entry<'a, F: Default>(
+        &mut self,
+        files: &'a mut BTreeMap<FileId, F>,
+        file: FileId,
+        restore: impl FnOnce(&mut F, T),
+    ) -> &'a mut F {
+        files.entry(file).or_insert_with(|| {
+            let mut f = F::default();
+            if let Some(kept) = self.take(file) {
+                restore(&mut f, kept);
+            }
+            f
+        })
+    }
 }
 
 /// One direction of one file, with the visit count at which each request arrived.
@@ -264,15 +281,12 @@ impl Policy for Mlf {
         self.seq += 1;
         self.len += 1;
         let d = direction(req.op);
-        let idle = &mut self.idle;
-        let f = self.files.entry(req.file).or_insert_with(|| {
-            let mut f = MlfFile::default();
-            if let Some(shifts) = idle.take(req.file) {
+        let f = self
+            .idle
+            .entry(&mut self.files, req.file, |f: &mut MlfFile, shifts| {
                 f.queues[0].shift = shifts[0];
                 f.queues[1].shift = shifts[1];
-            }
-            f
-        });
+            });
         f.queues[d].insert(self.seq, req);
     }
 
