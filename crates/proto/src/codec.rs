@@ -633,11 +633,30 @@ fn decode_shared(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
     })
 }
 
+/// A request that carries nothing but its path: the operations `encode_request`'s first arm
+/// writes.
+fn path_only(op: OpCode, path: String) -> Request {
+    match op {
+        OpCode::Lookup => Request::Lookup { path },
+        OpCode::Fsync => Request::Fsync { path },
+        OpCode::Unlink => Request::Unlink { path },
+        OpCode::Rmdir => Request::Rmdir { path },
+        OpCode::Readdir => Request::Readdir { path },
+        OpCode::Lstat => Request::Lstat { path },
+        OpCode::Readlink => Request::Readlink { path },
+        other => unreachable!("{other:?} carries more than a path"),
+    }
+}
+
 fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
     Ok(match op {
-        OpCode::Lookup => Request::Lookup {
-            path: r.str("path")?,
-        },
+        OpCode::Lookup
+        | OpCode::Fsync
+        | OpCode::Unlink
+        | OpCode::Rmdir
+        | OpCode::Readdir
+        | OpCode::Lstat
+        | OpCode::Readlink => path_only(op, r.str("path")?),
         OpCode::Create => Request::Create {
             path: r.str("path")?,
             mode: r.u32("mode")?,
@@ -676,32 +695,17 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
             offset: r.u64("offset")?,
             data: r.bulk("data")?,
         },
-        OpCode::Fsync => Request::Fsync {
-            path: r.str("path")?,
-        },
         OpCode::Truncate => Request::Truncate {
             path: r.str("path")?,
             size: r.u64("size")?,
-        },
-        OpCode::Unlink => Request::Unlink {
-            path: r.str("path")?,
         },
         OpCode::Mkdir => Request::Mkdir {
             path: r.str("path")?,
             mode: r.u32("mode")?,
         },
-        OpCode::Rmdir => Request::Rmdir {
-            path: r.str("path")?,
-        },
-        OpCode::Readdir => Request::Readdir {
-            path: r.str("path")?,
-        },
         OpCode::Rename => Request::Rename {
             from: r.str("from")?,
             to: r.str("to")?,
-        },
-        OpCode::Lstat => Request::Lstat {
-            path: r.str("path")?,
         },
         OpCode::Setattr => Request::Setattr {
             path: r.str("path")?,
@@ -710,9 +714,6 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         OpCode::Symlink => Request::Symlink {
             path: r.str("path")?,
             target: r.str("target")?,
-        },
-        OpCode::Readlink => Request::Readlink {
-            path: r.str("path")?,
         },
         OpCode::Mknod => Request::Mknod {
             path: r.str("path")?,
