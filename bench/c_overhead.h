@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Per request (by id): when it was added, when the library handed it out. */
@@ -22,6 +23,10 @@ static pthread_barrier_t start;
 
 static void *producer(void *arg);
 static void *worker(void *arg);
+/* One measurement of `t` producers of `n` requests each and `w` workers; prints its CSV line. */
+static int run(char *name, int t, int n, int w);
+/* The CPU time of the idle library over `seconds`; prints its CSV line. */
+static int idle(char *name, double seconds);
 
 static int64_t now_ns(void) {
     struct timespec t;
@@ -93,6 +98,19 @@ static struct span idle_span(double seconds) {
 /* Prints the CSV line of an idle wait: idle_wall_s,idle_cpu_s */
 static void print_idle(struct span s) {
     printf("%.3f,%.4f\n", (double)s.wall / 1e9, (double)s.cpu / 1e9);
+}
+
+/* The command line both programs take: `run NAME T N W THINK_NS` or `idle NAME SECONDS`, where
+ * NAME is what `name_is` says (the AGIOS configuration file, or the policy). */
+static int overhead_main(int argc, char **argv, const char *name_is) {
+    if (argc == 7 && strcmp(argv[1], "run") == 0) {
+        think_ns = atol(argv[6]);
+        return run(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
+    }
+    if (argc == 4 && strcmp(argv[1], "idle") == 0) return idle(argv[2], atof(argv[3]));
+    fprintf(stderr, "usage: %s run %s T N W THINK_NS | idle %s SECONDS\n", argv[0], name_is,
+            name_is);
+    return 2;
 }
 
 #endif

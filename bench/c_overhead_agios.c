@@ -154,12 +154,4 @@ static int idle(char *config, double seconds) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc == 7 && strcmp(argv[1], "run") == 0) {
-        think_ns = atol(argv[6]);
-        return run(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
-    }
-    if (argc == 4 && strcmp(argv[1], "idle") == 0) return idle(argv[2], atof(argv[3]));
-    fprintf(stderr, "usage: %s run CONFIG T N W THINK_NS | idle CONFIG SECONDS\n", argv[0]);
-    return 2;
-}
+int main(int argc, char **argv) { return overhead_main(argc, argv, "CONFIG"); }

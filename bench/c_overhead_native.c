@@ -70,7 +70,7 @@ static int create(const char *policy) {
     return 0;
 }
 
-static int run(const char *policy, int t, int n, int w) {
+static int run(char *policy, int t, int n, int w) {
     per_producer = n;
     int total = t * n;
     t_add = calloc((size_t)total, sizeof(int64_t));
@@ -89,7 +89,7 @@ static int run(const char *policy, int t, int n, int w) {
     return 0;
 }
 
-static int idle(const char *policy, double seconds) {
+static int idle(char *policy, double seconds) {
     if (create(policy)) return 1;
     pthread_t workers[4];
     for (int i = 0; i < 4; i++) pthread_create(&workers[i], NULL, worker, NULL);
@@ -102,12 +102,4 @@ static int idle(const char *policy, double seconds) {
     return 0;
 }
 
-int main(int argc, char **argv) {
-    if (argc == 7 && strcmp(argv[1], "run") == 0) {
-        think_ns = atol(argv[6]);
-        return run(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
-    }
-    if (argc == 4 && strcmp(argv[1], "idle") == 0) return idle(argv[2], atof(argv[3]));
-    fprintf(stderr, "usage: %s run POLICY T N W THINK_NS | idle POLICY SECONDS\n", argv[0]);
-    return 2;
-}
+int main(int argc, char **argv) { return overhead_main(argc, argv, "POLICY"); }
