@@ -190,6 +190,21 @@ fn assert_each_once(ledger: &Ledger, n: u64, outcome: Outcome) {
     );
 }
 
+/// Requests 1..=n were each completed once, done, and the scheduler's books balance.
+fn assert_all_done(sched: &Scheduler<u32>, ledger: &Ledger, n: u64) {
+    assert_each_once(ledger, n, done());
+    sched.check_balance().unwrap();
+}
+
+/// `noop` with one data batch in service at a time.
+fn one_slot_noop() -> (Scheduler<u32>, Ledger) {
+    let (sched, ledger) = scheduler("noop", &[]);
+    sched
+        .set_inservice_limit(iosets_runtime::InServiceLimit::Fixed(1))
+        .unwrap();
+    (sched, ledger)
+}
+
 /// Switches `sched` to `noop`.
 fn switch_to_noop(sched: &Scheduler<u32>) {
     sched
@@ -200,8 +215,7 @@ fn switch_to_noop(sched: &Scheduler<u32>) {
 /// After one policy switch: requests 1 and 2 completed once each, the books balance, and the
 /// retired instance is gone with no completion refused.
 fn assert_switched_once(sched: &Scheduler<u32>, ledger: &Ledger) {
-    assert_each_once(ledger, 2, done());
-    sched.check_balance().unwrap();
+    assert_all_done(sched, ledger, 2);
     let stats = sched.stats();
     assert_eq!(
         (
@@ -234,8 +248,7 @@ fn two_producers_one_worker_complete_each_request_once() {
         sched.wait_idle();
         sched.shutdown();
         assert_eq!(sorted(join(worker)), [1, 2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
         let stats = sched.stats();
         assert_eq!((stats.submitted, stats.total_ops()), (2, 2));
     });
@@ -260,8 +273,7 @@ fn a_completion_wakes_the_worker_blocked_behind_it() {
         let served: Vec<u32> = workers.into_iter().flat_map(join).collect();
         assert_eq!(served.len(), 2);
         assert_eq!(sorted(served), [1, 2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -293,8 +305,7 @@ fn a_priority_change_wakes_the_worker_blocked_behind_another_job() {
         assert_eq!(join(blocked), [2]);
         join(control);
         first.complete(done());
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
         let job2 = sched.job_stats(JobId(2)).expect("job 2 known");
         assert_eq!(job2.priority.map(|p| p.value), Priority::new(0.01));
     });
@@ -377,8 +388,7 @@ fn shutdown_with_blocked_work_releases_every_worker_once_the_queue_drains() {
         first.complete(done());
         let served: Vec<u32> = workers.into_iter().flat_map(join).collect();
         assert_eq!(served, [2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -404,8 +414,7 @@ fn a_worker_that_takes_a_batch_with_more_queued_passes_the_wake_on() {
         let taken: Vec<Work<u32>> = takers.into_iter().map(join).collect();
         let served: Vec<u32> = taken.into_iter().flat_map(|w| w.complete(done())).collect();
         assert_eq!(sorted(served), [2, 3]);
-        assert_each_once(&ledger, 3, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 3);
     });
 }
 
@@ -452,8 +461,7 @@ fn a_policy_timer_that_fires_at_any_point_is_not_lost() {
         );
         sched.shutdown();
         assert_eq!(join(worker), [1, 2], "one job at a time, in order");
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -478,8 +486,7 @@ fn a_timed_out_sleeper_is_not_counted_as_woken() {
         timer.stop();
         sched.shutdown();
         assert_eq!(join(worker), [1, 2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -521,8 +528,7 @@ fn a_worker_leaving_on_its_deadline_hands_the_policy_timer_on() {
             assert_eq!(join(patient), Vec::<u32>::new());
         }
         timer.stop();
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -532,10 +538,7 @@ fn a_worker_leaving_on_its_deadline_hands_the_policy_timer_on() {
 #[test]
 fn a_completion_that_frees_a_data_slot_wakes_the_worker_blocked_behind_the_limit() {
     check_every_interleaving(|| {
-        let (sched, ledger) = scheduler("noop", &[]);
-        sched
-            .set_inservice_limit(iosets_runtime::InServiceLimit::Fixed(1))
-            .unwrap();
+        let (sched, ledger) = one_slot_noop();
         sched.submit(request_at(1, 0, None), 1).unwrap();
         sched.submit(request_at(1, 1, None), 2).unwrap();
         let first = sched
@@ -546,8 +549,7 @@ fn a_completion_that_frees_a_data_slot_wakes_the_worker_blocked_behind_the_limit
         let completer = thread::spawn(move || first.complete(done()));
         assert_eq!(join(completer), [1]);
         assert_eq!(join(blocked), [2]);
-        assert_each_once(&ledger, 2, done());
-        sched.check_balance().unwrap();
+        assert_all_done(&sched, &ledger, 2);
     });
 }
 
@@ -557,10 +559,7 @@ fn a_completion_that_frees_a_data_slot_wakes_the_worker_blocked_behind_the_limit
 #[test]
 fn a_parked_batch_is_handed_out_when_the_slot_frees() {
     check(|| {
-        let (sched, ledger) = scheduler("noop", &[]);
-        sched
-            .set_inservice_limit(iosets_runtime::InServiceLimit::Fixed(1))
-            .unwrap();
+        let (sched, ledger) = one_slot_noop();
         sched.submit(request_at(1, 0, None), 1).unwrap();
         let first = sched
             .try_next()
