@@ -38,26 +38,12 @@ pub(crate) struct RunResult {
 impl RunResult {
     /// The light job's rate in `phase`: the mean over its iterations of mdtest's rate.
     pub(crate) fn light_rate(&self, phase: Phase) -> f64 {
-        mean(
-            &self
-                .light
-                .iter()
-                .filter(|r| r.phase == phase)
-                .map(PhaseRate::rate)
-                .collect::<Vec<_>>(),
-        )
+        mean_rate(&self.light, phase)
     }
 
     /// The heavy job's mean rate in `phase` over its finished phases (NaN without any).
     pub(crate) fn heavy_rate(&self, phase: Phase) -> f64 {
-        mean(
-            &self
-                .heavy
-                .iter()
-                .filter(|r| r.phase == phase)
-                .map(PhaseRate::rate)
-                .collect::<Vec<_>>(),
-        )
+        mean_rate(&self.heavy, phase)
     }
 
     /// The stage-in's `t_E − t_S`, and whether it completed (if not: the time it ran before it
@@ -98,6 +84,16 @@ impl RunResult {
 }
 
 /// The mean of `xs` (NaN when empty).
+/// The mean rate of `rates`' phases of kind `phase` (NaN without any).
+fn mean_rate(rates: &[PhaseRate], phase: Phase) -> f64 {
+    let of_phase: Vec<f64> = rates
+        .iter()
+        .filter(|r| r.phase == phase)
+        .map(PhaseRate::rate)
+        .collect();
+    mean(&of_phase)
+}
+
 pub(crate) fn mean(xs: &[f64]) -> f64 {
     if xs.is_empty() {
         f64::NAN
