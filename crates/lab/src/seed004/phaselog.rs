@@ -628,9 +628,7 @@ mod tests {
     fn compute(start: f64, end: f64) -> Phase {
         Phase {
             kind: PhaseKind::Compute,
-            start,
-            end,
-            bytes: 0,
+            ..io(start, end, 0)
         }
     }
 
