@@ -257,17 +257,14 @@ mod tests {
             .join(name)
     }
 
+    /// Every job of the `requests.csv` sample, detected with `config`.
+    fn detect_sample(config: &Config) -> DetectReport {
+        detect_trace(&sample("requests.csv"), None, None, None, config, &decade).unwrap()
+    }
+
     #[test]
     fn every_job_gets_a_period_and_a_set() {
-        let r = detect_trace(
-            &sample("requests.csv"),
-            None,
-            None,
-            None,
-            &Config::default(),
-            &decade,
-        )
-        .unwrap();
+        let r = detect_sample(&Config::default());
         assert_eq!(r.jobs.len(), 2);
         for j in &r.jobs {
             assert!(j.detection.is_periodic(), "{}", r.table());
@@ -275,15 +272,7 @@ mod tests {
             assert_eq!(j.to_json()["job"], j.job.0);
         }
         assert_eq!(r.table().lines().count(), 3);
-        let online = detect_trace(
-            &sample("requests.csv"),
-            None,
-            None,
-            None,
-            &Config::online(),
-            &decade,
-        )
-        .unwrap();
+        let online = detect_sample(&Config::online());
         assert_eq!(online.jobs.len(), 2);
     }
 
