@@ -50,7 +50,16 @@ stop() {
   [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; }
   pids=()
 }
-cleanup() { set +e; stop; umount "$work"; rmdir "$work"; }
+# `iosets serve` makes the node's cluster secret if there is none: removed again at the end
+# when this run made it.
+[ -e /etc/iosets/secret ] && made_secret=0 || made_secret=1
+cleanup() {
+  set +e
+  stop
+  umount "$work"
+  rmdir "$work"
+  [ $made_secret = 0 ] || rm -f /etc/iosets/secret
+}
 trap cleanup EXIT
 head -c 24 /dev/urandom | base64 >"$work/token"
 chmod 600 "$work/token"

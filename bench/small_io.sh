@@ -60,9 +60,13 @@ mkdir -p "$base"
 base=$(realpath "$base")
 
 # --- cleanup: every mount, server and daemon made here, on any exit -----------
+# `iosets serve` makes the node's cluster secret if there is none: removed again at the end
+# when this run made it (tests expect a node without one).
 pids=() mounts=() volume=""
+[ -e /etc/iosets/secret ] && made_secret=0 || made_secret=1
 cleanup() {
   set +e
+  [ $made_secret = 0 ] || rm -f /etc/iosets/secret
   for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
   [ -z "$pids" ] || kill "${pids[@]}" 2>/dev/null
   if [ -n "$volume" ]; then
