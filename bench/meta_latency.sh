@@ -5,9 +5,10 @@
 # each repetition, on the same backing file system (a tmpfs made here, so that the disk does
 # not blur the path's own cost).
 #
-# Usage: bench/meta_latency.sh [options] NAME="SERVE_ARGS | MOUNT_ARGS" [...]
+# Usage: bench/meta_latency.sh [options] NAME="SERVE_ARGS | MOUNT_ARGS [| BINARY]" [...]
 #   NAME="…"     a configuration: extra arguments of `iosets serve`, then after `|` extra
-#                arguments of `iosets mount` (e.g. one="--net-threads 1 | --net-threads 1")
+#                arguments of `iosets mount` (e.g. one="--net-threads 1 | --net-threads 1"),
+#                and after a second `|` another iosets binary (a before/after in one run)
 #   --bin PATH   the iosets binary (default target/release/iosets, built first)
 #   --servers N  servers per configuration, on loopback (default 1)
 #   --files N    files per repetition (default 3000)
@@ -66,9 +67,16 @@ chmod 600 "$work/token"
 
 # run NAME SPEC: one repetition; prints "create stat unlink requests-per-op" (µs, µs, µs, n)
 run() {
-  local spec=$2 sargs margs i port list="" d=$work/run
+  local spec=$2 sargs margs i port list="" d=$work/run bin=$bin rest
   sargs=${spec%%|*} margs=""
-  [[ $spec != *"|"* ]] || margs=${spec#*|}
+  if [[ $spec == *"|"* ]]; then
+    rest=${spec#*|}
+    margs=${rest%%|*}
+    if [[ $rest == *"|"* ]]; then
+      bin=$(echo ${rest#*|})
+      [ -x "$bin" ] || die "$1: not an executable: $bin"
+    fi
+  fi
   rm -rf "$d" && mkdir -p "$d/mnt"
   for i in $(seq "$servers"); do
     mkdir -p "$d/r$i"
