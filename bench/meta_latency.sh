@@ -19,6 +19,8 @@ export LC_ALL=C
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "meta_latency.sh: $*" >&2; exit 2; }
+# shellcheck source=bench/lib/iosets.sh
+. "$REPO/bench/lib/iosets.sh"
 
 bin="" servers=1 files=3000 reps=5 names=() specs=()
 while [ $# -gt 0 ]; do
@@ -51,15 +53,12 @@ stop() {
   [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; }
   pids=()
 }
-# `iosets serve` makes the node's cluster secret if there is none: removed again at the end
-# when this run made it.
-[ -e /etc/iosets/secret ] && made_secret=0 || made_secret=1
 cleanup() {
   set +e
   stop
   umount "$work"
   rmdir "$work"
-  [ $made_secret = 0 ] || rm -f /etc/iosets/secret
+  forget_made_secret
 }
 trap cleanup EXIT
 head -c 24 /dev/urandom | base64 >"$work/token"
@@ -67,7 +66,7 @@ chmod 600 "$work/token"
 
 # run NAME SPEC: one repetition; prints "create stat unlink requests-per-op" (µs, µs, µs, n)
 run() {
-  local spec=$2 sargs margs i port list="" d=$work/run bin=$bin rest
+  local spec=$2 sargs margs i list="" d=$work/run bin=$bin rest
   sargs=${spec%%|*} margs=""
   if [[ $spec == *"|"* ]]; then
     rest=${spec#*|}
@@ -80,26 +79,16 @@ run() {
   rm -rf "$d" && mkdir -p "$d/mnt"
   for i in $(seq "$servers"); do
     mkdir -p "$d/r$i"
-    : >"$d/s$i.log"
     # shellcheck disable=SC2086
-    "$bin" serve --root "$d/r$i" --listen 127.0.0.1:0 --token-file "$work/token" $sargs \
-      >"$d/s$i.log" 2>&1 &
-    pids+=($!)
-    port=""
-    for _ in $(seq 100); do
-      port=$(sed -n 's/^iosets serve: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$d/s$i.log")
-      [ -z "$port" ] || break
-      sleep 0.1
-    done
-    [ -n "$port" ] || { cat "$d/s$i.log" >&2; die "$1: a server did not start"; }
-    list+="${list:+,}127.0.0.1:$port"
+    iosets_serve "$bin" "$d/r$i" "$d/s$i.log" "$work/token" $sargs
+    pids+=("$served_pid")
+    list+="${list:+,}$served_addr"
   done
   # shellcheck disable=SC2086
   "$bin" mount "$d/mnt" --servers "$list" --token-file "$work/token" $margs >"$d/m.log" 2>&1 &
   pids+=($!)
   mnt=$d/mnt
-  for _ in $(seq 100); do mountpoint -q "$mnt" && break; sleep 0.1; done
-  mountpoint -q "$mnt" || { cat "$d/m.log" >&2; die "$1: not mounted"; }
+  wait_mounted "$mnt"
   IOSETS_JOB_ID=77 python3 - "$mnt/t" "$files" <<'EOF' >"$d/times"
 import os, sys, time
 d, n = sys.argv[1], int(sys.argv[2])

@@ -27,6 +27,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
 die() { echo "small_io.sh: $*" >&2; exit 2; }
 say() { echo "small_io: $*" >&2; }
+# shellcheck source=bench/lib/iosets.sh
+. "$REPO/bench/lib/iosets.sh"
 
 bins=() gluster=1 base=/var/tmp/iosets-small-io out=""
 bench=(--reps 2 --size 1g --runtime 10 --nrfiles 4000 --jobs 4)
@@ -60,13 +62,10 @@ mkdir -p "$base"
 base=$(realpath "$base")
 
 # --- cleanup: every mount, server and daemon made here, on any exit -----------
-# `iosets serve` makes the node's cluster secret if there is none: removed again at the end
-# when this run made it (tests expect a node without one).
 pids=() mounts=() volume=""
-[ -e /etc/iosets/secret ] && made_secret=0 || made_secret=1
 cleanup() {
   set +e
-  [ $made_secret = 0 ] || rm -f /etc/iosets/secret
+  forget_made_secret
   for m in "${mounts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
   [ -z "$pids" ] || kill "${pids[@]}" 2>/dev/null
   if [ -n "$volume" ]; then
@@ -102,24 +101,15 @@ fi
 # One iosets binary's two targets: NAME-local and NAME-2srv (its servers' ports picked by the
 # kernel and read from their first line).
 start_iosets() {
-  local name=$1 bin=$2 d=$base/$1 token i port servers="" spids=""
+  local name=$1 bin=$2 d=$base/$1 token i servers="" spids=""
   mkdir -p "$d/local-root" "$d/local" "$d/r0" "$d/r1" "$d/mnt"
   token=$d/token
   head -c 24 /dev/urandom | base64 >"$token"
   chmod 600 "$token"
   for i in 0 1; do
-    : >"$out/$name-server$i.log"
-    "$bin" serve --root "$d/r$i" --listen 127.0.0.1:0 --token-file "$token" \
-      >"$out/$name-server$i.log" 2>&1 &
-    pids+=($!) spids+=" $!"
-    port=""
-    for _ in $(seq 100); do
-      port=$(sed -n 's/^iosets serve: listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/$name-server$i.log")
-      [ -z "$port" ] || break
-      sleep 0.1
-    done
-    [ -n "$port" ] || { cat "$out/$name-server$i.log" >&2; die "$name: server $i did not start"; }
-    servers+="${servers:+,}127.0.0.1:$port"
+    iosets_serve "$bin" "$d/r$i" "$out/$name-server$i.log" "$token"
+    pids+=("$served_pid") spids+=" $served_pid"
+    servers+="${servers:+,}$served_addr"
   done
   "$bin" mount "$d/mnt" --servers "$servers" --token-file "$token" >"$out/$name-mount.log" 2>&1 &
   pids+=($!)
@@ -128,10 +118,7 @@ start_iosets() {
   pids+=($!)
   cpu+=(--cpu-pids "$name-local=$!")
   mounts+=("$d/mnt" "$d/local")
-  for m in "$d/mnt" "$d/local"; do
-    for _ in $(seq 100); do mountpoint -q "$m" && break; sleep 0.1; done
-    mountpoint -q "$m" || die "$name: $m is not mounted"
-  done
+  wait_mounted "$d/mnt" "$d/local"
   targets+=("$name-local=$d/local" "$name-2srv=$d/mnt")
   { echo "$name: $bin ($("$bin" --version))"; } >>"$out/binaries.txt"
 }
