@@ -25,9 +25,9 @@ pub struct ServerConfig {
     /// Threads of the network runtime, which reads and writes the connections' frames and
     /// runs the scheduler's hand-offs (`net_threads`, default 1). Every extra thread adds
     /// wake-ups to a small request's path (a tokio worker that finds work wakes a sibling):
-    /// one moved a stat in 91–103 µs against 134–166 µs with two, and as many bytes per
-    /// second (BENCHMARKS.md, "Wake-ups per request"). Raise it on an I/O node whose
-    /// network outruns one core's copies.
+    /// with one, a stat through the mount took 102 µs against 125 µs with two, and 1 MiB
+    /// requests moved as much (BENCHMARKS.md, "Small I/O and metadata through the mount").
+    /// Raise it on an I/O node whose network outruns one core's copies.
     pub net_threads: usize,
     /// How many data requests (reads, writes) may be in service at once, below `workers`
     /// (`inservice_limit`: `auto`, `off` or a number; default `auto`). A policy orders only what
