@@ -20,7 +20,8 @@
 //! TCP, `buf` for a `WriteBuf`; `DIRECT=0` to skip the direct measure) loops one pattern for
 //! `perf record`; `PROFILE=small` measures the fixed cost of a request (4 KiB reads at depth 1),
 //! `PROFILE=durable` alternates durable writes direct and through the server. `INSERVICE=off`
-//! (or `auto`, or a number) sets the server's limit on data requests in service.
+//! (or `auto`, or a number) sets the server's limit on data requests in service; `NET_THREADS=n`
+//! its network threads.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -42,6 +43,10 @@ fn start(root: &std::path::Path, policy: &str) -> ServerHandle {
     // INSERVICE=auto|off|N: the limit on data requests in service (default: the server's, auto).
     if let Ok(l) = std::env::var("INSERVICE") {
         c.inservice_limit = l.parse().unwrap();
+    }
+    // NET_THREADS=n: the server's network threads (default: the server's, 1).
+    if let Ok(n) = std::env::var("NET_THREADS") {
+        c.net_threads = n.parse().unwrap();
     }
     // TRACE=file: the server's request trace (arrival, dispatch, completion of every request).
     c.trace = std::env::var_os("TRACE").map(std::path::PathBuf::from);
