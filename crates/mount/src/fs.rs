@@ -128,18 +128,29 @@ pub(crate) struct Inner {
 /// change in it (a permission check on the directory): that request is answered from here,
 /// without a round trip, if it comes within `attr_ttl` of the server's answer (the staleness
 /// the kernel's own cache is allowed). Each is answered once; a change of the directory whose
-/// answer has no attributes (rename, symlink, link, mknod, its own setattr) drops it.
+/// answer has no attributes (rename, symlink, link, mknod, its own setattr) drops it, and so
+/// does the kernel's forgetting the inode (its number may name another object next). At most
+/// [`DirsAfter::MAX`] are kept: a full table drops its expired ones, then all.
 #[derive(Debug, Default)]
 struct DirsAfter(HashMap<u64, (Attr, std::time::Instant)>);
 
 impl DirsAfter {
-    /// Keeps `dir` for inode `ino` (the newer by change time if two changes race), or drops
-    /// what was kept when the change's answer did not say (`None`).
-    fn note(&mut self, ino: u64, dir: Option<Attr>) {
-        let Some(dir) = dir else {
+    /// The most directories kept at once.
+    const MAX: usize = 4096;
+
+    /// Keeps `dir` for inode `ino` (the newer by change time if two changes race) for `ttl`,
+    /// or drops what was kept when the change's answer did not say (`None`).
+    fn note(&mut self, ino: u64, dir: Option<Attr>, ttl: Duration) {
+        let Some(dir) = dir.filter(|_| !ttl.is_zero()) else {
             self.0.remove(&ino);
             return;
         };
+        if self.0.len() >= Self::MAX {
+            self.0.retain(|_, (_, at)| at.elapsed() < ttl);
+            if self.0.len() >= Self::MAX {
+                self.0.clear();
+            }
+        }
         let newer = |kept: &Attr| (dir.ctime_ns, dir.mtime_ns) >= (kept.ctime_ns, kept.mtime_ns);
         match self.0.get(&ino) {
             Some((kept, _)) if !newer(kept) => {}
@@ -648,8 +659,15 @@ impl Inner {
 
     pub(crate) fn forget(&self, ino: INodeNo, nlookup: u64) {
         if !control::is_control(ino.0) {
+            self.dirs_after.lock().0.remove(&ino.0);
             self.inodes.lock().forget(ino.0, nlookup);
         }
+    }
+
+    /// Notes what a change through this mount left of directory `ino`'s attributes
+    /// ([`DirsAfter`]): `dir` as the server answered it with the change, or `None`.
+    fn note_dir(&self, ino: u64, dir: Option<Attr>) {
+        self.dirs_after.lock().note(ino, dir, self.cfg.attr_ttl);
     }
 
     pub(crate) async fn getattr(&self, who: &Who, ino: INodeNo) -> Result<Attrs, Errno> {
@@ -692,7 +710,7 @@ impl Inner {
             _ => self.caller(who).await?,
         };
         let a = client.setattr(&path, set).await;
-        self.dirs_after.lock().note(ino.0, None);
+        self.note_dir(ino.0, None);
         Ok(self.attrs(ino.0, &a.map_err(failed)?))
     }
 
@@ -715,7 +733,7 @@ impl Inner {
         let client = self.caller(who).await?;
         let mode = mode & !(umask & 0o777);
         let a = client.mknod(&path, mode, u64::from(rdev)).await;
-        self.dirs_after.lock().note(parent.0, None);
+        self.note_dir(parent.0, None);
         Ok(self.entry(&path, &a.map_err(failed)?))
     }
 
@@ -731,7 +749,7 @@ impl Inner {
         let client = self.caller(who).await?;
         let made = client.mkdir_entry(&path, mode & !umask & 0o7777).await;
         let made = made.map_err(failed)?;
-        self.dirs_after.lock().note(parent.0, made.dir);
+        self.note_dir(parent.0, made.dir);
         Ok(self.entry(&path, &made.attr))
     }
 
@@ -754,7 +772,7 @@ impl Inner {
             let dir = self
                 .remove(&path, client.unlink_entry(&path), |t| t.unlinked(&path))
                 .await?;
-            self.dirs_after.lock().note(parent.0, dir);
+            self.note_dir(parent.0, dir);
             return Ok(());
         };
         let silly = match path.rsplit_once('/') {
@@ -762,7 +780,7 @@ impl Inner {
             None => format!("{SILLY_PREFIX}{ino:x}"),
         };
         let renamed = client.rename(&path, &silly).await;
-        self.dirs_after.lock().note(parent.0, None);
+        self.note_dir(parent.0, None);
         renamed.map_err(failed)?;
         {
             let mut t = self.inodes.lock();
@@ -810,7 +828,7 @@ impl Inner {
         let dir = self
             .remove(&path, client.rmdir_entry(&path), |t| t.unlinked(&path))
             .await?;
-        self.dirs_after.lock().note(parent.0, dir);
+        self.note_dir(parent.0, dir);
         Ok(())
     }
 
@@ -825,7 +843,7 @@ impl Inner {
         let target = target.to_str().ok_or(Errno::EINVAL)?;
         let client = self.caller(who).await?;
         let a = client.symlink(&path, target).await;
-        self.dirs_after.lock().note(parent.0, None);
+        self.note_dir(parent.0, None);
         Ok(self.entry(&path, &a.map_err(failed)?))
     }
 
@@ -851,9 +869,8 @@ impl Inner {
         let renamed = self
             .remove(&to, client.rename(&from, &to), |t| t.renamed(&from, &to))
             .await;
-        let mut dirs = self.dirs_after.lock();
-        dirs.note(parent.0, None);
-        dirs.note(newparent.0, None);
+        self.note_dir(parent.0, None);
+        self.note_dir(newparent.0, None);
         renamed
     }
 
@@ -868,7 +885,7 @@ impl Inner {
         let (from, to) = (from?, to?);
         let client = self.caller(who).await?;
         let a = client.link(&from, &to).await;
-        self.dirs_after.lock().note(newparent.0, None);
+        self.note_dir(newparent.0, None);
         let a = a.map_err(failed)?;
         // The new name is the same object: keyed by the source's home server. The object's
         // path becomes the new name: both name it.
@@ -1065,7 +1082,7 @@ impl Inner {
         let exclusive = flags & libc::O_EXCL != 0;
         let made = client.create_entry(&path, mode, exclusive).await;
         let made = made.map_err(failed)?;
-        self.dirs_after.lock().note(parent.0, made.dir);
+        self.note_dir(parent.0, made.dir);
         let a = made.attr;
         let key = (self.client.layout().home(&path), a.ino);
         let ino = {
@@ -1500,17 +1517,27 @@ mod tests {
         let ttl = Duration::from_secs(60);
         let mut d = DirsAfter::default();
         assert_eq!(d.take(5, ttl), None);
-        d.note(5, Some(dir(20, 2)));
+        d.note(5, Some(dir(20, 2)), ttl);
         // An older answer arriving late does not replace a newer one.
-        d.note(5, Some(dir(10, 1)));
+        d.note(5, Some(dir(10, 1)), ttl);
         assert_eq!(d.take(5, ttl), Some(dir(20, 2)));
         assert_eq!(d.take(5, ttl), None, "answered once");
         // A change without attributes drops what was kept.
-        d.note(5, Some(dir(30, 3)));
-        d.note(5, None);
+        d.note(5, Some(dir(30, 3)), ttl);
+        d.note(5, None, ttl);
         assert_eq!(d.take(5, ttl), None);
+        // With no attribute cache (attr_ttl 0) nothing is kept.
+        d.note(7, Some(dir(50, 5)), Duration::ZERO);
+        assert!(d.0.is_empty());
+        // A full table makes room: the expired first, then everything.
+        for ino in 0..DirsAfter::MAX as u64 {
+            d.note(1000 + ino, Some(dir(1, 1)), ttl);
+        }
+        d.note(8, Some(dir(60, 6)), ttl);
+        assert_eq!(d.0.len(), 1, "a full table of fresh entries is emptied");
+        assert_eq!(d.take(8, ttl), Some(dir(60, 6)));
         // Past the time the kernel may keep attributes, the server is asked again.
-        d.note(6, Some(dir(40, 4)));
+        d.note(6, Some(dir(40, 4)), ttl);
         assert_eq!(d.take(6, Duration::ZERO), None);
         assert_eq!(d.take(6, ttl), None, "an expired entry is gone");
     }
