@@ -211,6 +211,11 @@ fn attr_of(st: &rustix::fs::Stat) -> Attr {
 /// A `/proc/self/fd/N` path naming the object an `O_PATH` descriptor refers to, for the calls
 /// that have no descriptor form for `O_PATH` (chmod, utimens): the kernel resolves it to that
 /// very inode, never to whatever now has its name.
+/// The attributes of the object `fd` refers to, if it can be stat'ed.
+fn stat_of(fd: &OwnedFd) -> Option<Attr> {
+    rustix::fs::fstat(fd).ok().map(|st| attr_of(&st))
+}
+
 fn proc_fd_path(fd: &OwnedFd) -> String {
     use std::os::fd::AsRawFd;
     format!("/proc/self/fd/{}", fd.as_raw_fd())
@@ -965,20 +970,22 @@ impl Root {
     }
 
     /// Remembers that entries of the directory `dir` (open `O_RDONLY`, found at `path`)
-    /// changed: it is fsynced through that descriptor under pressure or at shutdown.
-    fn dir_changed(&self, dir: OwnedFd, path: &str) {
-        let key = match rustix::fs::fstat(&dir) {
-            Ok(st) => Key::of(&st),
+    /// changed: it is fsynced through that descriptor under pressure or at shutdown. Returns
+    /// the directory's attributes after the change (`None` if it cannot be stat'ed), from the
+    /// `fstat` that tells which directory it is.
+    fn dir_changed(&self, dir: OwnedFd, path: &str) -> Option<Attr> {
+        let (key, attr) = match rustix::fs::fstat(&dir) {
+            Ok(st) => (Key::of(&st), attr_of(&st)),
             // Which directory it is cannot be told: make it durable now.
             Err(_) => {
                 let key = Key { dev: 0, ino: 0 };
                 self.sync_early(key, dir.as_fd(), path, &self.pressure_fsyncs_dirs);
-                return;
+                return None;
             }
         };
         let mut dirs = self.dirty_dirs.lock();
         if dirs.contains(&key) {
-            return;
+            return Some(attr);
         }
         let pushed_out = dirs.push(
             key,
@@ -991,6 +998,7 @@ impl Root {
         if let Some((key, old)) = pushed_out {
             self.sync_early(key, old.fd.as_fd(), &old.path, &self.pressure_fsyncs_dirs);
         }
+        Some(attr)
     }
 
     /// Opens the parent of `path` and remembers that its entries changed, for the changes made
@@ -1043,12 +1051,6 @@ impl Root {
         let fd = self.object(path, "lstat")?;
         let st = rustix::fs::fstat(&fd).map_err(|e| FsError::io(e, "stat", path))?;
         Ok(attr_of(&st))
-    }
-
-    /// Attributes of the directory holding `path` (after a change of its entries, for the
-    /// reply); `None` if it cannot be read now (removed meanwhile by another client).
-    pub fn parent_attr(&self, path: &str) -> Option<Attr> {
-        self.lstat(parent_of(path)).ok()
     }
 
     /// Attributes of the root. Its own mode is not checked for them, as `stat` of a mount point
@@ -1123,14 +1125,16 @@ impl Root {
     /// when given. Without credentials, permission bits above `0o777` (setuid, setgid, sticky)
     /// are dropped. An exclusive create of any existing name, a symbolic link included (even
     /// one whose target does not exist), is `EEXIST`; a name that is a symbolic link otherwise
-    /// is followed beneath the root (`create_through_link`).
+    /// is followed beneath the root (`create_through_link`). Answers the file's attributes
+    /// and its directory's after the create (from the `fstat` that records the change; `None`
+    /// if the directory cannot be stat'ed).
     pub fn create(
         &self,
         path: &str,
         mode: u32,
         exclusive: bool,
         creds: Option<Creds>,
-    ) -> Result<Attr, FsError> {
+    ) -> Result<(Attr, Option<Attr>), FsError> {
         let (parent, name) = split(path)?;
         let stale = self.cache.lock().remove(path);
         drop(stale);
@@ -1149,19 +1153,23 @@ impl Root {
                 let link = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
                     .is_ok_and(|st| kind_of(st.st_mode) == FileKind::Symlink);
                 if link {
-                    return self.create_through_link(path, initial, creds, exact);
+                    let attr = self.create_through_link(path, initial, creds, exact)?;
+                    return Ok((attr, stat_of(&dir)));
                 }
                 false
             }
             Err(e) => return Err(e),
         };
-        if created {
-            self.dir_changed(dir, parent);
+        let dir_attr = if created {
+            let dir_attr = self.dir_changed(dir, parent);
             if creds.is_some() {
                 self.own(path, creds, exact)?;
             }
-        }
-        self.lstat(path)
+            dir_attr
+        } else {
+            stat_of(&dir)
+        };
+        Ok((self.lstat(path)?, dir_attr))
     }
 
     /// `create` (not exclusive) of a name that is a symbolic link: as `open(O_CREAT)` on Linux,
@@ -1439,13 +1447,20 @@ impl Root {
     }
 
     /// Removes a file.
-    pub fn unlink(&self, path: &str) -> Result<(), FsError> {
+    /// Answers the directory's attributes after the change (`None` if it cannot be stat'ed).
+    pub fn unlink(&self, path: &str) -> Result<Option<Attr>, FsError> {
         self.remove(path, "unlink", AtFlags::empty())
     }
 
     /// Removes the name `path` (a file, or with `AtFlags::REMOVEDIR` an empty directory) for
-    /// `op`, and forgets what the server held of it.
-    fn remove(&self, path: &str, op: &'static str, flags: AtFlags) -> Result<(), FsError> {
+    /// `op`, and forgets what the server held of it. Answers the directory's attributes after
+    /// the change.
+    fn remove(
+        &self,
+        path: &str,
+        op: &'static str,
+        flags: AtFlags,
+    ) -> Result<Option<Attr>, FsError> {
         let (parent, name) = split(path)?;
         let r = self.parent(parent, op, path).and_then(|dir| {
             let victim = key_at(&dir, name);
@@ -1458,27 +1473,32 @@ impl Root {
         if let Some(k) = victim {
             self.removed(k);
         }
-        self.dir_changed(dir, parent);
-        Ok(())
+        Ok(self.dir_changed(dir, parent))
     }
 
     /// Creates a directory owned by `creds` when given (without credentials, permission bits
-    /// above `0o1777` are dropped) and answers its attributes.
-    pub fn mkdir(&self, path: &str, mode: u32, creds: Option<Creds>) -> Result<Attr, FsError> {
+    /// above `0o1777` are dropped) and answers its attributes and its parent's after the
+    /// change (`None` if the parent cannot be stat'ed).
+    pub fn mkdir(
+        &self,
+        path: &str,
+        mode: u32,
+        creds: Option<Creds>,
+    ) -> Result<(Attr, Option<Attr>), FsError> {
         let (parent, name) = split(path)?;
         let dir = self.parent(parent, "mkdir", path)?;
         let (initial, exact) = Self::modes(creds, mode, 0o1777);
         rustix::fs::mkdirat(&dir, name, Mode::from_raw_mode(initial))
             .map_err(|e| FsError::io(e, "mkdir", path))?;
-        self.dir_changed(dir, parent);
+        let dir_attr = self.dir_changed(dir, parent);
         if creds.is_some() {
             self.own(path, creds, exact)?;
         }
-        self.lstat(path)
+        Ok((self.lstat(path)?, dir_attr))
     }
 
-    /// Removes an empty directory.
-    pub fn rmdir(&self, path: &str) -> Result<(), FsError> {
+    /// Removes an empty directory; answers its parent's attributes after the change.
+    pub fn rmdir(&self, path: &str) -> Result<Option<Attr>, FsError> {
         self.remove(path, "rmdir", AtFlags::REMOVEDIR)
     }
 

@@ -27,7 +27,7 @@
 //! Not a metadata server: the operations run on the backing file system at once; only the waiting
 //! is emulated. The emulated time is counted from the calls (`calls × latency`), not measured.
 
-use iosets_proto::{Creds, OpCode, OpenFlags, Reply, Request, SetAttr};
+use iosets_proto::{Attr, Creds, OpCode, OpenFlags, Reply, Request, SetAttr};
 use rustix::io::Errno;
 
 use crate::root::{check_path, FsError, Root};
@@ -278,7 +278,7 @@ impl MetaOp {
                 exclusive,
             } => root
                 .create(path, *mode, *exclusive, creds)
-                .map(|a| entry(root, path, a)),
+                .map(|(attr, dir)| entry(attr, dir)),
             MetaOp::Mknod { path, mode, rdev } => {
                 root.mknod(path, *mode, *rdev, creds).map(Reply::Attr)
             }
@@ -289,11 +289,11 @@ impl MetaOp {
             MetaOp::Statfs => root.statfs().map(Reply::Statfs),
             MetaOp::Open { path, flags } => root.open_with(path, *flags).map(Reply::Attr),
             MetaOp::Truncate { path, size } => root.truncate(path, *size).map(|()| Reply::Done),
-            MetaOp::Unlink { path } => root.unlink(path).map(|()| removed(root, path)),
-            MetaOp::Mkdir { path, mode } => {
-                root.mkdir(path, *mode, creds).map(|a| entry(root, path, a))
-            }
-            MetaOp::Rmdir { path } => root.rmdir(path).map(|()| removed(root, path)),
+            MetaOp::Unlink { path } => root.unlink(path).map(removed),
+            MetaOp::Mkdir { path, mode } => root
+                .mkdir(path, *mode, creds)
+                .map(|(attr, dir)| entry(attr, dir)),
+            MetaOp::Rmdir { path } => root.rmdir(path).map(removed),
             MetaOp::Readdir { path } => root.readdir(path).map(Reply::Entries),
             MetaOp::Rename { from, to } => root.rename(from, to).map(|()| Reply::Done),
         }
@@ -326,21 +326,19 @@ impl MetaOp {
     }
 }
 
-/// The answer to a new entry `path` whose attributes are `attr`: with its directory's
-/// attributes after the change ([`Reply::Entry`]), or without them if the directory cannot be
-/// read now.
-fn entry(root: &Root, path: &str, attr: iosets_proto::Attr) -> Reply {
-    match root.parent_attr(path) {
+/// The answer to a new entry whose attributes are `attr`: with its directory's after the
+/// change ([`Reply::Entry`]), or without them if the directory could not be stat'ed.
+fn entry(attr: Attr, dir: Option<Attr>) -> Reply {
+    match dir {
         Some(dir) => Reply::Entry { attr, dir },
         None => Reply::Attr(attr),
     }
 }
 
-/// The answer to the removal of `path`: its directory's attributes after the change
-/// ([`Reply::Removed`]), or [`Reply::Done`] if the directory cannot be read now.
-fn removed(root: &Root, path: &str) -> Reply {
-    root.parent_attr(path)
-        .map_or(Reply::Done, |dir| Reply::Removed { dir })
+/// The answer to a removal: its directory's attributes after the change ([`Reply::Removed`]),
+/// or [`Reply::Done`] if the directory could not be stat'ed.
+fn removed(dir: Option<Attr>) -> Reply {
+    dir.map_or(Reply::Done, |dir| Reply::Removed { dir })
 }
 
 /// A stripe count written in an extended attribute: ASCII digits, surrounding ASCII whitespace
