@@ -261,28 +261,34 @@ impl Secret {
                 .create(dir)
                 .map_err(io)?;
         }
-        let created = std::fs::OpenOptions::new()
+        // Written whole under a name of its own, then published with link(2), which fails if
+        // the name exists: a server starting at the same time never reads a half-written file.
+        let text = format!("{}\n", random_hex()?);
+        let draft = path.with_file_name(format!(
+            ".{}.{}.{}",
+            path.file_name()
+                .map_or("secret".into(), |n| n.to_string_lossy()),
+            std::process::id(),
+            random_hex()?.get(..8).unwrap_or("0"),
+        ));
+        let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path);
-        match created {
-            Ok(mut file) => {
-                let mut text = match random_hex() {
-                    Ok(t) => t,
-                    Err(e) => {
-                        let _ = std::fs::remove_file(path);
-                        return Err(e);
-                    }
-                };
-                text.push('\n');
-                let written = file
-                    .write_all(text.as_bytes())
-                    .and_then(|()| file.sync_all());
-                if let Err(e) = written {
-                    let _ = std::fs::remove_file(path);
-                    return Err(io(e));
+            .open(&draft)
+            .and_then(|mut file| {
+                file.write_all(text.as_bytes())?;
+                file.sync_all()
+            });
+        let published = written.and_then(|()| std::fs::hard_link(&draft, path));
+        let _ = std::fs::remove_file(&draft);
+        match published {
+            Ok(()) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::File::open(dir)
+                        .and_then(|d| d.sync_all())
+                        .map_err(io)?;
                 }
                 Ok((Secret::trimmed(text.as_bytes(), "made")?, true))
             }
@@ -511,6 +517,39 @@ mod tests {
             Secret::load_or_create(&path),
             Err(AuthError::Io { .. })
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn servers_starting_together_read_the_one_secret_made() {
+        let dir = std::env::temp_dir().join(format!("iosets-auth-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for round in 0..20 {
+            let path = dir.join(format!("{round}/secret"));
+            let start = std::sync::Barrier::new(6);
+            let got: Vec<(Secret, bool)> = std::thread::scope(|s| {
+                let workers: Vec<_> = (0..6)
+                    .map(|_| {
+                        s.spawn(|| {
+                            start.wait();
+                            Secret::load_or_create(&path)
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| w.join().unwrap().unwrap())
+                    .collect()
+            });
+            assert_eq!(got.iter().filter(|(_, made)| *made).count(), 1, "{got:?}");
+            assert!(got.iter().all(|(s, _)| *s == got[0].0));
+            // Nothing but the secret is left beside it.
+            let left: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(left, ["secret"]);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
