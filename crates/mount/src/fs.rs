@@ -653,8 +653,40 @@ impl Inner {
             return Ok(self.control_entry(control::DIR, Ctl::Dir));
         }
         let path = join(&self.path(parent.0)?, name)?;
-        let a = self.caller(who).await?.lstat(&path).await;
-        Ok(self.entry(&path, &a.map_err(failed)?))
+        match self.caller(who).await?.lstat(&path).await.map_err(failed) {
+            Ok(a) => Ok(self.entry(&path, &a)),
+            // A name that is not there: the kernel keeps that for `attr_ttl` as well (a
+            // negative entry), so a stat then a create, or a search along a path list, asks
+            // once. A name made through this mount replaces it at once; one made elsewhere
+            // shows within `attr_ttl`, as every other change does.
+            Err(Errno::ENOENT) if !self.cfg.attr_ttl.is_zero() => Ok(self.negative_entry()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The answer for a name that does not exist, kept by the kernel for `attr_ttl`: an entry
+    /// numbered 0 (FUSE's negative entry; the kernel holds no inode and forgets nothing).
+    fn negative_entry(&self) -> Attrs {
+        Attrs {
+            ttl: self.cfg.attr_ttl,
+            attr: FileAttr {
+                ino: INodeNo(0),
+                size: 0,
+                blocks: 0,
+                atime: UNIX_EPOCH,
+                mtime: UNIX_EPOCH,
+                ctime: UNIX_EPOCH,
+                crtime: UNIX_EPOCH,
+                kind: FileType::RegularFile,
+                perm: 0,
+                nlink: 0,
+                uid: 0,
+                gid: 0,
+                rdev: 0,
+                blksize: self.cfg.blksize,
+                flags: 0,
+            },
+        }
     }
 
     pub(crate) fn forget(&self, ino: INodeNo, nlookup: u64) {

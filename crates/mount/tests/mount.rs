@@ -6,7 +6,7 @@
 //! test.
 
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -616,4 +616,103 @@ fn creates_and_unlinks_in_a_directory_take_two_requests_each() {
         removed <= bound,
         "{removed} requests for {n} unlinks (at most 2 each, {bound})"
     );
+}
+
+/// A name that is not there is kept by the kernel as a negative entry for `attr_ttl`: a `stat`
+/// of a new name and then its create ask the servers twice (the lookup and the create), not
+/// four times (two lookups of the stats, the create's own lookup, the create).
+#[test]
+fn a_missing_name_is_asked_for_once_within_attr_ttl() {
+    if !fuse_available() {
+        return;
+    }
+    // A long cache, so that the loop below stays within it however slow the machine is.
+    let s = Setup::new(1, |_| {}, |o| o.attr_ttl = Duration::from_secs(30));
+    let d = s.mnt().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.display().to_string();
+    let env = [("IOSETS_JOB_ID", "302")];
+    let n = 100;
+    ok(&sh(
+        &format!(
+            "for i in $(seq {n}); do test -e {d}/f$i && exit 3; test -e {d}/f$i && exit 4; : > {d}/f$i; done"
+        ),
+        &env,
+    ));
+    let asked = job_ops(&s, 302);
+    assert_eq!(std::fs::read_dir(&d).unwrap().count() as u64, n);
+    let bound = 2 * n + n / 4;
+    assert!(
+        (2 * n..=bound).contains(&asked),
+        "{asked} requests for {n} stats, stats again and creates (2 each, at most {bound})"
+    );
+    // Made behind the mount's back (in the server's root): not seen while the negative entry
+    // lasts is allowed, but an unlink and a create through the mount are seen at once.
+    ok(&sh(
+        &format!("rm {d}/f1 && test ! -e {d}/f1 && : > {d}/f1 && test -e {d}/f1"),
+        &env,
+    ));
+}
+
+/// Two mounts of the same servers (two compute nodes): what one creates, changes, renames or
+/// removes, the other sees once `attr_ttl` has passed since the change (docs: the mount's
+/// coherence bound), for files and directories, over two servers.
+#[test]
+fn a_second_mount_sees_the_first_ones_changes_within_attr_ttl() {
+    if !fuse_available() {
+        return;
+    }
+    let ttl = Duration::from_millis(300);
+    let s = Setup::new(2, |_| {}, |o| o.attr_ttl = ttl);
+    let other = mount(&s.dir.path().join("mnt2"), &s.servers, TOKEN, |o| {
+        o.attr_ttl = ttl
+    });
+    let (a, b) = (s.mnt(), s.dir.path().join("mnt2"));
+    let settle = || std::thread::sleep(ttl + Duration::from_millis(200));
+    let read = |p: &Path| std::fs::read(p).ok();
+    // B looks first (and keeps what it saw), then A changes.
+    assert!(read(&b.join("x")).is_none());
+    std::fs::write(a.join("x"), b"one").unwrap();
+    settle();
+    assert_eq!(read(&b.join("x")).as_deref(), Some(&b"one"[..]));
+    // A change of contents and size (over two chunks' servers: 3 MiB).
+    let big: Vec<u8> = (0..3 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(a.join("x"), &big).unwrap();
+    settle();
+    assert_eq!(
+        std::fs::metadata(b.join("x")).unwrap().len(),
+        big.len() as u64
+    );
+    assert!(read(&b.join("x")).unwrap() == big);
+    // A change of mode.
+    std::fs::set_permissions(a.join("x"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    settle();
+    assert_eq!(
+        std::fs::metadata(b.join("x")).unwrap().mode() & 0o777,
+        0o640
+    );
+    // A rename, into a directory B has listed.
+    std::fs::create_dir(a.join("d")).unwrap();
+    settle();
+    assert_eq!(std::fs::read_dir(b.join("d")).unwrap().count(), 0);
+    std::fs::rename(a.join("x"), a.join("d/y")).unwrap();
+    settle();
+    assert!(read(&b.join("x")).is_none());
+    assert!(read(&b.join("d/y")).unwrap() == big);
+    let names: Vec<_> = std::fs::read_dir(b.join("d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["y"]);
+    // A removal of the file and its directory.
+    std::fs::remove_file(a.join("d/y")).unwrap();
+    std::fs::remove_dir(a.join("d")).unwrap();
+    settle();
+    assert!(read(&b.join("d/y")).is_none());
+    assert!(!b.join("d").exists());
+    // And the other way round: B makes, A sees.
+    std::fs::write(b.join("z"), b"from b").unwrap();
+    settle();
+    assert_eq!(read(&a.join("z")).as_deref(), Some(&b"from b"[..]));
+    other.unmount().unwrap();
 }
