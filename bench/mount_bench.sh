@@ -40,7 +40,12 @@
 #             writes); the mode used is in the tables
 #   filecreate / filestat / filedelete  fio's metadata ioengines, ops/s
 #   cpu       user+sys CPU s per GiB moved by seqwrite+seqread, of the
-#             --cpu-pids processes and of fio itself (the client)
+#             --cpu-pids processes and of fio itself (the client); and the
+#             whole machine's busy CPU (/proc/stat: user, nice, system, irq,
+#             softirq; every process and kernel thread, e.g. GlusterFS's
+#             daemons and the file system under each target) per GiB, and
+#             per 1,000 operations of the random jobs, filecreate and
+#             filedelete (over the whole fio run, its setup included)
 # Exit status: 0 all runs done; 1 some run failed (tables still printed);
 # 2 bad arguments; 3 a process would not die (stuck on a dead mount).
 set -euo pipefail
@@ -193,6 +198,8 @@ cpu_ticks() {
   done
   echo "$total"
 }
+# machine_ticks -> busy ticks of every CPU (user nice system irq softirq)
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8; exit}' /proc/stat; }
 # children_ticks -> user+sys ticks of this shell's reaped children (fio)
 children_ticks() {
   local s rest f
@@ -228,17 +235,19 @@ drop_caches() {
 }
 # fio_run TARGET REP JOB NJ MODE DIR ARGS... -> runs fio, appends to runs.tsv
 fio_run() {
-  local t=$1 rep=$2 job=$3 nj=$4 mode=$5 dir=$6 json rc=0 c0 c1 p0 p1 w0 w1
+  local t=$1 rep=$2 job=$3 nj=$4 mode=$5 dir=$6 json rc=0 c0 c1 p0 p1 w0 w1 m0 m1
   shift 6
   json=$out/json/$t/$job-nj$nj-rep$rep.json
   mkdir -p "$out/json/$t"
   drop_caches || { say "$t: sync failed before $job"; return 1; }
   p0=$(cpu_ticks "${cpu_pids[$t]:-}")
   c0=$(children_ticks)
+  m0=$(machine_ticks)
   w0=$(date +%s.%N)
   bounded "$timeout_s" fio --name="$job" --directory="$(fio_escape "$dir")" --numjobs="$nj" --group_reporting \
     --output-format=json --output="$json" "$@" >"$json.stderr" 2>&1 || rc=$?
   w1=$(date +%s.%N)
+  m1=$(machine_ticks)
   c1=$(children_ticks)
   p1=$(cpu_ticks "${cpu_pids[$t]:-}")
   local pid_s=- client_s status=ok
@@ -247,9 +256,10 @@ fio_run() {
   client_s=$(awk -v a="$c0" -v b="$c1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')
   [ $rc = 0 ] || status=FAIL
   [ -s "$json.stderr" ] || rm -f "$json.stderr"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" "$job" "$nj" "$mode" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" "$job" "$nj" "$mode" \
     "${json#"$out"/}" "$pid_s" "$client_s" "$(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.3f", b - a}')" \
-    "$status" >>"$out/runs.tsv"
+    "$status" "$(awk -v a="$m0" -v b="$m1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" \
+    >>"$out/runs.tsv"
   if [ $rc = 124 ] || [ $rc = 137 ]; then
     say "$t rep $rep: fio $job (nj $nj) timed out after $timeout_s s"
     return 1
@@ -372,8 +382,9 @@ import json, statistics, sys
 out, first, names, jobs, reps = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split(), int(sys.argv[5])
 runs = {}
 for line in open(f"{out}/runs.tsv"):
-    t, rep, job, nj, mode, js, pid_s, client_s, wall, status = line.rstrip("\n").split("\t")
-    runs[(t, int(rep), job, nj)] = dict(mode=mode, json=js, pid_s=pid_s, client_s=client_s, status=status)
+    t, rep, job, nj, mode, js, pid_s, client_s, wall, status, machine_s = line.rstrip("\n").split("\t")
+    runs[(t, int(rep), job, nj)] = dict(mode=mode, json=js, pid_s=pid_s, client_s=client_s,
+                                        machine_s=machine_s, status=status)
 
 def fio_job(r):
     with open(f"{out}/{r['json']}") as f:
@@ -406,6 +417,22 @@ def cpu(t, rep, nj, key):
         secs += float(r[key])
         moved += fio_job(r)[ddir]["io_bytes"]
     return secs / (moved / 2**30) if moved else None
+
+# job -> fio's direction holding its operation count. The machine's CPU is taken over the whole
+# fio run, its setup included (starting the jobs, a stat of every file before filecreate and
+# filedelete): comparable between targets, a little above the timed operations' own cost.
+# filestat is left out: its setup lays every file out again (unlink, create, write, fsync).
+OPS = {
+    "randread": "read", "randwrite": "write", "filecreate": "read", "filedelete": "read",
+}
+
+def cpu_ops(t, rep, job, nj):
+    """The whole machine's busy CPU milliseconds per operation (= seconds per 1,000)."""
+    r = runs.get((t, rep, job, nj))
+    if r is None or r["status"] != "ok":
+        return None
+    ops = fio_job(r)[OPS[job]]["total_ios"]
+    return 1000 * float(r["machine_s"]) / ops if ops else None
 
 def fmt(v):
     if v is None:
@@ -450,6 +477,11 @@ for nj in jobs:
                        "s/GiB", lambda t, rep, nj=nj: cpu(t, rep, nj, "pid_s")))
     parts.append(table(f"CPU of fio itself (client) per GiB moved (seqwrite+seqread), {nj} job(s)",
                        "s/GiB", lambda t, rep, nj=nj: cpu(t, rep, nj, "client_s")))
+    parts.append(table(f"CPU of the whole machine per GiB moved (seqwrite+seqread), {nj} job(s)",
+                       "s/GiB", lambda t, rep, nj=nj: cpu(t, rep, nj, "machine_s")))
+    for job in OPS:
+        parts.append(table(f"CPU of the whole machine per 1,000 operations, {job}, {nj} job(s)",
+                           "s per 1,000 ops", lambda t, rep, job=job, nj=nj: cpu_ops(t, rep, job, nj)))
 print("\n".join(parts))
 PY
 cat "$out/header.md" - "$out/tables.md" <<<"" >"$out/results.md"

@@ -9,12 +9,20 @@
 #   NAME-2srv   `iosets mount` over 2 `iosets serve` on loopback (one root each)
 # for each iosets binary NAME=PATH given (default iosets=target/release/iosets, built first),
 # so that a before/after is measured in one run. Every backing directory is under --base, on
-# one file system. The tables' ratios are against `direct`.
+# one file system: by default a fresh ext4 made for the run (a sparse image on this disk,
+# loop-mounted at --base, removed at exit), with a journal as a server's would have. This
+# machine's root file system has none, and ext4 without a journal checks every recently freed
+# inode (deleted within 60 s, 360 s while its block is dirty) at each create ("recently_deleted"
+# in the kernel's inode allocator): there a target's creates slowed with the number of files
+# the targets before it had just deleted (perf: 20 % of the machine in that scan). The tables'
+# ratios are against `direct`.
 #
 # Usage: bench/small_io.sh [options]
 #   --bin NAME=PATH   an iosets binary to measure (repeatable; NAME: letters, digits, _ . -)
 #   --no-gluster      leave GlusterFS out
 #   --base DIR        where the backing directories go (default /var/tmp/iosets-small-io)
+#   --image SIZE      size of the fresh ext4 made at --base (default 16G, sparse)
+#   --no-image        use --base as a plain directory of the file system it is on
 #   --out DIR         results (default target/small-io/<date>): mount_bench's files, logs
 #   --reps N --size S --runtime S --nrfiles N --jobs "N ..."   passed to mount_bench.sh
 #                     (defaults here: 2 reps, 1g, 10 s, 4000 files, 4 jobs)
@@ -30,13 +38,15 @@ say() { echo "small_io: $*" >&2; }
 # shellcheck source=bench/lib/iosets.sh
 . "$REPO/bench/lib/iosets.sh"
 
-bins=() gluster=1 base=/var/tmp/iosets-small-io out=""
+bins=() gluster=1 base=/var/tmp/iosets-small-io out="" image_size=16G
 bench=(--reps 2 --size 1g --runtime 10 --nrfiles 4000 --jobs 4)
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) [ $# -ge 2 ] || die "--bin needs NAME=PATH"; bins+=("$2"); shift 2 ;;
     --no-gluster) gluster=0; shift ;;
     --base) [ $# -ge 2 ] || die "--base needs a directory"; base=$2; shift 2 ;;
+    --image) [ $# -ge 2 ] || die "--image needs a size"; image_size=$2; shift 2 ;;
+    --no-image) image_size=""; shift ;;
     --out) [ $# -ge 2 ] || die "--out needs a directory"; out=$2; shift 2 ;;
     --reps | --size | --runtime | --nrfiles | --jobs)
       [ $# -ge 2 ] || die "$1 needs a value"; bench+=("$1" "$2"); shift 2 ;;
@@ -58,8 +68,10 @@ out=${out:-$REPO/target/small-io/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(realpath "$out")
 [ ! -e "$base" ] || die "--base $base exists: remove it or name another"
+[ -z "$image_size" ] || [[ $image_size =~ ^[0-9]+[KMGT]?$ ]] || die "--image $image_size: a size such as 16G"
 mkdir -p "$base"
 base=$(realpath "$base")
+image=""
 
 # --- cleanup: every mount, server and daemon made here, on any exit -----------
 pids=() mounts=() volume=""
@@ -74,9 +86,20 @@ cleanup() {
     pkill -x glusterd; pkill -x glusterfsd; pkill -x glusterfs
   fi
   sleep 1
+  if [ -n "$image" ]; then
+    umount "$base" 2>/dev/null || umount -l "$base"
+    rm -f "$image"
+  fi
   rm -rf "$base"
 }
 trap cleanup EXIT
+if [ -n "$image_size" ]; then
+  [ ! -e "$base.img" ] || die "$base.img exists: remove it or name another --base"
+  image=$base.img
+  truncate -s "$image_size" "$image"
+  mkfs.ext4 -q -F "$image" || die "mkfs.ext4 of $image failed"
+  mount -o loop "$image" "$base" || die "cannot loop-mount $image at $base"
+fi
 
 targets=() cpu=()
 mkdir -p "$base/direct" "$base/bindfs"
