@@ -248,3 +248,56 @@ fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
     assert_eq!(silent.frames(), 2, "the other server was not asked at once");
     server.shutdown().unwrap();
 }
+
+/// A create asks every server at once: the other server gets its part while the home server
+/// has not answered yet (here: never; the create then fails when its time is up). And with
+/// O_EXCL over an existing symbolic link, nothing is made through the link anywhere.
+#[test]
+fn a_create_asks_every_server_at_once_and_o_excl_never_follows_a_link() {
+    let scratch = Scratch::new("create-at-once");
+    let root = scratch.sub("root");
+    let server = start(&root, None);
+    let silent = Fake::start(0, None);
+    let mut cfg = quick_retries();
+    cfg.retries = 0;
+    cfg.request_timeout = Some(Duration::from_millis(500));
+    let rt = runtime();
+    rt.block_on(async {
+        let client = Client::connect(&[server.addr(), silent.addr], cfg)
+            .await
+            .unwrap();
+        let name = (0..64)
+            .map(|i| format!("f{i}"))
+            .find(|f| client.layout().home(f) == 1)
+            .expect("one of 64 names has server 1 as its home");
+        let e = client.create_entry(&name, 0o644, false).await.unwrap_err();
+        assert!(e.to_string().contains("no response within"), "{e}");
+        // The part on the answering server was made together with the home's request.
+        assert!(
+            root.join(&name).is_file(),
+            "the other server was not asked at once"
+        );
+    });
+    server.shutdown().unwrap();
+
+    // Two real servers, separate roots: `l` is a link to a missing `t` on both.
+    let roots = [scratch.sub("a"), scratch.sub("b")];
+    let servers: Vec<_> = roots.iter().map(|r| start(r, None)).collect();
+    for r in &roots {
+        std::os::unix::fs::symlink("t", r.join("l")).unwrap();
+    }
+    rt.block_on(async {
+        let addrs: Vec<_> = servers.iter().map(|s| s.addr()).collect();
+        let client = Client::connect(&addrs, quick_retries()).await.unwrap();
+        let e = client.create_entry("l", 0o644, true).await.unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+        // Without O_EXCL a create goes through the link, on every server, as open(2) does.
+        client.create_entry("l", 0o644, false).await.unwrap();
+    });
+    for r in &roots {
+        assert!(r.join("t").is_file());
+    }
+    for s in servers {
+        s.shutdown().unwrap();
+    }
+}
