@@ -674,12 +674,20 @@ impl Client {
             mode,
             exclusive,
         };
+        if exclusive {
+            // The home server first, alone: it judges exclusivity, and through one shared root
+            // the others would race it for the name. They then see the file it made.
+            let others = Request::Create {
+                path: path.clone(),
+                mode,
+                exclusive: false,
+            };
+            let replies = self.everywhere(home, req, others, None).await?;
+            return self.entry_of(&path, home, "create", &replies);
+        }
         // Every server at once (one round trip, not two in turn); the home server's answer
         // decides. A create never truncates, so what the others do while the home server
-        // refuses is at most an empty part no listing shows. With O_EXCL the others create
-        // exclusively too (a symbolic link there is never followed), and a part that is
-        // already there (the file the home server just made, through one shared root) is
-        // fine.
+        // refuses is at most an empty part no listing shows.
         let mut answers = self
             .ask_each_numbered(std::iter::once(home).chain(self.others(home)), || {
                 req.clone()
@@ -688,8 +696,7 @@ impl Client {
             .into_iter();
         let first = answers.next().expect("the home server was asked")?;
         let mut replies = vec![first];
-        let exists = exclusive.then_some(std::io::ErrorKind::AlreadyExists);
-        keep_answers(&mut replies, answers, exists)?;
+        keep_answers(&mut replies, answers, None)?;
         self.entry_of(&path, home, "create", &replies)
     }
 

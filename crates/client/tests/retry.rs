@@ -250,8 +250,8 @@ fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
 }
 
 /// A create asks every server at once: the other server gets its part while the home server
-/// has not answered yet (here: never; the create then fails when its time is up). And with
-/// O_EXCL over an existing symbolic link, nothing is made through the link anywhere.
+/// has not answered yet (here: never; the create then fails when its time is up). With O_EXCL
+/// the home server judges alone first: over an existing symbolic link nothing is made.
 #[test]
 fn a_create_asks_every_server_at_once_and_o_excl_never_follows_a_link() {
     let scratch = Scratch::new("create-at-once");
