@@ -21,6 +21,7 @@
 //! through a server whose budget is full. A read's answer is charged once its request is
 //! decoded.
 
+pub(crate) mod answers;
 pub(crate) mod local;
 
 use iosets_types::FileId;
@@ -32,17 +33,18 @@ use iosets_proto::{
 };
 use iosets_types::hash::fnv1a64;
 use iosets_types::{JobId, Op};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 
 use std::time::Duration;
 
 use crate::control;
 use crate::guard::{ByteBudget, ConnEntry, Refusal, Registered};
 use crate::root::{check_path, FsError};
-use crate::state::{Allowance, Outgoing, Pending, ScheduledOp, Shared};
+use crate::state::{Allowance, Pending, ScheduledOp, Shared};
 use crate::worker::meta::MetaOp;
+use answers::Answers;
 use local::{LocalLink, Payload};
 
 use rustix::io::Errno;
@@ -386,8 +388,8 @@ pub(crate) async fn serve_frames<R, W>(
     let peer = link.peer;
     let entry = reg.entry.clone();
     let mut rd = BufReader::with_capacity(64 * 1024, rd);
-    let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
-    let writer = tokio::spawn(write_answers(shared.clone(), peer, write_limit, wr, rx));
+    let (tx, backlog) = Answers::new(Box::new(wr));
+    let writer = tokio::spawn(write_answers(shared.clone(), peer, write_limit, backlog));
     let inflight = Arc::new(Semaphore::new(config.max_inflight_per_conn));
     let conn_bytes = ByteBudget::new(config.max_inflight_bytes_per_conn);
     let mut have_prefix = first.is_some();
@@ -425,7 +427,7 @@ pub(crate) async fn serve_frames<R, W>(
                 shared.counters.bad_frame();
                 shared.guard.refuse(Refusal::BadFrame, peer, &e.to_string());
                 let refusal = error_frame(no_header(), OpCode::Lookup, EMSGSIZE, e.to_string());
-                let _ = tx.send((refusal, Some(allowance)));
+                let _ = tx.send(refusal, Some(allowance));
                 break;
             }
         };
@@ -486,36 +488,57 @@ fn refuse_unread(shared: &Shared, peer: Option<std::net::IpAddr>, end: FrameEnd)
     }
 }
 
-/// Writes a connection's answers as they come, gathering those already waiting before each
-/// flush; stops at the first write that fails or is stuck ([`unstuck`]).
-async fn write_answers<W>(
+/// Writes the answers a direct write could not ([`answers`]) as they come, gathering those
+/// already waiting into one buffer; stops at the first write that fails or is stuck
+/// ([`unstuck`]), or when the socket is gone.
+async fn write_answers(
     shared: Arc<Shared>,
     peer: Option<std::net::IpAddr>,
     limit: Duration,
-    wr: W,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-) where
-    W: AsyncWrite + Unpin,
-{
+    mut backlog: answers::Backlog,
+) {
     let s = &shared;
-    let mut wr = BufWriter::with_capacity(WRITE_BUFFER, wr);
-    while let Some((msg, permit)) = rx.recv().await {
-        if !unstuck(s, peer, limit, iosets_proto::io::write_frame(&mut wr, &msg)).await {
-            return;
+    let mut buf: Vec<u8> = Vec::with_capacity(WRITE_BUFFER);
+    let mut batch = Vec::new();
+    while let Some(first) = backlog.rx.recv().await {
+        let Some(mut wr) = backlog.take_writer() else {
+            return; // a direct write failed: the peer is gone
+        };
+        batch.push(first);
+        while let Ok(q) = backlog.rx.try_recv() {
+            batch.push(q);
         }
-        drop(permit);
-        // Gather what is already waiting before flushing.
-        while let Ok((msg, permit)) = rx.try_recv() {
-            if !unstuck(s, peer, limit, iosets_proto::io::write_frame(&mut wr, &msg)).await {
-                return;
+        let n = batch.len();
+        let write = async {
+            for q in &batch {
+                for part in q.rest() {
+                    if buf.len() + part.len() > WRITE_BUFFER && !buf.is_empty() {
+                        wr.write_all(&buf).await?;
+                        buf.clear();
+                    }
+                    if part.len() >= WRITE_BUFFER {
+                        wr.write_all(part).await?;
+                    } else {
+                        buf.extend_from_slice(part);
+                    }
+                }
             }
-            drop(permit);
-        }
-        if !unstuck(s, peer, limit, wr.flush()).await {
+            if !buf.is_empty() {
+                wr.write_all(&buf).await?;
+                buf.clear();
+            }
+            wr.flush().await
+        };
+        if !unstuck(s, peer, limit, write).await {
             return;
         }
+        // Each allowance goes with its written answer.
+        batch.clear();
+        backlog.written(n, wr);
     }
-    let _ = wr.shutdown().await;
+    if let Some(mut wr) = backlog.take_writer() {
+        let _ = wr.shutdown().await;
+    }
 }
 
 /// Reads the next frame's length prefix; `false` if the connection is to close instead:
@@ -528,7 +551,7 @@ async fn read_prefix<R>(
     rd: &mut R,
     prefix: &mut [u8; 4],
     entry: &ConnEntry,
-    tx: &mpsc::UnboundedSender<Outgoing>,
+    tx: &Answers,
     stop: &mut watch::Receiver<bool>,
     idle_limit: Duration,
     peer: Option<std::net::IpAddr>,
@@ -577,7 +600,7 @@ async fn answer_frame(
     small: bool,
     mut allowance: Allowance,
     conn_bytes: &ByteBudget,
-    tx: &mpsc::UnboundedSender<Outgoing>,
+    tx: &Answers,
     link: &mut Link,
     stop: &mut watch::Receiver<bool>,
 ) -> bool {
@@ -619,7 +642,7 @@ async fn answer_frame(
                 peer,
                 "a server accepts requests, not responses",
             );
-            let _ = tx.send((
+            let _ = tx.send(
                 error_frame(
                     header,
                     op,
@@ -627,7 +650,7 @@ async fn answer_frame(
                     "a server accepts requests, not responses".into(),
                 ),
                 Some(allowance),
-            ));
+            );
         }
         Err(e) => {
             // The frame was read whole, so the stream is still in step: answer, go on.
@@ -639,10 +662,10 @@ async fn answer_frame(
             }
             // The error answer holds the frame's allowance until it is written: a client
             // that never reads is stopped by backpressure, like any other.
-            let _ = tx.send((
+            let _ = tx.send(
                 error_frame(header, OpCode::Lookup, EBADMSG, e.to_string()),
                 Some(allowance),
-            ));
+            );
         }
     }
     true
@@ -802,7 +825,7 @@ fn error_frame(header: Header, op: OpCode, errno: i32, message: String) -> Encod
 
 /// Sends the answer to a request (counting errors), with the connection's allowance.
 pub(crate) fn reply(
-    tx: &mpsc::UnboundedSender<Outgoing>,
+    tx: &Answers,
     permit: Option<Allowance>,
     shared: &Shared,
     h: Header,
@@ -819,7 +842,7 @@ pub(crate) fn reply(
             }
         }
     };
-    let _ = tx.send((encode(&Frame::Response(h, op, resp)), permit));
+    let _ = tx.send(encode(&Frame::Response(h, op, resp)), permit);
 }
 
 /// What a request becomes: a file operation for the scheduler, a control request for the
@@ -840,7 +863,7 @@ fn handle(
     shared: &Arc<Shared>,
     header: Header,
     req: Request,
-    tx: &mpsc::UnboundedSender<Outgoing>,
+    tx: &Answers,
     permit: Allowance,
     link: &mut Link,
 ) {
@@ -960,7 +983,7 @@ fn submit(
     header: Header,
     op: OpCode,
     scheduled: ScheduledOp,
-    tx: &mpsc::UnboundedSender<Outgoing>,
+    tx: &Answers,
     permit: Allowance,
     link: &Link,
 ) {

@@ -4,21 +4,15 @@ use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use iosets_proto::{Encoded, Header};
+use iosets_proto::Header;
 use iosets_runtime::Scheduler;
 use parking_lot::Mutex;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::root::Root;
 use crate::throttle::Throttle;
 use crate::worker::meta::{MetaOp, META_OPS};
 use crate::ServerConfig;
-
-/// An answer on its way to a connection's writer, with the request's in-flight allowance,
-/// given back once the answer is written to the socket (so backpressure bounds the answers
-/// waiting to be sent too).
-pub(crate) type Outgoing = (Encoded, Option<Allowance>);
 
 /// What one request holds while it is in the server, from its frame's arrival until its answer
 /// is written (or dropped with its connection): one of the connection's request slots, its
@@ -83,7 +77,7 @@ pub(crate) struct Pending {
     /// What to do.
     pub(crate) op: ScheduledOp,
     /// The connection's writer.
-    pub(crate) reply: UnboundedSender<Outgoing>,
+    pub(crate) reply: crate::conn::answers::Answers,
     /// The request's in-flight allowance, travelling with the answer.
     pub(crate) permit: Allowance,
 }
