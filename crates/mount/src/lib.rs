@@ -31,9 +31,10 @@
 //!   as a [`LocalServer`]; the mount stops it at unmount.
 //!
 //! # What it is not
-//! Not a cache-coherent cluster file system: attributes and names may be cached by the kernel
-//! for `attr_ttl` (1 s by default, as bindfs and NFS's `acregmin`-style caching), so a change
-//! made on another node shows within that time. A directory changed through this mount (create,
+//! Not a cache-coherent cluster file system: attributes and names, and the absence of a name
+//! (a negative entry), may be cached by the kernel for `attr_ttl` (1 s by default, as bindfs
+//! and NFS's `acregmin`-style caching), so a change made on another node shows within that
+//! time (tested with two mounts of the same servers). A directory changed through this mount (create,
 //! mkdir, unlink, rmdir) is answered, the next time the kernel asks, with the attributes the
 //! server gave with the change, if that was within `attr_ttl`: the same bound, one round trip
 //! less per change. No extended attributes, no locks
