@@ -39,6 +39,8 @@
 #             with dd), else buffered with invalidate=1 (+ end_fsync=1 for the
 #             writes); the mode used is in the tables
 #   filecreate / filestat / filedelete  fio's metadata ioengines, ops/s
+#   ddwrite   one writer: `dd bs=1M count=SIZE/1MiB conv=fsync` (a single
+#             stream, as a user copies a file), MiB/s from dd's own time
 #   cpu       user+sys CPU s per GiB moved by seqwrite+seqread, of the
 #             --cpu-pids processes and of fio itself (the client); and the
 #             whole machine's busy CPU (/proc/stat: user, nice, system, irq,
@@ -269,6 +271,39 @@ fio_run() {
   fi
   say "$t rep $rep: $job nj=$nj done ($(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.1f", b - a}') s)"
 }
+# dd_run TARGET REP DIR -> one `dd bs=1M conv=fsync` stream of --size into DIR,
+# recorded in runs.tsv as fio_run does (its figure in fio's JSON shape)
+dd_run() {
+  local t=$1 rep=$2 dir=$3 json rc=0 c0 c1 p0 p1 w0 w1 m0 m1 count
+  json=$out/json/$t/ddwrite-nj1-rep$rep.json
+  mkdir -p "$out/json/$t" "$dir"
+  count=$((size_bytes / mib))
+  drop_caches || { say "$t: sync failed before ddwrite"; return 1; }
+  p0=$(cpu_ticks "${cpu_pids[$t]:-}") c0=$(children_ticks) m0=$(machine_ticks) w0=$(date +%s.%N)
+  bounded "$timeout_s" dd if=/dev/zero of="$dir/dd.out" bs=1M count="$count" conv=fsync \
+    >"$json.stderr" 2>&1 || rc=$?
+  w1=$(date +%s.%N) m1=$(machine_ticks) c1=$(children_ticks) p1=$(cpu_ticks "${cpu_pids[$t]:-}")
+  rm -f "$dir/dd.out"
+  local pid_s=- status=ok
+  [ -z "${cpu_pids[$t]:-}" ] || [ "$p0" -lt 0 ] || [ "$p1" -lt 0 ] ||
+    pid_s=$(awk -v a="$p0" -v b="$p1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')
+  # dd's last line: "N bytes (...) copied, T s, R MB/s"
+  local bytes secs
+  bytes=$(sed -n 's/^\([0-9]*\) bytes.*copied, \([0-9.]*\) s.*/\1/p' "$json.stderr" | tail -n 1)
+  secs=$(sed -n 's/^\([0-9]*\) bytes.*copied, \([0-9.]*\) s.*/\2/p' "$json.stderr" | tail -n 1)
+  if [ $rc != 0 ] || [ -z "$bytes" ] || [ -z "$secs" ]; then
+    status=FAIL
+  else
+    awk -v b="$bytes" -v s="$secs" 'BEGIN{printf "{\"jobs\": [{\"write\": {\"bw_bytes\": %.0f, \"io_bytes\": %d}}]}\n", b / s, b}' >"$json"
+    rm -f "$json.stderr"
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" ddwrite 1 buffered \
+    "${json#"$out"/}" "$pid_s" "$(awk -v a="$c0" -v b="$c1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" \
+    "$(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.3f", b - a}')" "$status" \
+    "$(awk -v a="$m0" -v b="$m1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" >>"$out/runs.tsv"
+  [ $status = ok ] || { say "$t rep $rep: dd failed (exit $rc): $(tail -n 2 "$json.stderr" | tr '\n' ' ')"; return 1; }
+  say "$t rep $rep: ddwrite done ($(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.1f", b - a}') s)"
+}
 # fio's filename list syntax separates with ':'; escape it in paths
 fio_escape() { printf '%s' "${1//:/\\:}"; }
 
@@ -332,6 +367,7 @@ run_target_rep() {
       --size="$per" --invalidate=1 --filename_format="$fmt" || return 1
     [ "$nj" = "${jobs[0]}" ] || rm -f "$rd"/seq.nj"$nj".*
   done
+  dd_run "$t" "$rep" "$rd" || return 1
   # the random jobs share the files of the first --jobs value (names relative
   # to --directory; fio separates file names with ':')
   files=""
@@ -399,6 +435,7 @@ METRIC = {  # job -> (title, unit, function of fio's job entry)
     "filecreate": ("metadata: file create (fio filecreate)", "ops/s", lambda j: j["read"]["iops"]),
     "filestat": ("metadata: stat (fio filestat; fio's setup has stat()ed them)", "ops/s", lambda j: j["read"]["iops"]),
     "filedelete": ("metadata: unlink (fio filedelete)", "ops/s", lambda j: j["read"]["iops"]),
+    "ddwrite": ("one writer: dd bs=1M conv=fsync, a single stream", "MiB/s", lambda j: j["write"]["bw_bytes"] / 2**20),
 }
 
 def value(t, rep, job, nj):
@@ -468,7 +505,7 @@ def mode_of(job, nj):
 
 parts = []
 for job, (title, unit, _) in METRIC.items():
-    for nj in jobs:
+    for nj in (["1"] if job == "ddwrite" else jobs):
         parts.append(table(f"{title}, {nj} job{'s' if nj != '1' else ''}", unit,
                            lambda t, rep, job=job, nj=nj: value(t, rep, job, nj),
                            mode_of(job, nj) if job.startswith("rand") else None))
