@@ -160,6 +160,15 @@ fn keep_answers<T>(
     Ok(())
 }
 
+/// A regular file's attributes widened by one of its parts on another server: the file is as
+/// long as its longest part, changed when its latest part was.
+fn widen(file: &mut Attr, part: &Attr) {
+    file.size = file.size.max(part.size);
+    file.mtime_ns = file.mtime_ns.max(part.mtime_ns);
+    file.ctime_ns = file.ctime_ns.max(part.ctime_ns);
+    file.blocks = file.blocks.max(part.blocks);
+}
+
 /// Resolves `host:port` strings (the first address of each).
 pub(crate) async fn resolve<S: AsRef<str>>(addrs: &[S]) -> Result<Vec<SocketAddr>, ClientError> {
     let mut out = Vec::with_capacity(addrs.len());
@@ -512,10 +521,7 @@ impl Client {
         if attr.kind == FileKind::File {
             for r in replies {
                 if let Some(a) = attr_in(r) {
-                    attr.size = attr.size.max(a.size);
-                    attr.mtime_ns = attr.mtime_ns.max(a.mtime_ns);
-                    attr.ctime_ns = attr.ctime_ns.max(a.ctime_ns);
-                    attr.blocks = attr.blocks.max(a.blocks);
+                    widen(&mut attr, a);
                 }
             }
         }
@@ -942,6 +948,54 @@ impl Client {
     /// (when their home server gave them).
     pub async fn rmdir_entry(&self, path: &str) -> Result<Option<Attr>, ClientError> {
         self.remove(path, |path| Request::Rmdir { path }).await
+    }
+
+    /// Lists the directory `path` as [`readdir`](Client::readdir) does, each entry with its
+    /// attributes as [`lstat`](Client::lstat) gives them: every server is asked at once (one
+    /// round trip), the directory's home server's listing decides which names there are, an
+    /// entry's attributes come from the entry's own home server, and a regular file's size and
+    /// times are the largest any server reports (its parts). `ls -l` in one request per server
+    /// instead of one lookup per entry.
+    pub async fn readdir_plus(&self, path: &str) -> Result<Vec<(DirEntry, Attr)>, ClientError> {
+        let path = normalize_path(path)?;
+        let home = self.inner.layout.home(&path);
+        let servers = std::iter::once(home).chain(self.others(home));
+        let answers = self
+            .ask_each_numbered(servers, || Request::ReaddirPlus { path: path.clone() })
+            .await;
+        let mut lists = vec![Vec::new(); self.inner.endpoints.len()];
+        for answer in answers {
+            match answer? {
+                (s, Reply::EntriesPlus(entries)) => lists[s] = entries,
+                (s, other) => return Err(unexpected(self.addr(s), "readdirplus", &other)),
+            }
+        }
+        // Each server's attributes by name (every listing is sorted by name).
+        let find = |s: usize, name: &str| -> Option<Attr> {
+            let list: &Vec<(DirEntry, Attr)> = &lists[s];
+            list.binary_search_by(|(e, _)| e.name.as_str().cmp(name))
+                .ok()
+                .map(|i| list[i].1)
+        };
+        let mut out = Vec::with_capacity(lists[home].len());
+        for (entry, attr) in &lists[home] {
+            let child = if path.is_empty() {
+                entry.name.clone()
+            } else {
+                format!("{path}/{}", entry.name)
+            };
+            let own = self.inner.layout.home(&child);
+            let mut a = find(own, &entry.name).unwrap_or(*attr);
+            if a.kind == FileKind::File {
+                for s in 0..lists.len() {
+                    if let Some(p) = find(s, &entry.name).filter(|p| p.kind == FileKind::File) {
+                        widen(&mut a, &p);
+                    }
+                }
+            }
+            out.push((entry.clone(), a));
+        }
+        Ok(out)
     }
 
     /// Lists the directory `path` (`""` or `"/"` for the root), sorted by name, as its home

@@ -12,8 +12,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
     KernelConfig, LockOwner, OpenFlags as FuseOpen, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow, WriteFlags,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use iosets_client::{
     Attr, Client, ClientError, Control, Creds, FileKind, Reply, SetAttr, SetTime, Statfs,
@@ -53,9 +53,13 @@ pub(crate) struct FsConfig {
 enum Handle {
     /// A file of the servers, with the job and user it was opened for.
     File { ino: u64, job: JobId, creds: Creds },
-    /// A directory listing taken at opendir.
+    /// A directory listing taken at opendir: the kernel's number, kind and name of each
+    /// entry, and, when the kernel reads directories with their attributes (READDIRPLUS),
+    /// each entry's attributes as the servers gave them (`None` for `.`, `..`, and control
+    /// entries, whose attributes the mount makes itself).
     Dir {
         entries: Vec<(u64, FileType, String)>,
+        attrs: Vec<Option<Attr>>,
     },
     /// A control file: its text, taken at open.
     Control { text: Bytes },
@@ -120,6 +124,9 @@ pub(crate) struct Inner {
     /// Directories' attributes as a server answered them with a change of their entries made
     /// through this mount ([`DirsAfter`]).
     dirs_after: Mutex<DirsAfter>,
+    /// Whether the kernel reads directories with their attributes (it accepted
+    /// `FUSE_DO_READDIRPLUS` at init): opendir then asks the servers for them.
+    plus: std::sync::atomic::AtomicBool,
 }
 
 /// Directories' attributes right after a change of their entries (create, mkdir, unlink, rmdir
@@ -330,6 +337,7 @@ impl Inner {
             unlinked_by: Mutex::new(HashMap::new()),
             refusals: Mutex::new(control::Refusals::default()),
             dirs_after: Mutex::new(DirsAfter::default()),
+            plus: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -1035,22 +1043,31 @@ impl Inner {
         who: &Who,
         ino: INodeNo,
     ) -> Result<(FileHandle, FopenFlags), Errno> {
-        let entries = match self.control_node(ino.0) {
-            Some(node) => self.control_listing(node).await?,
+        let (entries, attrs) = match self.control_node(ino.0) {
+            Some(node) => (self.control_listing(node).await?, Vec::new()),
             None => self.listing(who, ino).await?,
         };
-        Ok((self.new_fh(Handle::Dir { entries }), FopenFlags::empty()))
+        let fh = self.new_fh(Handle::Dir { entries, attrs });
+        Ok((fh, FopenFlags::empty()))
     }
 
-    /// The entries of directory `ino` (`.`, `..`, then the servers' but the hidden ones).
+    /// The entries of directory `ino` (`.`, `..`, then the servers' but the hidden ones), and
+    /// their attributes when the kernel reads them with the listing ([`Handle::Dir`]).
     async fn listing(
         &self,
         who: &Who,
         ino: INodeNo,
-    ) -> Result<Vec<(u64, FileType, String)>, Errno> {
+    ) -> Result<(Vec<(u64, FileType, String)>, Vec<Option<Attr>>), Errno> {
         let path = self.path(ino.0)?;
         let client = self.caller(who).await?;
-        let listing = client.readdir(&path).await.map_err(failed)?;
+        let plus = self.plus.load(Ordering::Relaxed);
+        let listing: Vec<(iosets_client::DirEntry, Option<Attr>)> = if plus {
+            let l = client.readdir_plus(&path).await.map_err(failed)?;
+            l.into_iter().map(|(e, a)| (e, Some(a))).collect()
+        } else {
+            let l = client.readdir(&path).await.map_err(failed)?;
+            l.into_iter().map(|e| (e, None)).collect()
+        };
         let parent = match path.rsplit_once('/') {
             Some((p, _)) => self.inodes.lock().by_path(p).unwrap_or(ROOT),
             None => ROOT,
@@ -1059,8 +1076,9 @@ impl Inner {
             (ino.0, FileType::Directory, ".".to_string()),
             (parent, FileType::Directory, "..".to_string()),
         ];
+        let mut attrs = vec![None, None];
         let t = self.inodes.lock();
-        for e in listing {
+        for (e, a) in listing {
             if (path.is_empty() && e.name == control::CONTROL_DIR)
                 || e.name.starts_with(SILLY_PREFIX)
             {
@@ -1071,13 +1089,17 @@ impl Inner {
             // set, never a number this table hands out) otherwise.
             let d_ino = t.by_path(&child).unwrap_or(e.ino | (1 << 63));
             entries.push((d_ino, file_type(e.kind), e.name));
+            attrs.push(a);
         }
-        Ok(entries)
+        if !plus {
+            attrs.clear();
+        }
+        Ok((entries, attrs))
     }
 
     pub(crate) fn readdir(&self, fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
         let handles = self.handles.lock();
-        let Some(Handle::Dir { entries }) = handles.get(&fh.0) else {
+        let Some(Handle::Dir { entries, .. }) = handles.get(&fh.0) else {
             return reply.error(Errno::EBADF);
         };
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
@@ -1086,6 +1108,58 @@ impl Inner {
             }
         }
         reply.ok();
+    }
+
+    /// A listing with each entry's attributes: the kernel makes an entry (a lookup) of every
+    /// one it receives but `.` and `..`, so each is remembered as a lookup would be, and
+    /// forgotten again when the reply had no room for it.
+    pub(crate) fn readdirplus(
+        &self,
+        dir: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let handles = self.handles.lock();
+        let Some(Handle::Dir { entries, attrs }) = handles.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let dir_path = self.path(dir.0).ok();
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
+            let path = dir_path
+                .as_deref()
+                .and_then(|d| join(d, OsStr::new(name)).ok());
+            let (entry, remembered) = if i < 2 {
+                (self.bare_entry(*ino, *kind), None) // `.` and `..`
+            } else if let Some(node) = self.control_node(*ino) {
+                (self.control_entry(*ino, node), None)
+            } else if let (Some(a), Some(path)) = (attrs.get(i).copied().flatten(), path) {
+                let e = self.entry(&path, &a);
+                let ino = e.attr.ino.0;
+                (e, Some(ino))
+            } else {
+                // Number 0: listed, but the kernel makes no entry of it (it looks it up).
+                (self.bare_entry(0, *kind), None)
+            };
+            let (i, ttl) = ((i + 1) as u64, entry.ttl);
+            if reply.add(entry.attr.ino, i, name, &ttl, &entry.attr, Generation(0)) {
+                if let Some(ino) = remembered {
+                    self.inodes.lock().forget(ino, 1);
+                }
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    /// An entry the kernel does not make (`.` and `..`) or that names no object of the servers'
+    /// (a name that is not UTF-8): its number and kind, no attributes to keep.
+    fn bare_entry(&self, ino: u64, kind: FileType) -> Attrs {
+        let mut a = self.negative_entry();
+        a.attr.ino = INodeNo(ino);
+        a.attr.kind = kind;
+        a.ttl = Duration::ZERO;
+        a
     }
 
     pub(crate) fn releasedir(&self, fh: FileHandle) {
@@ -1212,6 +1286,13 @@ impl Filesystem for IosetsFs {
             if config.add_capabilities(flag).is_err() {
                 tracing::info!(?flag, "the kernel does not offer this capability");
             }
+        }
+        // Listings with their entries' attributes: `ls -l` is one request per server, not a
+        // lookup per entry.
+        let plus = fuser::InitFlags::FUSE_DO_READDIRPLUS;
+        match config.add_capabilities(plus) {
+            Ok(()) => self.inner.plus.store(true, Ordering::Relaxed),
+            Err(_) => tracing::info!(flag = ?plus, "the kernel does not offer this capability"),
         }
         Ok(())
     }
@@ -1455,6 +1536,17 @@ impl Filesystem for IosetsFs {
         self.inner.readdir(fh, offset, reply);
     }
 
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        reply: ReplyDirectoryPlus,
+    ) {
+        self.inner.readdirplus(ino, fh, offset, reply);
+    }
+
     fn releasedir(
         &self,
         _req: &Request,
@@ -1584,7 +1676,13 @@ mod tests {
         };
         h.insert(1, file(7));
         h.insert(2, file(7));
-        h.insert(3, Handle::Dir { entries: vec![] });
+        h.insert(
+            3,
+            Handle::Dir {
+                entries: vec![],
+                attrs: vec![],
+            },
+        );
         assert_eq!(h.open_count(7), 2);
         assert!(h.remove(&1).is_some());
         assert_eq!(h.open_count(7), 1);

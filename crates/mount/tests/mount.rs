@@ -716,3 +716,53 @@ fn a_second_mount_sees_the_first_ones_changes_within_attr_ttl() {
     assert_eq!(read(&a.join("z")).as_deref(), Some(&b"from b"[..]));
     other.unmount().unwrap();
 }
+
+/// `ls -l` of a directory is one listing with attributes per server (READDIRPLUS), not a lookup
+/// per entry: 200 entries over two servers, listed after the kernel's cache expired, take a
+/// handful of requests (before: the listing and two lstats per entry, 401), and show each
+/// file's size as its parts on both servers make it.
+#[test]
+fn ls_l_asks_each_server_once_not_once_per_entry() {
+    if !fuse_available() {
+        return;
+    }
+    let ttl = Duration::from_millis(300);
+    let s = Setup::new(2, |_| {}, |o| o.attr_ttl = ttl);
+    let d = s.mnt().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let n = 200;
+    for i in 0..n {
+        std::fs::write(d.join(format!("f{i:03}")), vec![b'x'; i]).unwrap();
+    }
+    // One file over both servers' chunks.
+    std::fs::write(d.join("f000"), vec![7u8; 3 << 20]).unwrap();
+    std::thread::sleep(ttl + Duration::from_millis(200));
+    let before = job_ops(&s, 303);
+    let out = sh(
+        &format!("ls -l --time-style=+ {}", d.display()),
+        &[("IOSETS_JOB_ID", "303")],
+    );
+    ok(&out);
+    let asked = job_ops(&s, 303) - before;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sizes: Vec<(String, u64)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[f.len() - 1].to_string(), f[4].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(sizes.len(), n, "{text}");
+    assert_eq!(sizes[0], ("f000".to_string(), 3 << 20));
+    for (i, (name, size)) in sizes.iter().enumerate().skip(1) {
+        assert_eq!(
+            (name.as_str(), *size),
+            (format!("f{i:03}").as_str(), i as u64)
+        );
+    }
+    assert!(
+        asked <= 8,
+        "{asked} requests for ls -l of {n} entries over 2 servers (at most 8)"
+    );
+}

@@ -169,6 +169,7 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
         | Request::Unlink { path }
         | Request::Rmdir { path }
         | Request::Readdir { path }
+        | Request::ReaddirPlus { path }
         | Request::Lstat { path }
         | Request::Readlink { path } => w.str(path),
         Request::Statfs => {}
@@ -293,6 +294,37 @@ const REPLY_CHALLENGE: u8 = 11;
 const REPLY_AUTHENTICATED: u8 = 12;
 const REPLY_ENTRY: u8 = 13;
 const REPLY_REMOVED: u8 = 14;
+const REPLY_ENTRIES_PLUS: u8 = 15;
+
+/// An attribute block's length on the wire ([`encode_attr`]).
+const ATTR_LEN: usize = 73;
+
+fn encode_dir_entry(w: &mut Writer, e: &DirEntry) {
+    w.str(&e.name);
+    w.u8(e.kind as u8);
+    w.u64(e.ino);
+}
+
+fn decode_dir_entry(r: &mut Reader) -> Result<DirEntry, ProtoError> {
+    let name = r.str("entry name")?;
+    let kind = decode_kind(r, "entry kind")?;
+    let ino = r.u64("entry ino")?;
+    Ok(DirEntry { name, kind, ino })
+}
+
+/// A listing's entry count, refused when the frame cannot hold that many entries of at least
+/// `least` bytes each (so the allocation is bounded by what arrived).
+fn entry_count(r: &mut Reader, least: usize) -> Result<usize, ProtoError> {
+    let n = r.u32("entry count")? as usize;
+    let left = r.buf.len() - r.pos;
+    if n > left / least {
+        return Err(ProtoError::Truncated {
+            field: "entries",
+            needed: n * least - left,
+        });
+    }
+    Ok(n)
+}
 
 fn encode_attr(w: &mut Writer, a: &Attr) {
     w.u8(a.kind as u8);
@@ -393,9 +425,15 @@ fn encode_response(w: &mut Writer, resp: &Response, data: &mut Bytes) {
                     w.u8(REPLY_ENTRIES);
                     w.u32(u32::try_from(entries.len()).expect("more than 4G entries"));
                     for e in entries {
-                        w.str(&e.name);
-                        w.u8(e.kind as u8);
-                        w.u64(e.ino);
+                        encode_dir_entry(w, e);
+                    }
+                }
+                Reply::EntriesPlus(entries) => {
+                    w.u8(REPLY_ENTRIES_PLUS);
+                    w.u32(u32::try_from(entries.len()).expect("more than 4G entries"));
+                    for (e, a) in entries {
+                        encode_dir_entry(w, e);
+                        encode_attr(w, a);
                     }
                 }
                 Reply::Statfs(s) => {
@@ -642,6 +680,7 @@ fn path_only(op: OpCode, path: String) -> Request {
         OpCode::Unlink => Request::Unlink { path },
         OpCode::Rmdir => Request::Rmdir { path },
         OpCode::Readdir => Request::Readdir { path },
+        OpCode::ReaddirPlus => Request::ReaddirPlus { path },
         OpCode::Lstat => Request::Lstat { path },
         OpCode::Readlink => Request::Readlink { path },
         other => unreachable!("{other:?} carries more than a path"),
@@ -655,6 +694,7 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         | OpCode::Unlink
         | OpCode::Rmdir
         | OpCode::Readdir
+        | OpCode::ReaddirPlus
         | OpCode::Lstat
         | OpCode::Readlink => path_only(op, r.str("path")?),
         OpCode::Create => Request::Create {
@@ -883,23 +923,21 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
         REPLY_WRITTEN => Reply::Written(r.u32("written")?),
         REPLY_DONE => Reply::Done,
         REPLY_ENTRIES => {
-            let n = r.u32("entry count")?;
-            // Each entry takes at least 11 bytes: bound the allocation by what the frame holds.
-            let left = r.buf.len() - r.pos;
-            if n as usize > left / 11 {
-                return Err(ProtoError::Truncated {
-                    field: "entries",
-                    needed: n as usize * 11 - left,
-                });
-            }
-            let mut entries = Vec::with_capacity(n as usize);
+            let n = entry_count(r, 11)?;
+            let mut entries = Vec::with_capacity(n);
             for _ in 0..n {
-                let name = r.str("entry name")?;
-                let kind = decode_kind(r, "entry kind")?;
-                let ino = r.u64("entry ino")?;
-                entries.push(DirEntry { name, kind, ino });
+                entries.push(decode_dir_entry(r)?);
             }
             Reply::Entries(entries)
+        }
+        REPLY_ENTRIES_PLUS => {
+            let n = entry_count(r, 11 + ATTR_LEN)?;
+            let mut entries = Vec::with_capacity(n);
+            for _ in 0..n {
+                let e = decode_dir_entry(r)?;
+                entries.push((e, decode_attr(r)?));
+            }
+            Reply::EntriesPlus(entries)
         }
         REPLY_JSON => Reply::Json(r.text("report")?),
         REPLY_PLACED => Reply::Placed(r.u32("placed")?),
@@ -930,6 +968,29 @@ fn decode_response(r: &mut Reader) -> Result<Response, ProtoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attribute_block_is_attr_len_bytes() {
+        let mut w = Writer { buf: Vec::new() };
+        encode_attr(
+            &mut w,
+            &Attr {
+                kind: FileKind::File,
+                size: 1,
+                mode: 2,
+                mtime_ns: 3,
+                atime_ns: 4,
+                ctime_ns: 5,
+                ino: 6,
+                nlink: 7,
+                uid: 8,
+                gid: 9,
+                rdev: 10,
+                blocks: 11,
+            },
+        );
+        assert_eq!(w.buf.len(), ATTR_LEN);
+    }
 
     fn roundtrip(f: Frame) {
         let enc = encode(&f).to_vec();

@@ -77,7 +77,7 @@ pub use report::{
 };
 
 /// The protocol version this crate speaks. A frame of another version is refused.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// The default maximum frame size: 64 MiB of data plus room for the header.
 pub const DEFAULT_MAX_FRAME: u32 = 64 * 1024 * 1024 + 64 * 1024;

@@ -159,6 +159,8 @@ pub enum OpCode {
     PhaseEnd = 22,
     /// Node authentication ([`Request::Auth`], [`Reply::Challenge`], [`Reply::Authenticated`]).
     Auth = 23,
+    /// A listing with every entry's attributes ([`Request::ReaddirPlus`]).
+    ReaddirPlus = 24,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -200,6 +202,7 @@ impl OpCode {
             21 => AttachRegion,
             22 => PhaseEnd,
             23 => Auth,
+            24 => ReaddirPlus,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -227,6 +230,7 @@ impl OpCode {
             Mkdir => "mkdir",
             Rmdir => "rmdir",
             Readdir => "readdir",
+            ReaddirPlus => "readdirplus",
             Rename => "rename",
             Lstat => "lstat",
             Setattr => "setattr",
@@ -346,6 +350,13 @@ pub enum Request {
     },
     /// List a directory (without `.` and `..`), sorted by name.
     Readdir {
+        /// The path (`""` or `"."` for the root).
+        path: String,
+    },
+    /// List a directory as [`Request::Readdir`] does, each entry with its attributes (as
+    /// [`Request::Lstat`] gives them; an entry gone before its `lstat` is left out): one request
+    /// for `ls -l` instead of one per entry.
+    ReaddirPlus {
         /// The path (`""` or `"."` for the root).
         path: String,
     },
@@ -476,6 +487,7 @@ impl Request {
             Request::Mkdir { .. } => OpCode::Mkdir,
             Request::Rmdir { .. } => OpCode::Rmdir,
             Request::Readdir { .. } => OpCode::Readdir,
+            Request::ReaddirPlus { .. } => OpCode::ReaddirPlus,
             Request::Rename { .. } => OpCode::Rename,
             Request::Lstat { .. } => OpCode::Lstat,
             Request::Setattr { .. } => OpCode::Setattr,
@@ -504,6 +516,7 @@ impl Request {
             | Request::Fsync { .. }
             | Request::Truncate { .. }
             | Request::Readdir { .. }
+            | Request::ReaddirPlus { .. }
             | Request::Lstat { .. }
             | Request::Setattr { .. }
             | Request::Readlink { .. }
@@ -757,6 +770,8 @@ pub enum Reply {
     Done,
     /// A directory listing.
     Entries(Vec<DirEntry>),
+    /// A directory listing, each entry with its attributes ([`Request::ReaddirPlus`]).
+    EntriesPlus(Vec<(DirEntry, Attr)>),
     /// A report, as JSON text.
     Json(String),
     /// A file system's capacity.

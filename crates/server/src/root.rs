@@ -1547,6 +1547,40 @@ impl Root {
         Ok(out)
     }
 
+    /// [`readdir`](Root::readdir), each entry with its attributes (`fstatat` in the directory,
+    /// a final symlink not followed). An entry removed between the listing and its `fstatat`
+    /// is left out: it is gone.
+    pub fn readdir_plus(&self, path: &str) -> Result<Vec<(DirEntry, Attr)>, FsError> {
+        let fd = self
+            .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, 0)
+            .map_err(|e| FsError::io(e, "readdir", path))?;
+        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| FsError::io(e, "readdir", path))?;
+        let mut out = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(|e| FsError::io(e, "readdir", path))?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            let st = match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::NOENT) => continue,
+                Err(e) => return Err(FsError::io(e, "readdir", path)),
+            };
+            let attr = attr_of(&st);
+            out.push((
+                DirEntry {
+                    name: name.to_string_lossy().into_owned(),
+                    kind: attr.kind,
+                    ino: attr.ino,
+                },
+                attr,
+            ));
+        }
+        out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        Ok(out)
+    }
+
     /// The extended attribute `name` of the directory holding `path` (the root for the root's
     /// entries), that directory resolved beneath the root like every other path. `Ok(None)` if
     /// the directory has no such attribute or its file system keeps none (`ENODATA`,

@@ -97,6 +97,7 @@ pub fn request() -> impl Strategy<Value = Request> {
         (path(), any::<u32>()).prop_map(|(path, mode)| Request::Mkdir { path, mode }),
         path().prop_map(|path| Request::Rmdir { path }),
         path().prop_map(|path| Request::Readdir { path }),
+        path().prop_map(|path| Request::ReaddirPlus { path }),
         (path(), path()).prop_map(|(from, to)| Request::Rename { from, to }),
         path().prop_map(|path| Request::Lstat { path }),
         (path(), set_attr()).prop_map(|(path, set)| Request::Setattr { path, set }),
@@ -232,6 +233,15 @@ pub fn response() -> impl Strategy<Value = Response> {
                     .collect(),
             ))
         }),
+        proptest::collection::vec(("[a-z]{0,12}", kind(), any::<u64>(), attr()), 0..4).prop_map(
+            |es| {
+                Response::Ok(Reply::EntriesPlus(
+                    es.into_iter()
+                        .map(|(name, kind, ino, a)| (DirEntry { name, kind, ino }, a))
+                        .collect(),
+                ))
+            }
+        ),
         ".{0,60}".prop_map(|s| Response::Ok(Reply::Json(s))),
         any::<u32>().prop_map(|n| Response::Ok(Reply::Placed(n))),
         (".{0,30}", ".{0,30}", any::<u32>())

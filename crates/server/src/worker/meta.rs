@@ -84,13 +84,15 @@ pub(crate) enum MetaOp {
     Rmdir { path: String },
     /// List a directory.
     Readdir { path: String },
+    /// List a directory with every entry's attributes.
+    ReaddirPlus { path: String },
     /// Rename.
     Rename { from: String, to: String },
 }
 
 /// Every metadata operation, in the order of [`MetaOp::index`] (the server's per-operation
 /// counters).
-pub(crate) const META_OPS: [OpCode; 16] = [
+pub(crate) const META_OPS: [OpCode; 17] = [
     OpCode::Lookup,
     OpCode::Lstat,
     OpCode::Create,
@@ -106,6 +108,7 @@ pub(crate) const META_OPS: [OpCode; 16] = [
     OpCode::Mkdir,
     OpCode::Rmdir,
     OpCode::Readdir,
+    OpCode::ReaddirPlus,
     OpCode::Rename,
 ];
 
@@ -171,6 +174,9 @@ impl MetaOp {
             Request::Readdir { path } => MetaOp::Readdir {
                 path: check_path(&path)?,
             },
+            Request::ReaddirPlus { path } => MetaOp::ReaddirPlus {
+                path: check_path(&path)?,
+            },
             Request::Rename { from, to } => MetaOp::Rename {
                 from: check_path(&from)?,
                 to: check_path(&to)?,
@@ -214,6 +220,7 @@ impl MetaOp {
             MetaOp::Mkdir { .. } => OpCode::Mkdir,
             MetaOp::Rmdir { .. } => OpCode::Rmdir,
             MetaOp::Readdir { .. } => OpCode::Readdir,
+            MetaOp::ReaddirPlus { .. } => OpCode::ReaddirPlus,
             MetaOp::Rename { .. } => OpCode::Rename,
         }
     }
@@ -244,7 +251,8 @@ impl MetaOp {
             | MetaOp::Unlink { path }
             | MetaOp::Mkdir { path, .. }
             | MetaOp::Rmdir { path }
-            | MetaOp::Readdir { path } => path,
+            | MetaOp::Readdir { path }
+            | MetaOp::ReaddirPlus { path } => path,
             MetaOp::Link { from, .. } | MetaOp::Rename { from, .. } => from,
             MetaOp::Statfs => ".",
         }
@@ -295,6 +303,7 @@ impl MetaOp {
                 .map(|(attr, dir)| entry(attr, dir)),
             MetaOp::Rmdir { path } => root.rmdir(path).map(removed),
             MetaOp::Readdir { path } => root.readdir(path).map(Reply::Entries),
+            MetaOp::ReaddirPlus { path } => root.readdir_plus(path).map(Reply::EntriesPlus),
             MetaOp::Rename { from, to } => root.rename(from, to).map(|()| Reply::Done),
         }
     }
@@ -424,6 +433,7 @@ mod tests {
             },
             Request::Rmdir { path: "a".into() },
             Request::Readdir { path: "".into() },
+            Request::ReaddirPlus { path: "".into() },
             Request::Rename {
                 from: "./y//a".into(),
                 to: "b".into(),
@@ -440,7 +450,7 @@ mod tests {
                 OpCode::Create => "d/a",
                 OpCode::Link => "x/a",
                 OpCode::Rename => "y/a",
-                OpCode::Statfs | OpCode::Readdir => ".",
+                OpCode::Statfs | OpCode::Readdir | OpCode::ReaddirPlus => ".",
                 _ => "a",
             };
             assert_eq!(op.target(), want_target, "{code:?}");
