@@ -955,45 +955,67 @@ impl Client {
     /// round trip), the directory's home server's listing decides which names there are, an
     /// entry's attributes come from the entry's own home server, and a regular file's size and
     /// times are the largest any server reports (its parts). `ls -l` in one request per server
-    /// instead of one lookup per entry.
-    pub async fn readdir_plus(&self, path: &str) -> Result<Vec<(DirEntry, Attr)>, ClientError> {
+    /// instead of one lookup per entry. When a server other than the directory's home does not
+    /// answer, the entries it would have told something of (its own, and every regular file's
+    /// size) come without attributes (`None`): ask those one by one.
+    pub async fn readdir_plus(
+        &self,
+        path: &str,
+    ) -> Result<Vec<(DirEntry, Option<Attr>)>, ClientError> {
         let path = normalize_path(path)?;
         let home = self.inner.layout.home(&path);
         let servers = std::iter::once(home).chain(self.others(home));
         let answers = self
             .ask_each_numbered(servers, || Request::ReaddirPlus { path: path.clone() })
             .await;
-        let mut lists = vec![Vec::new(); self.inner.endpoints.len()];
-        for answer in answers {
-            match answer? {
-                (s, Reply::EntriesPlus(entries)) => lists[s] = entries,
-                (s, other) => return Err(unexpected(self.addr(s), "readdirplus", &other)),
+        let mut lists: Vec<Option<Vec<(DirEntry, Attr)>>> = vec![None; self.inner.endpoints.len()];
+        for (i, answer) in answers.into_iter().enumerate() {
+            match answer {
+                Ok((s, Reply::EntriesPlus(entries))) => lists[s] = Some(entries),
+                Ok((s, other)) => return Err(unexpected(self.addr(s), "readdirplus", &other)),
+                // The directory's home server decides; another's failure is told per entry.
+                Err(e) if i == 0 => return Err(e),
+                Err(_) => {}
             }
         }
-        // Each server's attributes by name (every listing is sorted by name).
-        let find = |s: usize, name: &str| -> Option<Attr> {
-            let list: &Vec<(DirEntry, Attr)> = &lists[s];
-            list.binary_search_by(|(e, _)| e.name.as_str().cmp(name))
-                .ok()
-                .map(|i| list[i].1)
+        let all_answered = lists.iter().all(Option::is_some);
+        // A server's attributes of `name` (every listing is sorted by name); `None` when that
+        // server did not answer.
+        let find = |s: usize, name: &str| -> Option<Option<Attr>> {
+            let list = lists[s].as_ref()?;
+            let i = list.binary_search_by(|(e, _)| e.name.as_str().cmp(name));
+            Some(i.ok().map(|i| list[i].1))
         };
-        let mut out = Vec::with_capacity(lists[home].len());
-        for (entry, attr) in &lists[home] {
+        let Some(listing) = lists[home].as_ref() else {
+            return Err(ClientError::Config("no listing".into()));
+        };
+        let mut out = Vec::with_capacity(listing.len());
+        for (entry, attr) in listing {
             let child = if path.is_empty() {
                 entry.name.clone()
             } else {
                 format!("{path}/{}", entry.name)
             };
-            let own = self.inner.layout.home(&child);
-            let mut a = find(own, &entry.name).unwrap_or(*attr);
-            if a.kind == FileKind::File {
-                for s in 0..lists.len() {
-                    if let Some(p) = find(s, &entry.name).filter(|p| p.kind == FileKind::File) {
-                        widen(&mut a, &p);
+            let attr = match find(self.inner.layout.home(&child), &entry.name) {
+                None => None,
+                Some(own) => {
+                    let mut a = own.unwrap_or(*attr);
+                    if a.kind != FileKind::File {
+                        Some(a)
+                    } else if !all_answered {
+                        None
+                    } else {
+                        for s in 0..lists.len() {
+                            let part = find(s, &entry.name).flatten();
+                            if let Some(p) = part.filter(|p| p.kind == FileKind::File) {
+                                widen(&mut a, &p);
+                            }
+                        }
+                        Some(a)
                     }
                 }
-            }
-            out.push((entry.clone(), a));
+            };
+            out.push((entry.clone(), attr));
         }
         Ok(out)
     }

@@ -301,3 +301,48 @@ fn a_create_asks_every_server_at_once_and_o_excl_never_follows_a_link() {
         s.shutdown().unwrap();
     }
 }
+
+/// A listing with attributes asks every server at once; when a server other than the
+/// directory's home does not answer, the listing still comes (from the home server), and the
+/// entries that server would have told something of (its own, every file's size) come without
+/// attributes, to be asked one by one.
+#[test]
+fn a_listing_with_attributes_survives_a_silent_server() {
+    let scratch = Scratch::new("plus-silent");
+    let root = scratch.sub("root");
+    let server = start(&root, None);
+    let silent = Fake::start(0, None);
+    let mut cfg = quick_retries();
+    cfg.retries = 0;
+    cfg.request_timeout = Some(Duration::from_millis(300));
+    let rt = runtime();
+    rt.block_on(async {
+        let client = Client::connect(&[server.addr(), silent.addr], cfg)
+            .await
+            .unwrap();
+        let dir = (0..64)
+            .map(|i| format!("d{i}"))
+            .find(|d| client.layout().home(d) == 0)
+            .expect("one of 64 names has server 0 as its home");
+        std::fs::create_dir(root.join(&dir)).unwrap();
+        for i in 0..8 {
+            std::fs::create_dir(root.join(format!("{dir}/sub{i}"))).unwrap();
+            std::fs::write(root.join(format!("{dir}/f{i}")), b"abc").unwrap();
+        }
+        let listing = client.readdir_plus(&dir).await.unwrap();
+        assert_eq!(listing.len(), 16);
+        for (e, a) in &listing {
+            let own_home = client.layout().home(&format!("{dir}/{}", e.name));
+            match (e.kind, a) {
+                (iosets_proto::FileKind::File, a) => assert!(a.is_none(), "{}", e.name),
+                (iosets_proto::FileKind::Dir, Some(a)) => {
+                    assert_eq!(own_home, 0, "{}", e.name);
+                    assert_eq!(a.kind, iosets_proto::FileKind::Dir);
+                }
+                (iosets_proto::FileKind::Dir, None) => assert_eq!(own_home, 1, "{}", e.name),
+                other => panic!("{other:?}"),
+            }
+        }
+    });
+    server.shutdown().unwrap();
+}

@@ -1062,8 +1062,7 @@ impl Inner {
         let client = self.caller(who).await?;
         let plus = self.plus.load(Ordering::Relaxed);
         let listing: Vec<(iosets_client::DirEntry, Option<Attr>)> = if plus {
-            let l = client.readdir_plus(&path).await.map_err(failed)?;
-            l.into_iter().map(|(e, a)| (e, Some(a))).collect()
+            client.readdir_plus(&path).await.map_err(failed)?
         } else {
             let l = client.readdir(&path).await.map_err(failed)?;
             l.into_iter().map(|e| (e, None)).collect()
