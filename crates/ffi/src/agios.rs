@@ -441,8 +441,12 @@ struct Lane {
 
 impl Lane {
     fn new(policy: Counted) -> Lane {
+        let sched = Scheduler::new(policy);
+        // AGIOS's interface shows no statistics: the wait-cause split would be work for nobody.
+        // (It cannot be refused: a new scheduler holds no request.)
+        let _ = sched.set_wait_causes(false);
         Lane {
-            sched: Scheduler::new(policy),
+            sched,
             noop_gate: Mutex::new(()),
             undelivered: AtomicUsize::new(0),
         }

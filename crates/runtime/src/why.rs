@@ -297,6 +297,8 @@ struct Values {
 /// The scheduler's wait accounting, under its lock; see the [module documentation](self).
 #[derive(Debug, Default)]
 pub(crate) struct Why {
+    /// Turned off ([`crate::Scheduler::set_wait_causes`]): every method returns at once.
+    off: bool,
     last: Nanos,
     /// Service threads (0: not told).
     threads: usize,
@@ -344,7 +346,7 @@ impl Why {
 
     /// The service threads changed (at `now`).
     pub(crate) fn set_threads(&mut self, threads: usize, now: Nanos) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         self.advance(now);
@@ -461,6 +463,9 @@ impl Why {
         }
         #[cfg(not(feature = "bench-without-wait-causes"))]
         {
+            if self.off {
+                return Snap::default();
+            }
             self.admit_split(job, policy, req, now)
         }
     }
@@ -497,7 +502,7 @@ impl Why {
 
     /// Asks `policy` again for `job`'s set (its priority changed, or `policy` was switched in).
     pub(crate) fn replace(&mut self, id: JobId, job: &mut JobAcc, policy: &Counted, now: Nanos) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         let Some((class, priority)) = job.template else {
@@ -559,7 +564,7 @@ impl Why {
 
     /// A batch was handed out (after its requests' [`Why::dispatch`]).
     pub(crate) fn batch_out(&mut self) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         self.batches += 1;
@@ -567,7 +572,7 @@ impl Why {
 
     /// One request of `job` completed at `now`.
     pub(crate) fn complete(&mut self, job: &mut JobAcc, now: Nanos) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         self.advance(now);
@@ -593,7 +598,7 @@ impl Why {
 
     /// A batch completed (after its requests' [`Why::complete`]), at `now`.
     pub(crate) fn batch_done(&mut self, now: Nanos) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         self.advance(now);
@@ -602,7 +607,7 @@ impl Why {
 
     /// `job` has nothing held, queued or in service any more: it leaves its set.
     pub(crate) fn leave(&mut self, job: &JobAcc) {
-        if !SPLIT {
+        if !SPLIT || self.off {
             return;
         }
         let Some(key) = job.set.filter(|k| !matches!(k, QueueId::Job(_))) else {
@@ -624,6 +629,17 @@ impl Why {
             self.sets.retain(|_, s| s.members > 0);
             self.empty = 0;
         }
+    }
+
+    /// Whether requests' waits are split (compiled in and not turned off).
+    pub(crate) fn on(&self) -> bool {
+        SPLIT && !self.off
+    }
+
+    /// Turns the split on or off; only while nothing is queued, held or in service (the
+    /// caller checks), so that no integral counts a request it will not see leave.
+    pub(crate) fn set_on(&mut self, on: bool) {
+        self.off = !on;
     }
 
     /// Requests and batches in service, as the accounting counts them (for the balance checks).
@@ -651,8 +667,10 @@ impl Splits {
         Splits
     }
 
-    /// Keeps nothing.
-    pub(crate) fn push(&mut self) {}
+    /// No split.
+    pub(crate) fn none() -> Splits {
+        Splits
+    }
 
     /// No split: none.
     pub(crate) fn as_slice(&self) -> &[Split] {
@@ -670,6 +688,11 @@ pub(crate) enum Splits {
 
 #[cfg(not(feature = "bench-without-wait-causes"))]
 impl Splits {
+    /// No split kept (the split is off): none recorded.
+    pub(crate) fn none() -> Splits {
+        Splits::Many(Vec::new())
+    }
+
     /// No split yet, for a batch of `len` requests.
     pub(crate) fn with_capacity(len: usize) -> Splits {
         if len == 1 {
