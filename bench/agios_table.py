@@ -53,7 +53,7 @@ def table(mode, field, better, fmt, title, goal):
                     if s and g and float(g[field]) > 0:
                         ratio = float(s[field]) / float(g[field])
                         acc.append(f"{ratio:.2f}x")
-                        ok = ok and better(ratio)
+                        ok = ok and better(ratio, t)
                     elif s and g:
                         acc.append("—")
                     elif not g:
@@ -68,10 +68,11 @@ def table(mode, field, better, fmt, title, goal):
 
 
 print(open(os.path.join(out, "machine.txt")).read().strip().replace("\n", "; "))
-table("flood", "throughput", lambda r: r >= 2.0, lambda x: fmt_rate(x),
+# Issue 29's goal: 2x AGIOS with one thread, at least AGIOS's throughput with more.
+table("flood", "throughput", lambda r, t: r >= (2.0 if t == 1 else 1.0), lambda x: fmt_rate(x),
       "Throughput, requests/s (N requests per thread, no think time, the callback releases)",
-      "shim ≥ 2× AGIOS (Release and default)")
-table("paced", "mean_us", lambda r: r <= 1.0, lambda x: f"{x:,.1f}",
+      "shim ≥ 2× AGIOS at T = 1, ≥ 1× at T > 1 (Release and default)")
+table("paced", "mean_us", lambda r, t: r <= 1.0, lambda x: f"{x:,.1f}",
       "Time in library per request, µs (seed 000 section 5: 100 requests per thread, 10 ns think time, 4 workers release)",
       "shim ≤ AGIOS")
 

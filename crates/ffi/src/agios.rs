@@ -28,6 +28,13 @@
 //! - Bad input (NULL `file_id`, unknown type, `len <= 0`, `offset < 0`, `queue_id < 0`, a call
 //!   before `agios_init` or after `agios_exit`) returns false instead of crashing.
 //! - No trace files, no dynamic algorithm selection, no statistics output.
+//!
+//! # Lanes
+//! `NOOP` keeps no state across requests (each add calls its own request back), so it runs
+//! eight schedulers side by side, each with its own lock; a thread adds through the
+//! lane it was given at its first add (round robin), so threads that add at once do not wait for
+//! each other's lock or bounce its state between cores. Every other algorithm orders requests
+//! across jobs and runs one scheduler.
 
 use iosets_types::{FileId, JobId};
 use std::cell::Cell;
@@ -374,7 +381,16 @@ struct Dispatched {
     later: VecDeque<Held>,
 }
 
+/// The schedulers `NOOP` runs side by side (see the module documentation).
+const NOOP_LANES: usize = 8;
+
+/// The lane the next thread to add is given.
+static NEXT_LANE: AtomicUsize = AtomicUsize::new(0);
+
 thread_local! {
+    /// This thread's lane number (taken at its first add; `usize::MAX`: none yet), reduced
+    /// modulo the number of lanes.
+    static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
     /// Whether this thread is inside a callback the shim called.
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
     /// Set by an add or release made inside a callback: the dispatching frame below asks the policy
@@ -412,18 +428,40 @@ struct SlowPaths {
     dispatcher_batches: AtomicU64,
 }
 
-struct Shim {
+/// One scheduler with what goes with it. Aligned so that two lanes' counters never share a
+/// cache line.
+#[repr(align(128))]
+struct Lane {
     sched: Scheduler<i64>,
+    /// Held while a NOOP add submits and takes: the request taken is the one just added.
+    noop_gate: Mutex<()>,
+    /// Requests added to this lane and not yet handed to a callback.
+    undelivered: AtomicUsize,
+}
+
+impl Lane {
+    fn new(policy: Counted) -> Lane {
+        let sched = Scheduler::new(policy);
+        // AGIOS's interface shows no statistics: the wait-cause split would be work for nobody.
+        // (It cannot be refused: a new scheduler holds no request.)
+        let _ = sched.set_wait_causes(false);
+        Lane {
+            sched,
+            noop_gate: Mutex::new(()),
+            undelivered: AtomicUsize::new(0),
+        }
+    }
+}
+
+struct Shim {
+    /// One scheduler, or [`NOOP_LANES`] under NOOP.
+    lanes: Box<[Lane]>,
     /// Handed-out, unreleased requests by key.
     out: Table<Key, Dispatched>,
     single: ProcessRequest,
     multi: Option<ProcessRequests>,
     /// NOOP: every add calls its own request back before it returns (AGIOS's NOOP does).
     noop: bool,
-    /// Held while a NOOP add submits and takes: the request taken is the one just added.
-    noop_gate: Mutex<()>,
-    /// Requests added and not yet handed to a callback.
-    undelivered: AtomicUsize,
     /// Whether the policy was last seen holding requests back (then releases ask it again).
     holding: AtomicBool,
     park: Park,
@@ -433,12 +471,34 @@ struct Shim {
 }
 
 impl Shim {
-    /// Records a dispatched batch for release, then calls the user's callbacks (outside every lock:
-    /// they may release at once, or add).
-    fn deliver(&self, work: Work<i64>) {
+    /// The lane this thread adds through.
+    fn lane(&self) -> &Lane {
+        if self.lanes.len() == 1 {
+            return &self.lanes[0];
+        }
+        let i = LANE.with(|l| {
+            if l.get() == usize::MAX {
+                l.set(NEXT_LANE.fetch_add(1, Ordering::Relaxed));
+            }
+            l.get()
+        });
+        &self.lanes[i % self.lanes.len()]
+    }
+
+    /// Requests added and not yet handed to a callback, over every lane.
+    fn undelivered(&self) -> usize {
+        self.lanes
+            .iter()
+            .map(|l| l.undelivered.load(Ordering::Acquire))
+            .sum()
+    }
+
+    /// Records a batch `lane` dispatched for release, then calls the user's callbacks (outside
+    /// every lock: they may release at once, or add).
+    fn deliver(&self, lane: &Lane, work: Work<i64>) {
         let (mut ids, completion) = work.into_parts();
         let batch = completion.batch();
-        self.undelivered.fetch_sub(batch.len(), Ordering::AcqRel);
+        lane.undelivered.fetch_sub(batch.len(), Ordering::AcqRel);
         if batch.len() == 1 {
             let key = Key::of(batch.head());
             self.hold(key, Held::Single(completion));
@@ -492,21 +552,30 @@ impl Shim {
             ASK_AGAIN.with(|a| a.set(true));
             return;
         }
-        loop {
-            match self.sched.try_next() {
-                Next::Work(w) => self.deliver(w),
-                Next::TimedOut => return self.nothing_to_go(),
-                Next::Shutdown => return,
+        let mut held_back = false;
+        for lane in self.lanes.iter() {
+            loop {
+                match lane.sched.try_next() {
+                    Next::Work(w) => self.deliver(lane, w),
+                    Next::TimedOut => {
+                        held_back = true;
+                        break;
+                    }
+                    Next::Shutdown => return,
+                }
+                if !ASK_AGAIN.with(|a| a.replace(false)) {
+                    break;
+                }
             }
-            if !ASK_AGAIN.with(|a| a.replace(false)) {
-                return;
-            }
+        }
+        if held_back {
+            self.nothing_to_go();
         }
     }
 
     /// The policy let nothing go: if it holds requests back, a dispatch thread watches them.
     fn nothing_to_go(&self) {
-        let held = self.undelivered.load(Ordering::Acquire) > 0;
+        let held = self.undelivered() > 0;
         self.holding.store(held, Ordering::Relaxed);
         if held {
             self.alarm();
@@ -529,20 +598,21 @@ impl Shim {
 
     /// Adds a request; under NOOP calls it back before returning.
     fn add(&self, req: Request, identifier: i64) -> bool {
-        self.undelivered.fetch_add(1, Ordering::AcqRel);
+        let lane = self.lane();
+        lane.undelivered.fetch_add(1, Ordering::AcqRel);
         if self.noop {
             let taken = {
-                let _gate = self.noop_gate.lock();
-                match self.sched.submit_and_try_next(req, identifier) {
+                let _gate = lane.noop_gate.lock();
+                match lane.sched.submit_and_try_next(req, identifier) {
                     Ok(next) => next,
                     Err(_) => {
-                        self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                        lane.undelivered.fetch_sub(1, Ordering::AcqRel);
                         return false;
                     }
                 }
             };
             match taken {
-                Next::Work(w) => self.deliver(w),
+                Next::Work(w) => self.deliver(lane, w),
                 // NOOP never holds a request back; should it, a dispatch thread serves it.
                 Next::TimedOut => self.alarm(),
                 Next::Shutdown => {}
@@ -551,8 +621,8 @@ impl Shim {
         }
         if IN_CALLBACK.with(Cell::get) {
             // Inside a callback: queue only; the frame that called it asks again when it returns.
-            if self.sched.submit(req, identifier).is_err() {
-                self.undelivered.fetch_sub(1, Ordering::AcqRel);
+            if lane.sched.submit(req, identifier).is_err() {
+                lane.undelivered.fetch_sub(1, Ordering::AcqRel);
                 return false;
             }
             ASK_AGAIN.with(|a| a.set(true));
@@ -560,13 +630,13 @@ impl Shim {
         }
         // Queued and, when the policy lets something go at once, handed out: one lock, one
         // clock read.
-        match self.sched.submit_and_try_next(req, identifier) {
+        match lane.sched.submit_and_try_next(req, identifier) {
             Err(_) => {
-                self.undelivered.fetch_sub(1, Ordering::AcqRel);
+                lane.undelivered.fetch_sub(1, Ordering::AcqRel);
                 return false;
             }
             Ok(Next::Work(w)) => {
-                self.deliver(w);
+                self.deliver(lane, w);
                 if ASK_AGAIN.with(|a| a.replace(false)) {
                     self.pump();
                 }
@@ -625,26 +695,31 @@ impl Shim {
                 self.park.alarm.store(false, Ordering::Release);
             }
             self.slow.wakeups.fetch_add(1, Ordering::Relaxed);
+            // With several lanes, each is waited on in turn for its share of the recheck.
+            let wait = ACTIVE_RECHECK / u32::try_from(self.lanes.len()).unwrap_or(u32::MAX);
             loop {
-                if self.stop.load(Ordering::Acquire) {
-                    return;
+                let mut delivered = false;
+                for lane in self.lanes.iter() {
+                    if self.stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    match lane.sched.next_timeout(wait) {
+                        Next::Work(work) => {
+                            if self.stop.load(Ordering::Acquire) {
+                                // agios_exit: AGIOS drops what is queued without calling back.
+                                return;
+                            }
+                            self.slow.dispatcher_batches.fetch_add(1, Ordering::Relaxed);
+                            self.deliver(lane, work);
+                            ASK_AGAIN.with(|a| a.set(false));
+                            delivered = true;
+                        }
+                        Next::TimedOut => {}
+                        Next::Shutdown => return,
+                    }
                 }
-                match self.sched.next_timeout(ACTIVE_RECHECK) {
-                    Next::Work(work) => {
-                        if self.stop.load(Ordering::Acquire) {
-                            // agios_exit: AGIOS drops what is queued without calling back.
-                            return;
-                        }
-                        self.slow.dispatcher_batches.fetch_add(1, Ordering::Relaxed);
-                        self.deliver(work);
-                        ASK_AGAIN.with(|a| a.set(false));
-                    }
-                    Next::TimedOut => {
-                        if self.undelivered.load(Ordering::Acquire) == 0 {
-                            break;
-                        }
-                    }
-                    Next::Shutdown => return,
+                if !delivered && self.undelivered() == 0 {
+                    break;
                 }
             }
         }
@@ -653,7 +728,9 @@ impl Shim {
     /// Stops the dispatch threads and waits for them.
     fn stop(&self) {
         self.stop.store(true, Ordering::Release);
-        self.sched.shutdown();
+        for lane in self.lanes.iter() {
+            lane.sched.shutdown();
+        }
         {
             let mut st = self.park.state.lock();
             st.stop = true;
@@ -715,19 +792,21 @@ fn init(
     let single = single.ok_or(ShimError::NoCallback)?;
     let config = load_config(path)?;
     let (name, pairs) = policy_for(&config, max_queue_id)?;
-    let policy = Counted::build(name, &pairs)?;
+    let noop = name == "noop";
+    let lanes = if noop { NOOP_LANES } else { 1 };
+    let lanes = (0..lanes)
+        .map(|_| Counted::build(name, &pairs).map(Lane::new))
+        .collect::<Result<Box<[Lane]>, _>>()?;
     let mut slot = SHIM.write();
     if slot.is_some() {
         return Err(ShimError::AlreadyInitialised);
     }
     let shim = Arc::new(Shim {
-        sched: Scheduler::new(policy),
+        lanes,
         out: Table::new(),
         single,
         multi,
-        noop: name == "noop",
-        noop_gate: Mutex::new(()),
-        undelivered: AtomicUsize::new(0),
+        noop,
         holding: AtomicBool::new(false),
         park: Park::default(),
         slow: SlowPaths::default(),

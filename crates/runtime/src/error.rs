@@ -36,6 +36,17 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// A setting that may change only while the scheduler holds no request was asked to change
+    /// while it held some; nothing was changed.
+    #[error(
+        "{setting} can change only while no request is queued, held or in service ({busy} are)"
+    )]
+    NotIdle {
+        /// The setting.
+        setting: &'static str,
+        /// Requests queued or held, and batches in service, at the time.
+        busy: usize,
+    },
     /// The runtime's own bookkeeping disagrees with the policies' (see
     /// [`crate::Scheduler::check_balance`]).
     #[error("runtime bookkeeping does not balance: {what}: expected {expected}, found {found}")]

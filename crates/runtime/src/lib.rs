@@ -37,7 +37,8 @@
 //!   causes — held by a quota rule, behind its own requests with every thread busy (device),
 //!   behind another job of its set (exclusivity), behind other sets (share), a free thread the
 //!   policy did not use (policy) — in integer nanoseconds that sum to it exactly, at O(1) per
-//!   event; per job in [`JobStats::wait_causes`].
+//!   event; per job in [`JobStats::wait_causes`]. A caller that never shows them turns the split
+//!   off with [`Scheduler::set_wait_causes`].
 //! - **In service** ([`inservice`]): with [`Scheduler::set_inservice_limit`], at most a fixed
 //!   number of data batches (reads, writes) are handed out at once, or a number adapted to the
 //!   device's service times (`auto`), so that requests queue in the policy, where the order is

@@ -273,7 +273,13 @@ impl<T> State<T> {
     /// in the job statistics. Returns its requests' waits split by cause.
     fn take_payloads(&mut self, batch: &Batch, out: &mut Vec<T>, now: Nanos) -> Splits {
         out.reserve(batch.len());
-        let mut splits = Splits::with_capacity(batch.len());
+        let split_on = self.why.on();
+        #[cfg_attr(feature = "bench-without-wait-causes", allow(unused_mut))]
+        let mut splits = if split_on {
+            Splits::with_capacity(batch.len())
+        } else {
+            Splits::none()
+        };
         for (i, r) in batch.requests().enumerate() {
             let queued = self.payloads.remove(&r.id).expect(
                 "a policy dispatched a request the runtime never gave it (policy contract broken)",
@@ -285,17 +291,24 @@ impl<T> State<T> {
             if let Some(gate) = self.gate.as_mut() {
                 gate.dispatched(r.id);
             }
-            let split = match self.jobs.get_mut(&r.job) {
-                Some(job) => {
-                    job.queued = job.queued.saturating_sub(1);
-                    job.in_service += 1;
-                    self.why
-                        .dispatch(&mut job.why, &queued.snap, r.arrival, now)
-                }
-                // Unreachable (a queued request's job has an entry); its wait stays whole.
-                None => [0, 0, 0, 0, now.saturating_sub(r.arrival).0],
-            };
-            splits.push(i, split);
+            let mut job = self.jobs.get_mut(&r.job);
+            if let Some(job) = job.as_deref_mut() {
+                job.queued = job.queued.saturating_sub(1);
+                job.in_service += 1;
+            }
+            #[cfg(not(feature = "bench-without-wait-causes"))]
+            if split_on {
+                let split = match job {
+                    Some(job) => self
+                        .why
+                        .dispatch(&mut job.why, &queued.snap, r.arrival, now),
+                    // Unreachable (a queued request's job has an entry); its wait stays whole.
+                    None => [0, 0, 0, 0, now.saturating_sub(r.arrival).0],
+                };
+                splits.push(i, split);
+            }
+            #[cfg(feature = "bench-without-wait-causes")]
+            let _ = (i, job, queued.snap, now);
         }
         self.why.batch_out();
         self.requests_in_service += batch.len() as u64;
@@ -1188,6 +1201,27 @@ impl<T: Send + 'static> Scheduler<T> {
             st.why.set_threads(capacity, now);
         }
         self.update_quota(|current| Ok(current.cloned()))
+    }
+
+    /// Turns the wait-cause split ([`crate::why`]) on (the default) or off. Off, no request's
+    /// wait is split and every job's [`JobStats::wait_causes`](crate::JobStats::wait_causes)
+    /// stays as it is: for a caller that never shows them (the AGIOS shim), whose every request
+    /// then costs less.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotIdle`] unless nothing is queued, held or in service (the split of a
+    /// request follows it from admission to completion); nothing is changed then.
+    pub fn set_wait_causes(&self, on: bool) -> Result<(), RuntimeError> {
+        let mut st = self.inner.state.lock();
+        let busy = st.queued() + st.held() + st.in_flight() + usize::from(st.parked.is_some());
+        if busy > 0 {
+            return Err(RuntimeError::NotIdle {
+                setting: "the wait-cause split",
+                busy,
+            });
+        }
+        st.why.set_on(on);
+        Ok(())
     }
 
     /// Puts the limit on data batches in service in force ([`crate::inservice`]): `Off` (the

@@ -41,10 +41,16 @@
 //! # Cost
 //! No walk over jobs or requests: every event (admission, dispatch and completion of a request)
 //! advances three global integrals — time with every thread busy, time with a thread free, and
-//! ∫ busy / (requests in service) — and brings its job's and its set's integrals up to date
-//! (O(1), one hash lookup for the set). A request keeps a snapshot of its job's integrals taken
-//! at admission; at dispatch the differences are its split. A set change of a job (rare) moves
-//! its in-service count from one set to the other.
+//! ∫ busy / (requests in service). A job's and a set's integrals are kept as a base plus their
+//! current rate times a global integral (`D = d + n·Q`), so they are read at any instant
+//! without being written, and their bases change only when their rate does: when the job's
+//! (or the set's) in-service count changes, or the job changes set. A request keeps a snapshot
+//! of its job's integrals read at admission; at dispatch the differences are its split. A set
+//! change of a job (rare) moves its in-service count from one set to the other.
+//!
+//! A build with the feature `bench-without-wait-causes` leaves all of it out (no snapshot, no
+//! split): the baseline `bench/why_cost.sh` measures its cost against. It answers every job's
+//! wait causes as zero and is for measuring only.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
@@ -154,7 +160,18 @@ impl WaitCauses {
     }
 }
 
+/// Whether requests' waits are split: false only in the measuring build without the split
+/// (feature `bench-without-wait-causes`, the baseline `bench/why_cost.sh` measures against),
+/// where every [`Why`] method returns at once and no snapshot or split is kept.
+pub(crate) const SPLIT: bool = !cfg!(feature = "bench-without-wait-causes");
+
+/// In the measuring build without the split: nothing.
+#[cfg(feature = "bench-without-wait-causes")]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Snap {}
+
 /// A request's snapshot of its job's integrals, taken when the policy got it.
+#[cfg(not(feature = "bench-without-wait-causes"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Snap {
     /// Time held by the quota gate (admission − arrival).
@@ -168,27 +185,86 @@ pub(crate) struct Snap {
     d: u128,
 }
 
-/// One set's integrals (see [`Why`]).
+/// One set's integrals (see [`Why`]), each kept as a base plus its current rate times the global
+/// integral it grows with, so that nothing is brought up to date at an event that does not
+/// change a rate: `E = e + n·Q`, `P = p + [n > 0]·F`, `C = c + [holders ≥ 2]·F` (wrapping: only
+/// differences are used, and they are below 2^128 and 2^64).
 #[derive(Clone, Copy, Debug, Default)]
 struct SetAcc {
     /// Jobs tracked in the set (0: kept empty, counted in [`Why::empty`]).
     members: u32,
-    /// Requests of the set in service.
-    n: u64,
     /// Jobs of the set with a request in service.
     holders: u32,
-    /// ∫ busy · n_S / N (fixed point).
+    /// Requests of the set in service.
+    n: u64,
+    /// `E − n·Q`, where `E = ∫ busy · n_S / N` (fixed point).
     e: u128,
-    /// ∫ free · [n_S > 0].
+    /// `P − [n > 0]·F`, where `P = ∫ free · [n_S > 0]`.
     p: u64,
-    /// ∫ free · [holders ≥ 2].
+    /// `C − [holders ≥ 2]·F`, where `C = ∫ free · [holders ≥ 2]`.
     c: u64,
-    /// The global integrals when `e`, `p`, `c` were last brought up to date.
-    q0: u128,
-    f0: u64,
 }
 
-/// One job's integrals, kept while it has requests queued, held or in service.
+impl SetAcc {
+    #[inline]
+    fn e_at(&self, q: u128) -> u128 {
+        self.e.wrapping_add(u128::from(self.n).wrapping_mul(q))
+    }
+
+    #[inline]
+    fn p_at(&self, f: u64) -> u64 {
+        if self.n > 0 {
+            self.p.wrapping_add(f)
+        } else {
+            self.p
+        }
+    }
+
+    #[inline]
+    fn c_at(&self, f: u64) -> u64 {
+        if self.holders >= 2 {
+            self.c.wrapping_add(f)
+        } else {
+            self.c
+        }
+    }
+
+    /// `n` more requests in service (`holder`: one more job holding), at `q`, `f`; the
+    /// integrals stay continuous.
+    #[inline]
+    fn add(&mut self, n: u64, holder: bool, q: u128, f: u64) {
+        self.e = self.e.wrapping_sub(u128::from(n).wrapping_mul(q));
+        if self.n == 0 && n > 0 {
+            self.p = self.p.wrapping_sub(f);
+        }
+        self.n += n;
+        if holder {
+            self.holders += 1;
+            if self.holders == 2 {
+                self.c = self.c.wrapping_sub(f);
+            }
+        }
+    }
+
+    /// `n` fewer requests in service (`holder`: one job fewer holding), at `q`, `f`.
+    #[inline]
+    fn remove(&mut self, n: u64, holder: bool, q: u128, f: u64) {
+        self.e = self.e.wrapping_add(u128::from(n).wrapping_mul(q));
+        self.n -= n;
+        if self.n == 0 && n > 0 {
+            self.p = self.p.wrapping_add(f);
+        }
+        if holder {
+            if self.holders == 2 {
+                self.c = self.c.wrapping_add(f);
+            }
+            self.holders -= 1;
+        }
+    }
+}
+
+/// One job's integrals, kept while it has requests queued, held or in service, as bases (like
+/// [`SetAcc`]'s): changed only when the job's in-service count or its set changes.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct JobAcc {
     /// Its set, once the policy got one of its requests.
@@ -198,34 +274,31 @@ pub(crate) struct JobAcc {
     template: Option<(Option<ClassId>, Option<Priority>)>,
     /// Its requests in service.
     n: u64,
-    /// Σ over its time in a set of that set's `e`, `p` growth.
-    ae: u128,
-    ap: u64,
-    /// ∫ busy · n_j / N (fixed point).
+    /// `D − n·Q`, where `D = ∫ busy · n_j / N` (fixed point).
     d: u128,
-    /// ∫ free · [n_j > 0].
-    r: u64,
-    /// ∫ free · [n_j > 0] · [holders of its set ≥ 2].
-    k: u64,
-    /// What the integrals above were brought up to date from.
-    q0: u128,
-    f0: u64,
-    e0: u128,
-    p0: u64,
-    c0: u64,
+    /// `AE − E_S` in a set of several jobs, `AE − D` in a set of one, `AE` without a set, where
+    /// `AE` is the sum over its time in a set of that set's `E` growth.
+    ae: u128,
+    /// `X − P_S − [n_j > 0]·(C_S − F)` in a set of several jobs, `X` otherwise, where
+    /// `X = AP + K − R` (`AP`: its sets' `P` growth; `K = ∫ free · [n_j > 0] · [holders ≥ 2]`;
+    /// `R = ∫ free · [n_j > 0]`): its growth over a wait is the free time charged to
+    /// exclusivity, `∫ free · [another job of its set in service]`. In a set of one `X` does
+    /// not grow (`AP = R`, `K = 0`).
+    x: u64,
 }
 
-impl JobAcc {
-    /// `ap + k − r` (wrapping): its growth over a wait is the free time charged to
-    /// exclusivity, `∫ free · [another job of its set in service]`.
-    fn free_excl(&self) -> u64 {
-        self.ap.wrapping_add(self.k).wrapping_sub(self.r)
-    }
+/// A job's integrals at one instant: `D`, `AE`, `X` (see [`JobAcc`]).
+struct Values {
+    d: u128,
+    ae: u128,
+    x: u64,
 }
 
 /// The scheduler's wait accounting, under its lock; see the [module documentation](self).
 #[derive(Debug, Default)]
 pub(crate) struct Why {
+    /// Turned off ([`crate::Scheduler::set_wait_causes`]): every method returns at once.
+    off: bool,
     last: Nanos,
     /// Service threads (0: not told).
     threads: usize,
@@ -251,6 +324,7 @@ const EMPTY_SETS_KEPT: usize = 64;
 
 impl Why {
     /// Brings the global integrals to `now`.
+    #[inline]
     fn advance(&mut self, now: Nanos) {
         if now <= self.last {
             return;
@@ -272,77 +346,78 @@ impl Why {
 
     /// The service threads changed (at `now`).
     pub(crate) fn set_threads(&mut self, threads: usize, now: Nanos) {
+        if !SPLIT || self.off {
+            return;
+        }
         self.advance(now);
         self.threads = threads;
     }
 
-    fn sync_set(s: &mut SetAcc, q: u128, f: u64) {
-        s.e += u128::from(s.n) * (q - s.q0);
-        if s.n > 0 {
-            s.p += f - s.f0;
-        }
-        if s.holders >= 2 {
-            s.c += f - s.f0;
-        }
-        s.q0 = q;
-        s.f0 = f;
-    }
-
-    /// Brings `job`'s integrals (and its set's) to the current time.
-    fn sync(&mut self, job: &mut JobAcc) {
-        Why::sync_job(&mut self.sets, self.q, self.f, job);
-    }
-
-    /// Brings `job`'s integrals and its set's (among `sets`) to the global integrals `q`, `f`;
-    /// returns its set.
-    fn sync_job<'s>(
+    /// `job`'s integrals now (the global integrals brought to now), and its set's entry when
+    /// it is in a set of several jobs.
+    #[inline]
+    fn values<'s>(
         sets: &'s mut HashMap<QueueId, SetAcc, IdBuildHasher>,
         q: u128,
         f: u64,
-        job: &mut JobAcc,
-    ) -> Option<&'s mut SetAcc> {
-        let d = u128::from(job.n) * (q - job.q0);
-        let r = if job.n > 0 { f - job.f0 } else { 0 };
-        job.d += d;
-        job.r += r;
-        job.q0 = q;
-        job.f0 = f;
-        let key = match job.set? {
+        job: &JobAcc,
+    ) -> (Values, Option<&'s mut SetAcc>) {
+        let d = match job.n {
+            0 => job.d,
+            n => job.d.wrapping_add(u128::from(n).wrapping_mul(q)),
+        };
+        match job.set {
+            None => (
+                Values {
+                    d,
+                    ae: job.ae,
+                    x: job.x,
+                },
+                None,
+            ),
             // A set of one job needs no map entry: its integrals are the job's own
             // (`E = D`, `P = R`, `C = 0`).
-            QueueId::Job(_) => {
-                job.ae += d;
-                job.ap += r;
-                return None;
+            Some(QueueId::Job(_)) => (
+                Values {
+                    d,
+                    ae: job.ae.wrapping_add(d),
+                    x: job.x,
+                },
+                None,
+            ),
+            Some(key) => {
+                let s = sets.get_mut(&key).expect("a tracked job's set is tracked");
+                let mut x = job.x.wrapping_add(s.p_at(f));
+                if job.n > 0 {
+                    x = x.wrapping_add(s.c_at(f)).wrapping_sub(f);
+                }
+                let ae = job.ae.wrapping_add(s.e_at(q));
+                (Values { d, ae, x }, Some(s))
             }
-            key => key,
-        };
-        let s = sets.get_mut(&key).expect("a tracked job's set is tracked");
-        Why::sync_set(s, q, f);
-        job.ae += s.e - job.e0;
-        job.ap += s.p - job.p0;
-        if job.n > 0 {
-            job.k += s.c - job.c0;
         }
-        job.e0 = s.e;
-        job.p0 = s.p;
-        job.c0 = s.c;
-        Some(s)
     }
 
-    /// Puts `job` (synced) in set `key`, moving its in-service count.
+    /// Puts `job` in set `key`, moving its in-service count; its integrals stay continuous.
     fn place(&mut self, job: &mut JobAcc, key: QueueId) {
         if job.set == Some(key) {
             return;
         }
         let (q, f) = (self.q, self.f);
+        if job.set.is_none() && job.n == 0 {
+            // A job's first set (nothing in service yet): its integrals have not grown.
+            if let QueueId::Job(_) = key {
+                job.set = Some(key);
+                job.ae = job.ae.wrapping_sub(job.d);
+                return;
+            }
+        }
+        let now = Why::values(&mut self.sets, q, f, job).0;
         if let Some(old) = job.set.take().filter(|k| !matches!(k, QueueId::Job(_))) {
             let s = self
                 .sets
                 .get_mut(&old)
                 .expect("a tracked job's set is tracked");
-            s.n -= job.n;
-            s.holders -= u32::from(job.n > 0);
+            s.remove(job.n, job.n > 0, q, f);
             s.members -= 1;
             if s.members == 0 {
                 self.emptied();
@@ -350,27 +425,23 @@ impl Why {
         }
         job.set = Some(key);
         if let QueueId::Job(_) = key {
+            job.ae = now.ae.wrapping_sub(now.d);
+            job.x = now.x;
             return;
         }
         let (s, fresh) = match self.sets.entry(key) {
             Entry::Occupied(o) => (o.into_mut(), false),
-            Entry::Vacant(v) => (
-                v.insert(SetAcc {
-                    q0: q,
-                    f0: f,
-                    ..SetAcc::default()
-                }),
-                true,
-            ),
+            Entry::Vacant(v) => (v.insert(SetAcc::default()), true),
         };
-        Why::sync_set(s, q, f);
         let revived = s.members == 0 && !fresh;
-        s.n += job.n;
-        s.holders += u32::from(job.n > 0);
+        s.add(job.n, job.n > 0, q, f);
         s.members += 1;
-        job.e0 = s.e;
-        job.p0 = s.p;
-        job.c0 = s.c;
+        job.ae = now.ae.wrapping_sub(s.e_at(q));
+        let mut x = now.x.wrapping_sub(s.p_at(f));
+        if job.n > 0 {
+            x = x.wrapping_sub(s.c_at(f)).wrapping_add(f);
+        }
+        job.x = x;
         if revived {
             self.empty -= 1;
         }
@@ -385,8 +456,30 @@ impl Why {
         req: &Request,
         now: Nanos,
     ) -> Snap {
+        #[cfg(feature = "bench-without-wait-causes")]
+        {
+            let _ = (job, policy, req, now);
+            Snap {}
+        }
+        #[cfg(not(feature = "bench-without-wait-causes"))]
+        {
+            if self.off {
+                return Snap::default();
+            }
+            self.admit_split(job, policy, req, now)
+        }
+    }
+
+    /// [`Why::admit`] in a build with the split.
+    #[cfg(not(feature = "bench-without-wait-causes"))]
+    fn admit_split(
+        &mut self,
+        job: &mut JobAcc,
+        policy: &Counted,
+        req: &Request,
+        now: Nanos,
+    ) -> Snap {
         self.advance(now);
-        self.sync(job);
         // The policy is asked only when the job has no set yet or the request carries another
         // class or hint than the last (a priority change or a switch asks it: `replace`).
         let template = Some((req.class, req.priority));
@@ -397,17 +490,21 @@ impl Why {
             }
             job.template = template;
         }
+        let v = Why::values(&mut self.sets, self.q, self.f, job).0;
         Snap {
             rule: now.0.saturating_sub(req.arrival.0),
             g: self.g,
-            x: job.free_excl(),
-            ae: job.ae,
-            d: job.d,
+            x: v.x,
+            ae: v.ae,
+            d: v.d,
         }
     }
 
     /// Asks `policy` again for `job`'s set (its priority changed, or `policy` was switched in).
     pub(crate) fn replace(&mut self, id: JobId, job: &mut JobAcc, policy: &Counted, now: Nanos) {
+        if !SPLIT || self.off {
+            return;
+        }
         let Some((class, priority)) = job.template else {
             return;
         };
@@ -416,13 +513,13 @@ impl Why {
         let key = set_of(policy, &template);
         if job.set != Some(key) {
             self.advance(now);
-            self.sync(job);
             self.place(job, key);
         }
     }
 
     /// One request of `job`, which arrived at `arrival` and was admitted with `snap`, is
     /// dispatched at `now`: its split.
+    #[cfg(not(feature = "bench-without-wait-causes"))]
     pub(crate) fn dispatch(
         &mut self,
         job: &mut JobAcc,
@@ -431,7 +528,8 @@ impl Why {
         now: Nanos,
     ) -> Split {
         self.advance(now);
-        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
+        let (q, f) = (self.q, self.f);
+        let (v, set_acc) = Why::values(&mut self.sets, q, f, job);
         let busy = self.g - snap.g;
         // Every instant since admission was busy or free.
         let queued = now.0.saturating_sub(arrival.0).saturating_sub(snap.rule);
@@ -439,9 +537,9 @@ impl Why {
         let round =
             |x: u128| -> u64 { u64::try_from((x + (1 << (FRAC - 1))) >> FRAC).unwrap_or(u64::MAX) };
         // Exact integrals guarantee d ≤ ae ≤ busy · 2^32; the bounds only guard the rounding.
-        let set = round(job.ae - snap.ae).min(busy);
-        let device = round(job.d - snap.d).min(set);
-        let excl_free = job.free_excl().wrapping_sub(snap.x).min(free);
+        let set = round(v.ae.wrapping_sub(snap.ae)).min(busy);
+        let device = round(v.d.wrapping_sub(snap.d)).min(set);
+        let excl_free = v.x.wrapping_sub(snap.x).min(free);
         let split = [
             snap.rule,
             device,
@@ -449,43 +547,69 @@ impl Why {
             busy - set,
             free - excl_free,
         ];
+        // One more in service: `D`, `E`, `P`, `C` stay continuous, and so does `X` (its rate
+        // gains `C_S − F` when the job starts holding).
+        job.d = job.d.wrapping_sub(q);
+        if let Some(s) = set_acc {
+            let first = job.n == 0;
+            s.add(1, first, q, f);
+            if first {
+                job.x = job.x.wrapping_sub(s.c_at(f)).wrapping_add(f);
+            }
+        }
         job.n += 1;
         self.n += 1;
-        if let Some(s) = set_acc {
-            s.n += 1;
-            s.holders += u32::from(job.n == 1);
-        }
         split
     }
 
     /// A batch was handed out (after its requests' [`Why::dispatch`]).
     pub(crate) fn batch_out(&mut self) {
+        if !SPLIT || self.off {
+            return;
+        }
         self.batches += 1;
     }
 
     /// One request of `job` completed at `now`.
     pub(crate) fn complete(&mut self, job: &mut JobAcc, now: Nanos) {
+        if !SPLIT || self.off {
+            return;
+        }
         self.advance(now);
-        let set_acc = Why::sync_job(&mut self.sets, self.q, self.f, job);
         if job.n == 0 {
             return;
         }
+        let (q, f) = (self.q, self.f);
+        job.d = job.d.wrapping_add(q);
+        if let Some(key) = job.set.filter(|k| !matches!(k, QueueId::Job(_))) {
+            let s = self
+                .sets
+                .get_mut(&key)
+                .expect("a tracked job's set is tracked");
+            let last = job.n == 1;
+            if last {
+                job.x = job.x.wrapping_add(s.c_at(f)).wrapping_sub(f);
+            }
+            s.remove(1, last, q, f);
+        }
         job.n -= 1;
         self.n -= 1;
-        if let Some(s) = set_acc {
-            s.n -= 1;
-            s.holders -= u32::from(job.n == 0);
-        }
     }
 
     /// A batch completed (after its requests' [`Why::complete`]), at `now`.
     pub(crate) fn batch_done(&mut self, now: Nanos) {
+        if !SPLIT || self.off {
+            return;
+        }
         self.advance(now);
         self.batches = self.batches.saturating_sub(1);
     }
 
     /// `job` has nothing held, queued or in service any more: it leaves its set.
     pub(crate) fn leave(&mut self, job: &JobAcc) {
+        if !SPLIT || self.off {
+            return;
+        }
         let Some(key) = job.set.filter(|k| !matches!(k, QueueId::Job(_))) else {
             return;
         };
@@ -507,6 +631,17 @@ impl Why {
         }
     }
 
+    /// Whether requests' waits are split (compiled in and not turned off).
+    pub(crate) fn on(&self) -> bool {
+        SPLIT && !self.off
+    }
+
+    /// Turns the split on or off; only while nothing is queued, held or in service (the
+    /// caller checks), so that no integral counts a request it will not see leave.
+    pub(crate) fn set_on(&mut self, on: bool) {
+        self.off = !on;
+    }
+
     /// Requests and batches in service, as the accounting counts them (for the balance checks).
     pub(crate) fn in_service(&self) -> (u64, usize) {
         (self.n, self.batches)
@@ -520,14 +655,44 @@ fn set_of(policy: &Counted, req: &Request) -> QueueId {
         .map_or(QueueId::Job(req.job), |w| w.queue)
 }
 
+/// In the measuring build without the split: nothing kept.
+#[cfg(feature = "bench-without-wait-causes")]
+#[derive(Clone, Debug)]
+pub(crate) struct Splits;
+
+#[cfg(feature = "bench-without-wait-causes")]
+impl Splits {
+    /// Nothing, whatever the batch.
+    pub(crate) fn with_capacity(_len: usize) -> Splits {
+        Splits
+    }
+
+    /// No split.
+    pub(crate) fn none() -> Splits {
+        Splits
+    }
+
+    /// No split: none.
+    pub(crate) fn as_slice(&self) -> &[Split] {
+        &[]
+    }
+}
+
 /// The splits of one batch's requests, in batch order (inline for the common batch of one).
+#[cfg(not(feature = "bench-without-wait-causes"))]
 #[derive(Clone, Debug)]
 pub(crate) enum Splits {
     One(Split),
     Many(Vec<Split>),
 }
 
+#[cfg(not(feature = "bench-without-wait-causes"))]
 impl Splits {
+    /// No split kept (the split is off): none recorded.
+    pub(crate) fn none() -> Splits {
+        Splits::Many(Vec::new())
+    }
+
     /// No split yet, for a batch of `len` requests.
     pub(crate) fn with_capacity(len: usize) -> Splits {
         if len == 1 {

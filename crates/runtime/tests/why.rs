@@ -136,6 +136,45 @@ fn one_job_deeper_than_the_threads_waits_for_the_device() {
 }
 
 #[test]
+fn turned_off_no_wait_is_split_and_it_turns_back_on_when_idle() {
+    let mut rig = Rig::new("noop", 1);
+    rig.sched.set_wait_causes(false).unwrap();
+    for _ in 0..3 {
+        rig.submit(1, None);
+    }
+    assert!(
+        matches!(
+            rig.sched.set_wait_causes(true),
+            Err(iosets_runtime::RuntimeError::NotIdle { busy: 3, .. })
+        ),
+        "refused while three requests are queued"
+    );
+    let a = rig.take().unwrap();
+    rig.at(10);
+    done(a);
+    let b = rig.take().unwrap();
+    rig.at(25);
+    done(b);
+    done(rig.take().unwrap());
+    let j = rig.job(1);
+    assert_eq!(j.queue_wait.sum_ns, 10 + 25, "waits are still measured");
+    assert_eq!(j.wait_causes, WaitCauses::default(), "none split");
+    rig.sched.check_balance().unwrap();
+    // Idle again: on, the next waits are split.
+    rig.sched.set_wait_causes(true).unwrap();
+    rig.submit(1, None);
+    rig.submit(1, None);
+    let c = rig.take().unwrap();
+    rig.at(40);
+    done(c);
+    done(rig.take().unwrap());
+    let j = rig.job(1);
+    assert_eq!(j.queue_wait.sum_ns, 10 + 25 + 15);
+    assert_eq!(causes(&j.wait_causes), [("device", 15)]);
+    rig.sched.check_balance().unwrap();
+}
+
+#[test]
 fn the_second_job_of_an_iosets_set_waits_for_exclusivity() {
     // Two threads: one stays free while job 2 waits; IO-SETS keeps the set for job 1.
     let mut rig = Rig::new("iosets", 2);
