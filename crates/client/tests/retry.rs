@@ -209,28 +209,62 @@ fn an_oversized_response_is_refused() {
     assert_eq!(fake.frames(), 2, "read sent once, and once more");
 }
 
+/// A real server (number 0, over `root`) beside one that reads frames and never answers
+/// (number 1), and a client of both without retries whose requests give up after `timeout`
+/// (none: they wait).
+struct HalfSilent {
+    _scratch: Scratch,
+    root: std::path::PathBuf,
+    server: iosets_server::ServerHandle,
+    silent: Fake,
+    cfg: ClientConfig,
+}
+
+impl HalfSilent {
+    fn new(name: &str, timeout: Option<Duration>) -> HalfSilent {
+        let scratch = Scratch::new(name);
+        let root = scratch.sub("root");
+        let server = start(&root, None);
+        let silent = Fake::start(0, None);
+        let mut cfg = quick_retries();
+        cfg.retries = 0;
+        cfg.request_timeout = timeout;
+        HalfSilent {
+            _scratch: scratch,
+            root,
+            server,
+            silent,
+            cfg,
+        }
+    }
+
+    async fn client(&self) -> Client {
+        Client::connect(&[self.server.addr(), self.silent.addr], self.cfg.clone())
+            .await
+            .unwrap()
+    }
+}
+
+/// One of the names `PREFIX0` … `PREFIX63` whose home is server `home`.
+fn homed_at(client: &Client, prefix: &str, home: usize) -> String {
+    (0..64)
+        .map(|i| format!("{prefix}{i}"))
+        .find(|n| client.layout().home(n) == home)
+        .expect("one of 64 names has each of two servers as its home")
+}
+
 /// A stat asks every server at once (one round trip over several servers, not two), and the
 /// home server's answer decides when it is not a regular file: a directory's attributes come
 /// back while another server holds the same request unanswered.
 #[test]
 fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
-    let scratch = Scratch::new("stat-at-once");
-    let root = scratch.sub("root");
-    let server = start(&root, None);
-    let silent = Fake::start(0, None);
-    let mut cfg = quick_retries();
-    cfg.retries = 0;
+    let h = HalfSilent::new("stat-at-once", None);
     let rt = runtime();
     rt.block_on(async {
-        let client = Client::connect(&[server.addr(), silent.addr], cfg)
-            .await
-            .unwrap();
+        let client = h.client().await;
         // A directory whose home is the real server (index 0), made there directly.
-        let dir = (0..64)
-            .map(|i| format!("d{i}"))
-            .find(|d| client.layout().home(d) == 0)
-            .expect("one of 64 names has server 0 as its home");
-        std::fs::create_dir(root.join(&dir)).unwrap();
+        let dir = homed_at(&client, "d", 0);
+        std::fs::create_dir(h.root.join(&dir)).unwrap();
         for (op, attr) in [
             ("lstat", client.lstat(&dir).await),
             ("lookup", client.lookup(&dir).await),
@@ -242,11 +276,14 @@ fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
     // Both were sent to the silent server too, together with the home's (bounded wait: the
     // frames may still be in flight when the home answered).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while silent.frames() < 2 && std::time::Instant::now() < deadline {
+    while h.silent.frames() < 2 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(silent.frames(), 2, "the other server was not asked at once");
-    server.shutdown().unwrap();
+    assert_eq!(
+        h.silent.frames(),
+        2,
+        "the other server was not asked at once"
+    );
 }
 
 /// A create asks every server at once: the other server gets its part while the home server
@@ -254,33 +291,20 @@ fn a_stat_asks_every_server_at_once_and_a_directory_waits_for_its_home_only() {
 /// the home server judges alone first: over an existing symbolic link nothing is made.
 #[test]
 fn a_create_asks_every_server_at_once_and_o_excl_never_follows_a_link() {
-    let scratch = Scratch::new("create-at-once");
-    let root = scratch.sub("root");
-    let server = start(&root, None);
-    let silent = Fake::start(0, None);
-    let mut cfg = quick_retries();
-    cfg.retries = 0;
-    cfg.request_timeout = Some(Duration::from_millis(500));
+    let h = HalfSilent::new("create-at-once", Some(Duration::from_millis(500)));
     let rt = runtime();
     rt.block_on(async {
-        let client = Client::connect(&[server.addr(), silent.addr], cfg)
-            .await
-            .unwrap();
-        let name = (0..64)
-            .map(|i| format!("f{i}"))
-            .find(|f| client.layout().home(f) == 1)
-            .expect("one of 64 names has server 1 as its home");
+        let client = h.client().await;
+        let name = homed_at(&client, "f", 1);
         let e = client.create_entry(&name, 0o644, false).await.unwrap_err();
         assert!(e.to_string().contains("no response within"), "{e}");
         // The part on the answering server was made together with the home's request.
-        assert!(
-            root.join(&name).is_file(),
-            "the other server was not asked at once"
-        );
+        let made = h.root.join(&name).is_file();
+        assert!(made, "the other server was not asked at once");
     });
-    server.shutdown().unwrap();
 
     // Two real servers, separate roots: `l` is a link to a missing `t` on both.
+    let scratch = Scratch::new("create-excl");
     let roots = [scratch.sub("a"), scratch.sub("b")];
     let servers: Vec<_> = roots.iter().map(|r| start(r, None)).collect();
     for r in &roots {
@@ -308,26 +332,15 @@ fn a_create_asks_every_server_at_once_and_o_excl_never_follows_a_link() {
 /// attributes, to be asked one by one.
 #[test]
 fn a_listing_with_attributes_survives_a_silent_server() {
-    let scratch = Scratch::new("plus-silent");
-    let root = scratch.sub("root");
-    let server = start(&root, None);
-    let silent = Fake::start(0, None);
-    let mut cfg = quick_retries();
-    cfg.retries = 0;
-    cfg.request_timeout = Some(Duration::from_millis(300));
+    let h = HalfSilent::new("plus-silent", Some(Duration::from_millis(300)));
     let rt = runtime();
     rt.block_on(async {
-        let client = Client::connect(&[server.addr(), silent.addr], cfg)
-            .await
-            .unwrap();
-        let dir = (0..64)
-            .map(|i| format!("d{i}"))
-            .find(|d| client.layout().home(d) == 0)
-            .expect("one of 64 names has server 0 as its home");
-        std::fs::create_dir(root.join(&dir)).unwrap();
+        let client = h.client().await;
+        let dir = homed_at(&client, "d", 0);
+        std::fs::create_dir(h.root.join(&dir)).unwrap();
         for i in 0..8 {
-            std::fs::create_dir(root.join(format!("{dir}/sub{i}"))).unwrap();
-            std::fs::write(root.join(format!("{dir}/f{i}")), b"abc").unwrap();
+            std::fs::create_dir(h.root.join(format!("{dir}/sub{i}"))).unwrap();
+            std::fs::write(h.root.join(format!("{dir}/f{i}")), b"abc").unwrap();
         }
         let listing = client.readdir_plus(&dir).await.unwrap();
         assert_eq!(listing.len(), 16);
@@ -344,5 +357,4 @@ fn a_listing_with_attributes_survives_a_silent_server() {
             }
         }
     });
-    server.shutdown().unwrap();
 }

@@ -212,6 +212,23 @@ fn attr_of(st: &rustix::fs::Stat) -> Attr {
 /// that have no descriptor form for `O_PATH` (chmod, utimens): the kernel resolves it to that
 /// very inode, never to whatever now has its name.
 /// The attributes of the object `fd` refers to, if it can be stat'ed.
+/// A listing's entry, sorted by its name.
+trait Named {
+    fn name(&self) -> &str;
+}
+
+impl Named for DirEntry {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Named for (DirEntry, Attr) {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+}
+
 fn stat_of(fd: &OwnedFd) -> Option<Attr> {
     rustix::fs::fstat(fd).ok().map(|st| attr_of(&st))
 }
@@ -1526,58 +1543,56 @@ impl Root {
 
     /// Lists a directory, sorted by name, without `.` and `..`.
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
-        let fd = self
-            .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, 0)
-            .map_err(|e| FsError::io(e, "readdir", path))?;
-        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| FsError::io(e, "readdir", path))?;
-        let mut out = Vec::new();
-        for entry in dir {
-            let entry = entry.map_err(|e| FsError::io(e, "readdir", path))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name == "." || name == ".." {
-                continue;
-            }
-            out.push(DirEntry {
-                name,
+        self.list(path, |_, entry| {
+            Ok(Some(DirEntry {
+                name: entry.file_name().to_string_lossy().into_owned(),
                 kind: kind_of_type(entry.file_type()),
                 ino: entry.ino(),
-            });
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+            }))
+        })
     }
 
     /// [`readdir`](Root::readdir), each entry with its attributes (`fstatat` in the directory,
     /// a final symlink not followed). An entry removed between the listing and its `fstatat`
     /// is left out: it is gone.
     pub fn readdir_plus(&self, path: &str) -> Result<Vec<(DirEntry, Attr)>, FsError> {
+        let listed = self.list(path, |dir, entry| {
+            let name = entry.file_name();
+            let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) => st,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            let attr = attr_of(&st);
+            let name = name.to_string_lossy().into_owned();
+            let (kind, ino) = (attr.kind, attr.ino);
+            Ok(Some((DirEntry { name, kind, ino }, attr)))
+        })?;
+        Ok(listed)
+    }
+
+    /// The entries of the directory at `path` but `.` and `..`, each as `make` gives it (left
+    /// out for `None`), sorted by name.
+    fn list<T: Named>(
+        &self,
+        path: &str,
+        mut make: impl FnMut(&OwnedFd, &rustix::fs::DirEntry) -> Result<Option<T>, Errno>,
+    ) -> Result<Vec<T>, FsError> {
+        let io = |e| FsError::io(e, "readdir", path);
         let fd = self
             .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, 0)
-            .map_err(|e| FsError::io(e, "readdir", path))?;
-        let dir = rustix::fs::Dir::read_from(&fd).map_err(|e| FsError::io(e, "readdir", path))?;
+            .map_err(io)?;
+        let dir = rustix::fs::Dir::read_from(&fd).map_err(io)?;
         let mut out = Vec::new();
         for entry in dir {
-            let entry = entry.map_err(|e| FsError::io(e, "readdir", path))?;
+            let entry = entry.map_err(io)?;
             let name = entry.file_name();
             if name == c"." || name == c".." {
                 continue;
             }
-            let st = match rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => st,
-                Err(Errno::NOENT) => continue,
-                Err(e) => return Err(FsError::io(e, "readdir", path)),
-            };
-            let attr = attr_of(&st);
-            out.push((
-                DirEntry {
-                    name: name.to_string_lossy().into_owned(),
-                    kind: attr.kind,
-                    ino: attr.ino,
-                },
-                attr,
-            ));
+            out.extend(make(&fd, &entry).map_err(io)?);
         }
-        out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        out.sort_by(|a, b| a.name().cmp(b.name()));
         Ok(out)
     }
 
