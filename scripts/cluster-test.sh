@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The test command's short run of the cluster on one machine (scripts/cluster.sh): two storage
+# nodes (GlusterFS, a 2-brick distribute volume), two I/O nodes in front of it, two compute
+# nodes, each its own network host. A file written through /mnt/iosets on c1 is read whole on
+# c2 and lies in a GlusterFS brick; both I/O nodes served part of it and saw the writer's job
+# coming from c1's address (not 127.0.0.1); a second `up`, bad sizes, a node that cannot start
+# and an unknown node are refused or cleaned up; `down` leaves no namespace, link, bridge,
+# mount, daemon or state behind.
+#
+# Usage: scripts/cluster-test.sh [--bin PATH]   (default target/release/iosets, built first)
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, or no network namespaces here).
+set -euo pipefail
+export LC_ALL=C
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+C="$REPO/scripts/cluster.sh"
+bin=""
+[ "${1:-}" != --bin ] || bin=${2:?--bin needs a path}
+fail() { echo "cluster-test: FAILED: $*" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "cluster-test: skipped (needs root)"; exit 77; }
+ip netns add iocl-probe$$ 2>/dev/null || { echo "cluster-test: skipped (no network namespaces)"; exit 77; }
+ip netns del iocl-probe$$
+if [ -z "$bin" ]; then
+  (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
+  bin=$REPO/target/release/iosets
+fi
+
+# Refused before anything is made.
+for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--bogus"; do
+  # shellcheck disable=SC2086
+  rc=0; bash "$C" up $bad --bin "$bin" 2>/dev/null || rc=$?
+  [ $rc = 2 ] || fail "up $bad: exit $rc, not 2"
+  [ ! -e /run/iosets-cluster ] || fail "up $bad left /run/iosets-cluster"
+done
+rc=0; bash "$C" exec c1 -- true 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "exec with no cluster up: exit $rc, not 2"
+# A node that fails to start: up fails and takes down what it made.
+rc=0; bash "$C" up --storage 0 --bin /bin/false >/dev/null 2>&1 || rc=$?
+[ $rc = 1 ] || fail "up with servers that cannot start: exit $rc, not 1"
+[ ! -e /run/iosets-cluster ] && ! ip link show iosclbr0 >/dev/null 2>&1 &&
+  ! ip netns list | grep -q '^iocl-' || fail "a failed up left its namespaces, bridge or state"
+
+trap 'bash "$C" down' EXIT
+bash "$C" up --io 2 --compute 2 --bin "$bin" >/dev/null
+rc=0; bash "$C" up --bin "$bin" 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "a second up: exit $rc, not 2"
+rc=0; bash "$C" exec c9 -- true 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "exec on an unknown node: exit $rc, not 2"
+[ "$(bash "$C" exec c1 -- hostname)" = c1 ] || fail "c1's hostname is not c1"
+# Not mounted outside the compute nodes.
+! mountpoint -q /mnt/iosets || fail "/mnt/iosets is mounted on the host"
+
+# 3 MiB from c1 (job 4242): one chunk or more on each I/O node; read whole on c2.
+sum=$(bash "$C" exec c1 -- env IOSETS_JOB_ID=4242 sh -c \
+  'head -c 3145728 /dev/urandom > /mnt/iosets/shared && sync /mnt/iosets/shared && md5sum < /mnt/iosets/shared')
+sleep 1.2 # past the mounts' 1 s attribute cache
+other=$(bash "$C" exec c2 -- sh -c 'md5sum < /mnt/iosets/shared')
+[ "$sum" = "$other" ] || fail "c2 read other bytes than c1 wrote ($other against $sum)"
+size=$(bash "$C" exec c2 -- stat -c %s /mnt/iosets/shared)
+[ "$size" = 3145728 ] || fail "c2 sees $size bytes, not 3145728"
+# The PFS holds it: in one brick of the distribute volume, whole.
+held=$(find /srv/iosets-cluster/s1/brick/iosets /srv/iosets-cluster/s2/brick/iosets -name shared -size 3072k | wc -l)
+[ "$held" = 1 ] || fail "$held bricks hold the 3 MiB file, not 1"
+
+# Each I/O node: job 4242 wrote there, from c1's address.
+for io in 1 2; do
+  json=$(bash "$C" exec c1 -- "$bin" ctl jobs --json --server "10.77.0.1$io:7070" \
+    --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token)
+  python3 - "$io" "$json" <<'PY' || fail "io$io's report of job 4242"
+import json, sys
+io, rep = sys.argv[1], json.loads(sys.argv[2])
+job = [j for j in rep["jobs"] if j["job"] == 4242]
+assert job, f"io{io}: no job 4242 in {rep['jobs']}"
+job = job[0]
+assert job["bytes_written"] > 0, f"io{io}: job 4242 wrote nothing here"
+assert job["peers"] == ["10.77.0.101"], f"io{io}: job 4242's peers {job['peers']}"
+PY
+done
+
+trap - EXIT
+bash "$C" down
+[ ! -e /run/iosets-cluster ] || fail "down left /run/iosets-cluster"
+! ip netns list | grep -q '^iocl-' || fail "down left network namespaces: $(ip netns list | grep iocl-)"
+! ip link show iosclbr0 >/dev/null 2>&1 || fail "down left the bridge iosclbr0"
+! grep -qs ' /mnt/iosets ' /proc/[0-9]*/mounts || fail "down left a mount of /mnt/iosets"
+! pgrep -f "iosets.*(serve --root /pfs/iosets|mount /mnt/iosets)" >/dev/null ||
+  fail "down left iosets processes"
+for g in glusterd glusterfsd glusterfs; do
+  ! pgrep -x "$g" >/dev/null || fail "down left a $g process"
+done
+! grep -qs ' /pfs ' /proc/[0-9]*/mounts || fail "down left a mount of /pfs"
+echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes: c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101; down left nothing)"

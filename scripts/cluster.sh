@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# A cluster on one machine (issue 30, first part): every node a separate network host (its own
+# network, UTS and mount namespaces) on a private subnet behind a bridge, with roles:
+#   ioN   I/O nodes: `iosets serve --root /srv/iosets-cluster/ioN --listen <its address>:7070
+#         --auth-file <the cluster's secret>` (the PFS underneath is a plain directory for now)
+#   cN    compute nodes: `iosets mount /mnt/iosets --servers <every I/O node> --auth-file ...`,
+#         at the same path on every node, each in its own mount namespace
+# The cluster's secret and control token are $STATE/secret and $STATE/token (mode 600), e.g.
+#   scripts/cluster.sh exec c1 -- iosets ctl jobs --server 10.77.0.11:7070 \
+#     --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token
+#
+# Usage: scripts/cluster.sh up [--storage N] [--io N] [--compute N] [--bin PATH] [--subnet A.B.C]
+#        scripts/cluster.sh status
+#        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
+#        scripts/cluster.sh down
+#   --storage N   storage nodes (default 2, 0..=8; 0: no PFS)
+#   --io N        I/O nodes (default 2, 1..=16)
+#   --compute N   compute nodes (default 2, 1..=32)
+#   --bin PATH    the iosets binary (default target/release/iosets, built first)
+#   --subnet ABC  the first three octets of the private /24 (default 10.77.0; the bridge is .1,
+#                 storage nodes .21…, I/O nodes .11…, compute nodes .101…)
+# Installs glusterfs-server when storage nodes are asked for and it is missing.
+# Everything `up` makes (namespaces, links, the bridge, mounts, daemons, the state directory
+# /run/iosets-cluster) is removed by `down`, and by `up` itself on Ctrl-C or any failure. A
+# second `up` while one runs is refused. Needs root. Exit status: 0 done, 1 failed, 2 bad
+# arguments or a cluster already up (up) / none up (exec, status).
+set -euo pipefail
+export LC_ALL=C
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STATE=/run/iosets-cluster
+BRIDGE=iosclbr0
+PORT=7070
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+die() { echo "cluster.sh: $*" >&2; exit "${2:-1}"; }
+say() { echo "cluster: $*" >&2; }
+
+# --- the namespaces of one node ------------------------------------------------
+# node_exec NODE CMD...: CMD in NODE's network, mount and UTS namespaces
+node_exec() {
+  local n=$1
+  shift
+  nsenter --net="/var/run/netns/iocl-$n" --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" -- "$@"
+}
+
+# node_spawn NODE CMD...: node_exec as a daemon's whole process (run it with `&`: $! is then
+# CMD's own pid, as nsenter execs it)
+node_spawn() {
+  local n=$1
+  shift
+  exec nsenter --net="/var/run/netns/iocl-$n" --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" -- "$@"
+}
+
+# make_node NODE ADDRESS: its namespaces (network: a veth on the bridge; UTS: its hostname;
+# mount: a private copy), recorded in $STATE/nodes
+make_node() {
+  local n=$1 addr=$2
+  ip netns add "iocl-$n"
+  echo "$n $addr" >>"$STATE/nodes"
+  ip link add "iocl-$n" type veth peer name eth0 netns "iocl-$n"
+  ip link set "iocl-$n" master "$BRIDGE" up
+  ip -n "iocl-$n" addr add "$addr/24" dev eth0
+  ip -n "iocl-$n" link set eth0 up
+  ip -n "iocl-$n" link set lo up
+  : >"$STATE/ns/$n.mnt"
+  : >"$STATE/ns/$n.uts"
+  unshare --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" --propagation private \
+    hostname "$n"
+}
+
+# gluster_dirs NODE: GlusterFS's state and logs private to NODE (bound over the system's in its
+# mount namespace), and its run-time directory: a storage node (`storage`) gets a /run of its
+# own (glusterd's socket is /run/glusterd.socket, one per node; the host's /run is then hidden
+# there), another node a /run/gluster of its own (its GlusterFS client's)
+gluster_dirs() {
+  local n=$1 kind=${2:-client} d
+  for d in lib log run; do mkdir -p "$STATE/gluster/$n/$d"; done
+  node_exec "$n" mount --bind "$STATE/gluster/$n/lib" /var/lib/glusterd
+  node_exec "$n" mount --bind "$STATE/gluster/$n/log" /var/log/glusterfs
+  if [ "$kind" = storage ]; then
+    node_exec "$n" sh -c 'mount -t tmpfs -o mode=755 tmpfs /run && mkdir -p /run/gluster'
+  else
+    node_exec "$n" mount --bind "$STATE/gluster/$n/run" /run/gluster
+  fi
+}
+
+# gluster_in NODE ARGS...: the gluster CLI against NODE's glusterd
+gluster_in() {
+  local n=$1
+  shift
+  node_exec "$n" gluster --mode=script "$@"
+}
+
+# --- down: everything up made, whatever state it is in ---------------------------
+down() {
+  set +e
+  [ -d "$STATE" ] || return 0
+  local pid n addr
+  # Mounts first (their daemons answer the unmount), then every daemon.
+  if [ -f "$STATE/nodes" ]; then
+    while read -r n addr; do
+      [ -e "$STATE/ns/$n.mnt" ] || continue
+      node_exec "$n" umount /mnt/iosets 2>/dev/null ||
+        node_exec "$n" umount -l /mnt/iosets 2>/dev/null
+    done <"$STATE/nodes"
+  fi
+  # Every process of every node: the daemons started here and what they started (GlusterFS's
+  # brick servers and clients).
+
+  pids() {
+    cat "$STATE"/pids/* 2>/dev/null
+    [ -f "$STATE/nodes" ] && while read -r n addr; do ip netns pids "iocl-$n" 2>/dev/null; done <"$STATE/nodes"
+  }
+  for pid in $(pids); do kill "$pid" 2>/dev/null; done
+  for _ in $(seq 50); do
+    local alive=0
+    for pid in $(pids); do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && break
+    sleep 0.1
+  done
+  for pid in $(pids); do kill -9 "$pid" 2>/dev/null; done
+  if [ -f "$STATE/nodes" ]; then
+    while read -r n addr; do
+      [ -e "$STATE/ns/$n.mnt" ] || continue
+      node_exec "$n" umount -l /pfs 2>/dev/null
+    done <"$STATE/nodes"
+  fi
+  if [ -f "$STATE/nodes" ]; then
+    while read -r n addr; do
+      umount "$STATE/ns/$n.mnt" "$STATE/ns/$n.uts" 2>/dev/null
+      ip link del "iocl-$n" 2>/dev/null
+      ip netns del "iocl-$n" 2>/dev/null
+    done <"$STATE/nodes"
+  fi
+  ip link del "$BRIDGE" 2>/dev/null
+  umount "$STATE/ns" 2>/dev/null
+  rm -rf "$STATE" /srv/iosets-cluster
+  return 0
+}
+
+up() {
+  local storage=2 io=2 compute=2 bin="" subnet=10.77.0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --storage) [ $# -ge 2 ] || die "--storage needs a number" 2; storage=$2; shift 2 ;;
+      --io) [ $# -ge 2 ] || die "--io needs a number" 2; io=$2; shift 2 ;;
+      --compute) [ $# -ge 2 ] || die "--compute needs a number" 2; compute=$2; shift 2 ;;
+      --bin) [ $# -ge 2 ] || die "--bin needs a path" 2; bin=$2; shift 2 ;;
+      --subnet) [ $# -ge 2 ] || die "--subnet needs A.B.C" 2; subnet=$2; shift 2 ;;
+      *) die "up: unknown argument '$1' (see --help)" 2 ;;
+    esac
+  done
+  [[ $storage =~ ^[0-9]+$ ]] && [ "$storage" -le 8 ] || die "--storage $storage: 0 to 8" 2
+  [[ $io =~ ^[0-9]+$ ]] && [ "$io" -ge 1 ] && [ "$io" -le 16 ] || die "--io $io: 1 to 16" 2
+  [[ $compute =~ ^[0-9]+$ ]] && [ "$compute" -ge 1 ] && [ "$compute" -le 32 ] ||
+    die "--compute $compute: 1 to 32" 2
+  [[ $subnet =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "--subnet $subnet: three octets, e.g. 10.77.0" 2
+  [ "$(id -u)" = 0 ] || die "needs root (namespaces, a bridge, FUSE mounts)" 2
+  [ ! -e "$STATE" ] || die "a cluster is already up ($STATE exists): scripts/cluster.sh down first" 2
+  ip link show "$BRIDGE" >/dev/null 2>&1 && die "the bridge $BRIDGE exists (another cluster?): scripts/cluster.sh down" 2
+  if [ -z "$bin" ]; then
+    (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
+    bin=$REPO/target/release/iosets
+  fi
+  [ -x "$bin" ] || die "--bin $bin: not an executable" 2
+  bin=$(realpath "$bin")
+  if [ "$storage" -gt 0 ] && ! command -v glusterd >/dev/null; then
+    say "installing glusterfs-server (storage nodes)"
+    apt-get update -qq && apt-get install -y -qq glusterfs-server >/dev/null
+  fi
+
+  mkdir -p "$STATE/pids" "$STATE/logs" "$STATE/ns"
+  trap 'say "interrupted: taking the cluster down"; down; exit 1' INT TERM
+  trap 'rc=$?; if [ $rc != 0 ]; then say "up failed: taking the cluster down"; down; fi' EXIT
+  # The namespace files need a private mount to be bound on.
+  mount --bind "$STATE/ns" "$STATE/ns"
+  mount --make-private "$STATE/ns"
+  echo "$bin" >"$STATE/bin"
+  # The cluster's secret (every node proves it holds it) and the control token (`iosets ctl`,
+  # `.iosets/`), both private to root.
+  local f
+  for f in secret token; do
+    (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$STATE/$f" && echo >>"$STATE/$f")
+  done
+
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$subnet.1/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+
+  local i servers="" addr bricks="" root
+  if [ "$storage" -gt 0 ]; then
+    for i in $(seq "$storage"); do
+      addr=$subnet.$((20 + i))
+      make_node "s$i" "$addr"
+      gluster_dirs "s$i" storage
+      mkdir -p "/srv/iosets-cluster/s$i"
+      node_spawn "s$i" glusterd -N >"$STATE/logs/s$i.log" 2>&1 &
+      echo $! >"$STATE/pids/s$i"
+      bricks+=" $addr:/srv/iosets-cluster/s$i/brick"
+    done
+    for i in $(seq "$storage"); do
+      for _ in $(seq 100); do gluster_in "s$i" volume list >/dev/null 2>&1 && break; sleep 0.2; done
+      gluster_in "s$i" volume list >/dev/null 2>&1 || die "s$i: glusterd did not start (log: $STATE/logs/s$i.log)"
+    done
+    for i in $(seq 2 "$storage"); do
+      gluster_in s1 peer probe "$subnet.$((20 + i))" >/dev/null || die "s1 could not probe s$i"
+    done
+    # The pool is ready when s1 sees every peer connected.
+    for _ in $(seq 100); do
+      [ "$(gluster_in s1 peer status 2>/dev/null | grep -c 'Peer in Cluster (Connected)')" = $((storage - 1)) ] && break
+      sleep 0.2
+    done
+    # shellcheck disable=SC2086
+    gluster_in s1 volume create pfs transport tcp $bricks force >/dev/null ||
+      die "the GlusterFS volume could not be made over$bricks"
+    gluster_in s1 volume start pfs >/dev/null || die "the GlusterFS volume did not start"
+    echo "pfs:$bricks" >"$STATE/pfs"
+  fi
+  for i in $(seq "$io"); do
+    addr=$subnet.$((10 + i))
+    make_node "io$i" "$addr"
+    if [ "$storage" -gt 0 ]; then
+      gluster_dirs "io$i"
+      mkdir -p /pfs
+      node_exec "io$i" mount -t glusterfs "$subnet.21:/pfs" /pfs ||
+        die "io$i could not mount the GlusterFS volume at /pfs"
+      root=/pfs/iosets
+      node_exec "io$i" mkdir -p "$root"
+    else
+      root=/srv/iosets-cluster/io$i
+      mkdir -p "$root"
+    fi
+    node_spawn "io$i" "$bin" serve --root "$root" --listen "$addr:$PORT" \
+      --admin-listen "$addr:0" --auth-file "$STATE/secret" --token-file "$STATE/token" \
+      >"$STATE/logs/io$i.log" 2>&1 &
+    echo $! >"$STATE/pids/io$i"
+    servers+="${servers:+,}$addr:$PORT"
+  done
+  for i in $(seq "$io"); do
+    for _ in $(seq 100); do
+      grep -q "listening on" "$STATE/logs/io$i.log" && break
+      kill -0 "$(cat "$STATE/pids/io$i")" 2>/dev/null || break
+      sleep 0.1
+    done
+    grep -q "listening on" "$STATE/logs/io$i.log" ||
+      { cat "$STATE/logs/io$i.log" >&2; die "io$i did not start (log above)"; }
+  done
+  echo "$servers" >"$STATE/servers"
+  mkdir -p /mnt/iosets
+  for i in $(seq "$compute"); do
+    make_node "c$i" "$subnet.$((100 + i))"
+    node_spawn "c$i" "$bin" mount /mnt/iosets --servers "$servers" --auth-file "$STATE/secret" \
+      --token-file "$STATE/token" >"$STATE/logs/c$i.log" 2>&1 &
+    echo $! >"$STATE/pids/c$i"
+  done
+  for i in $(seq "$compute"); do
+    for _ in $(seq 100); do
+      node_exec "c$i" mountpoint -q /mnt/iosets && break
+      kill -0 "$(cat "$STATE/pids/c$i")" 2>/dev/null || break
+      sleep 0.1
+    done
+    node_exec "c$i" mountpoint -q /mnt/iosets ||
+      { cat "$STATE/logs/c$i.log" >&2; die "c$i did not mount /mnt/iosets (log above)"; }
+  done
+  trap - INT TERM EXIT
+  status
+}
+
+status() {
+  [ -f "$STATE/nodes" ] || die "no cluster is up" 2
+  local n addr pid what
+  printf '%-6s %-15s %-8s %s\n' NODE ADDRESS PID ROLE
+  while read -r n addr; do
+    pid=$(cat "$STATE/pids/$n" 2>/dev/null || echo -)
+    case "$n" in
+      s*) what="glusterd, a brick of $(cut -d: -f1 "$STATE/pfs")" ;;
+      io*) what="iosets serve on $addr:$PORT$([ -f "$STATE/pfs" ] && echo " over GlusterFS at /pfs")" ;;
+      *) what="iosets mount /mnt/iosets over $(cat "$STATE/servers")" ;;
+    esac
+    kill -0 "$pid" 2>/dev/null || what="$what (not running)"
+    printf '%-6s %-15s %-8s %s\n' "$n" "$addr" "$pid" "$what"
+  done <"$STATE/nodes"
+}
+
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+cmd=$1
+shift
+case "$cmd" in
+  up) up "$@" ;;
+  down) [ "$(id -u)" = 0 ] || die "needs root" 2; down ;;
+  status) status ;;
+  exec)
+    [ $# -ge 3 ] && [ "$2" = "--" ] || die "usage: scripts/cluster.sh exec NODE -- CMD [ARGS...]" 2
+    node=$1
+    shift 2
+    grep -q "^$node " "$STATE/nodes" 2>/dev/null || die "no node '$node' (scripts/cluster.sh status)" 2
+    node_exec "$node" "$@"
+    ;;
+  -h | --help) usage ;;
+  *) usage >&2; die "unknown command '$cmd'" 2 ;;
+esac
