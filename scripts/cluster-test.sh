@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The test command's short run of the cluster on one machine (scripts/cluster.sh): two storage
 # nodes (GlusterFS, a 2-brick distribute volume), two I/O nodes in front of it, two compute
-# nodes, each its own network host. A file written through /mnt/iosets on c1 is read whole on
-# c2 and lies in a GlusterFS brick; both I/O nodes served part of it and saw the writer's job
-# coming from c1's address (not 127.0.0.1); a second `up`, bad sizes, a node that cannot start
-# and an unknown node are refused or cleaned up; `down` leaves no namespace, link, bridge,
-# mount, daemon or state behind.
+# nodes and a Slurm head node, each its own network host. A file written through /mnt/iosets
+# on c1 is read whole on c2 and lies in a GlusterFS brick; both I/O nodes served part of it and
+# saw the writer's job coming from c1's address (not 127.0.0.1); `srun -N2 --io-priority=0.1`
+# runs one task on each compute node, each reading its job's priority through its own mount
+# (the SPANK plugin) and writing, and both I/O nodes saw that job from both compute nodes; a
+# second `up`, bad sizes, a node that cannot start and an unknown node are refused or cleaned
+# up; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
+# the cgroup v1 freezer (slurmd needs it) the Slurm part is left out, and said so.
 #
 # Usage: scripts/cluster-test.sh [--bin PATH]   (default target/release/iosets, built first)
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, or no network namespaces here).
@@ -39,8 +42,11 @@ rc=0; bash "$C" up --storage 0 --bin /bin/false >/dev/null 2>&1 || rc=$?
 [ ! -e /run/iosets-cluster ] && ! ip link show iosclbr0 >/dev/null 2>&1 &&
   ! ip netns list | grep -q '^iocl-' || fail "a failed up left its namespaces, bridge or state"
 
+slurm=1 args=()
+grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo ||
+  { slurm=0 args=(--no-slurm); echo "cluster-test: no cgroup v1 freezer here: the Slurm part is left out"; }
 trap 'bash "$C" down' EXIT
-bash "$C" up --io 2 --compute 2 --bin "$bin" >/dev/null
+bash "$C" up --io 2 --compute 2 "${args[@]}" --bin "$bin" >/dev/null
 rc=0; bash "$C" up --bin "$bin" 2>/dev/null || rc=$?
 [ $rc = 2 ] || fail "a second up: exit $rc, not 2"
 rc=0; bash "$C" exec c9 -- true 2>/dev/null || rc=$?
@@ -76,6 +82,29 @@ assert job["peers"] == ["10.77.0.101"], f"io{io}: job 4242's peers {job['peers']
 PY
 done
 
+# A job over both compute nodes, its priority given by the SPANK plugin.
+if [ $slurm = 1 ]; then
+  out=$(timeout 120 bash "$C" exec head -- srun -N2 --io-priority=0.1 sh -c \
+    'echo "$(hostname) $SLURM_JOB_ID $(cat /mnt/iosets/.iosets/jobs/$SLURM_JOB_ID/priority)"
+     head -c 1048576 /dev/zero > /mnt/iosets/out.$(hostname)' 2>&1) || fail "srun -N2: $out"
+  for n in c1 c2; do
+    grep -q "^$n [0-9]* 0.1 control$" <<<"$out" || fail "srun -N2: no task on $n with priority 0.1: $out"
+  done
+  jobid=$(awk 'NR == 1 {print $2}' <<<"$out")
+  for io in 1 2; do
+    json=$(bash "$C" exec c1 -- "$bin" ctl jobs --json --server "10.77.0.1$io:7070" \
+      --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token)
+    python3 - "$io" "$jobid" "$json" <<'PY' || fail "io$io's report of Slurm job $jobid"
+import json, sys
+io, jobid, rep = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+job = [j for j in rep["jobs"] if j["job"] == jobid]
+assert job, f"io{io}: no job {jobid}"
+assert job[0]["bytes_written"] > 0, f"io{io}: job {jobid} wrote nothing here"
+assert sorted(job[0]["peers"]) == ["10.77.0.101", "10.77.0.102"], job[0]["peers"]
+PY
+  done
+fi
+
 trap - EXIT
 bash "$C" down
 [ ! -e /run/iosets-cluster ] || fail "down left /run/iosets-cluster"
@@ -88,4 +117,6 @@ for g in glusterd glusterfsd glusterfs; do
   ! pgrep -x "$g" >/dev/null || fail "down left a $g process"
 done
 ! grep -qs ' /pfs ' /proc/[0-9]*/mounts || fail "down left a mount of /pfs"
-echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes: c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101; down left nothing)"
+for d in slurmctld slurmd; do ! pgrep -x "$d" >/dev/null || fail "down left a $d process"; done
+! ls -d /sys/fs/cgroup/freezer/slurm_c* >/dev/null 2>&1 || fail "down left slurmd's freezer cgroups"
+echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); down left nothing)"

@@ -4,22 +4,29 @@
 #   ioN   I/O nodes: `iosets serve --root /srv/iosets-cluster/ioN --listen <its address>:7070
 #         --auth-file <the cluster's secret>` (the PFS underneath is a plain directory for now)
 #   cN    compute nodes: `iosets mount /mnt/iosets --servers <every I/O node> --auth-file ...`,
-#         at the same path on every node, each in its own mount namespace
+#         at the same path on every node, each in its own mount namespace, and a configless
+#         `slurmd -N cN` with the SPANK plugin (`--io-priority`, `--io-auto`)
+#   head  `slurmctld` (partition `io` of every compute node): run jobs with
+#         `scripts/cluster.sh exec head -- srun -N2 ...` or `sbatch`
 # The cluster's secret and control token are $STATE/secret and $STATE/token (mode 600), e.g.
 #   scripts/cluster.sh exec c1 -- iosets ctl jobs --server 10.77.0.11:7070 \
 #     --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token
 #
-# Usage: scripts/cluster.sh up [--storage N] [--io N] [--compute N] [--bin PATH] [--subnet A.B.C]
+# Usage: scripts/cluster.sh up [--storage N] [--io N] [--compute N] [--no-slurm] [--bin PATH]
+#                              [--subnet A.B.C]
 #        scripts/cluster.sh status
 #        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
 #        scripts/cluster.sh down
 #   --storage N   storage nodes (default 2, 0..=8; 0: no PFS)
 #   --io N        I/O nodes (default 2, 1..=16)
 #   --compute N   compute nodes (default 2, 1..=32)
+#   --no-slurm    no head node, no slurmd
 #   --bin PATH    the iosets binary (default target/release/iosets, built first)
 #   --subnet ABC  the first three octets of the private /24 (default 10.77.0; the bridge is .1,
-#                 storage nodes .21…, I/O nodes .11…, compute nodes .101…)
-# Installs glusterfs-server when storage nodes are asked for and it is missing.
+#                 head .2, I/O nodes .11…, storage nodes .21…, compute nodes .101…)
+# Installs glusterfs-server (storage nodes) and Slurm and munge (scripts/ecosystem-tools.sh)
+# when missing. Uses the munged already running on /run/munge/munge.socket.2, else starts one
+# with a key of the cluster's (stopped by `down`).
 # Everything `up` makes (namespaces, links, the bridge, mounts, daemons, the state directory
 # /run/iosets-cluster) is removed by `down`, and by `up` itself on Ctrl-C or any failure. A
 # second `up` while one runs is refused. Needs root. Exit status: 0 done, 1 failed, 2 bad
@@ -39,6 +46,7 @@ say() { echo "cluster: $*" >&2; }
 node_exec() {
   local n=$1
   shift
+  [ ! -f "$STATE/slurm/slurm.conf" ] || export SLURM_CONF="$STATE/slurm/slurm.conf"
   nsenter --net="/var/run/netns/iocl-$n" --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" -- "$@"
 }
 
@@ -132,18 +140,33 @@ down() {
     done <"$STATE/nodes"
   fi
   ip link del "$BRIDGE" 2>/dev/null
+  # What slurmd leaves outside the state directory: its freezer cgroups and the configless
+  # cache link.
+  if [ -f "$STATE/nodes" ]; then
+    while read -r n addr; do
+      [ -d "/sys/fs/cgroup/freezer/slurm_$n" ] &&
+        find "/sys/fs/cgroup/freezer/slurm_$n" -depth -type d -exec rmdir {} \; 2>/dev/null
+    done <"$STATE/nodes"
+  fi
+  case "$(readlink /run/slurm/conf 2>/dev/null)" in "$STATE"/*) rm -f /run/slurm/conf ;; esac
+  rmdir /run/slurm 2>/dev/null
+  if [ -f "$STATE/munged.started" ]; then
+    munged --stop --socket=/run/munge/munge.socket.2 >/dev/null 2>&1
+    rmdir /run/munge 2>/dev/null
+  fi
   umount "$STATE/ns" 2>/dev/null
   rm -rf "$STATE" /srv/iosets-cluster
   return 0
 }
 
 up() {
-  local storage=2 io=2 compute=2 bin="" subnet=10.77.0
+  local storage=2 io=2 compute=2 bin="" subnet=10.77.0 slurm=1
   while [ $# -gt 0 ]; do
     case "$1" in
       --storage) [ $# -ge 2 ] || die "--storage needs a number" 2; storage=$2; shift 2 ;;
       --io) [ $# -ge 2 ] || die "--io needs a number" 2; io=$2; shift 2 ;;
       --compute) [ $# -ge 2 ] || die "--compute needs a number" 2; compute=$2; shift 2 ;;
+      --no-slurm) slurm=0; shift ;;
       --bin) [ $# -ge 2 ] || die "--bin needs a path" 2; bin=$2; shift 2 ;;
       --subnet) [ $# -ge 2 ] || die "--subnet needs A.B.C" 2; subnet=$2; shift 2 ;;
       *) die "up: unknown argument '$1' (see --help)" 2 ;;
@@ -261,8 +284,94 @@ up() {
     node_exec "c$i" mountpoint -q /mnt/iosets ||
       { cat "$STATE/logs/c$i.log" >&2; die "c$i did not mount /mnt/iosets (log above)"; }
   done
+  [ "$slurm" = 0 ] || start_slurm "$subnet" "$compute"
   trap - INT TERM EXIT
   status
+}
+
+# start_slurm SUBNET COMPUTE: munge, slurmctld on the head node, a configless slurmd with the
+# SPANK plugin on every compute node; returns when every node is idle
+start_slurm() {
+  local subnet=$1 compute=$2 i state="" sock=/run/munge/munge.socket.2 nodes
+  command -v slurmctld >/dev/null || bash "$REPO/scripts/ecosystem-tools.sh" ||
+    die "could not install Slurm and munge (scripts/ecosystem-tools.sh)"
+  [ -d /sys/fs/cgroup/freezer ] && grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo ||
+    die "slurmd needs the cgroup v1 freezer hierarchy, not mounted here (use --no-slurm)"
+  if ! { munge -n -S "$sock" 2>/dev/null | unmunge -S "$sock" >/dev/null 2>&1; }; then
+    [ ! -S "$sock" ] || die "$sock exists but does not answer; stop that munged first"
+    chmod 755 "$STATE"
+    install -d -o munge -g munge -m 0700 "$STATE/munge"
+    install -d -o munge -g munge -m 0755 /run/munge
+    head -c 1024 /dev/urandom >"$STATE/munge/munge.key"
+    chown munge:munge "$STATE/munge/munge.key"
+    chmod 0400 "$STATE/munge/munge.key"
+    runuser -u munge -- munged --key-file="$STATE/munge/munge.key" --socket="$sock" \
+      --pid-file="$STATE/munge/munged.pid" --log-file="$STATE/munge/munged.log" \
+      --seed-file="$STATE/munge/munged.seed" || die "munged did not start"
+    touch "$STATE/munged.started"
+  fi
+  mkdir -p "$STATE/slurm/ctld"
+  make -s -C "$REPO/deploy/slurm" OUT="$STATE/slurm/spank_iosets.so" ||
+    die "the SPANK plugin does not build"
+  echo "required $STATE/slurm/spank_iosets.so mount=/mnt/iosets on_error=fail timeout=10" \
+    >"$STATE/slurm/plugstack.conf"
+  printf '%s\n' "CgroupPlugin=cgroup/v1" "CgroupMountpoint=/sys/fs/cgroup" >"$STATE/slurm/cgroup.conf"
+  nodes="c[1-$compute]"
+  [ "$compute" -gt 1 ] || nodes=c1
+  {
+    cat <<EOF
+ClusterName=iosetscluster
+SlurmctldHost=head($subnet.2)
+SlurmctldParameters=enable_configless
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$STATE/slurm/ctld
+SlurmdSpoolDir=$STATE/slurm/%n
+SlurmctldPidFile=$STATE/slurm/slurmctld.pid
+SlurmdPidFile=$STATE/slurm/slurmd.%n.pid
+SlurmctldLogFile=$STATE/slurm/slurmctld.log
+SlurmdLogFile=$STATE/slurm/slurmd.%n.log
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+PlugStackConfig=$STATE/slurm/plugstack.conf
+EOF
+    for i in $(seq "$compute"); do
+      echo "NodeName=c$i NodeAddr=$subnet.$((100 + i)) CPUs=$(nproc) State=UNKNOWN"
+    done
+    echo "PartitionName=io Nodes=$nodes Default=YES MaxTime=60 State=UP"
+  } >"$STATE/slurm/slurm.conf"
+  make_node head "$subnet.2"
+  node_spawn head slurmctld -D -i -f "$STATE/slurm/slurm.conf" >"$STATE/logs/head.log" 2>&1 &
+  echo $! >"$STATE/pids/head"
+  for _ in $(seq 100); do
+    node_exec head scontrol ping 2>/dev/null | grep -q UP && break
+    kill -0 "$(cat "$STATE/pids/head")" 2>/dev/null || break
+    sleep 0.1
+  done
+  node_exec head scontrol ping 2>/dev/null | grep -q UP ||
+    { cat "$STATE/logs/head.log" >&2; die "slurmctld did not start (log above)"; }
+  for i in $(seq "$compute"); do
+    # Configless: slurmd fetches slurm.conf, cgroup.conf and plugstack.conf from slurmctld.
+    node_spawn "c$i" env -u SLURM_CONF slurmd -D --conf-server "$subnet.2:6817" -N "c$i" \
+      >"$STATE/logs/slurmd.c$i.log" 2>&1 &
+    echo $! >"$STATE/pids/slurmd.c$i"
+  done
+  for _ in $(seq 150); do
+    state=$(node_exec head sinfo -h -o %T 2>/dev/null | sort -u | tr '\n' ' ')
+    [ "$state" = "idle " ] && break
+    sleep 0.2
+  done
+  [ "$state" = "idle " ] ||
+    { tail -n 5 "$STATE"/logs/slurmd.c*.log >&2; die "the compute nodes are '$state', not idle"; }
 }
 
 status() {
@@ -273,8 +382,9 @@ status() {
     pid=$(cat "$STATE/pids/$n" 2>/dev/null || echo -)
     case "$n" in
       s*) what="glusterd, a brick of $(cut -d: -f1 "$STATE/pfs")" ;;
+      head) what="slurmctld (partition io)" ;;
       io*) what="iosets serve on $addr:$PORT$([ -f "$STATE/pfs" ] && echo " over GlusterFS at /pfs")" ;;
-      *) what="iosets mount /mnt/iosets over $(cat "$STATE/servers")" ;;
+      *) what="iosets mount /mnt/iosets over $(cat "$STATE/servers")$([ -f "$STATE/pids/slurmd.$n" ] && echo ", slurmd")" ;;
     esac
     kill -0 "$pid" 2>/dev/null || what="$what (not running)"
     printf '%-6s %-15s %-8s %s\n' "$n" "$addr" "$pid" "$what"
