@@ -26,6 +26,8 @@ if [ -z "$bin" ]; then
   (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
   bin=$REPO/target/release/iosets
 fi
+[ -x "$bin" ] || fail "no iosets binary at $bin"
+bin=$(realpath "$bin")
 
 # Refused before anything is made.
 for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--bogus"; do

@@ -65,5 +65,7 @@ stage "C tests of libiosets (under valgrind)"
 bash crates/ffi/tests/c/run.sh
 stage "Slurm: the SPANK plugin and prolog/epilog on a single-node Slurm (scripts/slurm-test.sh; 77 = slurmd cannot run here)"
 bash scripts/slurm-test.sh || [ $? = 77 ]
+stage "a cluster on one machine: GlusterFS storage nodes, I/O nodes, compute nodes and a Slurm head in network namespaces (scripts/cluster-test.sh; 77 = no namespaces here)"
+bash scripts/cluster-test.sh --bin "${CARGO_TARGET_DIR:-target}/release/iosets" || [ $? = 77 ]
 stage "Python bindings: pip install ./python in a venv, then pytest python/tests"
 bash scripts/python-test.sh
