@@ -7,7 +7,8 @@
 # runs one task on each compute node, each reading its job's priority through its own mount
 # (the SPANK plugin) and writing, and both I/O nodes saw that job from both compute nodes; a
 # second `up`, bad sizes, a node that cannot start and an unknown node are refused or cleaned
-# up; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
+# up; a compute node holding a wrong secret (the fault) cannot mount or ask, and the I/O node
+# logs the refusal with that node's address; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
 # the cgroup v1 freezer (slurmd needs it) the Slurm part is left out, and said so.
 #
 # Usage: scripts/cluster-test.sh [--bin PATH]   (default target/release/iosets, built first)
@@ -84,6 +85,28 @@ assert job["peers"] == ["10.77.0.101"], f"io{io}: job 4242's peers {job['peers']
 PY
 done
 
+# The fault: c2 with a wrong secret. Its mount refuses to start, its ctl is refused, nothing
+# reaches the PFS, and io1 logs the refusal with c2's address.
+wrong=$(mktemp /tmp/iocl-wrong.XXXXXX)
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$wrong"
+echo >>"$wrong"
+before=$(bash "$C" exec io1 -- sh -c 'ls -A /pfs/iosets | wc -l')
+mkdir -p /tmp/iocl-wrong-mnt
+rc=0; out=$(timeout 60 bash "$C" exec c2 -- "$bin" mount /tmp/iocl-wrong-mnt \
+  --servers 10.77.0.11:7070,10.77.0.12:7070 --auth-file "$wrong" 2>&1) || rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] || fail "a mount with a wrong secret: exit $rc"
+grep -q "cluster secret is not this server's" <<<"$out" || fail "a mount with a wrong secret said: $out"
+! bash "$C" exec c2 -- mountpoint -q /tmp/iocl-wrong-mnt || fail "a mount with a wrong secret is mounted"
+rc=0; timeout 60 bash "$C" exec c2 -- "$bin" ctl jobs --server 10.77.0.11:7070 --auth-file "$wrong" \
+  --token-file /run/iosets-cluster/token >/dev/null 2>&1 || rc=$?
+[ $rc = 1 ] || fail "ctl with a wrong secret: exit $rc, not 1"
+rm -f "$wrong"
+rmdir /tmp/iocl-wrong-mnt
+[ "$(bash "$C" exec io1 -- sh -c 'ls -A /pfs/iosets | wc -l')" = "$before" ] ||
+  fail "something reached the PFS from a node with a wrong secret"
+grep -q 'refusal="auth_failed" peer=10.77.0.102' /run/iosets-cluster/logs/io1.log ||
+  fail "io1 did not log the refusal with c2's address"
+
 # A job over both compute nodes, its priority given by the SPANK plugin.
 if [ $slurm = 1 ]; then
   out=$(timeout 120 bash "$C" exec head -- srun -N2 --io-priority=0.1 sh -c \
@@ -121,4 +144,4 @@ done
 ! grep -qs ' /pfs ' /proc/[0-9]*/mounts || fail "down left a mount of /pfs"
 for d in slurmctld slurmd; do ! pgrep -x "$d" >/dev/null || fail "down left a $d process"; done
 ! ls -d /sys/fs/cgroup/freezer/slurm_c* >/dev/null 2>&1 || fail "down left slurmd's freezer cgroups"
-echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); down left nothing)"
+echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); a wrong secret refused and logged with c2's address; down left nothing)"
