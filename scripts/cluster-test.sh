@@ -7,8 +7,11 @@
 # runs one task on each compute node, each reading its job's priority through its own mount
 # (the SPANK plugin) and writing, and both I/O nodes saw that job from both compute nodes; a
 # second `up`, bad sizes, a node that cannot start and an unknown node are refused or cleaned
-# up; a compute node holding a wrong secret (the fault) cannot mount or ask, and the I/O node
-# logs the refusal with that node's address; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
+# up; two faults: a compute node holding a wrong secret cannot mount or ask, and the I/O node
+# logs the refusal with that node's address; an I/O node's link cut during writes makes the
+# writer's calls fail with EIO (the mounts' timeout is 5 s here), never hang, every write that
+# returned success is whole in the PFS, and once the link is back new writes work without a
+# remount; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
 # the cgroup v1 freezer (slurmd needs it) the Slurm part is left out, and said so.
 #
 # Usage: scripts/cluster-test.sh [--bin PATH]   (default target/release/iosets, built first)
@@ -31,7 +34,7 @@ fi
 bin=$(realpath "$bin")
 
 # Refused before anything is made.
-for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--bogus"; do
+for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--mount-timeout 0" "--bogus"; do
   # shellcheck disable=SC2086
   rc=0; bash "$C" up $bad --bin "$bin" 2>/dev/null || rc=$?
   [ $rc = 2 ] || fail "up $bad: exit $rc, not 2"
@@ -48,8 +51,9 @@ rc=0; bash "$C" up --storage 0 --bin /bin/false >/dev/null 2>&1 || rc=$?
 slurm=1 args=()
 grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo ||
   { slurm=0 args=(--no-slurm); echo "cluster-test: no cgroup v1 freezer here: the Slurm part is left out"; }
-trap 'bash "$C" down' EXIT
-bash "$C" up --io 2 --compute 2 "${args[@]}" --bin "$bin" >/dev/null
+ok=$(mktemp /tmp/iocl-ok.XXXXXX) wrong=$(mktemp /tmp/iocl-wrong.XXXXXX)
+trap 'bash "$C" down; rm -f "$ok" "$ok.stop" "$ok.err" "$wrong"' EXIT
+bash "$C" up --io 2 --compute 2 --mount-timeout 5 "${args[@]}" --bin "$bin" >/dev/null
 rc=0; bash "$C" up --bin "$bin" 2>/dev/null || rc=$?
 [ $rc = 2 ] || fail "a second up: exit $rc, not 2"
 rc=0; bash "$C" exec c9 -- true 2>/dev/null || rc=$?
@@ -87,7 +91,6 @@ done
 
 # The fault: c2 with a wrong secret. Its mount refuses to start, its ctl is refused, nothing
 # reaches the PFS, and io1 logs the refusal with c2's address.
-wrong=$(mktemp /tmp/iocl-wrong.XXXXXX)
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$wrong"
 echo >>"$wrong"
 before=$(bash "$C" exec io1 -- sh -c 'ls -A /pfs/iosets | wc -l')
@@ -106,6 +109,46 @@ rmdir /tmp/iocl-wrong-mnt
   fail "something reached the PFS from a node with a wrong secret"
 grep -q 'refusal="auth_failed" peer=10.77.0.102' /run/iosets-cluster/logs/io1.log ||
   fail "io1 did not log the refusal with c2's address"
+
+# The fault: io2's link cut while c1 writes 2 MiB files (each over both I/O nodes' chunks, each
+# fsynced). Calls fail with EIO, none hangs; what succeeded is whole in the PFS; the link back
+# up, writes work again on the same mount.
+bash "$C" exec c1 -- sh -c 'i=0
+  while [ $i -lt 400 ] && [ ! -e "$1.stop" ]; do
+    i=$((i + 1))
+    if yes $i | head -c 2097152 | dd of=/mnt/iosets/w$i bs=1M iflag=fullblock conv=fsync 2>>"$1.err"
+    then echo "ok $i" >>"$1"; else echo "failed $i" >>"$1"; fi
+  done' sh "$ok" &
+writer=$!
+for _ in $(seq 100); do grep -q '^ok 3$' "$ok" && break; sleep 0.1; done
+grep -q '^ok 3$' "$ok" || fail "the writer did not get going: $(tail -n 3 "$ok")"
+ip link set iocl-io2 down
+# The mounts give up on io2 after 5 s: failures must come, well within this bound.
+for _ in $(seq 300); do grep -q '^failed' "$ok" && break; sleep 0.1; done
+grep -q '^failed' "$ok" || fail "no write failed within 30 s of io2's link going down"
+grep -q 'Input/output error' "$ok.err" || fail "the failed write's error is not EIO: $(tail -n 2 "$ok.err")"
+ip link set iocl-io2 up
+touch "$ok.stop"
+for _ in $(seq 600); do kill -0 $writer 2>/dev/null || break; sleep 0.1; done
+! kill -0 $writer 2>/dev/null || fail "the writer hangs after io2's link came back"
+wait $writer || true
+# Every write that returned success is whole in the PFS (read there by io1, not through iosets).
+n_ok=0
+for i in $(sed -n 's/^ok //p' "$ok"); do
+  want=$({ yes "$i" || true; } | head -c 2097152 | md5sum)
+  got=$(bash "$C" exec io1 -- sh -c "md5sum < /pfs/iosets/w$i")
+  [ "$got" = "$want" ] || fail "w$i returned success but the PFS holds other bytes"
+  n_ok=$((n_ok + 1))
+done
+# New I/O on the same mount once the link is back (the connection to io2 may take a moment).
+for _ in $(seq 30); do
+  bash "$C" exec c1 -- sh -c 'yes back | head -c 2097152 | dd of=/mnt/iosets/back bs=1M iflag=fullblock conv=fsync 2>/dev/null' && break
+  sleep 1
+done
+[ "$(bash "$C" exec c1 -- sh -c 'md5sum < /mnt/iosets/back')" = "$({ yes back || true; } | head -c 2097152 | md5sum)" ] ||
+  fail "no write through the same mount once io2's link was back"
+echo "cluster-test: io2's link cut: $(grep -c '^failed' "$ok") writes failed with an error, $n_ok that succeeded are whole in the PFS, writes work again"
+rm -f "$ok" "$ok.stop" "$ok.err"
 
 # A job over both compute nodes, its priority given by the SPANK plugin.
 if [ $slurm = 1 ]; then
@@ -131,6 +174,7 @@ PY
 fi
 
 trap - EXIT
+rm -f "$ok" "$ok.stop" "$ok.err" "$wrong"
 bash "$C" down
 [ ! -e /run/iosets-cluster ] || fail "down left /run/iosets-cluster"
 ! ip netns list | grep -q '^iocl-' || fail "down left network namespaces: $(ip netns list | grep iocl-)"
@@ -144,4 +188,4 @@ done
 ! grep -qs ' /pfs ' /proc/[0-9]*/mounts || fail "down left a mount of /pfs"
 for d in slurmctld slurmd; do ! pgrep -x "$d" >/dev/null || fail "down left a $d process"; done
 ! ls -d /sys/fs/cgroup/freezer/slurm_c* >/dev/null 2>&1 || fail "down left slurmd's freezer cgroups"
-echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); a wrong secret refused and logged with c2's address; down left nothing)"
+echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); a wrong secret refused and logged with c2's address; io2's link cut: errors, no hang, nothing acknowledged lost; down left nothing)"

@@ -13,7 +13,7 @@
 #     --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token
 #
 # Usage: scripts/cluster.sh up [--storage N] [--io N] [--compute N] [--no-slurm] [--bin PATH]
-#                              [--subnet A.B.C]
+#                              [--subnet A.B.C] [--mount-timeout S]
 #        scripts/cluster.sh status
 #        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
 #        scripts/cluster.sh down
@@ -21,6 +21,8 @@
 #   --io N        I/O nodes (default 2, 1..=16)
 #   --compute N   compute nodes (default 2, 1..=32)
 #   --no-slurm    no head node, no slurmd
+#   --mount-timeout S  the mounts' --timeout: seconds before a request to a dead or
+#                 unreachable I/O node fails with EIO (default 30)
 #   --bin PATH    the iosets binary (default target/release/iosets, built first)
 #   --subnet ABC  the first three octets of the private /24 (default 10.77.0; the bridge is .1,
 #                 head .2, I/O nodes .11…, storage nodes .21…, compute nodes .101…)
@@ -160,13 +162,14 @@ down() {
 }
 
 up() {
-  local storage=2 io=2 compute=2 bin="" subnet=10.77.0 slurm=1
+  local storage=2 io=2 compute=2 bin="" subnet=10.77.0 slurm=1 timeout=30
   while [ $# -gt 0 ]; do
     case "$1" in
       --storage) [ $# -ge 2 ] || die "--storage needs a number" 2; storage=$2; shift 2 ;;
       --io) [ $# -ge 2 ] || die "--io needs a number" 2; io=$2; shift 2 ;;
       --compute) [ $# -ge 2 ] || die "--compute needs a number" 2; compute=$2; shift 2 ;;
       --no-slurm) slurm=0; shift ;;
+      --mount-timeout) [ $# -ge 2 ] || die "--mount-timeout needs seconds" 2; timeout=$2; shift 2 ;;
       --bin) [ $# -ge 2 ] || die "--bin needs a path" 2; bin=$2; shift 2 ;;
       --subnet) [ $# -ge 2 ] || die "--subnet needs A.B.C" 2; subnet=$2; shift 2 ;;
       *) die "up: unknown argument '$1' (see --help)" 2 ;;
@@ -176,6 +179,8 @@ up() {
   [[ $io =~ ^[0-9]+$ ]] && [ "$io" -ge 1 ] && [ "$io" -le 16 ] || die "--io $io: 1 to 16" 2
   [[ $compute =~ ^[0-9]+$ ]] && [ "$compute" -ge 1 ] && [ "$compute" -le 32 ] ||
     die "--compute $compute: 1 to 32" 2
+  [[ $timeout =~ ^[0-9]+$ ]] && [ "$timeout" -ge 1 ] && [ "$timeout" -le 3600 ] ||
+    die "--mount-timeout $timeout: 1 to 3600 seconds" 2
   [[ $subnet =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "--subnet $subnet: three octets, e.g. 10.77.0" 2
   [ "$(id -u)" = 0 ] || die "needs root (namespaces, a bridge, FUSE mounts)" 2
   [ ! -e "$STATE" ] || die "a cluster is already up ($STATE exists): scripts/cluster.sh down first" 2
@@ -272,7 +277,7 @@ up() {
   for i in $(seq "$compute"); do
     make_node "c$i" "$subnet.$((100 + i))"
     node_spawn "c$i" "$bin" mount /mnt/iosets --servers "$servers" --auth-file "$STATE/secret" \
-      --token-file "$STATE/token" >"$STATE/logs/c$i.log" 2>&1 &
+      --token-file "$STATE/token" --timeout "$timeout" >"$STATE/logs/c$i.log" 2>&1 &
     echo $! >"$STATE/pids/c$i"
   done
   for i in $(seq "$compute"); do
