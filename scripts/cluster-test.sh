@@ -11,7 +11,8 @@
 # logs the refusal with that node's address; an I/O node's link cut during writes makes the
 # writer's calls fail with EIO (the mounts' timeout is 5 s here), never hang, every write that
 # returned success is whole in the PFS, and once the link is back new writes work without a
-# remount; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
+# remount; an I/O node killed with SIGKILL under the same load and restarted: the mount
+# reconnects by itself, and every write that returned success is whole in the PFS; `down` leaves no namespace, link, bridge, mount, daemon, cgroup or state behind. Without
 # the cgroup v1 freezer (slurmd needs it) the Slurm part is left out, and said so.
 #
 # Usage: scripts/cluster-test.sh [--bin PATH]   (default target/release/iosets, built first)
@@ -113,33 +114,45 @@ grep -q 'refusal="auth_failed" peer=10.77.0.102' /run/iosets-cluster/logs/io1.lo
 # The fault: io2's link cut while c1 writes 2 MiB files (each over both I/O nodes' chunks, each
 # fsynced). Calls fail with EIO, none hangs; what succeeded is whole in the PFS; the link back
 # up, writes work again on the same mount.
-bash "$C" exec c1 -- sh -c 'i=0
-  while [ $i -lt 400 ] && [ ! -e "$1.stop" ]; do
-    i=$((i + 1))
-    if yes $i | head -c 2097152 | dd of=/mnt/iosets/w$i bs=1M iflag=fullblock conv=fsync 2>>"$1.err"
-    then echo "ok $i" >>"$1"; else echo "failed $i" >>"$1"; fi
-  done' sh "$ok" &
-writer=$!
-for _ in $(seq 100); do grep -q '^ok 3$' "$ok" && break; sleep 0.1; done
-grep -q '^ok 3$' "$ok" || fail "the writer did not get going: $(tail -n 3 "$ok")"
+# start_writer PREFIX: c1 writes fsynced 2 MiB files PREFIX1, PREFIX2, … (each over both I/O
+# nodes' chunks) until $ok.stop exists, noting "ok N" or "failed N" in $ok; sets $writer
+start_writer() {
+  rm -f "$ok.stop"
+  : >"$ok"
+  bash "$C" exec c1 -- sh -c 'i=0
+    while [ $i -lt 400 ] && [ ! -e "$1.stop" ]; do
+      i=$((i + 1))
+      if yes $i | head -c 2097152 | dd of=/mnt/iosets/$2$i bs=1M iflag=fullblock conv=fsync 2>>"$1.err"
+      then echo "ok $i" >>"$1"; else echo "failed $i" >>"$1"; fi
+    done' sh "$ok" "$1" &
+  writer=$!
+  for _ in $(seq 100); do grep -q '^ok 3$' "$ok" && break; sleep 0.1; done
+  grep -q '^ok 3$' "$ok" || fail "the writer did not get going: $(tail -n 3 "$ok")"
+}
+# stop_writer: stops it (it must not hang) and checks that every write noted "ok" is whole in
+# the PFS (read there by io1, not through iosets); sets $n_ok
+stop_writer() {
+  local i want got
+  touch "$ok.stop"
+  for _ in $(seq 600); do kill -0 "$writer" 2>/dev/null || break; sleep 0.1; done
+  ! kill -0 "$writer" 2>/dev/null || fail "the writer hangs"
+  wait "$writer" || true
+  n_ok=0
+  for i in $(sed -n 's/^ok //p' "$ok"); do
+    want=$({ yes "$i" || true; } | head -c 2097152 | md5sum)
+    got=$(bash "$C" exec io1 -- sh -c "md5sum < /pfs/iosets/$1$i")
+    [ "$got" = "$want" ] || fail "$1$i returned success but the PFS holds other bytes"
+    n_ok=$((n_ok + 1))
+  done
+}
+start_writer w
 ip link set iocl-io2 down
 # The mounts give up on io2 after 5 s: failures must come, well within this bound.
 for _ in $(seq 300); do grep -q '^failed' "$ok" && break; sleep 0.1; done
 grep -q '^failed' "$ok" || fail "no write failed within 30 s of io2's link going down"
 grep -q 'Input/output error' "$ok.err" || fail "the failed write's error is not EIO: $(tail -n 2 "$ok.err")"
 ip link set iocl-io2 up
-touch "$ok.stop"
-for _ in $(seq 600); do kill -0 $writer 2>/dev/null || break; sleep 0.1; done
-! kill -0 $writer 2>/dev/null || fail "the writer hangs after io2's link came back"
-wait $writer || true
-# Every write that returned success is whole in the PFS (read there by io1, not through iosets).
-n_ok=0
-for i in $(sed -n 's/^ok //p' "$ok"); do
-  want=$({ yes "$i" || true; } | head -c 2097152 | md5sum)
-  got=$(bash "$C" exec io1 -- sh -c "md5sum < /pfs/iosets/w$i")
-  [ "$got" = "$want" ] || fail "w$i returned success but the PFS holds other bytes"
-  n_ok=$((n_ok + 1))
-done
+stop_writer w
 # New I/O on the same mount once the link is back (the connection to io2 may take a moment).
 for _ in $(seq 30); do
   bash "$C" exec c1 -- sh -c 'yes back | head -c 2097152 | dd of=/mnt/iosets/back bs=1M iflag=fullblock conv=fsync 2>/dev/null' && break
@@ -148,6 +161,19 @@ done
 [ "$(bash "$C" exec c1 -- sh -c 'md5sum < /mnt/iosets/back')" = "$({ yes back || true; } | head -c 2097152 | md5sum)" ] ||
   fail "no write through the same mount once io2's link was back"
 echo "cluster-test: io2's link cut: $(grep -c '^failed' "$ok") writes failed with an error, $n_ok that succeeded are whole in the PFS, writes work again"
+
+# The fault: io2's server killed (SIGKILL) under the same load, then started again: the mount
+# reconnects by itself (writes succeed after the restart), nothing acknowledged is lost.
+start_writer k
+kill -9 "$(cat /run/iosets-cluster/pids/io2)"
+sleep 1
+bash "$C" restart io2 >/dev/null
+before=$(grep -c '^ok' "$ok")
+for _ in $(seq 300); do [ "$(grep -c '^ok' "$ok")" -ge $((before + 3)) ] && break; sleep 0.1; done
+[ "$(grep -c '^ok' "$ok")" -ge $((before + 3)) ] ||
+  fail "no write succeeded through the mount after io2's restart: $(tail -n 3 "$ok")"
+stop_writer k
+echo "cluster-test: io2 killed and restarted: $(grep -c '^failed' "$ok") writes failed with an error, $n_ok that succeeded are whole in the PFS, the mount reconnected by itself"
 rm -f "$ok" "$ok.stop" "$ok.err"
 
 # A job over both compute nodes, its priority given by the SPANK plugin.
@@ -188,4 +214,4 @@ done
 ! grep -qs ' /pfs ' /proc/[0-9]*/mounts || fail "down left a mount of /pfs"
 for d in slurmctld slurmd; do ! pgrep -x "$d" >/dev/null || fail "down left a $d process"; done
 ! ls -d /sys/fs/cgroup/freezer/slurm_c* >/dev/null 2>&1 || fail "down left slurmd's freezer cgroups"
-echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); a wrong secret refused and logged with c2's address; io2's link cut: errors, no hang, nothing acknowledged lost; down left nothing)"
+echo "cluster-test: passed (2 storage nodes with GlusterFS, 2 I/O nodes, 2 compute nodes$([ $slurm = 1 ] && echo ", a Slurm head"): c1's 3 MiB read whole on c2 and held by a brick, both I/O nodes saw job 4242 from 10.77.0.101$([ $slurm = 1 ] && echo "; srun -N2 ran on c1 and c2 with priority 0.1, both I/O nodes saw its job from both"); a wrong secret refused and logged with c2's address; io2's link cut and io2 killed: errors, no hang, nothing acknowledged lost, reconnected; down left nothing)"

@@ -16,6 +16,7 @@
 #                              [--subnet A.B.C] [--mount-timeout S]
 #        scripts/cluster.sh status
 #        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
+#        scripts/cluster.sh restart ioN      (its iosets serve again, as up started it)
 #        scripts/cluster.sh down
 #   --storage N   storage nodes (default 2, 0..=8; 0: no PFS)
 #   --io N        I/O nodes (default 2, 1..=16)
@@ -257,21 +258,12 @@ up() {
       root=/srv/iosets-cluster/io$i
       mkdir -p "$root"
     fi
-    node_spawn "io$i" "$bin" serve --root "$root" --listen "$addr:$PORT" \
-      --admin-listen "$addr:0" --auth-file "$STATE/secret" --token-file "$STATE/token" \
-      >"$STATE/logs/io$i.log" 2>&1 &
-    echo $! >"$STATE/pids/io$i"
+    printf '%q ' "$bin" serve --root "$root" --listen "$addr:$PORT" --admin-listen "$addr:0" \
+      --auth-file "$STATE/secret" --token-file "$STATE/token" >"$STATE/serve.io$i"
+    spawn_server "io$i"
     servers+="${servers:+,}$addr:$PORT"
   done
-  for i in $(seq "$io"); do
-    for _ in $(seq 100); do
-      grep -q "listening on" "$STATE/logs/io$i.log" && break
-      kill -0 "$(cat "$STATE/pids/io$i")" 2>/dev/null || break
-      sleep 0.1
-    done
-    grep -q "listening on" "$STATE/logs/io$i.log" ||
-      { cat "$STATE/logs/io$i.log" >&2; die "io$i did not start (log above)"; }
-  done
+  for i in $(seq "$io"); do wait_server "io$i"; done
   echo "$servers" >"$STATE/servers"
   mkdir -p /mnt/iosets
   for i in $(seq "$compute"); do
@@ -292,6 +284,44 @@ up() {
   [ "$slurm" = 0 ] || start_slurm "$subnet" "$compute"
   trap - INT TERM EXIT
   status
+}
+
+# spawn_server NODE: its `iosets serve` (the command `up` saved), in the background, its log
+# appended to
+spawn_server() {
+  local n=$1 cmd
+  cmd=$(cat "$STATE/serve.$n")
+  echo "--- started $(date -u +%FT%TZ)" >>"$STATE/logs/$n.log"
+  eval "node_spawn $n $cmd" >>"$STATE/logs/$n.log" 2>&1 &
+  echo $! >"$STATE/pids/$n"
+}
+
+# wait_server NODE: returns once NODE's server listens (its latest start), or dies
+wait_server() {
+  local n=$1 log=$STATE/logs/$1.log
+  for _ in $(seq 100); do
+    sed -n '/^--- started/h; /^--- started/!H; ${x;p}' "$log" | grep -q "listening on" && return 0
+    kill -0 "$(cat "$STATE/pids/$n")" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$log" >&2
+  die "$n did not start (log above)"
+}
+
+# restart NODE: an I/O node's server started again, as `up` started it (after a crash, or to
+# test one: `kill -9` it first, or this stops it with SIGTERM)
+restart() {
+  local n=${1:-}
+  [ -f "$STATE/serve.$n" ] || die "restart: '$n' is not an I/O node of the cluster (scripts/cluster.sh status)" 2
+  local pid
+  pid=$(cat "$STATE/pids/$n")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  spawn_server "$n"
+  wait_server "$n"
 }
 
 # start_slurm SUBNET COMPUTE: munge, slurmctld on the head node, a configless slurmd with the
@@ -388,8 +418,8 @@ status() {
     case "$n" in
       s*) what="glusterd, a brick of $(cut -d: -f1 "$STATE/pfs")" ;;
       head) what="slurmctld (partition io)" ;;
-      io*) what="iosets serve on $addr:$PORT$([ -f "$STATE/pfs" ] && echo " over GlusterFS at /pfs")" ;;
-      *) what="iosets mount /mnt/iosets over $(cat "$STATE/servers")$([ -f "$STATE/pids/slurmd.$n" ] && echo ", slurmd")" ;;
+      io*) what="iosets serve on $addr:$PORT$([ -f "$STATE/pfs" ] && echo " over GlusterFS at /pfs" || true)" ;;
+      *) what="iosets mount /mnt/iosets over $(cat "$STATE/servers")$([ -f "$STATE/pids/slurmd.$n" ] && echo ", slurmd" || true)" ;;
     esac
     kill -0 "$pid" 2>/dev/null || what="$what (not running)"
     printf '%-6s %-15s %-8s %s\n' "$n" "$addr" "$pid" "$what"
@@ -403,6 +433,7 @@ case "$cmd" in
   up) up "$@" ;;
   down) [ "$(id -u)" = 0 ] || die "needs root" 2; down ;;
   status) status ;;
+  restart) [ "$(id -u)" = 0 ] || die "needs root" 2; restart "$@" ;;
   exec)
     [ $# -ge 3 ] && [ "$2" = "--" ] || die "usage: scripts/cluster.sh exec NODE -- CMD [ARGS...]" 2
     node=$1
