@@ -235,33 +235,37 @@ drop_caches() {
   bounded 120 sync || return 1
   echo 3 >/proc/sys/vm/drop_caches
 }
+# measure_begin TARGET / measure_end TARGET REP JOB NJ MODE JSON STATUS: around one run, the
+# CPU of TARGET's --cpu-pids, of this shell's children (the client) and of the whole machine,
+# and the wall time; measure_end appends the run to runs.tsv and sets `took` (seconds)
+measure_begin() {
+  m_p0=$(cpu_ticks "${cpu_pids[$1]:-}") m_c0=$(children_ticks) m_m0=$(machine_ticks)
+  m_w0=$(date +%s.%N)
+}
+measure_end() {
+  local t=$1 rep=$2 job=$3 nj=$4 mode=$5 json=$6 status=$7 w1 m1 c1 p1 pid_s=-
+  w1=$(date +%s.%N) m1=$(machine_ticks) c1=$(children_ticks) p1=$(cpu_ticks "${cpu_pids[$t]:-}")
+  secs() { awk -v a="$1" -v b="$2" -v h="${3:-1}" 'BEGIN{printf "%.3f", (b - a) / h}'; }
+  [ -z "${cpu_pids[$t]:-}" ] || [ "$m_p0" -lt 0 ] || [ "$p1" -lt 0 ] ||
+    pid_s=$(secs "$m_p0" "$p1" "$clk_tck")
+  took=$(secs "$m_w0" "$w1")
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" "$job" "$nj" "$mode" \
+    "${json#"$out"/}" "$pid_s" "$(secs "$m_c0" "$c1" "$clk_tck")" "$took" "$status" \
+    "$(secs "$m_m0" "$m1" "$clk_tck")" >>"$out/runs.tsv"
+}
 # fio_run TARGET REP JOB NJ MODE DIR ARGS... -> runs fio, appends to runs.tsv
 fio_run() {
-  local t=$1 rep=$2 job=$3 nj=$4 mode=$5 dir=$6 json rc=0 c0 c1 p0 p1 w0 w1 m0 m1
+  local t=$1 rep=$2 job=$3 nj=$4 mode=$5 dir=$6 json rc=0 status=ok
   shift 6
   json=$out/json/$t/$job-nj$nj-rep$rep.json
   mkdir -p "$out/json/$t"
   drop_caches || { say "$t: sync failed before $job"; return 1; }
-  p0=$(cpu_ticks "${cpu_pids[$t]:-}")
-  c0=$(children_ticks)
-  m0=$(machine_ticks)
-  w0=$(date +%s.%N)
+  measure_begin "$t"
   bounded "$timeout_s" fio --name="$job" --directory="$(fio_escape "$dir")" --numjobs="$nj" --group_reporting \
     --output-format=json --output="$json" "$@" >"$json.stderr" 2>&1 || rc=$?
-  w1=$(date +%s.%N)
-  m1=$(machine_ticks)
-  c1=$(children_ticks)
-  p1=$(cpu_ticks "${cpu_pids[$t]:-}")
-  local pid_s=- client_s status=ok
-  [ -z "${cpu_pids[$t]:-}" ] || [ "$p0" -lt 0 ] || [ "$p1" -lt 0 ] ||
-    pid_s=$(awk -v a="$p0" -v b="$p1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')
-  client_s=$(awk -v a="$c0" -v b="$c1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')
   [ $rc = 0 ] || status=FAIL
+  measure_end "$t" "$rep" "$job" "$nj" "$mode" "$json" "$status"
   [ -s "$json.stderr" ] || rm -f "$json.stderr"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" "$job" "$nj" "$mode" \
-    "${json#"$out"/}" "$pid_s" "$client_s" "$(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.3f", b - a}')" \
-    "$status" "$(awk -v a="$m0" -v b="$m1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" \
-    >>"$out/runs.tsv"
   if [ $rc = 124 ] || [ $rc = 137 ]; then
     say "$t rep $rep: fio $job (nj $nj) timed out after $timeout_s s"
     return 1
@@ -269,26 +273,20 @@ fio_run() {
     say "$t rep $rep: fio $job (nj $nj) failed (exit $rc): $(tail -n 3 "$json.stderr" | tr '\n' ' ')"
     return 1
   fi
-  say "$t rep $rep: $job nj=$nj done ($(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.1f", b - a}') s)"
+  say "$t rep $rep: $job nj=$nj done ($took s)"
 }
 # dd_run TARGET REP DIR -> one `dd bs=1M conv=fsync` stream of --size into DIR,
 # recorded in runs.tsv as fio_run does (its figure in fio's JSON shape)
 dd_run() {
-  local t=$1 rep=$2 dir=$3 json rc=0 c0 c1 p0 p1 w0 w1 m0 m1 count
+  local t=$1 rep=$2 dir=$3 json rc=0 status=ok bytes secs
   json=$out/json/$t/ddwrite-nj1-rep$rep.json
   mkdir -p "$out/json/$t" "$dir"
-  count=$((size_bytes / mib))
   drop_caches || { say "$t: sync failed before ddwrite"; return 1; }
-  p0=$(cpu_ticks "${cpu_pids[$t]:-}") c0=$(children_ticks) m0=$(machine_ticks) w0=$(date +%s.%N)
-  bounded "$timeout_s" dd if=/dev/zero of="$dir/dd.out" bs=1M count="$count" conv=fsync \
+  measure_begin "$t"
+  bounded "$timeout_s" dd if=/dev/zero of="$dir/dd.out" bs=1M count=$((size_bytes / mib)) conv=fsync \
     >"$json.stderr" 2>&1 || rc=$?
-  w1=$(date +%s.%N) m1=$(machine_ticks) c1=$(children_ticks) p1=$(cpu_ticks "${cpu_pids[$t]:-}")
   rm -f "$dir/dd.out"
-  local pid_s=- status=ok
-  [ -z "${cpu_pids[$t]:-}" ] || [ "$p0" -lt 0 ] || [ "$p1" -lt 0 ] ||
-    pid_s=$(awk -v a="$p0" -v b="$p1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')
   # dd's last line: "N bytes (...) copied, T s, R MB/s"
-  local bytes secs
   bytes=$(sed -n 's/^\([0-9]*\) bytes.*copied, \([0-9.]*\) s.*/\1/p' "$json.stderr" | tail -n 1)
   secs=$(sed -n 's/^\([0-9]*\) bytes.*copied, \([0-9.]*\) s.*/\2/p' "$json.stderr" | tail -n 1)
   if [ $rc != 0 ] || [ -z "$bytes" ] || [ -z "$secs" ]; then
@@ -297,12 +295,9 @@ dd_run() {
     awk -v b="$bytes" -v s="$secs" 'BEGIN{printf "{\"jobs\": [{\"write\": {\"bw_bytes\": %.0f, \"io_bytes\": %d}}]}\n", b / s, b}' >"$json"
     rm -f "$json.stderr"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$rep" ddwrite 1 buffered \
-    "${json#"$out"/}" "$pid_s" "$(awk -v a="$c0" -v b="$c1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" \
-    "$(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.3f", b - a}')" "$status" \
-    "$(awk -v a="$m0" -v b="$m1" -v h="$clk_tck" 'BEGIN{printf "%.3f", (b - a) / h}')" >>"$out/runs.tsv"
+  measure_end "$t" "$rep" ddwrite 1 buffered "$json" "$status"
   [ $status = ok ] || { say "$t rep $rep: dd failed (exit $rc): $(tail -n 2 "$json.stderr" | tr '\n' ' ')"; return 1; }
-  say "$t rep $rep: ddwrite done ($(awk -v a="$w0" -v b="$w1" 'BEGIN{printf "%.1f", b - a}') s)"
+  say "$t rep $rep: ddwrite done ($took s)"
 }
 # fio's filename list syntax separates with ':'; escape it in paths
 fio_escape() { printf '%s' "${1//:/\\:}"; }

@@ -14,7 +14,8 @@
 # machine's root file system has none, and ext4 without a journal checks every recently freed
 # inode (deleted within 60 s, 360 s while its block is dirty) at each create ("recently_deleted"
 # in the kernel's inode allocator): there a target's creates slowed with the number of files
-# the targets before it had just deleted (perf: 20 % of the machine in that scan). The tables'
+# the targets before it had just deleted (a one-off `perf record -a`: 20 % of the machine in that
+# scan). The tables'
 # ratios are against `direct`.
 #
 # Usage: bench/small_io.sh [options]

@@ -45,20 +45,34 @@ die() { echo "cluster.sh: $*" >&2; exit "${2:-1}"; }
 say() { echo "cluster: $*" >&2; }
 
 # --- the namespaces of one node ------------------------------------------------
-# node_exec NODE CMD...: CMD in NODE's network, mount and UTS namespaces
+# ns_of NODE: nsenter's arguments for NODE's network, mount and UTS namespaces, in NS
+ns_of() {
+  NS=(--net="/var/run/netns/iocl-$1" --mount="$STATE/ns/$1.mnt" --uts="$STATE/ns/$1.uts")
+}
+
+# node_exec NODE CMD...: CMD in NODE's namespaces
 node_exec() {
-  local n=$1
+  ns_of "$1"
   shift
   [ ! -f "$STATE/slurm/slurm.conf" ] || export SLURM_CONF="$STATE/slurm/slurm.conf"
-  nsenter --net="/var/run/netns/iocl-$n" --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" -- "$@"
+  nsenter "${NS[@]}" -- "$@"
 }
 
 # node_spawn NODE CMD...: node_exec as a daemon's whole process (run it with `&`: $! is then
 # CMD's own pid, as nsenter execs it)
 node_spawn() {
-  local n=$1
+  ns_of "$1"
   shift
-  exec nsenter --net="/var/run/netns/iocl-$n" --mount="$STATE/ns/$n.mnt" --uts="$STATE/ns/$n.uts" -- "$@"
+  exec nsenter "${NS[@]}" -- "$@"
+}
+
+# node_pids: every process of every node (the daemons started here and what they started:
+# GlusterFS's brick servers and clients)
+node_pids() {
+  local n addr
+  cat "$STATE"/pids/* 2>/dev/null
+  [ -f "$STATE/nodes" ] || return 0
+  while read -r n addr; do ip netns pids "iocl-$n" 2>/dev/null; done <"$STATE/nodes"
 }
 
 # make_node NODE ADDRESS: its namespaces (network: a veth on the bridge; UTS: its hostname;
@@ -106,7 +120,8 @@ down() {
   set +e
   [ -d "$STATE" ] || return 0
   local pid n addr
-  # Mounts first (their daemons answer the unmount), then every daemon.
+  # Mounts first (their daemons answer the unmount), then every process of every node, then
+  # each node's namespaces.
   if [ -f "$STATE/nodes" ]; then
     while read -r n addr; do
       [ -e "$STATE/ns/$n.mnt" ] || continue
@@ -114,43 +129,27 @@ down() {
         node_exec "$n" umount -l /mnt/iosets 2>/dev/null
     done <"$STATE/nodes"
   fi
-  # Every process of every node: the daemons started here and what they started (GlusterFS's
-  # brick servers and clients).
-
-  pids() {
-    cat "$STATE"/pids/* 2>/dev/null
-    [ -f "$STATE/nodes" ] && while read -r n addr; do ip netns pids "iocl-$n" 2>/dev/null; done <"$STATE/nodes"
-  }
-  for pid in $(pids); do kill "$pid" 2>/dev/null; done
+  for pid in $(node_pids); do kill "$pid" 2>/dev/null; done
   for _ in $(seq 50); do
     local alive=0
-    for pid in $(pids); do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in $(node_pids); do kill -0 "$pid" 2>/dev/null && alive=1; done
     [ $alive = 0 ] && break
     sleep 0.1
   done
-  for pid in $(pids); do kill -9 "$pid" 2>/dev/null; done
+  for pid in $(node_pids); do kill -9 "$pid" 2>/dev/null; done
   if [ -f "$STATE/nodes" ]; then
     while read -r n addr; do
-      [ -e "$STATE/ns/$n.mnt" ] || continue
-      node_exec "$n" umount -l /pfs 2>/dev/null
-    done <"$STATE/nodes"
-  fi
-  if [ -f "$STATE/nodes" ]; then
-    while read -r n addr; do
+      [ ! -e "$STATE/ns/$n.mnt" ] || node_exec "$n" umount -l /pfs 2>/dev/null
       umount "$STATE/ns/$n.mnt" "$STATE/ns/$n.uts" 2>/dev/null
       ip link del "iocl-$n" 2>/dev/null
       ip netns del "iocl-$n" 2>/dev/null
-    done <"$STATE/nodes"
-  fi
-  ip link del "$BRIDGE" 2>/dev/null
-  # What slurmd leaves outside the state directory: its freezer cgroups and the configless
-  # cache link.
-  if [ -f "$STATE/nodes" ]; then
-    while read -r n addr; do
-      [ -d "/sys/fs/cgroup/freezer/slurm_$n" ] &&
+      # What slurmd leaves outside the state directory: its freezer cgroups (and, below, the
+      # configless cache link).
+      [ ! -d "/sys/fs/cgroup/freezer/slurm_$n" ] ||
         find "/sys/fs/cgroup/freezer/slurm_$n" -depth -type d -exec rmdir {} \; 2>/dev/null
     done <"$STATE/nodes"
   fi
+  ip link del "$BRIDGE" 2>/dev/null
   case "$(readlink /run/slurm/conf 2>/dev/null)" in "$STATE"/*) rm -f /run/slurm/conf ;; esac
   rmdir /run/slurm 2>/dev/null
   if [ -f "$STATE/munged.started" ]; then

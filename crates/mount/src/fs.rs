@@ -55,8 +55,9 @@ enum Handle {
     File { ino: u64, job: JobId, creds: Creds },
     /// A directory listing taken at opendir: the kernel's number, kind and name of each
     /// entry, and, when the kernel reads directories with their attributes (READDIRPLUS),
-    /// each entry's attributes as the servers gave them (`None` for `.`, `..`, and control
-    /// entries, whose attributes the mount makes itself).
+    /// each entry's attributes as the servers gave them (`None` for `.` and `..`, for every
+    /// entry without READDIRPLUS, and empty for control directories, whose attributes the
+    /// mount makes itself).
     Dir {
         entries: Vec<(u64, FileType, String)>,
         attrs: Vec<Option<Attr>>,
@@ -1090,9 +1091,6 @@ impl Inner {
             entries.push((d_ino, file_type(e.kind), e.name));
             attrs.push(a);
         }
-        if !plus {
-            attrs.clear();
-        }
         Ok((entries, attrs))
     }
 
@@ -1125,14 +1123,15 @@ impl Inner {
         };
         let dir_path = self.path(dir.0).ok();
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
-            let path = dir_path
-                .as_deref()
-                .and_then(|d| join(d, OsStr::new(name)).ok());
+            let path = || {
+                let dir = dir_path.as_deref()?;
+                join(dir, OsStr::new(name)).ok()
+            };
             let (entry, remembered) = if i < 2 {
                 (self.bare_entry(*ino, *kind), None) // `.` and `..`
             } else if let Some(node) = self.control_node(*ino) {
                 (self.control_entry(*ino, node), None)
-            } else if let (Some(a), Some(path)) = (attrs.get(i).copied().flatten(), path) {
+            } else if let (Some(a), Some(path)) = (attrs.get(i).copied().flatten(), path()) {
                 let e = self.entry(&path, &a);
                 let ino = e.attr.ino.0;
                 (e, Some(ino))

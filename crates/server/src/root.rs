@@ -212,23 +212,6 @@ fn attr_of(st: &rustix::fs::Stat) -> Attr {
 /// that have no descriptor form for `O_PATH` (chmod, utimens): the kernel resolves it to that
 /// very inode, never to whatever now has its name.
 /// The attributes of the object `fd` refers to, if it can be stat'ed.
-/// A listing's entry, sorted by its name.
-trait Named {
-    fn name(&self) -> &str;
-}
-
-impl Named for DirEntry {
-    fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-impl Named for (DirEntry, Attr) {
-    fn name(&self) -> &str {
-        &self.0.name
-    }
-}
-
 fn stat_of(fd: &OwnedFd) -> Option<Attr> {
     rustix::fs::fstat(fd).ok().map(|st| attr_of(&st))
 }
@@ -1543,20 +1526,22 @@ impl Root {
 
     /// Lists a directory, sorted by name, without `.` and `..`.
     pub fn readdir(&self, path: &str) -> Result<Vec<DirEntry>, FsError> {
-        self.list(path, |_, entry| {
-            Ok(Some(DirEntry {
+        let listed = self.list(path, |_, entry| {
+            let entry = DirEntry {
                 name: entry.file_name().to_string_lossy().into_owned(),
                 kind: kind_of_type(entry.file_type()),
                 ino: entry.ino(),
-            }))
-        })
+            };
+            Ok(Some((entry, ())))
+        })?;
+        Ok(listed.into_iter().map(|(entry, ())| entry).collect())
     }
 
     /// [`readdir`](Root::readdir), each entry with its attributes (`fstatat` in the directory,
     /// a final symlink not followed). An entry removed between the listing and its `fstatat`
     /// is left out: it is gone.
     pub fn readdir_plus(&self, path: &str) -> Result<Vec<(DirEntry, Attr)>, FsError> {
-        let listed = self.list(path, |dir, entry| {
+        self.list(path, |dir, entry| {
             let name = entry.file_name();
             let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) => st,
@@ -1567,17 +1552,16 @@ impl Root {
             let name = name.to_string_lossy().into_owned();
             let (kind, ino) = (attr.kind, attr.ino);
             Ok(Some((DirEntry { name, kind, ino }, attr)))
-        })?;
-        Ok(listed)
+        })
     }
 
     /// The entries of the directory at `path` but `.` and `..`, each as `make` gives it (left
-    /// out for `None`), sorted by name.
-    fn list<T: Named>(
+    /// out for `None`) with what it adds, sorted by name.
+    fn list<T>(
         &self,
         path: &str,
-        mut make: impl FnMut(&OwnedFd, &rustix::fs::DirEntry) -> Result<Option<T>, Errno>,
-    ) -> Result<Vec<T>, FsError> {
+        mut make: impl FnMut(&OwnedFd, &rustix::fs::DirEntry) -> Result<Option<(DirEntry, T)>, Errno>,
+    ) -> Result<Vec<(DirEntry, T)>, FsError> {
         let io = |e| FsError::io(e, "readdir", path);
         let fd = self
             .open_beneath(path, OFlags::RDONLY | OFlags::DIRECTORY, 0)
@@ -1592,7 +1576,7 @@ impl Root {
             }
             out.extend(make(&fd, &entry).map_err(io)?);
         }
-        out.sort_by(|a, b| a.name().cmp(b.name()));
+        out.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         Ok(out)
     }
 

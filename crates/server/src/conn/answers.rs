@@ -161,15 +161,16 @@ impl Answers {
     }
 }
 
-/// Writes as much of `frame` as the socket takes without waiting.
+/// Writes as much of `frame` as the socket takes without waiting: its head and data in one
+/// vectored write where the socket takes both.
 fn write_now(wr: &mut Writer, frame: &Encoded) -> Now {
     let mut cx = Context::from_waker(Waker::noop());
     let mut done = 0;
     let total = frame.wire_len();
     while done < total {
         let [head, data] = rest_of(frame, done);
-        let part = if head.is_empty() { data } else { head };
-        match Pin::new(&mut *wr).poll_write(&mut cx, part) {
+        let parts = [std::io::IoSlice::new(head), std::io::IoSlice::new(data)];
+        match Pin::new(&mut *wr).poll_write_vectored(&mut cx, &parts) {
             Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Now::Failed,
             Poll::Ready(Ok(n)) => done += n,
             Poll::Pending => return Now::Part(done),
