@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A cluster on one machine (issue 30, first part): every node a separate network host (its own
 # network, UTS and mount namespaces) on a private subnet behind a bridge, with roles:
-#   ioN   I/O nodes: `iosets serve --root /srv/iosets-cluster/ioN --listen <its address>:7070
-#         --auth-file <the cluster's secret>` (the PFS underneath is a plain directory for now)
+#   sN    storage nodes: glusterd and a brick each of the GlusterFS volume `pfs` (the PFS)
+#   ioN   I/O nodes: the volume mounted at /pfs and `iosets serve --root /pfs/iosets --listen
+#         <its address>:7070 --auth-file <the cluster's secret>` (with --storage 0: a plain
+#         directory /srv/iosets-cluster/ioN instead)
 #   cN    compute nodes: `iosets mount /mnt/iosets --servers <every I/O node> --auth-file ...`,
 #         at the same path on every node, each in its own mount namespace, and a configless
 #         `slurmd -N cN` with the SPANK plugin (`--io-priority`, `--io-auto`)
@@ -16,7 +18,9 @@
 #                              [--subnet A.B.C] [--mount-timeout S]
 #        scripts/cluster.sh status
 #        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
-#        scripts/cluster.sh restart ioN      (its iosets serve again, as up started it)
+#        scripts/cluster.sh restart ioN [-- FLAGS...]   (its iosets serve again, as up started
+#                 it, with FLAGS added: they stay for later restarts until another `--` sets
+#                 others; `--` alone drops them)
 #        scripts/cluster.sh down
 #   --storage N   storage nodes (default 2, 0..=8; 0: no PFS)
 #   --io N        I/O nodes (default 2, 1..=16)
@@ -289,7 +293,7 @@ up() {
 # appended to
 spawn_server() {
   local n=$1 cmd
-  cmd=$(cat "$STATE/serve.$n")
+  cmd="$(cat "$STATE/serve.$n") $(cat "$STATE/serve.$n.extra" 2>/dev/null || true)"
   echo "--- started $(date -u +%FT%TZ)" >>"$STATE/logs/$n.log"
   eval "node_spawn $n $cmd" >>"$STATE/logs/$n.log" 2>&1 &
   echo $! >"$STATE/pids/$n"
@@ -312,6 +316,12 @@ wait_server() {
 restart() {
   local n=${1:-}
   [ -f "$STATE/serve.$n" ] || die "restart: '$n' is not an I/O node of the cluster (scripts/cluster.sh status)" 2
+  shift
+  if [ $# -gt 0 ]; then
+    [ "$1" = -- ] || die "restart: expected ioN [-- FLAGS...], got '$1'" 2
+    shift
+    if [ $# -gt 0 ]; then printf '%q ' "$@" >"$STATE/serve.$n.extra"; else rm -f "$STATE/serve.$n.extra"; fi
+  fi
   local pid
   pid=$(cat "$STATE/pids/$n")
   if kill -0 "$pid" 2>/dev/null; then
@@ -381,7 +391,9 @@ EOF
     for i in $(seq "$compute"); do
       echo "NodeName=c$i NodeAddr=$subnet.$((100 + i)) CPUs=$(nproc) State=UNKNOWN"
     done
-    echo "PartitionName=io Nodes=$nodes Default=YES MaxTime=60 State=UP"
+    # Jobs share nodes (a node's CPUs are not what limits an I/O experiment): up to 64 jobs on
+    # one core, without time slicing (no gang scheduling).
+    echo "PartitionName=io Nodes=$nodes Default=YES MaxTime=60 State=UP OverSubscribe=FORCE:64"
   } >"$STATE/slurm/slurm.conf"
   make_node head "$subnet.2"
   node_spawn head slurmctld -D -i -f "$STATE/slurm/slurm.conf" >"$STATE/logs/head.log" 2>&1 &

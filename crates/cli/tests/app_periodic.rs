@@ -244,6 +244,32 @@ fn release_delays_the_first_compute_phase_and_logs_nothing_before_it() {
 }
 
 #[test]
+fn start_at_counts_the_release_from_the_given_time_not_the_start() {
+    let dir = common::scratch("app-start-at");
+    // One second ahead: counted from the process's start, the release would end about a
+    // second before the first phase this asks for.
+    let origin = unix_now() + 1.0;
+    let origin_arg = format!("{origin:.6}");
+    let mut args = periodic_args(".", "1", "0.05", "1", "1");
+    args.extend(["--job", "6", "--release", "0.2", "--start-at", &origin_arg]);
+    let out = output_within(app(&dir, &args), Duration::from_secs(60));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = parse_phase_log(&text(&out.stdout)).unwrap();
+    assert!(rows[0].start >= origin + 0.2, "{:?} vs {origin}", rows[0]);
+    // An origin in the past is the plan's launch having been too slow: refused.
+    let mut late = periodic_args(".", "1", "0", "1", "1");
+    let past = format!("{:.3}", unix_now() - 30.0);
+    late.extend(["--job", "6", "--start-at", &past]);
+    let out = output_within(app(&dir, &late), Duration::from_secs(60));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--start-at"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn bad_flags_fail_with_a_message() {
     let dir = common::scratch("app-bad");
     let file = dir.join("plain-file");

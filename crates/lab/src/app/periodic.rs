@@ -72,6 +72,12 @@ pub struct PeriodicArgs {
         allow_negative_numbers = true
     )]
     release: f64,
+    /// Count `--release` from this UNIX time (seconds) instead of from the start of this process:
+    /// the ranks of a job started by a launcher on several nodes, and every job of a run, then
+    /// share one time origin whatever the launcher's delays. Must not lie in the past by more
+    /// than a second (the launch was too slow for the plan), nor more than a day ahead.
+    #[arg(long, value_name = "UNIX_S", allow_negative_numbers = true)]
+    start_at: Option<f64>,
 }
 
 /// Largest write, KiB (1 GiB).
@@ -90,6 +96,7 @@ struct Plan {
     fsync: bool,
     stop_at: Option<f64>,
     release: f64,
+    start_at: Option<f64>,
 }
 
 pub(crate) fn periodic(args: &PeriodicArgs) -> Result<()> {
@@ -144,6 +151,15 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
             bail!("--stop-at {t}: expected a finite UNIX time in seconds");
         }
     }
+    if let Some(t) = args.start_at {
+        let now = crate::rig::unix_now();
+        if !t.is_finite() || t < now - 1.0 || t > now + 86_400.0 {
+            bail!(
+                "--start-at {t}: expected a UNIX time in seconds from one second ago to a day \
+                 ahead (now is {now:.3})"
+            );
+        }
+    }
     let (rank, size) = rank_and_size(env)?;
     let job = job_id(args.job, env, rank, size, pid)?;
     // At most 1 GiB, checked above: fits in usize.
@@ -159,6 +175,7 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
         fsync: args.fsync,
         stop_at: args.stop_at,
         release: args.release,
+        start_at: args.start_at,
     })
 }
 
@@ -247,8 +264,8 @@ fn run_periodic(plan: &Plan, files: &[DataFile], log: &mut Log, clock: &Clock) -
         end,
         bytes,
     };
-    if plan.release > 0.0 {
-        let released = clock.now() + plan.release;
+    if plan.release > 0.0 || plan.start_at.is_some() {
+        let released = plan.start_at.unwrap_or_else(|| clock.now()) + plan.release;
         clock.sleep_until(plan.stop_at.map_or(released, |t| released.min(t)));
     }
     let mut start = clock.now();
@@ -347,6 +364,7 @@ mod tests {
             block_kib: 1024,
             stop_at: None,
             release: 0.0,
+            start_at: None,
         }
     }
 
@@ -462,6 +480,20 @@ mod tests {
                     ..args(1, 1.0, 1)
                 },
                 "--release inf",
+            ),
+            (
+                PeriodicArgs {
+                    start_at: Some(crate::rig::unix_now() - 60.0),
+                    ..args(1, 1.0, 1)
+                },
+                "--start-at",
+            ),
+            (
+                PeriodicArgs {
+                    start_at: Some(f64::NAN),
+                    ..args(1, 1.0, 1)
+                },
+                "--start-at NaN",
             ),
         ];
         for (a, needle) in cases {

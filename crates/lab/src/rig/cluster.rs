@@ -111,6 +111,53 @@ pub(crate) struct RunRecord {
     pub(crate) kept: Option<PathBuf>,
     /// How long the run took, seconds.
     pub(crate) elapsed_s: f64,
+    /// The job ids the servers saw, when a launcher gave its own (Slurm's), each with the plan's
+    /// job: `(launcher's id, plan's id)`. Empty when the servers saw the plan's ids.
+    pub(crate) job_map: Vec<(u64, u64)>,
+}
+
+/// The file of a run directory that maps a launcher's job ids to the plan's: a header line
+/// `plan_job,launcher_job`, then one line per job. A test bed's driver writes it
+/// (`scripts/cluster-seed004.sh`); [`recorded`] reads it.
+pub(crate) const JOB_MAP: &str = "launcher-jobs.csv";
+
+/// Reads a run's [`JOB_MAP`], if it has one.
+fn read_job_map(dir: &Path) -> Result<Vec<(u64, u64)>> {
+    let path = dir.join(JOB_MAP);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("reading {}", path.display()))),
+    };
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("plan_job,launcher_job") {
+        bail!(
+            "{}: expected the header line plan_job,launcher_job",
+            path.display()
+        );
+    }
+    let mut map: Vec<(u64, u64)> = Vec::new();
+    for (i, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let bad = || {
+            anyhow::anyhow!(
+                "{} line {}: expected PLAN_JOB,LAUNCHER_JOB, got {line:?}",
+                path.display(),
+                i + 2
+            )
+        };
+        let (plan, launcher) = line.split_once(',').ok_or_else(bad)?;
+        let plan: u64 = plan.trim().parse().map_err(|_| bad())?;
+        let launcher: u64 = launcher.trim().parse().map_err(|_| bad())?;
+        if map.iter().any(|&(l, p)| l == launcher || p == plan) {
+            bail!(
+                "{} line {}: job {plan} or {launcher} is mapped twice",
+                path.display(),
+                i + 2
+            );
+        }
+        map.push((launcher, plan));
+    }
+    Ok(map)
 }
 
 /// Everything a run has started; [`Live::stop`] (or dropping it) stops it all.
@@ -176,31 +223,95 @@ impl Drop for Live {
     }
 }
 
+/// The servers' policy knobs of one run, as `iosets serve` flags (the in-process servers of
+/// [`run_one`] get the same through [`server_config`]; `--print-plan` gives them to a test bed's
+/// servers): the policy and its options, the emulated device's share of one server, the
+/// workers, and the period detection of the auto configurations.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Knobs {
+    /// `--policy`.
+    pub(crate) policy: &'static str,
+    /// `--policy-opt KEY=VALUE`s.
+    pub(crate) options: Vec<(String, String)>,
+    /// `--throttle-mib-s`.
+    pub(crate) throttle_mib_s: f64,
+    /// `--workers`.
+    pub(crate) workers: usize,
+    /// `--auto-priority`.
+    pub(crate) auto_priority: bool,
+    /// `--period-error` and `--period-error-seed`, when set.
+    pub(crate) period_error: Option<(f64, u64)>,
+}
+
+impl Knobs {
+    /// The knobs of `config`'s repetition `rep` under `plan`, with `order` inside the sets.
+    pub(crate) fn of(plan: &Plan, config: Config, rep: usize, order: &'static str) -> Knobs {
+        let policy = config.policy();
+        let options = if policy == "iosets" {
+            vec![
+                ("order".into(), order.into()),
+                ("hold_idle_ms".into(), plan.shape.hold_idle_ms.to_string()),
+            ]
+        } else {
+            Vec::new()
+        };
+        Knobs {
+            policy,
+            options,
+            throttle_mib_s: plan.shape.device_mib_s / plan.shape.servers as f64,
+            workers: WORKERS,
+            auto_priority: matches!(config, Config::Auto | Config::AutoError),
+            period_error: (config == Config::AutoError).then_some((0.5, rep as u64)),
+        }
+    }
+
+    /// As `iosets serve` flags.
+    pub(crate) fn flags(&self) -> Vec<String> {
+        let mut f = vec!["--policy".to_string(), self.policy.to_string()];
+        for (k, v) in &self.options {
+            f.extend(["--policy-opt".to_string(), format!("{k}={v}")]);
+        }
+        f.extend([
+            "--throttle-mib-s".to_string(),
+            format!("{:.6}", self.throttle_mib_s),
+            "--workers".to_string(),
+            self.workers.to_string(),
+        ]);
+        if self.auto_priority {
+            f.push("--auto-priority".into());
+        }
+        if let Some((e, seed)) = self.period_error {
+            f.extend([
+                "--period-error".to_string(),
+                e.to_string(),
+                "--period-error-seed".to_string(),
+                seed.to_string(),
+            ]);
+        }
+        f
+    }
+}
+
 fn server_config(
     spec: &RunSpec<'_>,
     root: PathBuf,
     trace: PathBuf,
     secret: &iosets_proto::auth::Secret,
 ) -> ServerConfig {
-    let plan = spec.plan;
+    let k = Knobs::of(spec.plan, spec.config, spec.rep, spec.order);
     let mut cfg = ServerConfig::new(root);
     // The run's own secret: the servers serve its mount only.
     cfg.auth = Some(secret.clone());
-    cfg.policy = spec.config.policy().into();
-    if cfg.policy == "iosets" {
-        cfg.policy_options = vec![
-            ("order".into(), spec.order.into()),
-            ("hold_idle_ms".into(), plan.shape.hold_idle_ms.to_string()),
-        ];
-    }
-    cfg.workers = WORKERS;
-    cfg.throttle_mib_s = Some(plan.shape.device_mib_s / plan.shape.servers as f64);
+    cfg.policy = k.policy.into();
+    cfg.policy_options = k.options;
+    cfg.workers = k.workers;
+    cfg.throttle_mib_s = Some(k.throttle_mib_s);
     cfg.token = Some(TOKEN.into());
     cfg.trace = Some(trace);
-    cfg.auto_priority = matches!(spec.config, Config::Auto | Config::AutoError);
-    if spec.config == Config::AutoError {
-        cfg.period_error = 0.5;
-        cfg.period_error_seed = spec.rep as u64;
+    cfg.auto_priority = k.auto_priority;
+    if let Some((e, seed)) = k.period_error {
+        cfg.period_error = e;
+        cfg.period_error_seed = seed;
     }
     cfg
 }
@@ -440,6 +551,7 @@ pub(crate) fn run_one(spec: &RunSpec<'_>) -> Result<RunRecord> {
         failures,
         kept,
         elapsed_s,
+        job_map: Vec::new(),
     })
 }
 
@@ -477,6 +589,7 @@ pub(crate) fn recorded(plan: &Plan, config: Config, rep: usize, dir: PathBuf) ->
         .iter()
         .map(|&(job, _)| (job, dir.join(format!("job{job}.csv"))))
         .collect();
+    let job_map = read_job_map(&dir)?;
     Ok(RunRecord {
         config,
         rep,
@@ -486,6 +599,7 @@ pub(crate) fn recorded(plan: &Plan, config: Config, rep: usize, dir: PathBuf) ->
         failures: Vec::new(),
         kept: None,
         elapsed_s: 0.0,
+        job_map,
     })
 }
 
@@ -505,5 +619,25 @@ mod tests {
         for bad in ["3", "@1", "x@1", "3@-1", "3@nan", "3@"] {
             assert!(bad.parse::<KillJob>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_launchers_job_map_is_read_and_bad_ones_are_refused() {
+        let dir = std::env::temp_dir().join(format!("iosets-jobmap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(read_job_map(&dir).unwrap(), vec![]);
+        std::fs::write(dir.join(JOB_MAP), "plan_job,launcher_job\n1,41\n2,40\n").unwrap();
+        assert_eq!(read_job_map(&dir).unwrap(), vec![(41, 1), (40, 2)]);
+        for (text, needle) in [
+            ("1,41\n", "header"),
+            ("plan_job,launcher_job\n1;41\n", "line 2"),
+            ("plan_job,launcher_job\n1,41\n2,41\n", "twice"),
+            ("plan_job,launcher_job\n1,41\n1,42\n", "twice"),
+        ] {
+            std::fs::write(dir.join(JOB_MAP), text).unwrap();
+            let e = read_job_map(&dir).unwrap_err().to_string();
+            assert!(e.contains(needle), "{text:?}: {e}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

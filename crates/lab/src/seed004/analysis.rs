@@ -233,6 +233,17 @@ pub(crate) fn services(run: &RunRecord) -> Result<Vec<Service>> {
     for (server, path) in run.traces.iter().enumerate() {
         out.extend(services_from_trace(path, server)?);
     }
+    // A launcher's job ids (Slurm's on a test bed) become the plan's; requests of any other
+    // job the servers served are not the experiment's.
+    if !run.job_map.is_empty() {
+        out.retain_mut(|s| match run.job_map.iter().find(|(l, _)| *l == s.job) {
+            Some(&(_, plan)) => {
+                s.job = plan;
+                true
+            }
+            None => false,
+        });
+    }
     Ok(out)
 }
 

@@ -68,6 +68,13 @@ pub struct Seed004Args {
     /// exclusivity per server only, to measure what the first adds.
     #[arg(long, default_value = "phase", value_parser = ["phase", "arrival", "jobid"])]
     order: String,
+    /// Run nothing: print the plan for a driver that launches the jobs elsewhere (a test bed's
+    /// Slurm, `scripts/cluster-seed004.sh`), one record per line, fields separated by spaces:
+    /// `run STOP_AFTER_S DEADLINE_S EXPECTED_S`; per configuration and repetition
+    /// `serve CONFIG REP PRIORITIES SERVE_FLAGS...` (PRIORITIES: `given`, `detected` or `none`);
+    /// per job `job ID KIND PROCS COMPUTE_S RELEASE_S WRITE_MIB ITERATIONS PRIORITY`.
+    #[arg(long, conflicts_with_all = ["analyze", "out", "keep", "kill_job"])]
+    print_plan: bool,
     /// Test only: SIGKILL job ID's application SECONDS after the launch.
     #[arg(long, value_name = "ID@SECONDS", hide = true)]
     kill_job: Option<KillJob>,
@@ -223,6 +230,42 @@ pub(crate) fn print_exclusions(o: &Outcome) {
     }
 }
 
+/// `--print-plan`'s text (see the flag).
+fn plan_text(plan: &Plan, configs: &[Config], repeat: usize, order: &'static str) -> String {
+    use std::fmt::Write as _;
+    let mut s = format!(
+        "run {:.6} {:.6} {:.6}\n",
+        plan.stop_after_s,
+        plan.run_deadline_s(),
+        plan.expected_run_s()
+    );
+    for rep in 1..=repeat {
+        for &c in configs {
+            let priorities = match c {
+                Config::Clairvoyant => "given",
+                Config::Auto | Config::AutoError => "detected",
+                Config::Timeorder => "none",
+            };
+            let flags = cluster::Knobs::of(plan, c, rep, order).flags().join(" ");
+            let _ = writeln!(s, "serve {} {rep} {priorities} {flags}", c.name());
+        }
+    }
+    for (job, kind) in plan.jobs() {
+        let _ = writeln!(
+            s,
+            "job {job} {} {} {:.6} {:.6} {} {} {}",
+            kind.name,
+            kind.procs,
+            kind.compute_s,
+            kind.release_s,
+            kind.mib_per_proc,
+            plan.iterations(kind),
+            plan.set10(kind).1.get()
+        );
+    }
+    s
+}
+
 pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
     let configs = Config::parse_list(&a.configs)?;
     let scale = plan::parse_scale(&a.scale)?;
@@ -249,6 +292,15 @@ pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
                 plan.jobs().len()
             );
         }
+    }
+    if a.print_plan {
+        let order = match a.order.as_str() {
+            "arrival" => "arrival",
+            "jobid" => "jobid",
+            _ => order_inside_sets(),
+        };
+        print!("{}", plan_text(&plan, &configs, a.repeat, order));
+        return Ok(());
     }
     let out = match (&a.analyze, &a.out) {
         (Some(dir), _) => {
@@ -280,9 +332,13 @@ pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
     };
     let p = &settings.plan;
     println!(
-        "iosets experiment seed004: seed 004 scaled by {:.4} in time, through one mount over {} \
-         server{} on loopback",
+        "iosets experiment seed004: seed 004 scaled by {:.4} in time, {} {} server{}",
         p.shape.scale,
+        if settings.analyze {
+            "runs made earlier over"
+        } else {
+            "through one mount on loopback over"
+        },
         p.shape.servers,
         if p.shape.servers == 1 { "" } else { "s" }
     );
@@ -340,6 +396,11 @@ pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
     for &c in &o.configs {
         print!("{}", report::config_table(&o, c));
         println!();
+    }
+    for &c in &o.configs {
+        if let Some(l) = report::bytes_line(&settings.plan, &o, c) {
+            println!("{l}");
+        }
     }
     for (c, p) in &o.predictions {
         if let Err(e) = p {

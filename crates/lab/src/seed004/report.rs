@@ -98,6 +98,87 @@ pub(crate) fn jobs_csv(plan: &Plan, o: &Outcome) -> String {
     s
 }
 
+/// `bytes.csv`: the bytes each server served each job in each run (data requests only, the
+/// whole run), and the job's share of its bytes on that server.
+pub(crate) fn bytes_csv(plan: &Plan, o: &Outcome) -> String {
+    let mut s = String::from("config,rep,job,kind,server,bytes,share\n");
+    for (run, services) in o.runs.iter().zip(&o.services) {
+        for (job, kind) in plan.jobs() {
+            let per: Vec<u64> = (0..plan.shape.servers)
+                .map(|server| {
+                    services
+                        .iter()
+                        .filter(|x| x.job == job && x.server == server)
+                        .map(|x| x.bytes)
+                        .sum()
+                })
+                .collect();
+            let all: u64 = per.iter().sum();
+            for (server, b) in per.iter().enumerate() {
+                let share = (all > 0).then(|| *b as f64 / all as f64);
+                let _ = writeln!(
+                    s,
+                    "{},{},{job},{},{server},{b},{}",
+                    run.config.name(),
+                    run.rep,
+                    kind.name,
+                    num(share)
+                );
+            }
+        }
+    }
+    s
+}
+
+/// A line on how the jobs' bytes spread over the servers in `config`'s runs: every server's
+/// share of all bytes, and the smallest and largest share one job had on one server.
+pub(crate) fn bytes_line(plan: &Plan, o: &Outcome, config: Config) -> Option<String> {
+    let n = plan.shape.servers;
+    if n < 2 {
+        return None;
+    }
+    let mut total = vec![0u64; n];
+    let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
+    for (run, services) in o.runs.iter().zip(&o.services) {
+        if run.config != config {
+            continue;
+        }
+        for (job, _) in plan.jobs() {
+            let mut per = vec![0u64; n];
+            for x in services.iter().filter(|x| x.job == job && x.server < n) {
+                per[x.server] += x.bytes;
+            }
+            let all: u64 = per.iter().sum();
+            if all == 0 {
+                continue;
+            }
+            for (t, b) in total.iter_mut().zip(&per) {
+                *t += b;
+                let share = *b as f64 / all as f64;
+                lo = lo.min(share);
+                hi = hi.max(share);
+            }
+        }
+    }
+    let all: u64 = total.iter().sum();
+    if all == 0 {
+        return None;
+    }
+    let shares: Vec<String> = total
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("server {i} {:.1}%", 100.0 * *b as f64 / all as f64))
+        .collect();
+    Some(format!(
+        "{}: bytes per server {} ({:.0} MiB in all); one job's share on one server {:.1}% to {:.1}%",
+        config.name(),
+        shares.join(", "),
+        all as f64 / (1u64 << 20) as f64,
+        100.0 * lo,
+        100.0 * hi
+    ))
+}
+
 /// `sim.csv`: the simulator's prediction beside the mean measurement.
 pub(crate) fn sim_csv(o: &Outcome) -> String {
     let mut s = String::from("config,heuristic,metric,predicted,measured_mean,diff_pct\n");
@@ -126,6 +207,7 @@ pub(crate) fn write_all(plan: &Plan, o: &Outcome, out: &Path) -> Result<Vec<Path
     for (name, text) in [
         ("metrics.csv", metrics_csv(plan, o)),
         ("jobs.csv", jobs_csv(plan, o)),
+        ("bytes.csv", bytes_csv(plan, o)),
         ("sim.csv", sim_csv(o)),
     ] {
         let p = out.join(name);
