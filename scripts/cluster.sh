@@ -15,12 +15,16 @@
 #     --auth-file /run/iosets-cluster/secret --token-file /run/iosets-cluster/token
 #
 # Usage: scripts/cluster.sh up [--storage N] [--io N] [--compute N] [--no-slurm] [--bin PATH]
-#                              [--subnet A.B.C] [--mount-timeout S]
+#                              [--subnet A.B.C] [--mount-timeout S] [--mount-flags "FLAGS"]
+#                              [--direct-pfs]
 #        scripts/cluster.sh status
 #        scripts/cluster.sh exec NODE -- CMD [ARGS...]    (in NODE's namespaces)
-#        scripts/cluster.sh restart ioN [-- FLAGS...]   (its iosets serve again, as up started
-#                 it, with FLAGS added: they stay for later restarts until another `--` sets
-#                 others; `--` alone drops them)
+#        scripts/cluster.sh stop NODE        (kill -9 its daemons, as a node that dies: ioN's
+#                 server, cN's mount, sN's glusterd and brick)
+#        scripts/cluster.sh restart NODE     (start them again: cN's mount, sN's glusterd and
+#                 brick, ioN's server, stopped with SIGTERM first if it runs)
+#        scripts/cluster.sh restart ioN -- FLAGS...   (with FLAGS added to `iosets serve`: they
+#                 stay for later restarts until another `--` sets others; `--` alone drops them)
 #        scripts/cluster.sh down
 #   --storage N   storage nodes (default 2, 0..=8; 0: no PFS)
 #   --io N        I/O nodes (default 2, 1..=16)
@@ -28,6 +32,10 @@
 #   --no-slurm    no head node, no slurmd
 #   --mount-timeout S  the mounts' --timeout: seconds before a request to a dead or
 #                 unreachable I/O node fails with EIO (default 30)
+#   --mount-flags "FLAGS"  more `iosets mount` flags for every compute node, e.g.
+#                 "--attr-ttl-ms 0 --threads 64"
+#   --direct-pfs  the compute nodes also mount the GlusterFS volume at /pfs with GlusterFS's
+#                 own client (to compare the forwarding hop with it: bench/cluster_hop.sh)
 #   --bin PATH    the iosets binary (default target/release/iosets, built first)
 #   --subnet ABC  the first three octets of the private /24 (default 10.77.0; the bridge is .1,
 #                 head .2, I/O nodes .11…, storage nodes .21…, compute nodes .101…)
@@ -166,7 +174,7 @@ down() {
 }
 
 up() {
-  local storage=2 io=2 compute=2 bin="" subnet=10.77.0 slurm=1 timeout=30
+  local storage=2 io=2 compute=2 bin="" subnet=10.77.0 slurm=1 timeout=30 mount_flags="" direct=0
   while [ $# -gt 0 ]; do
     case "$1" in
       --storage) [ $# -ge 2 ] || die "--storage needs a number" 2; storage=$2; shift 2 ;;
@@ -175,6 +183,8 @@ up() {
       --no-slurm) slurm=0; shift ;;
       --mount-timeout) [ $# -ge 2 ] || die "--mount-timeout needs seconds" 2; timeout=$2; shift 2 ;;
       --bin) [ $# -ge 2 ] || die "--bin needs a path" 2; bin=$2; shift 2 ;;
+      --mount-flags) [ $# -ge 2 ] || die "--mount-flags needs flags" 2; mount_flags=$2; shift 2 ;;
+      --direct-pfs) direct=1; shift ;;
       --subnet) [ $# -ge 2 ] || die "--subnet needs A.B.C" 2; subnet=$2; shift 2 ;;
       *) die "up: unknown argument '$1' (see --help)" 2 ;;
     esac
@@ -186,6 +196,8 @@ up() {
   [[ $timeout =~ ^[0-9]+$ ]] && [ "$timeout" -ge 1 ] && [ "$timeout" -le 3600 ] ||
     die "--mount-timeout $timeout: 1 to 3600 seconds" 2
   [[ $subnet =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || die "--subnet $subnet: three octets, e.g. 10.77.0" 2
+  [[ $mount_flags =~ ^[-A-Za-z0-9_.,=:/\ ]*$ ]] || die "--mount-flags '$mount_flags': flags and values only (letters, digits, - _ . , = : /)" 2
+  [ "$direct" = 0 ] || [ "$storage" -gt 0 ] || die "--direct-pfs needs storage nodes (--storage 1 or more)" 2
   [ "$(id -u)" = 0 ] || die "needs root (namespaces, a bridge, FUSE mounts)" 2
   [ ! -e "$STATE" ] || die "a cluster is already up ($STATE exists): scripts/cluster.sh down first" 2
   ip link show "$BRIDGE" >/dev/null 2>&1 && die "the bridge $BRIDGE exists (another cluster?): scripts/cluster.sh down" 2
@@ -271,19 +283,18 @@ up() {
   mkdir -p /mnt/iosets
   for i in $(seq "$compute"); do
     make_node "c$i" "$subnet.$((100 + i))"
-    node_spawn "c$i" "$bin" mount /mnt/iosets --servers "$servers" --auth-file "$STATE/secret" \
-      --token-file "$STATE/token" --timeout "$timeout" >"$STATE/logs/c$i.log" 2>&1 &
-    echo $! >"$STATE/pids/c$i"
+    # shellcheck disable=SC2086
+    printf '%q ' "$bin" mount /mnt/iosets --servers "$servers" --auth-file "$STATE/secret" \
+      --token-file "$STATE/token" --timeout "$timeout" $mount_flags >"$STATE/mount.c$i"
+    if [ "$direct" = 1 ]; then
+      gluster_dirs "c$i"
+      mkdir -p /pfs
+      node_exec "c$i" mount -t glusterfs "$subnet.21:/pfs" /pfs ||
+        die "c$i could not mount the GlusterFS volume at /pfs"
+    fi
+    spawn_mount "c$i"
   done
-  for i in $(seq "$compute"); do
-    for _ in $(seq 100); do
-      node_exec "c$i" mountpoint -q /mnt/iosets && break
-      kill -0 "$(cat "$STATE/pids/c$i")" 2>/dev/null || break
-      sleep 0.1
-    done
-    node_exec "c$i" mountpoint -q /mnt/iosets ||
-      { cat "$STATE/logs/c$i.log" >&2; die "c$i did not mount /mnt/iosets (log above)"; }
-  done
+  for i in $(seq "$compute"); do wait_mount "c$i"; done
   [ "$slurm" = 0 ] || start_slurm "$subnet" "$compute"
   trap - INT TERM EXIT
   status
@@ -311,11 +322,49 @@ wait_server() {
   die "$n did not start (log above)"
 }
 
-# restart NODE: an I/O node's server started again, as `up` started it (after a crash, or to
-# test one: `kill -9` it first, or this stops it with SIGTERM)
+# stop NODE: NODE's daemons killed (SIGKILL, as a node that dies): an I/O node's server, a
+# compute node's mount (left detached; slurmd stays), a storage node's glusterd and brick
+stop_node() {
+  local n=${1:-} pid
+  grep -q "^$n " "$STATE/nodes" 2>/dev/null && [ "$n" != head ] ||
+    die "stop: no I/O, compute or storage node '$n' (scripts/cluster.sh status)" 2
+  case "$n" in
+    s*) for pid in $(ip netns pids "iocl-$n"); do kill -9 "$pid" 2>/dev/null || true; done ;;
+    *) kill -9 "$(cat "$STATE/pids/$n")" 2>/dev/null || true ;;
+  esac
+}
+
+# restart NODE [-- FLAGS...]: an I/O node's server started again, as `up` started it (stopped
+# with SIGTERM first if it runs; FLAGS: see the usage); a compute node's mount (unmounted first
+# if still there); a storage node's glusterd and its brick (after `stop`)
 restart() {
   local n=${1:-}
-  [ -f "$STATE/serve.$n" ] || die "restart: '$n' is not an I/O node of the cluster (scripts/cluster.sh status)" 2
+  case "$n" in
+    s[0-9]*)
+      grep -q "^$n " "$STATE/nodes" 2>/dev/null || die "restart: no storage node '$n'" 2
+      [ -z "$(ip netns pids "iocl-$n")" ] || die "restart: $n still runs (scripts/cluster.sh stop $n first)" 2
+      node_spawn "$n" glusterd -N >>"$STATE/logs/$n.log" 2>&1 &
+      echo $! >"$STATE/pids/$n"
+      for _ in $(seq 100); do gluster_in "$n" volume list >/dev/null 2>&1 && break; sleep 0.2; done
+      # The brick starts again once its glusterd rejoins the pool.
+      for _ in $(seq 100); do
+        gluster_in "$n" volume start pfs force >/dev/null 2>&1 &&
+          gluster_in "$n" volume status pfs "$(sed -n "s/^$n //p" "$STATE/nodes"):/srv/iosets-cluster/$n/brick" 2>/dev/null |
+          grep -q ' Y ' && return 0
+        sleep 0.2
+      done
+      die "restart: $n's brick did not come back (log: $STATE/logs/$n.log)"
+      ;;
+    c[0-9]*)
+      [ -f "$STATE/mount.$n" ] || die "restart: no compute node '$n'" 2
+      ! kill -0 "$(cat "$STATE/pids/$n")" 2>/dev/null || stop_node "$n"
+      node_exec "$n" umount -l /mnt/iosets 2>/dev/null || true
+      spawn_mount "$n"
+      wait_mount "$n"
+      return 0
+      ;;
+  esac
+  [ -f "$STATE/serve.$n" ] || die "restart: '$n' is not a node of the cluster (scripts/cluster.sh status)" 2
   shift
   if [ $# -gt 0 ]; then
     [ "$1" = -- ] || die "restart: expected ioN [-- FLAGS...], got '$1'" 2
@@ -331,6 +380,26 @@ restart() {
   fi
   spawn_server "$n"
   wait_server "$n"
+}
+
+# spawn_mount NODE: its `iosets mount` (the command `up` saved), in the background
+spawn_mount() {
+  local n=$1
+  echo "--- started $(date -u +%FT%TZ)" >>"$STATE/logs/$n.log"
+  eval "node_spawn $n $(cat "$STATE/mount.$n")" >>"$STATE/logs/$n.log" 2>&1 &
+  echo $! >"$STATE/pids/$n"
+}
+
+# wait_mount NODE: returns once NODE's /mnt/iosets is mounted, or dies
+wait_mount() {
+  local n=$1
+  for _ in $(seq 100); do
+    node_exec "$n" mountpoint -q /mnt/iosets && return 0
+    kill -0 "$(cat "$STATE/pids/$n")" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$STATE/logs/$n.log" >&2
+  die "$n did not mount /mnt/iosets (log above)"
 }
 
 # start_slurm SUBNET COMPUTE: munge, slurmctld on the head node, a configless slurmd with the
@@ -445,6 +514,7 @@ case "$cmd" in
   down) [ "$(id -u)" = 0 ] || die "needs root" 2; down ;;
   status) status ;;
   restart) [ "$(id -u)" = 0 ] || die "needs root" 2; restart "$@" ;;
+  stop) [ "$(id -u)" = 0 ] || die "needs root" 2; stop_node "$@" ;;
   exec)
     [ $# -ge 3 ] && [ "$2" = "--" ] || die "usage: scripts/cluster.sh exec NODE -- CMD [ARGS...]" 2
     node=$1

@@ -96,6 +96,10 @@ pub(crate) async fn serve(
     let _ = stream.set_nodelay(true);
     let port = stream.local_addr().map_or(0, |a| a.port());
     let peer = stream.peer_addr().ok().map(|a| a.ip().to_canonical());
+    if shared.config.auth.is_some() && speaks_http_first(&stream).await {
+        crate::http::misdirected(&shared, &mut stream).await;
+        return;
+    }
     let (mut rd, mut wr) = stream.split();
     let first = if shared.config.auth.is_some() {
         let handshake = tokio::select! {
@@ -164,6 +168,29 @@ pub(crate) async fn serve(
 /// out, and the first frame back must be its proof; it is answered with the server's proof.
 /// Reads exactly the frame's bytes (a same-host client's region follows on the socket). Without
 /// a secret there is nothing to prove: passed at once.
+/// How long a new connection to a server with a secret is given to speak before the server
+/// sends its challenge: an iosets client waits for the challenge, an HTTP client (a Prometheus
+/// scrape sent to the data port instead of the admin port) sends its request at once. Only
+/// connecting pays it, not requests.
+const SPEAKS_FIRST: Duration = Duration::from_millis(20);
+
+/// Whether the peer sends an HTTP request (`GET `, `HEAD`, `POST`) before any challenge: it is
+/// then answered 421 with the admin address, as on a server without a secret, instead of
+/// receiving a binary challenge it cannot read.
+async fn speaks_http_first(stream: &TcpStream) -> bool {
+    let mut probe = [0u8; 4];
+    let Ok(Ok(n)) = tokio::time::timeout(SPEAKS_FIRST, stream.peek(&mut probe)).await else {
+        return false;
+    };
+    if n == 0 {
+        return false;
+    }
+    // A request line may arrive in pieces: what came must begin one of the methods.
+    [&b"GET "[..], b"HEAD", b"POST"]
+        .iter()
+        .any(|m| m.starts_with(&probe[..n]))
+}
+
 pub(crate) async fn authenticate<R, W>(
     shared: &Shared,
     rd: &mut R,

@@ -77,6 +77,20 @@ impl FsError {
     }
 
     fn io(e: Errno, what: &str, path: &str) -> FsError {
+        if backing_failed(e) {
+            let err = std::io::Error::from_raw_os_error(e.raw_os_error());
+            if BACKING_LOG.due() {
+                tracing::warn!(
+                    op = what,
+                    path,
+                    error = %err,
+                    suppressed = BACKING_LOG.suppressed(),
+                    "the file system under the root failed (a node of the PFS down?): \
+                     answering EIO"
+                );
+            }
+            return FsError::new(Errno::IO, format!("{what} {path:?}: {err}"));
+        }
         let message = if e == Errno::XDEV {
             format!("{what} {path:?}: path escapes the server's root")
         } else {
@@ -86,6 +100,65 @@ impl FsError {
             )
         };
         FsError::new(e, message)
+    }
+}
+
+/// Whether `e`, from the file system under the root, says that it failed rather than that the
+/// request did: a network file system's node down or unreachable (GlusterFS answers ENOTCONN
+/// for a brick that is gone), or an I/O error. The client gets EIO for all of them (an
+/// application knows what to do with EIO, not with "transport endpoint is not connected" on a
+/// local path), and the server logs it.
+fn backing_failed(e: Errno) -> bool {
+    matches!(
+        e,
+        Errno::IO
+            | Errno::NOTCONN
+            | Errno::CONNREFUSED
+            | Errno::CONNRESET
+            | Errno::CONNABORTED
+            | Errno::HOSTDOWN
+            | Errno::HOSTUNREACH
+            | Errno::NETDOWN
+            | Errno::NETUNREACH
+            | Errno::TIMEDOUT
+            | Errno::REMOTEIO
+    )
+}
+
+/// At most one log line a second about a failing file system under the root, with how many
+/// were left out since the last.
+struct RateLimit {
+    last_s: AtomicU64,
+    left_out: AtomicU64,
+}
+
+static BACKING_LOG: RateLimit = RateLimit {
+    last_s: AtomicU64::new(0),
+    left_out: AtomicU64::new(0),
+};
+
+impl RateLimit {
+    /// Whether to log now; counts one left out if not.
+    fn due(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.last_s.load(Ordering::Relaxed);
+        if now > last
+            && self
+                .last_s
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return true;
+        }
+        self.left_out.fetch_add(1, Ordering::Relaxed);
+        false
+    }
+
+    /// The lines left out since the last logged, reset.
+    fn suppressed(&self) -> u64 {
+        self.left_out.swap(0, Ordering::Relaxed)
     }
 }
 
@@ -1636,6 +1709,32 @@ mod tests {
             },
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_failing_file_system_underneath_is_eio_and_other_errors_stay_as_they_are() {
+        for e in [
+            Errno::NOTCONN,
+            Errno::HOSTUNREACH,
+            Errno::TIMEDOUT,
+            Errno::IO,
+        ] {
+            let err = FsError::io(e, "read", "d/f");
+            assert_eq!(err.errno, Errno::IO.raw_os_error(), "{e:?}");
+            assert!(err.message.contains("d/f"), "{}", err.message);
+        }
+        for e in [Errno::NOENT, Errno::ACCESS, Errno::NOSPC, Errno::STALE] {
+            assert_eq!(FsError::io(e, "read", "d/f").errno, e.raw_os_error());
+        }
+        // The log line about it is rate-limited: at most one a second, the rest counted.
+        let limit = RateLimit {
+            last_s: AtomicU64::new(0),
+            left_out: AtomicU64::new(0),
+        };
+        let logged = (0..1000).filter(|_| limit.due()).count();
+        assert!((1..=2).contains(&logged), "{logged}");
+        assert_eq!(limit.suppressed() as usize, 1000 - logged);
+        assert_eq!(limit.suppressed(), 0);
     }
 
     fn key(path: &Path) -> Key {

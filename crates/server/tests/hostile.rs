@@ -317,6 +317,26 @@ fn only_clients_proving_the_cluster_secret_are_served() {
         Ok(Reply::Json(_))
     ));
     assert!(refusals(admin, "control_token") >= 1.0);
+    // An HTTP scrape sent to the data port (no secret: it cannot prove one) is pointed to the
+    // admin address in plain HTTP, not sent a binary challenge. The server tells it by its
+    // speaking first, within 20 ms of connecting: a test thread descheduled longer between its
+    // connect and its write gets the challenge, so a few tries are allowed (each must end with
+    // the connection closed, never a hang).
+    let answers: Vec<String> = (0..5)
+        .map(|_| {
+            let mut http = TcpStream::connect(server.addr()).unwrap();
+            http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            let mut bytes = Vec::new();
+            let _ = http.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .collect();
+    assert!(
+        answers.iter().any(|text| text.starts_with("HTTP/1.1 421")
+            && text.contains(&format!("http://{admin}/metrics"))),
+        "{answers:?}"
+    );
     assert!(server.shutdown().unwrap().balanced);
 }
 

@@ -97,6 +97,14 @@ pub(crate) struct Seed003Args {
         "kill",
     ])]
     analyze: Option<PathBuf>,
+    /// Run nothing but write `DIR/params.json` (give `--out DIR`) and print the plan for a
+    /// driver that runs the jobs elsewhere (`scripts/cluster-seed003.sh`), one record per line,
+    /// fields separated by spaces: `server FLAGS...` (but the quota, token and secret), `quota
+    /// THREADS_PCT JOB_SHARE_PCT KEEP_MS`, `heavy PROCS FILES STRIPES`, `light PROCS FILES
+    /// ITERATIONS STRIPES`, `stagein DIRS LIMIT_S`, `limits LIGHT_LIMIT_S WARMUP_S`; then
+    /// `iosets experiment seed003 --analyze DIR` reads the runs it left in `DIR/runs/`.
+    #[arg(long, requires = "out", conflicts_with_all = ["kill", "repeat"])]
+    print_plan: bool,
     /// Test only: SIGKILL the server, the heavy or the light job SECONDS after the light job's
     /// mdtest started, in every run that has it.
     #[arg(long, value_name = "ROLE@SECONDS", hide = true)]
@@ -179,11 +187,15 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("seed003-{}", crate::rig::timestamp())));
-    // The rig's Ctrl-C flag and handler: one per process, whichever experiment.
-    crate::rig::catch_interrupts()?;
     std::fs::create_dir_all(out.join("runs"))
         .with_context(|| format!("creating {}", out.join("runs").display()))?;
     p.save(&out)?;
+    if a.print_plan {
+        print!("{}", plan_text(&p));
+        return Ok(());
+    }
+    // The rig's Ctrl-C flag and handler: one per process, whichever experiment.
+    crate::rig::catch_interrupts()?;
     println!(
         "iosets experiment seed003: seed 003's thread-quota test through the mount, scale {}, \
          {repeat} repetition{} of reference, off and on",
@@ -233,6 +245,28 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
         }
     }
     finish(&p, &runs, &out)
+}
+
+/// `--print-plan`'s text (see the flag).
+fn plan_text(p: &Params) -> String {
+    format!(
+        "server {}\nquota {} {} {}\nheavy {} {} {}\nlight {} {} {} {}\nstagein {} {}\nlimits {} {}\n",
+        run::server_flags(p).join(" "),
+        p.threads_pct,
+        p.job_share_pct,
+        p.keep_ms,
+        p.heavy_procs,
+        p.files,
+        p.heavy_stripes,
+        p.light_procs,
+        p.files,
+        p.light_iterations,
+        p.light_stripes,
+        p.stagein_dirs,
+        p.stagein_limit_s,
+        p.light_limit_s,
+        p.warmup_s
+    )
 }
 
 /// Writes the outputs and prints the tables and the verdicts.

@@ -347,14 +347,10 @@ fn stop_server(s: &mut ServerProc) -> Result<()> {
     Ok(())
 }
 
-/// Starts `iosets serve` (output in the run's `server.stdout` and `server.stderr`).
-fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<ServerProc> {
-    let p = spec.params;
-    let token = scratch.join("token");
-    std::fs::write(&token, format!("{TOKEN}\n"))
-        .with_context(|| format!("writing {}", token.display()))?;
-    run_secret(scratch)?;
-    let mut flags: Vec<String> = vec![
+/// The server's flags of every setting, but the quota, the token and the secret: arrival order,
+/// seed 003's workers, the emulated back end.
+pub(crate) fn server_flags(p: &Params) -> Vec<String> {
+    vec![
         "--policy".into(),
         "timeorder".into(),
         "--workers".into(),
@@ -363,13 +359,25 @@ fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<Serve
         p.meta_latency_ms.to_string(),
         "--meta-fanout".into(),
         "1".into(),
+    ]
+}
+
+/// Starts `iosets serve` (output in the run's `server.stdout` and `server.stderr`).
+fn start_server(spec: &RunSpec<'_>, root: &Path, scratch: &Path) -> Result<ServerProc> {
+    let p = spec.params;
+    let token = scratch.join("token");
+    std::fs::write(&token, format!("{TOKEN}\n"))
+        .with_context(|| format!("writing {}", token.display()))?;
+    run_secret(scratch)?;
+    let mut flags = server_flags(p);
+    flags.extend([
         "--token-file".into(),
         token.display().to_string(),
         // The run's own secret (made in its scratch directory): its mounts and control
         // client prove it, nobody else on the node can.
         "--auth-file".into(),
         secret_file(scratch).display().to_string(),
-    ];
+    ]);
     if spec.setting.quota() {
         let q = spec.dir.join("quota.toml");
         std::fs::write(&q, p.quota_toml()).with_context(|| format!("writing {}", q.display()))?;
