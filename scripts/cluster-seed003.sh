@@ -54,7 +54,8 @@ fi
 [ -x "$bin" ] || die "--bin $bin: not an executable" 2
 bin=$(realpath "$bin")
 out=$(realpath -m "${out:-cluster-seed003-$(date -u +%Y%m%d-%H%M%S)}")
-plan=$("$bin" experiment seed003 --print-plan --scale "$scale" --out "$out") ||
+plan=$("$bin" experiment seed003 --print-plan --scale "$scale" --out "$out" \
+  --quota-match "client=$COMPUTE_GROUP") ||
   die "iosets refused the workload (above)" 2
 field() { awk -v k="$1" -v i="$2" '$1 == k { print $(i + 1) }' <<<"$plan"; }
 server_flags=$(sed -n 's/^server //p' <<<"$plan")
@@ -62,7 +63,6 @@ heavy_procs=$(field heavy 1) files=$(field heavy 2) heavy_stripes=$(field heavy 
 light_procs=$(field light 1) light_iters=$(field light 3) light_stripes=$(field light 4)
 stagein_dirs=$(field stagein 1) stagein_limit=$(field stagein 2)
 light_limit=$(field limits 1) warmup=$(field limits 2)
-threads_pct=$(field quota 1) share_pct=$(field quota 2) keep_ms=$(field quota 3)
 echo "$plan" >"$out/plan.txt"
 
 # A request may wait behind the heavy job for long; every stat and lookup must reach the server.
@@ -118,9 +118,7 @@ run_one() {
   mkdir -p "$dir"
   local flags=$server_flags
   if [ "$setting" = on ]; then
-    printf '%s\n' "# seed 003's quota by node groups: the compute nodes, by address" \
-      "job_share_pct = $share_pct" "lend = false" "keep_ms = $keep_ms" "[[rule]]" \
-      'name = "compute"' "match = \"client=$COMPUTE_GROUP\"" "threads_pct = $threads_pct" >"$dir/quota.toml"
+    cp "$out/quota.toml" "$dir/quota.toml"
     flags="$flags --quota $dir/quota.toml"
   fi
   # shellcheck disable=SC2086

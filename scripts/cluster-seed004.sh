@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Seed 004's experiment across the nodes of the cluster on one machine (issue 30, item 2):
 # every job is a Slurm job of two compute nodes (`srun -N2`, one rank of PROCS/2 processes per
-# node, each rank through its own node's `iosets mount`), its priority given through the SPANK
+# node, each rank through its own node's `iosets mount`, the two meeting before each I/O phase
+# as IOR's ranks do at a barrier), its priority given through the SPANK
 # plugin (`--io-priority=P` for clairvoyant, `--io-auto` for auto), the I/O nodes' `iosets serve`
 # restarted before every run with that configuration's policy and a trace, over GlusterFS.
 # `iosets experiment seed004 --print-plan` says what to run; `--analyze` computes seed 004's
@@ -108,7 +109,8 @@ run_one() {
   shift 3
   local dir=$out/runs/$config-$rep i job kind jprocs compute release mib iters prio opt
   rm -rf "$dir"
-  mkdir -p "$dir"
+  # barrier/: where each job's two ranks meet before each I/O phase (IOR's MPI barrier)
+  mkdir -p "$dir/barrier"
   for i in $(seq "$io"); do
     bash "$C" restart "io$i" -- "$@" --trace "$dir/server$((i - 1)).trace.csv" >/dev/null
   done
@@ -131,6 +133,7 @@ run_one() {
       sh "$dir" "$job" "$bin" app periodic --dir /mnt/iosets --procs $((jprocs / 2)) \
       --compute "$compute" --release "$release" --write-mib "$mib" --iterations "$iters" \
       --fsync --log "$dir/job$job.csv" --job "$job" --start-at "$start" --stop-at "$stop" \
+      --barrier-dir "$dir/barrier" \
       >"$dir/job$job.srun.log" 2>&1 &
     pids+=($!)
   done < <(grep '^job ' <<<"$plan")
@@ -153,6 +156,7 @@ run_one() {
   done
   for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
   usage_of "$config-$rep:end" >>"$out/daemons.csv"
+  rm -rf "$dir/barrier"
   # The servers stop (SIGTERM: their traces flushed) and start again without a trace.
   for i in $(seq "$io"); do bash "$C" restart "io$i" -- >/dev/null; done
   echo "plan_job,launcher_job" >"$dir/launcher-jobs.csv"

@@ -270,6 +270,68 @@ fn start_at_counts_the_release_from_the_given_time_not_the_start() {
 }
 
 #[test]
+fn ranks_with_a_barrier_start_each_io_phase_together() {
+    let dir = common::scratch("app-barrier");
+    let meet = dir.join("meet");
+    std::fs::create_dir_all(&meet).unwrap();
+    let meet_arg = meet.to_str().unwrap();
+    // Rank 1 is released 0.4 s after rank 0; with the barrier, rank 0's first I/O phase waits
+    // for rank 1's compute phase to end, and so on at every iteration.
+    let rank = |r: &str, release: &str| {
+        let mut args = periodic_args(".", "1", "0.05", "1", "3");
+        args.extend([
+            "--job",
+            "7",
+            "--release",
+            release,
+            "--barrier-dir",
+            meet_arg,
+        ]);
+        let mut cmd = app(&dir, &args);
+        cmd.env("SLURM_PROCID", r).env("SLURM_NTASKS", "2");
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    };
+    let r0 = rank("0", "0");
+    let r1 = rank("1", "0.4");
+    let outs: Vec<Output> = [r0, r1]
+        .into_iter()
+        .map(|mut c| {
+            wait_at_most(&mut c, Duration::from_secs(60));
+            c.wait_with_output().unwrap()
+        })
+        .collect();
+    for o in &outs {
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let rows: Vec<Vec<PhaseRow>> = outs
+        .iter()
+        .map(|o| parse_phase_log(&text(&o.stdout)).unwrap())
+        .collect();
+    let io = |r: usize, it: u32| {
+        rows[r]
+            .iter()
+            .find(|x| x.kind == PhaseKind::Io && x.iteration == it)
+            .unwrap_or_else(|| panic!("rank {r} iteration {it}: {:?}", rows[r]))
+            .start
+    };
+    let compute_start = |r: usize, it: u32| {
+        rows[r]
+            .iter()
+            .find(|x| x.kind == PhaseKind::Compute && x.iteration == it)
+            .unwrap()
+            .start
+    };
+    for it in 0..3 {
+        // Neither rank starts an I/O phase before the other has done its compute phase.
+        assert!(io(0, it) >= compute_start(1, it) + 0.05, "{rows:?}");
+        assert!(io(1, it) >= compute_start(0, it) + 0.05, "{rows:?}");
+    }
+    // The barrier's files of the last iterations only are left.
+    assert!(std::fs::read_dir(&meet).unwrap().count() <= 4);
+}
+
+#[test]
 fn bad_flags_fail_with_a_message() {
     let dir = common::scratch("app-bad");
     let file = dir.join("plain-file");

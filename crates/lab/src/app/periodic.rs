@@ -4,8 +4,10 @@
 //! processes are threads of this process; under `mpirun`, `srun` or a PMI launcher every rank is
 //! one such process with its own threads and files. The threads meet at the start and at the end
 //! of each I/O phase (IOR's barriers): the phase starts when they are released together and ends
-//! when the last of them is done. Ranks do not wait for each other (no MPI library here): the job's
-//! phase is merged from its ranks' rows afterwards (`crate::seed004::phaselog::merge_ranks`).
+//! when the last of them is done. With `--barrier-dir` the ranks also meet before each I/O phase
+//! (IOR's MPI barrier, through files in a directory they share: there is no MPI library here);
+//! without it they do not wait for each other. The job's phase is merged from its ranks' rows
+//! afterwards (`crate::seed004::phaselog::merge_ranks`).
 //!
 //! Every phase of this rank becomes one row of the phase log (`crate::seed004::phaselog`), appended
 //! with a single `write` at the phase's end, so that every rank of a job can append to one file.
@@ -78,6 +80,12 @@ pub struct PeriodicArgs {
     /// than a second (the launch was too slow for the plan), nor more than a day ahead.
     #[arg(long, value_name = "UNIX_S", allow_negative_numbers = true)]
     start_at: Option<f64>,
+    /// A directory every rank of the job can reach (not the file system measured: the ranks'
+    /// file there is the barrier): the ranks meet before each I/O phase, as IOR's ranks do at
+    /// MPI barriers, so that a job on several nodes starts each I/O phase on all of them at
+    /// once. Without it, ranks do not wait for each other. A rank waits at most until --stop-at.
+    #[arg(long, value_name = "DIR")]
+    barrier_dir: Option<PathBuf>,
 }
 
 /// Largest write, KiB (1 GiB).
@@ -97,6 +105,51 @@ struct Plan {
     stop_at: Option<f64>,
     release: f64,
     start_at: Option<f64>,
+    barrier: Option<Barrier>,
+}
+
+/// The job's ranks meeting before each I/O phase, through files in a shared directory: rank R
+/// at iteration I makes `job<J>.i<I>.r<R>` and waits for the `size` files of iteration I
+/// (polling every millisecond). A rank at iteration I removes its file of iteration I − 2:
+/// every rank has passed that barrier by then.
+#[derive(Debug)]
+struct Barrier {
+    dir: PathBuf,
+}
+
+/// How often a rank at the barrier looks for the others.
+const BARRIER_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
+impl Barrier {
+    fn name(job: u64, iteration: u32, rank: u32) -> String {
+        format!("job{job}.i{iteration}.r{rank}")
+    }
+
+    /// Waits for every rank at `iteration`; `Ok(false)` if `stop_at` came first (a rank that
+    /// stopped, or crashed, never arrives).
+    fn wait(&self, plan: &Plan, iteration: u32, clock: &Clock) -> Result<bool> {
+        let mine = self.dir.join(Barrier::name(plan.job, iteration, plan.rank));
+        File::create(&mine).with_context(|| format!("the barrier file {}", mine.display()))?;
+        if iteration >= 2 {
+            let _ = std::fs::remove_file(self.dir.join(Barrier::name(
+                plan.job,
+                iteration - 2,
+                plan.rank,
+            )));
+        }
+        let others: Vec<PathBuf> = (0..plan.size)
+            .map(|r| self.dir.join(Barrier::name(plan.job, iteration, r)))
+            .collect();
+        loop {
+            if others.iter().all(|p| p.exists()) {
+                return Ok(true);
+            }
+            if plan.stop_at.is_some_and(|t| clock.now() >= t) {
+                return Ok(false);
+            }
+            std::thread::sleep(BARRIER_POLL);
+        }
+    }
 }
 
 pub(crate) fn periodic(args: &PeriodicArgs) -> Result<()> {
@@ -151,6 +204,11 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
             bail!("--stop-at {t}: expected a finite UNIX time in seconds");
         }
     }
+    if let Some(d) = &args.barrier_dir {
+        if !d.is_dir() {
+            bail!("--barrier-dir {}: no such directory", d.display());
+        }
+    }
     if let Some(t) = args.start_at {
         let now = crate::rig::unix_now();
         if !t.is_finite() || t < now - 1.0 || t > now + 86_400.0 {
@@ -176,6 +234,11 @@ fn plan(args: &PeriodicArgs, env: &dyn Fn(&str) -> Option<String>, pid: u32) -> 
         stop_at: args.stop_at,
         release: args.release,
         start_at: args.start_at,
+        barrier: args
+            .barrier_dir
+            .clone()
+            .filter(|_| size > 1)
+            .map(|dir| Barrier { dir }),
     })
 }
 
@@ -273,9 +336,14 @@ fn run_periodic(plan: &Plan, files: &[DataFile], log: &mut Log, clock: &Clock) -
         let planned = start + plan.compute;
         let cut_at = plan.stop_at.filter(|&t| planned > t);
         clock.sleep_until(cut_at.unwrap_or(planned));
+        // The ranks meet before the I/O phase (the wait counts in the compute phase).
+        let met = match (&plan.barrier, cut_at) {
+            (Some(b), None) => b.wait(plan, iteration, clock)?,
+            _ => true,
+        };
         let end = clock.now();
         log.row(&row(iteration, PhaseKind::Compute, start, end, 0))?;
-        if cut_at.is_some() {
+        if cut_at.is_some() || !met {
             return Ok(());
         }
         let (io_start, bytes, failure) = io_phase(plan, files, clock);
@@ -365,6 +433,7 @@ mod tests {
             stop_at: None,
             release: 0.0,
             start_at: None,
+            barrier_dir: None,
         }
     }
 

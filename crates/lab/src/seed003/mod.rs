@@ -86,6 +86,11 @@ pub(crate) struct Seed003Args {
     /// request (the quota's `keep_ms`; default 0, off, as seed 003).
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     keep_ms: Option<f64>,
+    /// With --print-plan: what the quota's rule matches, e.g. `client=10.77.0.96/27` (a test
+    /// bed's compute nodes by address, as FEFS's node groups); in-process the jobs' mounts are
+    /// all on loopback, so the rule matches the two jobs by id [default: job={1 2}].
+    #[arg(long, value_name = "MATCH", requires = "print_plan")]
+    quota_match: Option<String>,
     /// Output directory (default: ./seed003-YYYYMMDD-HHMMSS, the UTC time of the start).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -101,8 +106,9 @@ pub(crate) struct Seed003Args {
     /// driver that runs the jobs elsewhere (`scripts/cluster-seed003.sh`), one record per line,
     /// fields separated by spaces: `server FLAGS...` (but the quota, token and secret), `quota
     /// THREADS_PCT JOB_SHARE_PCT KEEP_MS`, `heavy PROCS FILES STRIPES`, `light PROCS FILES
-    /// ITERATIONS STRIPES`, `stagein DIRS LIMIT_S`, `limits LIGHT_LIMIT_S WARMUP_S`; then
-    /// `iosets experiment seed003 --analyze DIR` reads the runs it left in `DIR/runs/`.
+    /// ITERATIONS STRIPES`, `stagein DIRS LIMIT_S`, `limits LIGHT_LIMIT_S WARMUP_S`; and write
+    /// the `on` setting's quota file `DIR/quota.toml`; then `iosets experiment seed003
+    /// --analyze DIR` reads the runs it left in `DIR/runs/`.
     #[arg(long, requires = "out", conflicts_with_all = ["kill", "repeat"])]
     print_plan: bool,
     /// Test only: SIGKILL the server, the heavy or the light job SECONDS after the light job's
@@ -144,6 +150,9 @@ fn params_of(a: &Seed003Args) -> Result<Params> {
     }
     if let Some(v) = a.keep_ms {
         p.keep_ms = v;
+    }
+    if let Some(v) = &a.quota_match {
+        p.quota_match = v.clone();
     }
     if p != before {
         p.scale = format!("{} (changed by flags)", before.scale);
@@ -191,6 +200,9 @@ pub(crate) fn seed003(a: &Seed003Args) -> Result<()> {
         .with_context(|| format!("creating {}", out.join("runs").display()))?;
     p.save(&out)?;
     if a.print_plan {
+        // The `on` setting's quota file, for the driver to give its server.
+        let q = out.join("quota.toml");
+        std::fs::write(&q, p.quota_toml()).with_context(|| format!("writing {}", q.display()))?;
         print!("{}", plan_text(&p));
         return Ok(());
     }

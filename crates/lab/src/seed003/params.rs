@@ -91,6 +91,9 @@ pub(crate) struct Params {
     /// Milliseconds a thread a job frees is kept for its next request (the quota's `keep_ms`;
     /// 0, seed 003's setting: off).
     pub(crate) keep_ms: f64,
+    /// What the quota's rule matches: the two jobs by id in-process; on a test bed the compute
+    /// nodes by address (`client=...`, seed 003's compute node group).
+    pub(crate) quota_match: String,
     /// How long the heavy job runs before the light job starts, s.
     pub(crate) warmup_s: f64,
 }
@@ -115,6 +118,7 @@ impl Params {
             threads_pct: 71.0,
             job_share_pct: 90.0,
             keep_ms: 0.0,
+            quota_match: format!("job={{{HEAVY_JOB} {LIGHT_JOB}}}"),
             warmup_s: 2.0,
         };
         match scale {
@@ -135,6 +139,11 @@ impl Params {
 
     /// Checks every value.
     pub(crate) fn check(&self) -> Result<()> {
+        // The quota file as the server reads it (its rule's match included).
+        let mut cfg = iosets_server::ServerConfig::new(".");
+        if let Err(e) = cfg.set_quota_toml(&self.quota_toml()) {
+            bail!("--quota-match {:?}: {e}", self.quota_match);
+        }
         if !(self.keep_ms.is_finite() && (0.0..=1000.0).contains(&self.keep_ms)) {
             bail!(
                 "--keep-ms {}: expected milliseconds in [0, 1000]",
@@ -219,7 +228,8 @@ impl Params {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "# seed 003's fair-share test: jobs {HEAVY_JOB} and {LIGHT_JOB} under one rule"
+            "# seed 003's fair-share test: one rule over jobs {HEAVY_JOB} and {LIGHT_JOB} ({})",
+            self.quota_match
         );
         let _ = writeln!(s, "job_share_pct = {}", self.job_share_pct);
         let _ = writeln!(s, "lend = false");
@@ -228,7 +238,7 @@ impl Params {
         }
         let _ = writeln!(s, "[[rule]]");
         let _ = writeln!(s, "name = \"{RULE}\"");
-        let _ = writeln!(s, "match = \"job={{{HEAVY_JOB} {LIGHT_JOB}}}\"");
+        let _ = writeln!(s, "match = \"{}\"", self.quota_match);
         let _ = writeln!(s, "threads_pct = {}", self.threads_pct);
         s
     }
@@ -258,9 +268,10 @@ impl Params {
                 self.stagein_limit_s
             ),
             format!(
-                "on: rule {RULE:?} matches job={{{HEAVY_JOB} {LIGHT_JOB}}} with {}% of the threads \
+                "on: rule {RULE:?} matches {} with {}% of the threads \
                  ({} of {}), fair share inside, a job up to {}% of them when the other is idle, \
                  no lending{}",
+                self.quota_match,
                 self.threads_pct,
                 self.rule_threads(),
                 self.workers,
@@ -292,6 +303,7 @@ impl Params {
             "threads_pct": self.threads_pct,
             "job_share_pct": self.job_share_pct,
             "keep_ms": self.keep_ms,
+            "quota_match": self.quota_match,
             "warmup_s": self.warmup_s,
         })
     }
@@ -340,6 +352,11 @@ impl Params {
             job_share_pct: f("job_share_pct")?,
             // Absent from the runs made before the setting existed: off.
             keep_ms: v.get("keep_ms").and_then(Value::as_f64).unwrap_or(0.0),
+            // Absent from the runs made before the setting existed: the two jobs by id.
+            quota_match: v.get("quota_match").and_then(Value::as_str).map_or_else(
+                || format!("job={{{HEAVY_JOB} {LIGHT_JOB}}}"),
+                str::to_string,
+            ),
             warmup_s: f("warmup_s")?,
         };
         params

@@ -105,7 +105,7 @@ impl IoSets {
                 let h = self.sets[end.set]
                     .holder
                     .expect("a lingering set has a holder");
-                if self.jobs[h].open {
+                if !self.jobs[h].open.is_empty() {
                     // Its open phase held the set to the end of the hold and no phase end came:
                     // its open phases hold nothing until its client sends one again.
                     self.enders.remove(&self.jobs[h].id);

@@ -108,6 +108,11 @@
 
 mod linger;
 mod meta;
+
+/// Open phase stamps kept per job ([`Job::open`]): a job's compute nodes in one phase, each with
+/// its own stamp; past this many the oldest is dropped (its client's phase end then ends
+/// nothing, and the open-phase hold bounds it as a lost phase end).
+const MAX_OPEN_STAMPS: usize = 64;
 #[cfg(test)]
 mod safe_tests;
 #[cfg(test)]
@@ -428,8 +433,11 @@ struct Job {
     burst: Burst,
     /// `order=phase`: the latest phase stamp its requests carried.
     phase_seen: Option<Nanos>,
-    /// `order=phase`: its client has not said that phase is over.
-    open: bool,
+    /// `order=phase`: the stamps of its open phases here, those whose client has not said they
+    /// are over: one per client (compute node) of a job on several nodes, each of which stamps
+    /// its own phase start and ends its own phase; the job's phase is open while any is (at most
+    /// [`MAX_OPEN_STAMPS`], the oldest dropped).
+    open: Vec<Nanos>,
     hint: Option<Priority>,
 }
 
@@ -783,7 +791,15 @@ impl IoSets {
         if let (Order::Phase, Some(p)) = (self.order, phase) {
             let job = &mut self.jobs[j];
             job.phase_seen = job.phase_seen.max(Some(p));
-            job.open = true;
+            if !job.open.contains(&p) {
+                if job.open.len() >= MAX_OPEN_STAMPS {
+                    let oldest = (0..job.open.len())
+                        .min_by_key(|&i| job.open[i])
+                        .expect("not empty");
+                    job.open.swap_remove(oldest);
+                }
+                job.open.push(p);
+            }
         }
     }
 
@@ -791,7 +807,7 @@ impl IoSets {
     /// phase is open and its client is one that sends phase ends (if longer than
     /// anticipation), else `hold_idle_ms`.
     fn hold_for(&self, j: Slot) -> Option<Nanos> {
-        let open = self.jobs[j].open && self.enders.contains_key(&self.jobs[j].id);
+        let open = !self.jobs[j].open.is_empty() && self.enders.contains_key(&self.jobs[j].id);
         match (open, self.open_hold, self.hold_idle) {
             (true, Some(open), Some(idle)) => Some(open.max(idle)),
             (true, Some(open), None) => Some(open),
@@ -1180,7 +1196,7 @@ impl Policy for IoSets {
                 waiting: false,
                 burst,
                 phase_seen: None,
-                open: false,
+                open: Vec::new(),
                 hint: req.priority,
             });
             self.saw_phase(j, req.phase);
@@ -1377,11 +1393,15 @@ impl Policy for IoSets {
             return;
         };
         let job = &mut self.jobs[j];
-        if job.phase_seen.is_some_and(|seen| seen > phase) {
-            // A later phase has begun since: that one is open.
+        // That client's phase is over; a later phase of the same client (a stamp seen since),
+        // or another node's phase of the job, keeps it open. A stamp not seen here ends nothing.
+        let Some(i) = job.open.iter().position(|&p| p == phase) else {
+            return;
+        };
+        job.open.swap_remove(i);
+        if !job.open.is_empty() {
             return;
         }
-        job.open = false;
         if job.queue.is_empty() && job.in_service == 0 {
             // The holder lingered for the rest of its phase: it is over, the set passes on.
             self.retire(j, now);

@@ -633,3 +633,31 @@ fn the_end_of_an_older_phase_does_not_close_a_newer_one() {
     done(&mut p, &r, 1);
     assert_eq!(take(&mut p, 1).job.0, 6);
 }
+
+#[test]
+fn a_job_on_two_nodes_keeps_its_set_until_both_end_their_phase() {
+    // Job 5 runs on two compute nodes: each node's client stamps its own phase start (10 and
+    // 12) and sends its own phase end. The first node's end must not pass the set to job 6
+    // while the second node is still in the phase.
+    let mut p = by_phase().with_open_hold(Some(Nanos(1_000)));
+    p.phase_end(JobId(5), Nanos(1), Nanos(0));
+    p.enqueue(phased(1, 5, 10), Nanos(0));
+    p.enqueue(phased(2, 5, 12), Nanos(0));
+    p.enqueue(phased(3, 6, 20), Nanos(0));
+    let a = take(&mut p, 0);
+    let b = take(&mut p, 0);
+    assert_eq!((a.job.0, b.job.0), (5, 5));
+    done(&mut p, &a, 1);
+    done(&mut p, &b, 2);
+    // Node one is done: job 5's phase stays open (node two's requests are elsewhere).
+    p.phase_end(JobId(5), Nanos(10), Nanos(3));
+    assert_eq!(p.dispatch(Nanos(4)), Dispatch::NotBefore(Nanos(1_002)));
+    // Node two's next request goes on at once, before job 6.
+    p.enqueue(phased(4, 5, 12), Nanos(5));
+    let c = take(&mut p, 5);
+    assert_eq!(c.job.0, 5);
+    done(&mut p, &c, 6);
+    // Node two is done too: the set passes on now.
+    p.phase_end(JobId(5), Nanos(12), Nanos(7));
+    assert_eq!(take(&mut p, 7).job.0, 6);
+}
