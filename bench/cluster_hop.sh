@@ -43,15 +43,10 @@ while [ $# -gt 0 ]; do
 done
 [[ $reps =~ ^[1-9][0-9]?$ ]] || die "--reps $reps: 1 to 99" 2
 [[ $nrfiles =~ ^[1-9][0-9]*$ ]] || die "--nrfiles $nrfiles: a positive number" 2
-[ "$(id -u)" = 0 ] || die "needs root (namespaces, FUSE mounts)" 77
-ip netns list >/dev/null 2>&1 || die "no network namespaces here" 77
-[ -e /dev/fuse ] || die "no /dev/fuse here" 77
-if [ -z "$bin" ]; then
-  (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
-  bin=$REPO/target/release/iosets
-fi
-[ -x "$bin" ] || die "--bin $bin: not an executable" 2
-bin=$(realpath "$bin")
+# shellcheck source=scripts/testbed-lib.sh
+. "$REPO/scripts/testbed-lib.sh"
+testbed_preflight
+testbed_bin "$bin"
 out=$(realpath -m "${out:-$REPO/target/cluster-hop/$(date -u +%Y%m%d-%H%M%S)}")
 mkdir -p "$out"
 bash "$REPO/scripts/fs-tools.sh" >/dev/null

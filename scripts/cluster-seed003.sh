@@ -43,16 +43,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $repeat =~ ^[1-9][0-9]?$ ]] || die "--repeat $repeat: 1 to 99" 2
-[ "$(id -u)" = 0 ] || die "needs root (namespaces, FUSE mounts, Slurm)" 77
-ip netns list >/dev/null 2>&1 || die "no network namespaces here" 77
-[ -e /dev/fuse ] || die "no /dev/fuse here" 77
-grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo || die "slurmd needs the cgroup v1 freezer hierarchy" 77
-if [ -z "$bin" ]; then
-  (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
-  bin=$REPO/target/release/iosets
-fi
-[ -x "$bin" ] || die "--bin $bin: not an executable" 2
-bin=$(realpath "$bin")
+# shellcheck source=scripts/testbed-lib.sh
+. "$REPO/scripts/testbed-lib.sh"
+testbed_preflight slurm
+testbed_bin "$bin"
 out=$(realpath -m "${out:-cluster-seed003-$(date -u +%Y%m%d-%H%M%S)}")
 plan=$("$bin" experiment seed003 --print-plan --scale "$scale" --out "$out" \
   --quota-match "client=$COMPUTE_GROUP") ||

@@ -60,16 +60,10 @@ done
 [[ $compute =~ ^[0-9]+$ ]] && [ "$compute" -ge 2 ] || die "--compute $compute: at least 2 (every job spans two nodes)" 2
 [[ $procs =~ ^[0-9]+$ ]] && [ "$procs" -ge 2 ] && [ $((procs % 2)) = 0 ] ||
   die "--procs $procs: an even number >= 2 (half on each of the job's two nodes)" 2
-[ "$(id -u)" = 0 ] || die "needs root (namespaces, FUSE mounts, Slurm)" 77
-ip netns list >/dev/null 2>&1 || die "no network namespaces here" 77
-[ -e /dev/fuse ] || die "no /dev/fuse here" 77
-grep -q ' /sys/fs/cgroup/freezer ' /proc/self/mountinfo || die "slurmd needs the cgroup v1 freezer hierarchy" 77
-if [ -z "$bin" ]; then
-  (cd "$REPO" && cargo build --release --locked -q -p iosets-cli)
-  bin=$REPO/target/release/iosets
-fi
-[ -x "$bin" ] || die "--bin $bin: not an executable" 2
-bin=$(realpath "$bin")
+# shellcheck source=scripts/testbed-lib.sh
+. "$REPO/scripts/testbed-lib.sh"
+testbed_preflight slurm
+testbed_bin "$bin"
 out=$(realpath -m "${out:-cluster-seed004-$(date -u +%Y%m%d-%H%M%S)}")
 workload=(--servers "$io" --scale "$scale" --device-mib-s "$device" --procs "$procs" --low-jobs "$low_jobs")
 plan=$("$bin" experiment seed004 --print-plan "${workload[@]}" --configs "$configs" --repeat "$repeat") ||

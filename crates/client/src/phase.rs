@@ -31,7 +31,10 @@
 //! - **Ties.** Equal stamps are ordered by job id on every server.
 //! - **One job on many nodes** (an MPI job with a mount per node): each node stamps its own
 //!   phase start; a server keys the job by the earliest stamp of its current burst. Nodes' phase
-//!   starts are close (the job's ranks start a phase together), so the job keeps one place.
+//!   starts are close (the job's ranks start a phase together), so the job keeps one place. Each
+//!   node sends its own `PhaseEnd`; a server keeps the job's phase open until every stamp it saw
+//!   in the phase has been ended, so the first node done does not pass the set on while the
+//!   others still write.
 //! - **A phase that never ends** (a job streaming without pause): after
 //!   [`ClientConfig::max_phase`](crate::ClientConfig) the client stamps it anew, so it queues
 //!   behind the phases that began meanwhile, on every server at once. A client that lies (an old
