@@ -26,7 +26,7 @@ export LC_ALL=C
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 C="$REPO/scripts/cluster.sh"
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die() { echo "cluster_hop.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "cluster_hop.sh: $1" >&2; exit "${2:-1}"; }
 say() { echo "cluster_hop: $*" >&2; }
 
 reps=3 size=512m nrfiles=2000 out="" bin=""

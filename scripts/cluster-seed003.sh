@@ -28,7 +28,7 @@ C="$REPO/scripts/cluster.sh"
 STATE=/run/iosets-cluster
 COMPUTE_GROUP=10.77.0.96/27
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die() { echo "cluster-seed003.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "cluster-seed003.sh: $1" >&2; exit "${2:-1}"; }
 say() { echo "cluster-seed003: $*" >&2; }
 
 repeat=3 scale=full out="" bin=""

@@ -33,7 +33,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 C="$REPO/scripts/cluster.sh"
 STATE=/run/iosets-cluster
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die() { echo "cluster-seed004.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "cluster-seed004.sh: $1" >&2; exit "${2:-1}"; }
 say() { echo "cluster-seed004: $*" >&2; }
 
 configs=timeorder,clairvoyant,auto repeat=3 scale=1/20 compute=4 io=2 storage=2

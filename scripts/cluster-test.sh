@@ -42,7 +42,8 @@ fi
 bin=$(realpath "$bin")
 
 # Refused before anything is made.
-for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--mount-timeout 0" "--bogus"; do
+for bad in "--io 0" "--compute 33" "--storage 9" "--subnet 10.77" "--mount-timeout 0" "--bogus" \
+  "--mount-flags ;reboot" "--direct-pfs --storage 0"; do
   # shellcheck disable=SC2086
   rc=0; bash "$C" up $bad --bin "$bin" 2>/dev/null || rc=$?
   [ $rc = 2 ] || fail "up $bad: exit $rc, not 2"

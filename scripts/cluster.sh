@@ -53,7 +53,7 @@ STATE=/run/iosets-cluster
 BRIDGE=iosclbr0
 PORT=7070
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
-die() { echo "cluster.sh: $*" >&2; exit "${2:-1}"; }
+die() { echo "cluster.sh: $1" >&2; exit "${2:-1}"; }
 say() { echo "cluster: $*" >&2; }
 
 # --- the namespaces of one node ------------------------------------------------
