@@ -293,12 +293,12 @@ pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
             );
         }
     }
+    let order = match a.order.as_str() {
+        "arrival" => "arrival",
+        "jobid" => "jobid",
+        _ => order_inside_sets(),
+    };
     if a.print_plan {
-        let order = match a.order.as_str() {
-            "arrival" => "arrival",
-            "jobid" => "jobid",
-            _ => order_inside_sets(),
-        };
         print!("{}", plan_text(&plan, &configs, a.repeat, order));
         return Ok(());
     }
@@ -324,11 +324,7 @@ pub(crate) fn seed004(a: &Seed004Args) -> Result<()> {
         keep: a.keep,
         kill: a.kill_job,
         analyze: a.analyze.is_some(),
-        order: match a.order.as_str() {
-            "arrival" => "arrival",
-            "jobid" => "jobid",
-            _ => order_inside_sets(),
-        },
+        order,
     };
     let p = &settings.plan;
     println!(

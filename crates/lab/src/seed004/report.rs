@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::analysis::{better, change_pct, served, spread, Bandwidth, RunMetrics};
+use super::overlap::Service;
 use super::plots::{save_box, save_timeline, BoxSeries, METRIC_LABELS};
 use super::Outcome;
 use crate::seed004::plan::{Config, Plan};
@@ -98,21 +99,32 @@ pub(crate) fn jobs_csv(plan: &Plan, o: &Outcome) -> String {
     s
 }
 
+/// The bytes each of the plan's servers served each job in one run (data requests only), per job
+/// in the plan's order.
+fn bytes_per_server(plan: &Plan, services: &[Service]) -> Vec<(u64, Vec<u64>)> {
+    plan.jobs()
+        .into_iter()
+        .map(|(job, _)| {
+            let mut per = vec![0u64; plan.shape.servers];
+            for x in services.iter().filter(|x| x.job == job) {
+                if let Some(b) = per.get_mut(x.server) {
+                    *b += x.bytes;
+                }
+            }
+            (job, per)
+        })
+        .collect()
+}
+
 /// `bytes.csv`: the bytes each server served each job in each run (data requests only, the
 /// whole run), and the job's share of its bytes on that server.
 pub(crate) fn bytes_csv(plan: &Plan, o: &Outcome) -> String {
     let mut s = String::from("config,rep,job,kind,server,bytes,share\n");
     for (run, services) in o.runs.iter().zip(&o.services) {
-        for (job, kind) in plan.jobs() {
-            let per: Vec<u64> = (0..plan.shape.servers)
-                .map(|server| {
-                    services
-                        .iter()
-                        .filter(|x| x.job == job && x.server == server)
-                        .map(|x| x.bytes)
-                        .sum()
-                })
-                .collect();
+        for ((job, per), (_, kind)) in bytes_per_server(plan, services)
+            .into_iter()
+            .zip(plan.jobs())
+        {
             let all: u64 = per.iter().sum();
             for (server, b) in per.iter().enumerate() {
                 let share = (all > 0).then(|| *b as f64 / all as f64);
@@ -133,21 +145,16 @@ pub(crate) fn bytes_csv(plan: &Plan, o: &Outcome) -> String {
 /// A line on how the jobs' bytes spread over the servers in `config`'s runs: every server's
 /// share of all bytes, and the smallest and largest share one job had on one server.
 pub(crate) fn bytes_line(plan: &Plan, o: &Outcome, config: Config) -> Option<String> {
-    let n = plan.shape.servers;
-    if n < 2 {
+    if plan.shape.servers < 2 {
         return None;
     }
-    let mut total = vec![0u64; n];
+    let mut total = vec![0u64; plan.shape.servers];
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for (run, services) in o.runs.iter().zip(&o.services) {
         if run.config != config {
             continue;
         }
-        for (job, _) in plan.jobs() {
-            let mut per = vec![0u64; n];
-            for x in services.iter().filter(|x| x.job == job && x.server < n) {
-                per[x.server] += x.bytes;
-            }
+        for (_, per) in bytes_per_server(plan, services) {
             let all: u64 = per.iter().sum();
             if all == 0 {
                 continue;
