@@ -122,6 +122,7 @@ def detect(
     mode: Optional[str] = None,
     method: str = "offline",
     job: Optional[int] = None,
+    segments: bool = True,
 ) -> List[Dict[str, Any]]:
     """Find each job's I/O period in a trace (``iosets detect``).
 
@@ -130,14 +131,21 @@ def detect(
     content). ``mode`` is ``"read"``, ``"write"`` or ``"all"`` (default: the writes if the trace
     has any, else all, as ``iosets detect --mode``). ``method="offline"`` uses
     ``iosets detect``'s detector settings; ``"online"`` the servers' (a cheaper second pass).
-    ``job`` keeps one job.
+    ``job`` keeps one job. ``segments=True`` splits each job where its I/O behaviour changes
+    (``iosets detect --segments on``, the default); ``False`` gives one period for the whole
+    trace.
 
     Returns one dict per job, by job id: ``job``, ``periodic``, ``period_s`` (``None`` if not
     periodic), ``best_period_s``, ``confidence`` (0 to 1), ``set`` (Set-10 set; ``None``: a set
-    of its own), ``priority``, ``phases``, ``reason`` (why not periodic), ``note`` (the table's
-    note), ``format`` (the trace's format) and ``mode`` (the events looked at).
+    of its own), ``priority``, ``phases``, ``reason`` (why not periodic) — all of the job's last
+    behaviour, the set the servers end it in —, ``changes_s`` (when the behaviour changed,
+    seconds; empty if it did not), ``segments`` (one dict per behaviour, in time order:
+    ``start_s``, ``end_s`` and the fields above but ``job``), ``note`` (the table's note),
+    ``format`` (the trace's format) and ``mode`` (the events looked at).
     """
-    return _native.detect(trace, format, mode=mode, method=method, job=job)
+    return _native.detect(
+        trace, format, mode=mode, method=method, job=job, segments=segments
+    )
 
 
 def replay(

@@ -34,6 +34,7 @@ def detect(
     mode: Optional[str] = None,
     method: str = "offline",
     job: Optional[int] = None,
+    segments: bool = True,
 ) -> List[Dict[str, Any]]: ...
 def replay(
     source: Optional[Union[str, PathLike[str], Dict[str, Any]]] = None,

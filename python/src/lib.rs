@@ -21,6 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use iosets_period::report::{detect_trace, JobReport, Placement};
+use iosets_period::segment::SegmentConfig;
 use iosets_period::trace::Format;
 use iosets_period::{Config, JobId};
 use iosets_policy::registry::POLICIES;
@@ -451,7 +452,7 @@ fn set10(period_s: Option<f64>) -> Placement {
 
 /// `iosets detect`: each job's period, confidence, Set-10 set and priority, phases.
 #[pyfunction]
-#[pyo3(signature = (trace, format=None, *, mode=None, method="offline", job=None))]
+#[pyo3(signature = (trace, format=None, *, mode=None, method="offline", job=None, segments=true))]
 fn detect<'py>(
     py: Python<'py>,
     trace: PathBuf,
@@ -459,6 +460,7 @@ fn detect<'py>(
     mode: Option<&str>,
     method: &str,
     job: Option<u64>,
+    segments: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = format
         .map(str::parse::<Format>)
@@ -479,7 +481,22 @@ fn detect<'py>(
         }
     };
     let report = py
-        .allow_threads(|| detect_trace(&trace, format, mode, job.map(JobId), &config, &set10))
+        .allow_threads(|| {
+            let segments = if segments {
+                SegmentConfig::default()
+            } else {
+                SegmentConfig::off()
+            };
+            detect_trace(
+                &trace,
+                format,
+                mode,
+                job.map(JobId),
+                &config,
+                &segments,
+                &set10,
+            )
+        })
         .map_err(|e| match e {
             iosets_period::Error::NoSuchJob { .. } => {
                 value_error(format!("job {}: {e}", job.unwrap_or_default()))

@@ -203,6 +203,35 @@ def test_detect_answers_as_the_command(cli):
         assert {k: m[k] for k in t} == t
 
 
+def changing_trace(path):
+    """Job 5 writes every 10 s for 15 phases, then every 100 s for 15 (2 s and 20 s of I/O)."""
+    rows, t = ["start,end,bytes,job"], 0.0
+    for period, phases in [(10.0, 15), (100.0, 15)]:
+        for _ in range(phases):
+            t += 0.8 * period
+            rows.append(f"{t:.3f},{t + 0.2 * period:.3f},{1 << 30},5")
+            t += 0.2 * period
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
+def test_detect_splits_a_job_whose_period_changes(tmp_path):
+    trace = changing_trace(tmp_path / "changing.csv")
+    (job,) = iosets.detect(trace)
+    assert len(job["segments"]) == 2 and len(job["changes_s"]) == 1
+    first, last = job["segments"]
+    assert first["period_s"] == pytest.approx(10.0, rel=0.05)
+    assert last["period_s"] == pytest.approx(100.0, rel=0.05)
+    # The change: after the 15th phase, which ends at 150 s.
+    assert job["changes_s"][0] == pytest.approx(150.0, abs=10.0)
+    assert first["end_s"] == last["start_s"] == job["changes_s"][0]
+    # The job's own fields are its last behaviour's.
+    assert job["period_s"] == last["period_s"] and job["set"] == last["set"] == 2
+    assert first["set"] == 1
+    (whole,) = iosets.detect(trace, segments=False)
+    assert len(whole["segments"]) == 1 and whole["changes_s"] == []
+
+
 def test_replay_shares_follow_the_weights():
     r = iosets.replay({"jobs": 2, "requests": 2000, "seed": 3}, "wfq", {"weight.1": 1, "weight.2": 3})
     assert r["policy"] == "wfq" and r["requests"] == 2000

@@ -1,5 +1,7 @@
-//! `iosets detect TRACE [--format F] [--mode read|write|all] [--job J] [--json]`: each job's I/O
-//! period, confidence, Set-10 set and priority, and the number of I/O phases seen.
+//! `iosets detect TRACE [--format F] [--mode read|write|all] [--job J] [--segments on|off]
+//! [--json]`: each job's I/O period, confidence, Set-10 set and priority, and the number of I/O
+//! phases seen; a job whose behaviour changes part-way is split where it changes, a line per
+//! behaviour (`--segments off`: one period for the whole trace).
 //!
 //! The trace's format is recognised from its content (`--format` overrides); `--mode` keeps the
 //! reads, the writes or both before detection (default: writes, FTIO's default, or all events
@@ -18,6 +20,7 @@ use anyhow::Result;
 use clap::Args;
 
 use iosets_period::report::{detect_trace, Placement};
+use iosets_period::segment::SegmentConfig;
 use iosets_period::trace::Format;
 use iosets_period::{Config, Error, JobId, Mode};
 use iosets_policy::set10::SetMapping;
@@ -43,6 +46,12 @@ pub struct DetectArgs {
     /// Only this job.
     #[arg(long, value_name = "J")]
     pub job: Option<u64>,
+    /// Split each job where its I/O behaviour changes (a checkpoint interval changed, a solver
+    /// entering another stage) and give each part its period, set and time range: on (the
+    /// default) or off (one period for the whole trace). A job without a change gets the same
+    /// line either way.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = on_off, action = clap::ArgAction::Set)]
+    pub segments: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -69,6 +78,11 @@ pub fn run(args: &DetectArgs) -> Result<()> {
         mode,
         args.job.map(JobId),
         &Config::default(),
+        &if args.segments {
+            SegmentConfig::default()
+        } else {
+            SegmentConfig::off()
+        },
         &set10,
     )
     .map_err(|e| match e {
@@ -91,5 +105,14 @@ fn set10(period_s: Option<f64>) -> Placement {
     Placement {
         set: a.set(),
         priority: a.priority(),
+    }
+}
+
+/// `on` or `off`.
+fn on_off(s: &str) -> std::result::Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("expected on or off, not {other:?}")),
     }
 }

@@ -139,6 +139,71 @@ fn an_aperiodic_job_gets_its_own_set_and_the_default_priority() {
     assert!(close(&v["jobs"][0]["priority"], 0.02));
 }
 
+/// Job 5 writes every 10 s for 15 phases, then every 100 s for 15, then every 20 s for 12 (20%
+/// of each period in I/O): three behaviours, changes at the ends of phases 15 and 30.
+fn changing_trace(dir: &Path) -> String {
+    let path = dir.join("changing.csv");
+    let mut text = String::from("start,end,bytes,job\n");
+    let mut t = 0.0;
+    for (period, phases) in [(10.0, 15), (100.0, 15), (20.0, 12)] {
+        for _ in 0..phases {
+            t += 0.8 * period;
+            text.push_str(&format!("{t:.3},{:.3},1073741824,5\n", t + 0.2 * period));
+            t += 0.2 * period;
+        }
+    }
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_job_whose_period_changes_gets_a_line_per_behaviour() {
+    let p = changing_trace(&scratch("changing"));
+    let o = iosets(&["detect", &p]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{out}");
+    // The job's line is its last behaviour; then one line per behaviour with its time range.
+    assert_eq!(&rows[0][..5], ["5", "20.000", "0.92", "1", "0.1"], "{out}");
+    assert!(
+        out.contains("3 behaviours, changes at 150.000, 1650.000 s"),
+        "{out}"
+    );
+    for (row, (name, period, set, range)) in rows[1..].iter().zip([
+        ("5/1", "10.000", "1", "8.000-150.000"),
+        ("5/2", "100.000", "2", "150.000-1650.000"),
+        ("5/3", "20.000", "1", "1650.000-1890.000"),
+    ]) {
+        assert_eq!((row[0], row[1], row[3]), (name, period, set), "{out}");
+        assert_eq!(row[6], format!("{range}"), "{out}");
+    }
+    let v = json(&["detect", &p, "--json"]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["changes_s"], serde_json::json!([150.0, 1650.0]));
+    assert_eq!(job["segments"].as_array().unwrap().len(), 3);
+    assert!(close(&job["segments"][1]["period_s"], 100.0));
+    assert!(close(&job["period_s"], 20.0));
+    // Off: one period for the whole trace (none fits it), as before segments existed.
+    let off = json(&["detect", &p, "--json", "--segments", "off"]);
+    assert_eq!(off["jobs"][0]["segments"].as_array().unwrap().len(), 1);
+    assert_eq!(off["jobs"][0]["periodic"], false);
+    let o = iosets(&["detect", &p, "--segments", "off"]);
+    assert_eq!(stdout(&o).lines().count(), 3);
+    // clap's usage error: exit code 2.
+    let o = iosets(&["detect", &p, "--segments", "maybe"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("expected on or off, not \"maybe\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_inputs_fail_with_one_line_naming_the_problem() {
     let dir = scratch("bad");

@@ -6,11 +6,18 @@
 //! gap under which neighbours are joined doubles and the segments are folded again (the gap stays
 //! under 1/(4·capacity) of the history, far below any period the history can show); if that is
 //! not enough, the oldest quarter is dropped. Once an estimate is confident, history older than
-//! [`OnlineConfig::history_periods`] periods is dropped too, so old behaviour fades.
+//! [`OnlineConfig::history_periods`] periods is dropped too, so old behaviour fades (but the last
+//! [`KEPT_SEGMENTS`] stay, so that a period that grows tenfold still has phases in the history).
+//! Across more than [`OnlineConfig::merge_gap`], a request joins only a segment that is not
+//! background beside it (a phase's start is not moved back to the small requests before it), and
+//! a small request joining a large segment adds its bytes without moving its end (a chain of
+//! background requests does not carry a phase over its compute phase into the next one).
 //!
 //! **Two analyses.** [`OnlineDetector::estimate`] runs the offline analysis ([`crate::detect()`],
-//! spectral, robust to background I/O and jitter) on the whole history, *and* the phase analysis
-//! below on its most recent segments. [`OnlineDetector::estimate_phases`] runs the phase analysis
+//! spectral, robust to background I/O and jitter) on the history split where its behaviour
+//! changed ([`crate::segment`], the change points `iosets detect` finds; the last behaviour
+//! counts and the history before it is dropped), *and* the phase analysis below on its most
+//! recent segments. [`OnlineDetector::estimate_phases`] runs the phase analysis
 //! alone: no spectrum, a few microseconds, cheap enough to run at every new burst.
 //!
 //! **The phase analysis** reads phases directly off the segments, so that a period is known from
@@ -70,6 +77,26 @@ use iosets_types::Nanos;
 use crate::detect::{Analyzer, Config, Detection, Estimate, NotPeriodicReason};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::segment::{segment_window, SegmentConfig};
+
+/// Whether `next` joins the segment `last`: always within `base` (the configured merge gap: the
+/// pieces of one phase), within `gap` (the period-scaled or folding gap) unless `last` is
+/// background beside `next` — a phase's first request must not join the small requests before
+/// it, whose start would become the phase's.
+fn joins(last: &Event, next: &Event, base: Nanos, gap: Nanos) -> bool {
+    next.start <= last.end + base
+        || (next.start <= last.end + gap && last.bytes.saturating_mul(8) >= next.bytes)
+}
+
+/// Whether `next`, joining `last`, moves its end: background beside `last` joined across more
+/// than `base` adds its bytes but does not stretch the phase, else a chain of small requests
+/// would carry the segment over the compute phase into the next phase.
+fn stretches(last: &Event, next: &Event, base: Nanos) -> bool {
+    next.start <= last.end + base || next.bytes.saturating_mul(8) >= last.bytes
+}
+
+/// Segments the history keeps however old they are (see [`OnlineConfig::history_periods`]).
+pub const KEPT_SEGMENTS: usize = 64;
 
 /// Settings of an [`OnlineDetector`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,7 +112,7 @@ pub struct OnlineConfig {
     /// 0.01), in [0, 0.1].
     pub merge_fraction: f64,
     /// Once a period `T` is known, history older than `history_periods·T` is dropped (default
-    /// 32), at least 4.
+    /// 32), at least 4; the last [`KEPT_SEGMENTS`] segments are kept whatever their age.
     pub history_periods: f64,
 }
 
@@ -231,8 +258,15 @@ impl OnlineDetector {
                 self.segments.push_back(event);
                 self.opened += 1;
             }
-            Some(last) if event.start >= last.start && event.start <= last.end + gap => {
-                last.end = last.end.max(event.end);
+            // Across more than the base gap, only into a segment that is not background beside
+            // the request: a phase's first request must not join the small requests before it,
+            // whose start would become the phase's.
+            Some(last)
+                if event.start >= last.start && joins(last, &event, self.config.merge_gap, gap) =>
+            {
+                if stretches(last, &event, self.config.merge_gap) {
+                    last.end = last.end.max(event.end);
+                }
                 last.bytes = last.bytes.saturating_add(event.bytes);
             }
             Some(last) if event.start >= last.start => {
@@ -270,7 +304,11 @@ impl OnlineDetector {
         };
         let keep = Nanos((est.period.0 as f64 * self.config.history_periods) as u64);
         let horizon = last.end - keep;
-        while self.segments.len() > 1 && self.segments.front().is_some_and(|s| s.end < horizon) {
+        // The last KEPT_SEGMENTS stay whatever their age: a period that grows tenfold still has
+        // phases enough in the history for its change to be seen.
+        while self.segments.len() > KEPT_SEGMENTS
+            && self.segments.front().is_some_and(|s| s.end < horizon)
+        {
             self.segments.pop_front();
             self.truncated = true;
         }
@@ -294,8 +332,11 @@ impl OnlineDetector {
             let old = std::mem::take(&mut self.segments);
             for s in old {
                 match self.segments.back_mut() {
-                    Some(l) if s.start <= l.end + gap => {
-                        l.end = l.end.max(s.end);
+                    // As in `observe`: a phase does not join the background before it.
+                    Some(l) if joins(l, &s, self.config.merge_gap, gap) => {
+                        if stretches(l, &s, self.config.merge_gap) {
+                            l.end = l.end.max(s.end);
+                        }
                         l.bytes = l.bytes.saturating_add(s.bytes);
                     }
                     _ => self.segments.push_back(s),
@@ -335,7 +376,20 @@ impl OnlineDetector {
         let end = now.max(first + Nanos(1));
         let truncated = self.truncated;
         let segments = self.segments.make_contiguous();
-        let whole = analyzer.analyze_window(segments, first, end, truncated);
+        // The history split where its behaviour changed (the offline change points): its last
+        // behaviour is the job's, and what came before it is forgotten.
+        let split = segment_window(
+            segments,
+            first,
+            end,
+            truncated,
+            analyzer,
+            &SegmentConfig::default(),
+        );
+        let last = split.last();
+        let whole = last.detection;
+        let split_from = (split.segments.len() > 1 && whole.is_periodic())
+            .then(|| segments.partition_point(|s| s.start < last.start));
         let chosen = match (whole.periodic(), recent.detection.periodic()) {
             (_, Some(_)) if recent.kind == Kind::Change => {
                 self.cut(recent.run_from);
@@ -345,6 +399,11 @@ impl OnlineDetector {
             (Some(w), Some(r)) if differ(w.period, r.period) => recent.detection,
             _ => whole,
         };
+        if recent.kind != Kind::Change {
+            if let Some(from) = split_from {
+                self.cut(from);
+            }
+        }
         if let Some(e) = chosen.periodic() {
             self.adopt(*e);
         }
@@ -602,16 +661,17 @@ fn recent_phases(
         // The run holds the window's every interval, but perhaps a longer first one (a first
         // phase stretched by other jobs' I/O, or one cut by the window).
         let whole_window = run == intervals || (run + 1 == intervals && interval(0) > hi);
-        let kind = if whole_window && at_history_start {
-            Kind::StartUp
-        } else if run >= 3
+        // A change first, and a start-up only before any period is known: with the whole history
+        // kept, a coarse threshold takes the old behaviour for one long first phase.
+        let kind = if run >= 3
             && current.is_some_and(|c| (period / c.0 as f64 - 1.0).abs() > CHANGE)
             && (0..intervals - run).all(|j| {
                 let v = interval(j);
                 v * RUN_SPREAD < lo || v > hi * RUN_SPREAD
-            })
-        {
+            }) {
             Kind::Change
+        } else if whole_window && at_history_start && current.is_none() {
+            Kind::StartUp
         } else if whole_window && run >= 4 {
             Kind::Steady
         } else {

@@ -10,12 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::detect::{detect, Analyzer, Config, Detection};
+use crate::detect::{Analyzer, Config, Detection};
 use crate::error::{Error, Result};
 use crate::event::Mode;
+use crate::segment::{segment_with, SegmentConfig};
 use crate::trace::{read_trace, Format};
 use crate::JobId;
-use iosets_types::Priority;
+use iosets_types::{Nanos, Priority};
 
 /// Where a mapping of periods to sets puts a job.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,15 +27,53 @@ pub struct Placement {
     pub priority: Priority,
 }
 
+/// One behaviour of a job: a time range, what the detector found in it, and where it puts the
+/// job.
+#[derive(Debug)]
+pub struct SegmentReport {
+    /// Where the behaviour begins (the trace's clock).
+    pub start: Nanos,
+    /// Where it ends.
+    pub end: Nanos,
+    /// What the detector found over `[start, end]`.
+    pub detection: Detection,
+    /// Its set and priority.
+    pub placement: Placement,
+}
+
+impl SegmentReport {
+    /// The segment as a JSON object: start_s, end_s and the fields of [`JobReport::to_json`]
+    /// but the job.
+    pub fn to_json(&self) -> serde_json::Value {
+        let d = &self.detection;
+        serde_json::json!({
+            "start_s": self.start.as_secs_f64(),
+            "end_s": self.end.as_secs_f64(),
+            "periodic": d.is_periodic(),
+            "period_s": d.period().map(|p| p.as_secs_f64()),
+            "best_period_s": d.best().map(|e| e.period.as_secs_f64()),
+            "confidence": d.confidence(),
+            "set": self.placement.set,
+            "priority": self.placement.priority.get(),
+            "phases": d.phases(),
+            "reason": reason(d),
+        })
+    }
+}
+
 /// One job's answer.
 #[derive(Debug)]
 pub struct JobReport {
     /// The job.
     pub job: JobId,
-    /// What the detector found.
+    /// What the detector found: the last segment's detection, the behaviour the job ends with
+    /// (with one segment, the whole trace's).
     pub detection: Detection,
-    /// Its set and priority.
+    /// Its set and priority: the last segment's, the set the servers end the job in.
     pub placement: Placement,
+    /// The job's behaviours in time order, split where it changes ([`crate::segment`]); one
+    /// when nothing changes or with [`SegmentConfig::off`].
+    pub segments: Vec<SegmentReport>,
 }
 
 impl JobReport {
@@ -45,30 +84,46 @@ impl JobReport {
 
     /// Why the job is not periodic, `None` if it is.
     pub fn reason(&self) -> Option<String> {
-        match &self.detection {
-            Detection::Periodic(_) => None,
-            Detection::NotPeriodic { reason, .. } => Some(reason.to_string()),
-        }
+        reason(&self.detection)
     }
 
-    /// A short note for people: empty for a periodic job, else the reason and the best guess.
+    /// When the job's behaviour changed: the start of every segment but the first.
+    pub fn changes(&self) -> Vec<Nanos> {
+        self.segments.iter().skip(1).map(|s| s.start).collect()
+    }
+
+    /// A short note for people: empty for a periodic job with one behaviour, else the reason
+    /// and the best guess, and the changes of behaviour.
     pub fn note(&self) -> String {
-        match &self.detection {
-            Detection::Periodic(_) => String::new(),
-            Detection::NotPeriodic { reason, best } => match best {
-                Some(b) => format!(
-                    "not periodic: {reason} (best guess {:.3} s)",
-                    b.period.as_secs_f64()
-                ),
-                None => format!("not periodic: {reason}"),
-            },
+        let mut note = note(&self.detection);
+        if self.segments.len() > 1 {
+            let at: Vec<String> = self
+                .changes()
+                .iter()
+                .map(|t| format!("{:.3}", t.as_secs_f64()))
+                .collect();
+            let head = format!(
+                "{} behaviours, changes at {} s; this line: the last",
+                self.segments.len(),
+                at.join(", ")
+            );
+            note = if note.is_empty() {
+                head
+            } else {
+                format!("{head}; {note}")
+            };
         }
+        note
     }
 
     /// The job as a JSON object: job, periodic, period_s, best_period_s, confidence, set,
-    /// priority, phases, reason.
+    /// priority, phases, reason (all of the last segment), `changes_s` (when the behaviour
+    /// changed, seconds) and `segments` (each as [`SegmentReport::to_json`]).
     pub fn to_json(&self) -> serde_json::Value {
         let d = &self.detection;
+        let segments: Vec<serde_json::Value> =
+            self.segments.iter().map(SegmentReport::to_json).collect();
+        let changes: Vec<f64> = self.changes().iter().map(|t| t.as_secs_f64()).collect();
         serde_json::json!({
             "job": self.job.0,
             "periodic": d.is_periodic(),
@@ -79,7 +134,31 @@ impl JobReport {
             "priority": self.placement.priority.get(),
             "phases": d.phases(),
             "reason": self.reason(),
+            "changes_s": changes,
+            "segments": segments,
         })
+    }
+}
+
+/// Why a detection is not periodic, `None` if it is.
+fn reason(d: &Detection) -> Option<String> {
+    match d {
+        Detection::Periodic(_) => None,
+        Detection::NotPeriodic { reason, .. } => Some(reason.to_string()),
+    }
+}
+
+/// Empty for a periodic detection, else the reason and the best guess.
+fn note(d: &Detection) -> String {
+    match d {
+        Detection::Periodic(_) => String::new(),
+        Detection::NotPeriodic { reason, best } => match best {
+            Some(b) => format!(
+                "not periodic: {reason} (best guess {:.3} s)",
+                b.period.as_secs_f64()
+            ),
+            None => format!("not periodic: {reason}"),
+        },
     }
 }
 
@@ -105,21 +184,26 @@ pub struct DetectReport {
 
 /// Reads the trace at `path` (format recognised from its content when `None`), keeps the events
 /// of `mode` (default: the writes, FTIO's default, or every event when the trace has no write)
-/// and only `job` if given, detects each job with `config` ([`Config::default`] is
-/// `iosets detect`'s), and places it with `place`, given its period in seconds (`None` without
-/// a confident one).
+/// and only `job` if given, splits each job where its behaviour changes (`segments`;
+/// [`SegmentConfig::off`]: the whole trace), detects each segment with `config`
+/// ([`Config::default`] is `iosets detect`'s), and places it with `place`, given its period in
+/// seconds (`None` without a confident one).
 ///
 /// # Errors
 /// The trace's read or parse errors; [`Error::NoEventInMode`] if the mode keeps no event;
-/// [`Error::NoSuchJob`] if `job` is not in it; [`Error::InvalidConfig`] for a bad `config`.
+/// [`Error::NoSuchJob`] if `job` is not in it; [`Error::InvalidConfig`] for a bad `config` or
+/// `segments`.
 pub fn detect_trace(
     path: &Path,
     format: Option<Format>,
     mode: Option<Mode>,
     job: Option<JobId>,
     config: &Config,
+    segments: &SegmentConfig,
     place: &dyn Fn(Option<f64>) -> Placement,
 ) -> Result<DetectReport> {
+    segments.validate()?;
+    let mut analyzer = Analyzer::new(*config)?;
     let trace = read_trace(path, format)?;
     let (mode, mode_why) = match mode {
         Some(m) => (m, "--mode"),
@@ -153,23 +237,25 @@ pub fn detect_trace(
         }
         jobs.retain(|k, _| *k == job);
     }
-    let mut analyzer = if *config == Config::default() {
-        None
-    } else {
-        Some(Analyzer::new(*config)?)
-    };
     let jobs = jobs
         .into_iter()
         .map(|(job, events)| {
-            let detection = match analyzer.as_mut() {
-                None => detect(&events),
-                Some(a) => a.analyze(&events),
-            };
-            let placement = place(detection.period().map(|p| p.as_secs_f64()));
+            let segments: Vec<SegmentReport> = segment_with(&events, &mut analyzer, segments)
+                .segments
+                .into_iter()
+                .map(|s| SegmentReport {
+                    start: s.start,
+                    end: s.end,
+                    detection: s.detection,
+                    placement: place(s.detection.period().map(|p| p.as_secs_f64())),
+                })
+                .collect();
+            let last = segments.last().expect("a segmentation is never empty");
             JobReport {
                 job,
-                detection,
-                placement,
+                detection: last.detection,
+                placement: last.placement,
+                segments,
             }
         })
         .collect();
@@ -199,7 +285,8 @@ impl DetectReport {
     }
 
     /// A table for people: a line per job (job, period_s, confidence, set, priority, phases,
-    /// note).
+    /// note); a job whose behaviour changed has its line (the last behaviour's) followed by a
+    /// line per segment, `JOB/K`, with the segment's time range.
     pub fn table(&self) -> String {
         let mut out = format!(
             "{:<8} {:>12} {:>10} {:>5} {:>9} {:>7}  {}\n",
@@ -221,6 +308,38 @@ impl DetectReport {
                 d.phases(),
                 r.note()
             ));
+            if r.segments.len() > 1 {
+                for (k, seg) in r.segments.iter().enumerate() {
+                    let d = &seg.detection;
+                    let period = d
+                        .period()
+                        .map_or_else(|| "-".to_string(), |p| format!("{:.3}", p.as_secs_f64()));
+                    let set = seg
+                        .placement
+                        .set
+                        .map_or_else(|| "own".to_string(), |s| s.to_string());
+                    let range = format!(
+                        "{:.3}-{:.3} s",
+                        seg.start.as_secs_f64(),
+                        seg.end.as_secs_f64()
+                    );
+                    let n = note(d);
+                    out.push_str(&format!(
+                        "{:<8} {:>12} {:>10.2} {:>5} {:>9} {:>7}  {}\n",
+                        format!("  {}/{}", r.job, k + 1),
+                        period,
+                        d.confidence(),
+                        set,
+                        seg.placement.priority.to_string(),
+                        d.phases(),
+                        if n.is_empty() {
+                            range
+                        } else {
+                            format!("{range}; {n}")
+                        }
+                    ));
+                }
+            }
         }
         out
     }
@@ -259,7 +378,16 @@ mod tests {
 
     /// Every job of the `requests.csv` sample, detected with `config`.
     fn detect_sample(config: &Config) -> DetectReport {
-        detect_trace(&sample("requests.csv"), None, None, None, config, &decade).unwrap()
+        detect_trace(
+            &sample("requests.csv"),
+            None,
+            None,
+            None,
+            config,
+            &SegmentConfig::default(),
+            &decade,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -284,6 +412,7 @@ mod tests {
             None,
             Some(JobId(7)),
             &Config::default(),
+            &SegmentConfig::default(),
             &decade,
         )
         .unwrap_err();

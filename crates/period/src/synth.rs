@@ -56,22 +56,42 @@ impl PeriodicSpec {
     /// Generates the trace.
     pub fn generate(&self) -> SynthTrace {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut t = 0.0;
+        let mut events = Vec::new();
+        let mut phase_starts = Vec::new();
+        self.phases_into(&mut rng, &mut t, &mut events, &mut phase_starts);
+        if self.background {
+            self.background_into(&mut rng, 0.0, t, &mut events);
+            events.sort_by_key(|e| (e.start, e.end));
+        }
+        SynthTrace {
+            events,
+            phase_starts,
+        }
+    }
+
+    /// Appends this spec's iterations from `*t` (seconds), moving `*t` to the end of the last
+    /// I/O phase.
+    fn phases_into(
+        &self,
+        rng: &mut ChaCha8Rng,
+        t: &mut f64,
+        events: &mut Vec<Event>,
+        phase_starts: &mut Vec<Nanos>,
+    ) {
         let j = self.jitter.clamp(0.0, 0.99);
         let vary = |rng: &mut ChaCha8Rng| 1.0 + j * rng.gen_range(-1.0..=1.0);
         let p = self.period_s;
         let reqs = self.requests_per_phase.max(1);
-        let mut t = 0.0;
-        let mut events = Vec::new();
-        let mut phase_starts = Vec::new();
         for _ in 0..self.iterations {
-            t += (1.0 - self.io_fraction) * p * vary(&mut rng);
-            let len = self.io_fraction * p * vary(&mut rng);
-            let bytes = (self.phase_bytes as f64 * vary(&mut rng)).round() as u64;
-            phase_starts.push(Nanos::from_secs_f64(t));
+            *t += (1.0 - self.io_fraction) * p * vary(rng);
+            let len = self.io_fraction * p * vary(rng);
+            let bytes = (self.phase_bytes as f64 * vary(rng)).round() as u64;
+            phase_starts.push(Nanos::from_secs_f64(*t));
             let each = bytes / reqs as u64;
             for r in 0..reqs {
-                let s = t + len * r as f64 / reqs as f64;
-                let e = t + len * (r + 1) as f64 / reqs as f64;
+                let s = *t + len * r as f64 / reqs as f64;
+                let e = *t + len * (r + 1) as f64 / reqs as f64;
                 let b = if r + 1 == reqs {
                     bytes - each * (reqs as u64 - 1)
                 } else {
@@ -79,26 +99,82 @@ impl PeriodicSpec {
                 };
                 events.push(Event::from_secs(s, e, b));
             }
-            t += len;
+            *t += len;
         }
-        if self.background {
-            let bandwidth = self.phase_bytes as f64 / (self.io_fraction * p);
-            let rate = 10.0 / p;
-            let mut s = 0.0;
-            loop {
-                s += -(1.0 - rng.gen::<f64>()).ln() / rate;
-                if s >= t {
-                    break;
-                }
-                let bytes = rng.gen_range(4096..=262_144u64);
-                events.push(Event::from_secs(s, s + bytes as f64 / bandwidth, bytes));
+    }
+
+    /// Appends small background requests over `[from, to)` seconds: about ten per period, 4 to
+    /// 256 KiB each, at the phases' bandwidth.
+    fn background_into(&self, rng: &mut ChaCha8Rng, from: f64, to: f64, events: &mut Vec<Event>) {
+        let p = self.period_s;
+        let bandwidth = self.phase_bytes as f64 / (self.io_fraction * p);
+        let rate = 10.0 / p;
+        let mut s = from;
+        loop {
+            s += -(1.0 - rng.gen::<f64>()).ln() / rate;
+            if s >= to {
+                break;
             }
-            events.sort_by_key(|e| (e.start, e.end));
+            let bytes = rng.gen_range(4096..=262_144u64);
+            events.push(Event::from_secs(s, s + bytes as f64 / bandwidth, bytes));
         }
-        SynthTrace {
+    }
+}
+
+/// A job that changes behaviour: each spec's iterations in turn (their `seed`s are not used:
+/// the whole trace draws from `seed`), with background I/O where a spec asks for it. A behaviour
+/// begins with its first compute phase, at the end of the previous behaviour's last I/O phase.
+pub fn changing(behaviours: &[PeriodicSpec], seed: u64) -> ChangingTrace {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut t = 0.0;
+    let mut events = Vec::new();
+    let mut phase_starts = Vec::new();
+    let mut parts = Vec::new();
+    let mut changes = Vec::new();
+    let mut spans = Vec::new();
+    for (k, spec) in behaviours.iter().enumerate() {
+        if k > 0 {
+            changes.push(Nanos::from_secs_f64(t));
+        }
+        let (from, first) = (t, phase_starts.len());
+        spec.phases_into(&mut rng, &mut t, &mut events, &mut phase_starts);
+        parts.push(first..phase_starts.len());
+        spans.push((from, t));
+    }
+    for (spec, &(from, to)) in behaviours.iter().zip(&spans) {
+        if spec.background {
+            spec.background_into(&mut rng, from, to, &mut events);
+        }
+    }
+    events.sort_by_key(|e| (e.start, e.end));
+    ChangingTrace {
+        trace: SynthTrace {
             events,
             phase_starts,
-        }
+        },
+        parts,
+        changes,
+    }
+}
+
+/// A generated trace of several behaviours and its ground truth.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangingTrace {
+    /// The events and every phase start.
+    pub trace: SynthTrace,
+    /// The phases (indices into `trace.phase_starts`) of each behaviour.
+    pub parts: Vec<std::ops::Range<usize>>,
+    /// When each behaviour after the first began: the end of the previous one's last I/O phase.
+    pub changes: Vec<Nanos>,
+}
+
+impl ChangingTrace {
+    /// The true `w_iter` of behaviour `k`, seconds: mean time between its consecutive phase
+    /// starts; `None` with fewer than two phases.
+    pub fn true_period_s(&self, k: usize) -> Option<f64> {
+        let starts = &self.trace.phase_starts[self.parts.get(k)?.clone()];
+        let (first, last) = (starts.first()?, starts.last()?);
+        (starts.len() >= 2).then(|| (*last - *first).as_secs_f64() / (starts.len() - 1) as f64)
     }
 }
 

@@ -9,4 +9,5 @@ mod formats;
 mod fuzz_corpus;
 mod online;
 mod requests;
+mod segments;
 mod synthetic;

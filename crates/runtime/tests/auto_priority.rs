@@ -757,3 +757,59 @@ fn stamped_changes_of_behaviour_move_the_job_at_the_second_new_interval() {
         assert!(rest.is_empty(), "{before} -> {after}: {rest:?}");
     }
 }
+
+/// The offline change points and the servers' online detector agree (issue 32): a trace of a job
+/// whose period changes once or twice, replayed request by request through a [`JobBook`] as the
+/// server's completion path feeds it (each request from its start to its end), ends in the set
+/// of the last segment that `iosets detect` finds in the same trace.
+#[test]
+fn a_replayed_trace_ends_in_the_set_of_its_last_offline_segment() {
+    use iosets_period::segment::segment;
+    use iosets_period::synth::{changing, PeriodicSpec};
+    for periods in [
+        &[10.0, 100.0][..],
+        &[100.0, 10.0],
+        &[40.0, 400.0, 40.0],
+        &[900.0, 90.0],
+    ] {
+        for jitter in [0.1, 0.3] {
+            for background in [false, true] {
+                let specs: Vec<PeriodicSpec> = periods
+                    .iter()
+                    .map(|&p| PeriodicSpec {
+                        jitter,
+                        background,
+                        ..PeriodicSpec::new(p, 12)
+                    })
+                    .collect();
+                let truth = changing(&specs, 4);
+                let mut events = truth.trace.events.clone();
+                let offline = segment(&events);
+                let what = format!("periods {periods:?}, jitter {jitter}, background {background}");
+                assert_eq!(offline.segments.len(), periods.len(), "{what}");
+                let last = offline.last().detection.period().expect("periodic");
+                let want = set_of(last.as_secs_f64());
+                assert_eq!(want, set_of(*periods.last().unwrap()), "{what}");
+                events.sort_by_key(|e| e.end);
+                let book = JobBook::new(auto());
+                let mut moves = Vec::new();
+                for (i, e) in events.iter().enumerate() {
+                    let r = Request::builder(JobId(7), Op::Write)
+                        .file(FileId(1))
+                        .range(i as u64 * MIB, e.bytes.max(1))
+                        .arrival(e.start)
+                        .build();
+                    moves.extend(book.record(
+                        &Batch::single(r),
+                        Outcome::Done { bytes: e.bytes },
+                        e.start,
+                        e.end,
+                        "iosets",
+                    ));
+                }
+                let sets: Vec<i32> = moves.iter().map(|m| m.set).collect();
+                assert_eq!(sets.last(), Some(&want), "{what}: online moves {sets:?}");
+            }
+        }
+    }
+}
