@@ -31,11 +31,13 @@ pub struct DetectArgs {
     /// The trace: iosets' request trace (CSV, the server's --trace file; see
     /// docs/trace-format.md) or JSON Lines requests; TMIO JSON Lines, JSON or MessagePack;
     /// FTIO's custom JSON (rank or application level) or text pattern; GekkoFS daemon JSON;
-    /// Darshan DXT text (darshan-dxt-parser output). The format is recognised from the content.
+    /// Darshan DXT text (darshan-dxt-parser output); Recorder text (recorder2text output: a
+    /// directory is read as its _text folder of <rank>.txt files); the metric proxy's
+    /// MessagePack export. The format is recognised from the content.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// The trace's format, if its content does not tell: csv, jsonl, tmio-jsonl, tmio-json,
-    /// ftio-json, gekkofs-json, ftio-txt, dxt or tmio-msgpack.
+    /// ftio-json, gekkofs-json, ftio-txt, dxt, recorder, tmio-msgpack or metric-proxy.
     #[arg(long, value_name = "F")]
     pub format: Option<String>,
     /// Which events to look at: read, write or all. Default: write (FTIO's default) if the

@@ -88,6 +88,19 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A directory was named with a format other than Recorder's, the only one that is a
+    /// directory (`recorder2text`'s folder of `<rank>.txt` files).
+    #[error(
+        "cannot read trace {}: it is a directory, which is read only as Recorder's text output \
+         (recorder2text's _text folder of <rank>.txt files), not as {format}",
+        path.display()
+    )]
+    Directory {
+        /// The directory.
+        path: PathBuf,
+        /// The format named.
+        format: Format,
+    },
     /// The mode asked for keeps no event of the trace.
     #[error(
         "no {mode} event in {} ({format} trace: {read} reads, {write} writes, {other} other); \

@@ -1,5 +1,6 @@
 //! Trace readers: iosets' request traces, and what FTIO users have — TMIO's JSON Lines, JSON and
-//! MessagePack, FTIO's custom JSON and text pattern, GekkoFS's daemon JSON, Darshan DXT.
+//! MessagePack, FTIO's custom JSON and text pattern, GekkoFS's daemon JSON, Darshan DXT,
+//! Recorder's text output and the metric proxy's MessagePack export.
 //!
 //! | [`Format`] | name | content |
 //! |---|---|---|
@@ -12,11 +13,14 @@
 //! | [`Format::FtioTxt`] | `ftio-txt` | FTIO's documented text pattern: `avg_thruput_mib: [...]`, `start_t_micro: [...]`, `end_t_micro: [...]` lines |
 //! | [`Format::Gekko`] | `gekkofs-json` | GekkoFS's daemon JSON: the same arrays (and `req_size`) in one object |
 //! | [`Format::Dxt`] | `dxt` | Darshan DXT as printed by `darshan-dxt-parser`: `X_POSIX rank op segment offset length start end [OSTs] [pthread]`; the job from the `# jobid:` header line; X_MPIIO records are used only if there are no X_POSIX ones (MPI-IO calls turn into POSIX calls, which would count twice) |
+//! | [`Format::Recorder`] | `recorder` | Recorder as printed by `recorder2text` ([`recorder`]): a folder `_text` of `<rank>.txt` files (a directory given to [`read_trace`] is read so), one call a line, `tstart tend function level type ( args )` (2.1/2.2: `tstart tend result function ( args )`); the POSIX `read`/`write`/`pread`/`pwrite`/`readv`/`writev`/`fread`/`fwrite` calls are the events, their bytes from their arguments; every rank is job 0 |
+//! | [`Format::MetricProxy`] | `metric-proxy` | the metric proxy's MessagePack export to FTIO ([`metric_proxy`]): `{"argv": [...], "metrics": {"infos": ..., "metrics": {name: [[t, value], ...]}}}`; the rises of its strace byte counters `total___strace___size___write`/`_read` are the events |
 //!
 //! Every event keeps its [`Direction`] (read or write) where the trace says it, so that a
 //! detection can look at one [`Mode`] ([`Trace::by_job_in`]). [`read_trace`] recognises the
 //! format from the content ([`Format::sniff`]), the file name only breaking ties; a file no
-//! reader accepts is one [`Error::Unreadable`] naming each format tried and what it found.
+//! reader accepts is one [`Error::Unreadable`] naming each format tried and what it found. A
+//! directory can only be Recorder's text output ([`recorder::read_dir`]).
 //!
 //! Every reader refuses a malformed line with an [`Error::Parse`] naming the line (a MessagePack
 //! record: [`Error::Decode`]), and a trace without a single event with [`Error::Empty`]. None
@@ -35,7 +39,9 @@ use crate::error::{Error, Result};
 use crate::event::{Direction, Event, JobEvent, Mode};
 
 pub mod bandwidth;
+pub mod metric_proxy;
 pub mod msgpack;
+pub mod recorder;
 pub mod requests;
 
 pub use requests::{
@@ -63,11 +69,15 @@ pub enum Format {
     Gekko,
     /// Darshan DXT text.
     Dxt,
+    /// Recorder's text output (`recorder2text`), one rank's file or the folder of them.
+    Recorder,
+    /// The metric proxy's MessagePack trace export.
+    MetricProxy,
 }
 
 impl Format {
     /// Every format, in the order [`read_trace`] tries them when the content does not tell.
-    pub const ALL: [Format; 9] = [
+    pub const ALL: [Format; 11] = [
         Format::Csv,
         Format::Jsonl,
         Format::Tmio,
@@ -76,7 +86,9 @@ impl Format {
         Format::Gekko,
         Format::FtioTxt,
         Format::Dxt,
+        Format::Recorder,
         Format::TmioMsgpack,
+        Format::MetricProxy,
     ];
 
     /// Every format's name, as accepted by [`Format::from_str`], in the order of [`Format::ALL`].
@@ -89,7 +101,9 @@ impl Format {
         "gekkofs-json",
         "ftio-txt",
         "dxt",
+        "recorder",
         "tmio-msgpack",
+        "metric-proxy",
     ];
 
     /// The format's name.
@@ -104,18 +118,26 @@ impl Format {
             Format::FtioTxt => "ftio-txt",
             Format::Gekko => "gekkofs-json",
             Format::Dxt => "dxt",
+            Format::Recorder => "recorder",
+            Format::MetricProxy => "metric-proxy",
         }
     }
 
-    /// The format the content says, if it says one: MessagePack's array marker, Darshan's
-    /// `# DXT`/`X_POSIX` lines, a JSON object's keys, `key: [...]` lines, a CSV header. The
-    /// file name is not looked at (see [`read_trace`]).
+    /// The format the content says, if it says one: MessagePack's array marker (TMIO) or map
+    /// marker (the metric proxy), Darshan's `# DXT`/`X_POSIX` lines, a `recorder2text` record,
+    /// a JSON object's keys, `key: [...]` lines, a CSV header. The file name is not looked at
+    /// (see [`read_trace`]).
     pub fn sniff(bytes: &[u8]) -> Option<Format> {
         let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace())?;
         // A TMIO MessagePack record is an array (fixarray, array 16 or array 32) whose first
         // value is a string; never the start of UTF-8 text that a reader here accepts.
         if matches!(first, 0x90..=0x9f | 0xdc | 0xdd) {
             return Some(Format::TmioMsgpack);
+        }
+        // The metric proxy's export is a map (fixmap, map 16 or map 32): 0x80-0x8f never start
+        // UTF-8 text, 0xde/0xdf only a character no text reader here accepts.
+        if matches!(first, 0x80..=0x8f | 0xde | 0xdf) {
+            return Some(Format::MetricProxy);
         }
         let head = &bytes[..bytes.len().min(1 << 16)];
         let text = match std::str::from_utf8(head) {
@@ -134,6 +156,9 @@ impl Format {
             })
         {
             return Some(Format::Dxt);
+        }
+        if recorder::looks_like(line) {
+            return Some(Format::Recorder);
         }
         if line.starts_with('{') {
             let has = |k: &str| text.contains(&format!("\"{k}\""));
@@ -192,8 +217,8 @@ impl Format {
             Some("csv") => &[Format::Csv],
             Some("jsonl" | "ndjson") => &[Format::Tmio, Format::Jsonl],
             Some("json") => &[Format::Ftio, Format::TmioJson, Format::Gekko],
-            Some("msgpack" | "mpk") => &[Format::TmioMsgpack],
-            Some("txt") => &[Format::FtioTxt, Format::Dxt],
+            Some("msgpack" | "mpk") => &[Format::TmioMsgpack, Format::MetricProxy],
+            Some("txt") => &[Format::FtioTxt, Format::Dxt, Format::Recorder],
             _ => &[],
         };
         let mut order = first.to_vec();
@@ -226,6 +251,8 @@ impl FromStr for Format {
             "ftio-txt" | "txt" => Ok(Format::FtioTxt),
             "gekkofs-json" | "gekkofs" | "gekko" => Ok(Format::Gekko),
             "dxt" | "darshan" | "darshan-dxt" => Ok(Format::Dxt),
+            "recorder" | "recorder-text" | "recorder2text" => Ok(Format::Recorder),
+            "metric-proxy" | "proxy" | "metric-proxy-msgpack" => Ok(Format::MetricProxy),
             _ => Err(Error::UnknownFormat {
                 name: s.to_string(),
             }),
@@ -303,10 +330,18 @@ impl Trace {
 /// content says ([`Format::sniff`]) is tried alone; if the content does not tell, every reader
 /// is tried in the order of [`Format::by_name`] and the first that reads the file wins.
 ///
+/// A directory is read as Recorder's text output, the `<rank>.txt` files `recorder2text`
+/// writes into `<trace folder>/_text` (see [`recorder::read_dir`]; the trace folder itself
+/// can be named too).
+///
 /// # Errors
-/// [`Error::Io`] if the file cannot be read, [`Error::EmptyFile`] if it holds nothing, and
+/// [`Error::Io`] if the file cannot be read, [`Error::EmptyFile`] if it holds nothing,
+/// [`Error::Directory`] for a directory and a `format` other than [`Format::Recorder`], and
 /// [`Error::Unreadable`] with each reader's error otherwise.
 pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
+    if path.is_dir() {
+        return recorder::read_dir(path, format);
+    }
     let bytes = read_bytes(path)?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::EmptyFile {
@@ -351,8 +386,10 @@ pub fn read_trace(path: &Path, format: Option<Format>) -> Result<Trace> {
 
 /// Parses a trace held in memory as raw bytes (text formats must be UTF-8).
 pub fn parse_bytes(bytes: &[u8], format: Format) -> Result<Vec<JobEvent>> {
-    if format == Format::TmioMsgpack {
-        return non_empty(msgpack::parse(bytes)?, format);
+    match format {
+        Format::TmioMsgpack => return non_empty(msgpack::parse(bytes)?, format),
+        Format::MetricProxy => return non_empty(metric_proxy::parse(bytes)?, format),
+        _ => {}
     }
     match std::str::from_utf8(bytes) {
         Ok(text) => parse(text, format),
@@ -402,6 +439,8 @@ pub fn parse(text: &str, format: Format) -> Result<Vec<JobEvent>> {
         Format::FtioTxt => bandwidth::parse_ftio_txt(text)?,
         Format::Gekko => bandwidth::parse_gekko_json(text)?,
         Format::Dxt => parse_dxt(text)?,
+        Format::Recorder => recorder::parse(text)?,
+        Format::MetricProxy => metric_proxy::parse(text.as_bytes())?,
     };
     non_empty(events, format)
 }
@@ -422,6 +461,10 @@ fn non_empty(events: Vec<JobEvent>, format: Format) -> Result<Vec<JobEvent>> {
             Format::FtioTxt => "no `key: [...]` line",
             Format::Gekko => "no request",
             Format::Dxt => "no X_POSIX or X_MPIIO record",
+            Format::Recorder => {
+                "no read, write, pread, pwrite, readv, writev, fread or fwrite call"
+            }
+            Format::MetricProxy => "no rise in the strace exporter's byte counters",
         }
         .into(),
     })

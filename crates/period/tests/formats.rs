@@ -386,7 +386,7 @@ proptest! {
 // ---- Fixtures of each format FTIO users have (tests/fixtures, see its README.md) ----
 
 use iosets_period::trace::{parse_bytes, Trace};
-use iosets_period::{Direction, Mode};
+use iosets_period::{Direction, Event, Mode};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -552,6 +552,9 @@ fn content_decides_the_format_not_the_name() {
         ("gekkofs.json", Format::Gekko),
         ("ftio.txt", Format::FtioTxt),
         ("dxt-real.txt", Format::Dxt),
+        ("recorder/_text/0.txt", Format::Recorder),
+        ("recorder-2.2.txt", Format::Recorder),
+        ("metric-proxy.msgpack", Format::MetricProxy),
     ] {
         let renamed = dir.join("trace.csv");
         std::fs::copy(fixture(name), &renamed).unwrap();
@@ -561,7 +564,7 @@ fn content_decides_the_format_not_the_name() {
 }
 
 /// Each fixture, and its corruptions: empty, cut, garbage appended, a byte flipped.
-const FIXTURES: [(&str, Format); 12] = [
+const FIXTURES: [(&str, Format); 15] = [
     ("tmio-mixed.jsonl", Format::Tmio),
     ("tmio-mixed.msgpack", Format::TmioMsgpack),
     ("tmio-offline.json", Format::TmioJson),
@@ -574,6 +577,9 @@ const FIXTURES: [(&str, Format); 12] = [
     ("ftio.txt", Format::FtioTxt),
     ("ftio-2.txt", Format::FtioTxt),
     ("dxt-real.txt", Format::Dxt),
+    ("recorder/_text/0.txt", Format::Recorder),
+    ("recorder-2.2.txt", Format::Recorder),
+    ("metric-proxy.msgpack", Format::MetricProxy),
 ];
 
 #[test]
@@ -607,4 +613,233 @@ fn corrupt_fixtures_are_typed_errors() {
         }
         refused(&[0xc1, 0xff, 0x00, 0x13], "binary garbage");
     }
+}
+
+// ---- Recorder's text output and the metric proxy's MessagePack export ----
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn recorder_text_folder_gives_its_period_and_directions() {
+    // The Recorder trace folder (whose _text holds recorder2text's output) is named.
+    let t = read_trace(&fixture("recorder"), None).unwrap();
+    assert_eq!(t.format, Format::Recorder);
+    let c = t.counts();
+    // Per rank: read, pread64, readv, fread of the input; 6 phases of pwrite64, pwrite,
+    // write, writev, fwrite (the MPI_File_write_at over the pwrites is not counted again).
+    assert_eq!((c.read, c.write, c.other, c.unspecified), (8, 60, 0, 0));
+    let bytes: u64 = t.events.iter().map(|e| e.event.bytes).sum();
+    assert_eq!(bytes, 68 * 4 * MIB);
+    assert_eq!(t.events[0].event, Event::from_secs(0.2, 0.4, 4 * MIB));
+    assert_eq!(t.events[0].dir, Direction::Read);
+    assert_eq!(t.events[4].event, Event::from_secs(6.4, 6.72, 4 * MIB));
+    assert_eq!(t.events[4].dir, Direction::Write);
+    assert_eq!(t.default_mode(), Mode::Write);
+    assert_period(&t, Mode::Write, 8.0, 6);
+    // The _text folder itself, and one rank's file, read the same events.
+    assert_eq!(read_trace(&fixture("recorder/_text"), None).unwrap(), t);
+    let rank1 = read_fixture("recorder/_text/1.txt", Format::Recorder);
+    assert_eq!(rank1.events[..], t.events[34..]);
+}
+
+#[test]
+fn recorder_before_2_3_puts_the_result_before_the_function() {
+    let t = read_fixture("recorder-2.2.txt", Format::Recorder);
+    assert_eq!(t.counts().write, 15);
+    assert_eq!(
+        t.events.iter().map(|e| e.event.bytes).sum::<u64>(),
+        15 * MIB
+    );
+    assert_period(&t, Mode::Write, 3.0, 5);
+}
+
+#[test]
+fn corrupt_recorder_names_the_line() {
+    const F: Format = Format::Recorder;
+    let ok = "0.1 0.2 open 0 0 ( /f 0 0 )\n";
+    refused(
+        &format!("{ok}0.3 0.4 write 0 0 ( /f %p 4096\n"),
+        F,
+        2,
+        "not closed",
+    );
+    refused(
+        &format!("{ok}0.3 0.4 write 0 0 /f %p 4096\n"),
+        F,
+        2,
+        "no argument list",
+    );
+    refused(
+        "0.3 x write 0 0 ( /f %p 1 )\n",
+        F,
+        1,
+        "end \"x\" is not a number",
+    );
+    refused(
+        "0.3 0.4 write 0 ( /f %p 1 )\n",
+        F,
+        1,
+        "before the arguments",
+    );
+    refused(
+        "0.3 0.4 write 0 0 ( /f %p )\n",
+        F,
+        1,
+        "write has 3 arguments",
+    );
+    refused(
+        "0.3 0.4 pwrite 0 0 ( /f %p -5 0 )\n",
+        F,
+        1,
+        "count \"-5\" is not a whole number",
+    );
+    refused(
+        "0.3 0.4 fwrite 0 0 ( %p 4294967296 4294967296 /f )\n",
+        F,
+        1,
+        "overflows",
+    );
+    refused("0.5 0.4 read 0 0 ( /f %p 1 )\n", F, 1, "before start");
+    refused("hello world\n", F, 1, "no argument list");
+    empty(ok, F);
+}
+
+#[test]
+fn a_recorder_folder_names_the_rank_file_and_line_at_fault() {
+    let dir = std::env::temp_dir().join(format!("iosets-period-recorder-{}", std::process::id()));
+    let text = dir.join("_text");
+    std::fs::create_dir_all(&text).unwrap();
+    let err = read_trace(&dir, None).unwrap_err();
+    assert!(
+        matches!(&err, Error::Unreadable { attempts, .. }
+            if matches!(attempts[..], [Error::Empty { format: Format::Recorder, .. }])),
+        "{err}"
+    );
+    assert!(err.to_string().contains("<rank>.txt"), "{err}");
+
+    let write = "0.1 0.2 write 0 0 ( /f %p 10 )\n";
+    std::fs::write(text.join("0.txt"), write).unwrap();
+    std::fs::write(
+        text.join("1.txt"),
+        format!("{write}0.3 0.4 read 0 0 ( /f %p ten )\n"),
+    )
+    .unwrap();
+    std::fs::write(text.join("notes.md"), "not a rank file\n").unwrap();
+    let err = read_trace(&dir, None).unwrap_err();
+    let Error::Unreadable { path, attempts } = &err else {
+        panic!("{err}");
+    };
+    assert!(path.ends_with("_text/1.txt"), "{err}");
+    assert!(
+        matches!(
+            attempts[..],
+            [Error::Parse {
+                format: Format::Recorder,
+                line: 2,
+                ..
+            }]
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("count \"ten\""), "{err}");
+
+    std::fs::write(text.join("1.txt"), write).unwrap();
+    let t = read_trace(&dir, Some(Format::Recorder)).unwrap();
+    assert_eq!(t.events.len(), 2);
+    let err = read_trace(&dir, Some(Format::Csv)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Directory {
+                format: Format::Csv,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let open = "0.1 0.2 open 0 0 ( /f 0 0 )\n";
+    std::fs::write(text.join("0.txt"), open).unwrap();
+    std::fs::write(text.join("1.txt"), open).unwrap();
+    let err = read_trace(&dir, None).unwrap_err();
+    assert!(err.to_string().contains("no read or write call"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn metric_proxy_byte_counters_give_their_period() {
+    let t = read_fixture("metric-proxy.msgpack", Format::MetricProxy);
+    let c = t.counts();
+    assert_eq!((c.read, c.write, c.other, c.unspecified), (1, 12, 0, 0));
+    let bytes = |dir| -> u64 {
+        t.events
+            .iter()
+            .filter(|e| e.dir == dir)
+            .map(|e| e.event.bytes)
+            .sum()
+    };
+    assert_eq!(bytes(Direction::Write), 12 * 32 * MIB);
+    assert_eq!(bytes(Direction::Read), 64 * MIB);
+    // The counter rises by 32 MiB between the samples at 8.002 s and 9.0 s.
+    assert_eq!(t.events[0].event, Event::from_secs(8.002, 9.0, 32 * MIB));
+    assert_period(&t, Mode::Write, 10.0, 6);
+}
+
+#[test]
+fn metric_proxy_without_byte_counters_says_which_metrics_it_has() {
+    // FTIO's examples/API/proxy/trace_export.msgpack: one CPU usage gauge, no I/O counter.
+    let bytes = std::fs::read(fixture("metric-proxy-ftio-example.msgpack")).unwrap();
+    assert_eq!(Format::sniff(&bytes), Some(Format::MetricProxy));
+    match parse_bytes(&bytes, Format::MetricProxy) {
+        Err(e @ Error::Empty { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("proxy_cpu_usage_percent"), "{msg}");
+            assert!(msg.contains("total___strace___size___write"), "{msg}");
+        }
+        other => panic!("expected an empty-trace error, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_metric_proxy_is_a_decode_error_naming_the_sample() {
+    use serde_json::json;
+    const F: Format = Format::MetricProxy;
+    let w = "total___strace___size___write";
+    let message = |series: serde_json::Value| json!({"argv": [], "metrics": {"infos": false, "metrics": {w: series}}, "disable_parallel": true});
+    let encode = |v: &serde_json::Value| rmp_serde::to_vec_named(v).unwrap();
+    // The whole message, with `infos: false` as the proxy sends one metric, and the bare export.
+    let good = json!([[0.0, 0], [1.0, 100], [2.0, 100], [3.0, 250]]);
+    for v in [
+        message(good.clone()),
+        json!({"infos": {}, "metrics": {w: good}}),
+    ] {
+        let ev = parse_bytes(&encode(&v), F).unwrap();
+        let got: Vec<u64> = ev.iter().map(|e| e.event.bytes).collect();
+        assert_eq!(got, [100, 150]);
+    }
+    let decode_err = |bytes: &[u8], record: usize, needle: &str| match parse_bytes(bytes, F) {
+        Err(e @ Error::Decode { record: r, .. }) => {
+            assert_eq!(r, record, "{e}");
+            assert!(e.to_string().contains(needle), "{e} lacks {needle:?}");
+        }
+        other => panic!("expected a decode error with {needle:?}, got {other:?}"),
+    };
+    let cases = [
+        (
+            json!([[0.0, 100], [1.0, 50]]),
+            "sample 1: the total falls from 100 to 50",
+        ),
+        (json!([[0.0, 1], [1.0]]), "sample 1 is [1.0], not a pair"),
+        (json!([[2.0, 1], [1.0, 5]]), "sample 1: time 1 s is before"),
+        (json!([[0.0, -1]]), "sample 0: value -1 is not a byte count"),
+        (json!({"t": 1}), "expected a series of [t, value] pairs"),
+    ];
+    for (series, needle) in cases {
+        decode_err(&encode(&message(series)), 1, needle);
+    }
+    decode_err(&encode(&json!([1, 2])), 1, "expected a metric proxy export");
+    decode_err(&encode(&json!({"argv": []})), 1, "no \"metrics\" field");
+    let mut trailing = encode(&message(json!([[0.0, 0], [1.0, 1]])));
+    trailing.extend_from_slice(&[0x90]);
+    decode_err(&trailing, 2, "1 bytes after the message");
 }
