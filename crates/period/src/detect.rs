@@ -23,6 +23,14 @@
 //!    phase, and `autocorrelation` is the signal's correlation with itself shifted by the period.
 //!    A clean 20-phase trace scores 0.95, Poisson arrivals under 0.2.
 //!
+//! **Long windows** (more than 512 phases, such as 10,000 checkpoints of a long job): the first
+//! pass's bins would be coarser than the period, and binning finely enough would cost an FFT of
+//! millions of points. The phases are found from the events instead (as [`crate::segment`]
+//! finds them: busy stretches, their pieces joined, background dropped), the steps above run on
+//! the last 128 phases only, and the period is fitted over every phase start of the window at
+//! that sample's period (step 4's rule). The confidence is step 5's, with the sample's
+//! autocorrelation.
+//!
 //! What it is not: a change-point detector. One window is assumed to hold one behaviour; the
 //! [`crate::online`] detector chooses the windows.
 
@@ -36,6 +44,7 @@ use rustfft::{Fft, FftPlanner};
 
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::segment;
 
 /// Settings of the detector. [`Config::default`] suits offline traces; the online detector uses
 /// [`Config::online`].
@@ -334,6 +343,9 @@ impl Analyzer {
         if t1 <= t0 || events.iter().all(|e| e.bytes == 0) {
             return not_periodic(NotPeriodicReason::NoActivity, None);
         }
+        if let Some(det) = self.analyze_long(events, t0, t1, clipped_start) {
+            return det;
+        }
         let mut n = self.config.bins;
         loop {
             let w = (t1.0 - t0.0) as f64 / n as f64;
@@ -359,6 +371,80 @@ impl Analyzer {
             }
             return det;
         }
+    }
+
+    /// A window of more than [`LONG_WINDOW`] phases (see the module docs, "Long windows"), or
+    /// `None` for a shorter one.
+    fn analyze_long(
+        &mut self,
+        events: &[Event],
+        t0: Nanos,
+        t1: Nanos,
+        clipped_start: bool,
+    ) -> Option<Detection> {
+        if events.len() <= LONG_WINDOW {
+            return None;
+        }
+        let sorted = segment::by_start(events);
+        let mut phases = segment::phases(&sorted);
+        phases.retain(|p| p.start >= t0.0 && p.start <= t1.0);
+        if clipped_start && phases.first().is_some_and(|p| p.start <= t0.0) {
+            phases.remove(0);
+        }
+        if phases.len() <= LONG_WINDOW {
+            return None;
+        }
+        // The shape: the usual analysis over the last SAMPLE_PHASES phases.
+        let from = Nanos(phases[phases.len() - SAMPLE_PHASES].start);
+        let upto = sorted.partition_point(|e| e.start <= t1);
+        let recent: Vec<Event> = sorted[..upto]
+            .iter()
+            .filter(|e| e.end > from)
+            .copied()
+            .collect();
+        let sample = self.analyze_window(&recent, from, t1, true);
+        let Some(shape) = sample.best().copied() else {
+            return Some(sample);
+        };
+        // The period: every phase start of the window fitted at the sample's period.
+        let bursts: Vec<Burst> = phases
+            .iter()
+            .map(|p| Burst {
+                start: (p.start - t0.0) as f64,
+                bytes: p.bytes as f64,
+            })
+            .collect();
+        let mut fit = fit(&bursts, shape.period.0 as f64)?;
+        for _ in 0..3 {
+            match self::fit(&bursts, fit.period) {
+                Some(next) if (next.period - fit.period).abs() > 1e-9 * fit.period => fit = next,
+                _ => break,
+            }
+        }
+        let intervals = (fit.phases - 1) as f64;
+        let rho = shape.autocorrelation;
+        let estimate = Estimate {
+            period: Nanos(fit.period.round() as u64),
+            confidence: (intervals / (intervals + 1.0)
+                * (REGULARITY_WEIGHT * fit.regularity + (1.0 - REGULARITY_WEIGHT) * rho))
+                .clamp(0.0, 1.0),
+            phases: fit.phases,
+            regularity: fit.regularity,
+            autocorrelation: rho,
+            spectral_period: shape.spectral_period,
+        };
+        Some(if estimate.phases < self.config.min_phases {
+            not_periodic(
+                NotPeriodicReason::TooFewPhases {
+                    phases: estimate.phases,
+                },
+                Some(estimate),
+            )
+        } else if estimate.confidence < self.config.min_confidence {
+            not_periodic(NotPeriodicReason::LowConfidence, Some(estimate))
+        } else {
+            Detection::Periodic(estimate)
+        })
     }
 
     fn analyze_bins(&mut self, x: &[f64], w: f64, clipped_start: bool) -> Detection {
@@ -727,6 +813,13 @@ impl Acf {
 /// Weight of the regularity of phase starts in the confidence; the rest is the autocorrelation,
 /// which jitter blurs (0.3 at 30% jitter) while the spacing of phases stays regular.
 const REGULARITY_WEIGHT: f64 = 0.75;
+
+/// Windows with more phases than this take the long path (module docs, "Long windows"): the
+/// first pass's 4,096 bins give such a period under 8 bins.
+const LONG_WINDOW: usize = 512;
+
+/// Phases at the end of a long window that the usual analysis looks at.
+const SAMPLE_PHASES: usize = 128;
 
 fn not_periodic(reason: NotPeriodicReason, best: Option<Estimate>) -> Detection {
     Detection::NotPeriodic { reason, best }

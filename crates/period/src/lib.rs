@@ -15,7 +15,7 @@
 //! - [`trace`]: readers for iosets' own request traces (CSV, JSON Lines), FTIO's bandwidth-step
 //!   JSON, TMIO's JSON Lines and Darshan DXT text (`darshan-dxt-parser` output). A corrupt or
 //!   empty trace is an [`Error`] naming the problem and the line.
-//! - [`segment`]: a trace split where its behaviour changes (change points by PELT over the
+//! - [`segment`]: a trace split where its behaviour changes (change points by binary segmentation over the
 //!   phases' gaps and iterations), each segment detected; one segment when nothing changes.
 //! - [`synth`]: seeded synthetic traces with a known period, for tests and benchmarks.
 //! - [`report`]: each job of a trace detected and mapped to its Set-10 set and priority (what

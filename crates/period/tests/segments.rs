@@ -166,3 +166,45 @@ fn event_order_does_not_matter() {
     assert_eq!(got.changes(), sorted.changes());
     assert_eq!(got.segments.len(), 2);
 }
+
+/// Long traces (the detector's long-window path): 4,000 phases at 10 s then 4,000 at 100 s, and
+/// 10,000 at 10 s; 10% jitter, background I/O.
+#[test]
+fn long_traces_keep_their_periods_and_their_change() {
+    let spec = |p: f64, n: usize| PeriodicSpec {
+        jitter: 0.1,
+        background: true,
+        requests_per_phase: 4,
+        ..PeriodicSpec::new(p, n)
+    };
+    let truth = changing(&[spec(10.0, 4_000), spec(100.0, 4_000)], 3);
+    let got = segment(&truth.trace.events);
+    assert_eq!(got.segments.len(), 2, "{:?}", got.segments);
+    for (k, s) in got.segments.iter().enumerate() {
+        let want = truth.true_period_s(k).unwrap();
+        let est = s.detection.periodic().expect("periodic");
+        assert!(
+            (est.period.as_secs_f64() / want - 1.0).abs() < 0.01,
+            "{k}: {est:?} vs {want}"
+        );
+        assert!(est.phases.abs_diff(4_000) <= 1, "{est:?}");
+    }
+    let off = (got.changes()[0].as_secs_f64() - truth.changes[0].as_secs_f64()).abs();
+    assert!(off <= 10.0, "change {off} s off");
+    // Whole, the two behaviours blend into one wrong period: what segments are for.
+    let whole = detect(&truth.trace.events);
+    assert!(whole.period().is_none_or(|p| {
+        let p = p.as_secs_f64();
+        (p / 10.0 - 1.0).abs() > 0.05 && (p / 100.0 - 1.0).abs() > 0.05
+    }));
+
+    let one = changing(&[spec(10.0, 10_000)], 4);
+    let det = detect(&one.trace.events);
+    let est = det.periodic().expect("periodic");
+    let want = one.true_period_s(0).unwrap();
+    assert!(
+        (est.period.as_secs_f64() / want - 1.0).abs() < 0.001,
+        "{est:?} vs {want}"
+    );
+    assert_eq!(segment(&one.trace.events).segments.len(), 1);
+}
