@@ -7,10 +7,14 @@
 //!
 //! The method, in order:
 //! 1. **Phases**, at any time scale: the union of the events is cut into busy stretches; a
-//!    stretch and the next are one when the gap between them is under 5% of the longer of the
-//!    two (the pieces of one phase); a stretch moving under a tenth of the bytes-weighted median
-//!    volume of the 16 around it is background I/O and dropped. O(n log n) in the events, O(n)
-//!    when they come sorted by start, as traces do.
+//!    stretch and the next are one phase when the gap between them is under 5% of the longer of
+//!    the two, or under the coarsest valley of the gap distribution (a gap value at least twice
+//!    the next smaller one) that leaves the phases phase-like: at least three, none idle inside
+//!    for more than a fifth of the median time between phase starts (the requests of one phase
+//!    with gaps as long as themselves are one phase; phases apart by their compute phases are
+//!    not); then a stretch moving under a tenth of the bytes-weighted median volume of the 16
+//!    around it is background I/O and dropped. O(n log n) in the events, O(n) when they come
+//!    sorted by start, as traces do.
 //! 2. **Two series**, one value per phase after the first: the log of the gap before the phase
 //!    (the compute phase) and the log of the iteration that ends with it (end of the previous
 //!    phase to end of this one). On a log scale ×2 and ÷2 are the same distance at every time
@@ -39,10 +43,9 @@
 //! `auto_priority` tests); this one sees the whole trace at once, so it places each change at the
 //! phase where it happened instead of three new periods later.
 //!
-//! Limits: the pieces of one phase are told apart from phases by their gaps relative to their
-//! lengths, so a phase made of short requests separated by gaps longer than 5% of the requests
-//! (a comb of 1 ms writes 1 ms apart) counts each request as a phase; such a trace is read
-//! through the detector's binning alone with [`SegmentConfig::off`].
+//! Limits: a phase is told from its pieces by the valleys of the gaps; a job whose phases are
+//! themselves made of evenly spaced bursts at a scale close to its period (less than twice apart)
+//! may be read at the finer scale.
 
 use std::borrow::Cow;
 
@@ -349,15 +352,14 @@ pub(crate) fn phases(sorted: &[Event]) -> Vec<Phase> {
             }),
         }
     }
-    // The pieces of one phase: a gap under 5% of the longer neighbour.
-    let mut joined: Vec<Phase> = Vec::with_capacity(busy.len());
-    for s in busy {
-        match joined.last_mut() {
-            Some(p) if (s.start - p.end) * 20 < (p.end - p.start).max(s.end - s.start) => {
-                p.end = p.end.max(s.end);
-                p.bytes += s.bytes;
-            }
-            _ => joined.push(s),
+    // The scale of a phase: the coarsest valley of the gap distribution under which the
+    // stretches joined are phase-like, else none (only the 5% rule).
+    let mut joined = Vec::new();
+    for theta in valleys(&busy).into_iter().chain([0]) {
+        let (groups, idle) = join(&busy, theta);
+        if theta == 0 || phase_like(&groups, &idle) {
+            joined = groups;
+            break;
         }
     }
     // Background: far below the typical phase volume (first against the whole trace, which
@@ -377,6 +379,72 @@ pub(crate) fn phases(sorted: &[Event]) -> Vec<Phase> {
     let mut k = keep.iter();
     joined.retain(|_| *k.next().unwrap_or(&true));
     joined
+}
+
+/// Valleys tried, at most.
+const MAX_VALLEYS: usize = 6;
+
+/// Candidate gaps under which stretches are pieces of one phase, coarsest first: each gap value
+/// at least twice the next smaller one (a valley of the gap distribution).
+fn valleys(busy: &[Phase]) -> Vec<u64> {
+    let mut gaps: Vec<u64> = busy.windows(2).map(|w| w[1].start - w[0].end).collect();
+    gaps.sort_unstable();
+    gaps.dedup();
+    let mut out = Vec::new();
+    for k in (1..gaps.len()).rev() {
+        if gaps[k] >= 2 * gaps[k - 1].max(1) {
+            out.push(gaps[k]);
+            if out.len() == MAX_VALLEYS {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `busy` joined across gaps under `theta`, and across a gap under 5% of the longer neighbour
+/// (the pieces of one phase); with each group's idle time inside.
+fn join(busy: &[Phase], theta: u64) -> (Vec<Phase>, Vec<u64>) {
+    let mut groups: Vec<Phase> = Vec::with_capacity(busy.len());
+    let mut idle: Vec<u64> = Vec::with_capacity(busy.len());
+    for s in busy {
+        match (groups.last_mut(), idle.last_mut()) {
+            (Some(p), Some(i))
+                if s.start - p.end < theta
+                    || (s.start - p.end) * 20 < (p.end - p.start).max(s.end - s.start) =>
+            {
+                *i += s.start - p.end;
+                p.end = p.end.max(s.end);
+                p.bytes += s.bytes;
+            }
+            _ => {
+                groups.push(*s);
+                idle.push(0);
+            }
+        }
+    }
+    (groups, idle)
+}
+
+/// Whether `groups` look like I/O phases: at least three not far below the typical volume (a
+/// thousandth: as the first background filter of [`phases`], so that a few groups that joined
+/// many phases do not hide the phases), none of them idle inside for more than a fifth of the median time between their starts (a
+/// threshold that joins phases across their compute phases fails this).
+fn phase_like(groups: &[Phase], idle: &[u64]) -> bool {
+    let typical = weighted_median(groups.iter().map(|p| p.bytes).collect());
+    let real: Vec<(u64, u64)> = groups
+        .iter()
+        .zip(idle)
+        .filter(|(p, _)| p.bytes.saturating_mul(1000) >= typical)
+        .map(|(p, &i)| (p.start, i))
+        .collect();
+    if real.len() < 3 {
+        return false;
+    }
+    let mut intervals: Vec<u64> = real.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    let mid = intervals.len() / 2;
+    let median = *intervals.select_nth_unstable(mid).1;
+    real.iter().all(|&(_, i)| i.saturating_mul(5) <= median)
 }
 
 /// The value at which half the total of `v` is reached, counting each value by its size (the

@@ -208,3 +208,32 @@ fn long_traces_keep_their_periods_and_their_change() {
     );
     assert_eq!(segment(&one.trace.events).segments.len(), 1);
 }
+
+/// Phases made of eight 1 ms requests 1 ms apart (a comb: gaps as long as the requests), every
+/// 100 ms, then every 1 s: the combs are phases, not the requests in them.
+#[test]
+fn a_phase_of_spaced_requests_is_one_phase() {
+    let mut events = Vec::new();
+    let mut t = 0.0;
+    for (period, phases) in [(0.1, 20), (1.0, 20)] {
+        for _ in 0..phases {
+            for r in 0..8 {
+                let s = t + r as f64 * 0.002;
+                events.push(Event::from_secs(s, s + 0.001, 1 << 20));
+            }
+            t += period;
+        }
+    }
+    let got = segment(&events);
+    assert_eq!(got.segments.len(), 2, "{:?}", got.segments);
+    let periods: Vec<f64> = got
+        .segments
+        .iter()
+        .map(|s| s.detection.period().expect("periodic").as_secs_f64())
+        .collect();
+    assert!((periods[0] / 0.1 - 1.0).abs() < 0.02, "{periods:?}");
+    assert!((periods[1] / 1.0 - 1.0).abs() < 0.02, "{periods:?}");
+    // The 21st comb is followed by the first 1 s gap: the last phase of the old behaviour.
+    assert_eq!(got.segments[0].detection.phases(), 21);
+    assert_eq!(got.segments[1].detection.phases(), 19);
+}
