@@ -122,14 +122,27 @@ def main(out):
 
     speed = os.path.join(out, "speed.jsonl")
     if os.path.exists(speed):
-        print("\n### Speed on 10,000 phases (best of 5)\n")
-        print("| trace | events | segments found | last period s | iosets detect (segments on) | detect whole (segments off, the baseline) | ratio |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        fs = {}
+        fpath = os.path.join(out, "ftio-speed.jsonl")
+        if os.path.exists(fpath):
+            fs = {json.loads(l)["case"]: json.loads(l) for l in open(fpath)}
+        print("\n### Speed on 10,000 phases (iosets best of 5, FTIO best of 2)\n")
+        print("| trace | events | iosets segments, last period s | iosets detect (segments on) | iosets whole (segments off) | FTIO whole: period s | FTIO time | FTIO ÷ iosets (segments on) |")
+        print("|---|---:|---|---:|---:|---:|---:|---:|")
         for l in open(speed):
             r = json.loads(l)
             lp = "none" if r["last_period_s"] is None else f"{r['last_period_s']:.3f}"
-            print(f"| {r['case']} | {r['events']} | {r['segments']} | {lp} | {r['segment_s'] * 1e3:.2f} ms | "
-                  f"{r['detect_whole_s'] * 1e3:.2f} ms | {r['segment_s'] / r['detect_whole_s']:.2f}× |")
+            f = fs.get(r["case"])
+            if f is None:
+                fp = ft = ratio = "-"
+            elif f.get("error"):
+                fp, ft, ratio = f"error: {f['error']}", "-", "-"
+            else:
+                fp = "none" if f["period_s"] is None else f"{f['period_s']:.3f}"
+                ft = f"{f['time_s'] * 1e3:.1f} ms"
+                ratio = f"{f['time_s'] / r['segment_s']:.0f}×"
+            print(f"| {r['case']} | {r['events']} | {r['segments']}, {lp} | {r['segment_s'] * 1e3:.2f} ms | "
+                  f"{r['detect_whole_s'] * 1e3:.2f} ms | {fp} | {ft} | {ratio} |")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@
 //! confidence, phases).
 //!
 //! Then the speed cases, `<out>/speed.jsonl`: 10,000-phase traces (one behaviour, and 5,000
-//! phases at 10 s then 5,000 at 100 s; 8 requests per phase, 10% jitter), segmented and, as the
-//! baseline, detected whole as before (`detect`), best of 5.
+//! phases at 10 s then 5,000 at 100 s; 8 requests per phase, 10% jitter), written as FTIO JSON
+//! too and read back, segmented and detected whole as before (`detect`), best of 5.
 //!
 //! Run by `bench/period_changes.sh`; by hand:
 //! `cargo run --release -p iosets-period --example period_changes -- <out>`.
@@ -133,11 +133,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             vec![one(10.0, 5_000), one(100.0, 5_000)],
         ),
     ] {
-        let events = changing(&specs, 7).trace.events;
+        let path = traces.join(format!("speed-{}.json", specs.len()));
+        let text = to_ftio_json(&changing(&specs, 7).trace.events);
+        std::fs::write(&path, &text)?;
+        let events: Vec<Event> = parse(&text, Format::Ftio)?
+            .into_iter()
+            .map(|e| e.event)
+            .collect();
         let (seg_s, found) = timed(|| segment(&events));
         let (whole_s, whole) = timed(|| detect(&events));
         let line = serde_json::json!({
             "case": name,
+            "trace": path.display().to_string(),
             "events": events.len(),
             "segment_s": seg_s,
             "segments": found.segments.len(),
