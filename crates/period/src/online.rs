@@ -385,7 +385,8 @@ impl OnlineDetector {
             truncated,
             analyzer,
             &SegmentConfig::default(),
-        );
+        )
+        .expect("the default settings are valid");
         let last = split.last();
         let whole = last.detection;
         let split_from = (split.segments.len() > 1 && whole.is_periodic())

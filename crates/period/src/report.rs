@@ -241,6 +241,7 @@ pub fn detect_trace(
         .into_iter()
         .map(|(job, events)| {
             let segments: Vec<SegmentReport> = segment_with(&events, &mut analyzer, segments)
+                .expect("validated above")
                 .segments
                 .into_iter()
                 .map(|s| SegmentReport {

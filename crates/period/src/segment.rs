@@ -166,16 +166,20 @@ pub fn segment(events: &[Event]) -> Segmentation {
     let mut analyzer =
         Analyzer::new(Config::default()).expect("the default configuration is valid");
     segment_with(events, &mut analyzer, &SegmentConfig::default())
+        .expect("the default settings are valid")
 }
 
 /// Splits `events` where the behaviour changes (see the [module docs](self)), each segment
 /// detected with `analyzer`. With one segment its detection is `analyzer.analyze(events)`: the
 /// same answer as without segmentation.
+///
+/// # Errors
+/// [`crate::Error::InvalidConfig`] naming the first bad field of `config`.
 pub fn segment_with(
     events: &[Event],
     analyzer: &mut Analyzer,
     config: &SegmentConfig,
-) -> Segmentation {
+) -> Result<Segmentation> {
     let start = events.iter().map(|e| e.start).min().unwrap_or(Nanos::ZERO);
     let end = events.iter().map(|e| e.end).max().unwrap_or(start);
     segment_window(events, start, end, false, analyzer, config)
@@ -184,7 +188,30 @@ pub fn segment_with(
 /// As [`segment_with`] over the window `[t0, t1]` of `events`: with one segment its detection is
 /// `analyzer.analyze_window(events, t0, t1, clipped_start)` (the online detector's history,
 /// whose first burst may be cut by the window). Events outside the window are clipped.
+///
+/// # Errors
+/// [`crate::Error::InvalidConfig`] naming the first bad field of `config`.
 pub fn segment_window(
+    events: &[Event],
+    t0: Nanos,
+    t1: Nanos,
+    clipped_start: bool,
+    analyzer: &mut Analyzer,
+    config: &SegmentConfig,
+) -> Result<Segmentation> {
+    config.validate()?;
+    Ok(segment_checked(
+        events,
+        t0,
+        t1,
+        clipped_start,
+        analyzer,
+        config,
+    ))
+}
+
+/// [`segment_window`] with `config` valid.
+fn segment_checked(
     events: &[Event],
     t0: Nanos,
     t1: Nanos,

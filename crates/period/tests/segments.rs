@@ -127,11 +127,18 @@ fn segments_off_is_the_whole_trace() {
     let truth = changing(&behaviours(&[10.0, 100.0], 0.1, false), 1);
     let events = &truth.trace.events;
     let mut analyzer = Analyzer::new(Config::default()).unwrap();
-    let off = segment_with(events, &mut analyzer, &SegmentConfig::off());
+    let off = segment_with(events, &mut analyzer, &SegmentConfig::off()).unwrap();
     assert_eq!(off.segments.len(), 1);
     assert_eq!(off.segments[0].detection, detect(events));
     assert_eq!(off.segments[0].start, events[0].start);
     assert_eq!(segment(events).segments.len(), 2);
+    // Bad settings are refused, naming the field.
+    let bad = SegmentConfig {
+        min_phases: 0,
+        ..SegmentConfig::default()
+    };
+    let e = segment_with(events, &mut analyzer, &bad).unwrap_err();
+    assert!(e.to_string().contains("min_phases"), "{e}");
 }
 
 /// A job that stops being periodic: its last segment has no period, and the periodic part keeps
