@@ -385,6 +385,25 @@ impl Analyzer {
         if events.len() <= LONG_WINDOW {
             return None;
         }
+        // A cheap bound first, for events sorted by start (as traces come): the busy stretches,
+        // of which the phases are joined.
+        let mut stretches = 0usize;
+        let mut sorted = true;
+        let (mut start, mut end) = (Nanos::ZERO, None::<Nanos>);
+        for e in events {
+            sorted &= e.start >= start;
+            start = e.start;
+            match end {
+                Some(x) if e.start <= x => end = Some(x.max(e.end)),
+                _ => {
+                    stretches += 1;
+                    end = Some(e.end);
+                }
+            }
+        }
+        if sorted && stretches <= LONG_WINDOW {
+            return None;
+        }
         let sorted = segment::by_start(events);
         let mut phases = segment::phases(&sorted);
         phases.retain(|p| p.start >= t0.0 && p.start <= t1.0);
