@@ -32,7 +32,7 @@ pub struct DetectArgs {
     /// docs/trace-format.md) or JSON Lines requests; TMIO JSON Lines, JSON or MessagePack;
     /// FTIO's custom JSON (rank or application level) or text pattern; GekkoFS daemon JSON;
     /// Darshan DXT text (darshan-dxt-parser output); Recorder text (recorder2text output: a
-    /// directory is read as its _text folder of <rank>.txt files); the metric proxy's
+    /// directory is read as its _text folder of `<rank>.txt` files); the metric proxy's
     /// MessagePack export. The format is recognised from the content.
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
