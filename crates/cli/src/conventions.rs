@@ -98,11 +98,23 @@ fn name_control_section(page: &Path) -> Result<()> {
 pub fn config(command: &ConfigCommand) -> Result<()> {
     match command {
         ConfigCommand::Check { file } => {
-            let config = check(file)?;
+            let mut config = check(file)?;
+            // The rules changed at run time, which the server reads in place of [quota].
+            let from_state = config.load_state()?;
+            config
+                .validate()
+                .with_context(|| file.display().to_string())?;
             for w in warnings(&config) {
                 eprintln!("warning: {}: {w}", file.display());
             }
             println!("{}: ok", file.display());
+            if let (Some(rules), Some(path)) = (from_state, &config.state_file) {
+                println!(
+                    "{}: ok, {rules} quota rule(s) changed at run time, used in place of the \
+                     configuration's [quota] (delete it to go back to those)",
+                    path.display()
+                );
+            }
             print!("{}", describe(&config));
             Ok(())
         }

@@ -154,6 +154,31 @@ fn config_check_passes_a_good_file_and_names_the_first_error_of_a_bad_one() {
     assert!(stdout(&o).contains("(present, private)"), "{}", stdout(&o));
     std::fs::remove_file(&secret).unwrap();
 
+    // The state file beside the configuration (the rules changed at run time) is checked too.
+    std::fs::write(
+        dir.join("iosets-state.toml"),
+        "[[rule]]\nname = \"md\"\nmatch = \"class=meta\"\nrate_ops = 500.0\n",
+    )
+    .unwrap();
+    let o = iosets(&dir, &["config", "check", "good.toml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("iosets-state.toml: ok, 1 quota rule(s) changed at run time"),
+        "{}",
+        stdout(&o)
+    );
+    std::fs::write(
+        dir.join("iosets-state.toml"),
+        "[[rule]]\nname = \"md\"\nmatch = \"class=meta\"\nrate = 500.0\n",
+    )
+    .unwrap();
+    fails(
+        &dir,
+        &["config", "check", "good.toml"],
+        &["state file", "iosets-state.toml", "line 4", "rate"],
+    );
+    std::fs::remove_file(dir.join("iosets-state.toml")).unwrap();
+
     std::fs::write(
         dir.join("bad.toml"),
         "root = \"data\"\npolicy = \"fastest\"\n",

@@ -384,6 +384,110 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The names of the rules `iosets ctl rule list` gives, in rank order.
+fn rule_names(dir: &Path, addr: &str) -> Vec<String> {
+    let o = ctl_with_token(dir, addr, &["--json", "rule", "list"]);
+    assert!(o.status.success(), "{o:?}");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    v["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Rules added and deleted with `iosets ctl rule` are kept in the state file (issue 31, item 3):
+/// there after SIGTERM and a restart, and after `kill -9` and a restart; a corrupt state file
+/// stops the server at start naming its line, and is left as it is; a change that cannot be
+/// written is undone and refused.
+#[test]
+fn rules_changed_at_run_time_survive_a_restart() {
+    let dir = server_dir("serve-state");
+    let args = [
+        "--root",
+        "r",
+        "--listen",
+        "127.0.0.1:0",
+        "--workers",
+        "8",
+        "--token-file",
+        "tok",
+        "--state",
+        "state.toml",
+    ];
+    let (mut child, addr) = serve(&dir, &args);
+    for add in [
+        &["rule", "add", "gio", "client=10.0.0.0/8", "--threads", "25%"][..],
+        &[
+            "rule",
+            "add",
+            "tbf",
+            "uid=1000 class=data-write",
+            "--rate-bytes",
+            "100M",
+            "--strict",
+            "--rank",
+            "0",
+        ],
+        &["rule", "add", "md", "class=meta", "--rate-ops", "500"],
+    ] {
+        let o = ctl_with_token(&dir, &addr, add);
+        assert!(o.status.success(), "{add:?}: {o:?}");
+    }
+    assert_eq!(rule_names(&dir, &addr), ["tbf", "gio", "md"]);
+    let text = std::fs::read_to_string(dir.join("state.toml")).unwrap();
+    assert!(text.contains("name = \"tbf\"") && text.contains("strict = true"), "{text}");
+
+    // SIGTERM, restart: the same rules, in the same order, with the same limits.
+    common::signal(child.id(), "TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let (mut child, addr) = serve(&dir, &args);
+    assert_eq!(rule_names(&dir, &addr), ["tbf", "gio", "md"]);
+    let o = ctl_with_token(&dir, &addr, &["--json", "rule", "list"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["rules"][0]["limits"], "rate=104857600B/s strict");
+    assert_eq!(v["rules"][1]["threads"], 2);
+    assert_eq!(v["rules"][2]["limits"], "rate=500ops/s");
+
+    // A deletion, then kill -9: the deletion is kept too.
+    assert!(ctl_with_token(&dir, &addr, &["rule", "del", "tbf"]).status.success());
+    common::signal(child.id(), "KILL");
+    let _ = child.wait();
+    let (mut child, addr) = serve(&dir, &args);
+    assert_eq!(rule_names(&dir, &addr), ["gio", "md"]);
+    stopped_cleanly(&mut child);
+
+    // A corrupt state file: the server does not start, and names the file and the line.
+    let corrupt = "[[rule]]\nname = \"x\"\nmatch = \"job=1\"\nthreads_pct = \"lots\"\n";
+    std::fs::write(dir.join("state.toml"), corrupt).unwrap();
+    let o = iosets(&dir, &["serve"].iter().chain(&args).copied().collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1));
+    let err = common::stderr(&o);
+    assert!(err.contains("state file state.toml") && err.contains("line 4"), "{err}");
+    assert_eq!(std::fs::read_to_string(dir.join("state.toml")).unwrap(), corrupt);
+
+    // A state file that cannot be written: the change is undone and refused.
+    let no_dir = [
+        "--root",
+        "r",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        "tok",
+        "--state",
+        "missing/state.toml",
+    ];
+    let (mut child, addr) = serve(&dir, &no_dir);
+    let o = ctl_with_token(&dir, &addr, &["rule", "add", "gio", "job=3", "--threads", "10%"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = common::stderr(&o);
+    assert!(err.contains("missing/state.toml") && err.contains("the change is undone"), "{err}");
+    assert!(rule_names(&dir, &addr).is_empty());
+    stopped_cleanly(&mut child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn ctl_acts_on_every_server_given_and_names_a_dead_one() {
     let dir = scratch("serve-ctl-many");

@@ -637,18 +637,49 @@ impl QuotaConfig {
 /// The quota settings as a TOML table (or any serde format) holds them, before validation: the
 /// caller deserializes with its own reader and [`QuotaConfig::from_toml_value`] checks it. Field
 /// names are the keys; unknown keys are refused.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TomlQuota {
     /// `job_share_pct`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub job_share_pct: Option<f64>,
     /// `lend`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lend: Option<bool>,
     /// `keep_ms`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_ms: Option<f64>,
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
+}
+
+impl From<&QuotaConfig> for TomlQuota {
+    /// The TOML form of a configuration: [`QuotaConfig::from_toml_value`] of it gives it back
+    /// (what the server's state file holds).
+    fn from(cfg: &QuotaConfig) -> TomlQuota {
+        TomlQuota {
+            job_share_pct: Some(cfg.job_share_pct),
+            lend: Some(cfg.lend),
+            keep_ms: Some(cfg.keep_ms),
+            rule: cfg.rules.iter().map(TomlRule::from).collect(),
+        }
+    }
+}
+
+impl From<&RuleSpec> for TomlRule {
+    fn from(r: &RuleSpec) -> TomlRule {
+        TomlRule {
+            name: Some(r.name.clone()),
+            matcher: Some(r.matcher.to_string()),
+            threads_pct: r.threads_pct,
+            rate_ops: r.rate_ops,
+            rate_bytes: r.rate_bytes,
+            strict: r.strict.then_some(true),
+            reserve_ops: r.reserve_ops,
+            weight: r.weight,
+        }
+    }
 }
 
 impl TomlRule {
@@ -684,25 +715,32 @@ impl TomlRule {
 }
 
 /// One `[[rule]]` table.
-#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TomlRule {
     /// `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// `match`.
-    #[serde(rename = "match")]
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
     pub matcher: Option<String>,
     /// `threads_pct`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_pct: Option<f64>,
     /// `rate_ops`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_ops: Option<f64>,
     /// `rate_bytes`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_bytes: Option<f64>,
     /// `strict`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
     /// `reserve_ops`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reserve_ops: Option<f64>,
     /// `weight`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,
 }
 
@@ -717,6 +755,31 @@ mod tests {
             addr: Some(addr.parse().unwrap()),
             ..Origin::default()
         }
+    }
+
+    /// What the server's state file holds: every rule's fields, written as TOML and read back.
+    #[test]
+    fn the_toml_form_gives_the_configuration_back() {
+        let mut a = RuleSpec::new("tbf", Match::parse("uid=1000 class=data-write").unwrap());
+        a.rate_bytes = Some(104_857_600.0);
+        a.strict = true;
+        let mut b = RuleSpec::new("gio", Match::parse("client=10.0.0.0/8 job={1 2}").unwrap());
+        b.threads_pct = Some(25.0);
+        b.weight = Some(2.0);
+        let mut c = RuleSpec::new("md", Match::parse("class=meta").unwrap());
+        c.rate_ops = Some(500.0);
+        c.reserve_ops = Some(50.0);
+        let cfg = QuotaConfig {
+            rules: vec![a, b, c],
+            job_share_pct: 80.0,
+            lend: true,
+            keep_ms: 2.0,
+        };
+        cfg.validate().unwrap();
+        let text = toml::to_string(&TomlQuota::from(&cfg)).unwrap();
+        let back: TomlQuota = toml::from_str(&text).unwrap();
+        assert_eq!(QuotaConfig::from_toml_value(&back).unwrap(), cfg, "{text}");
+        assert!(!text.contains("strict = false"), "{text}");
     }
 
     #[test]

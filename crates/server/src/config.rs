@@ -46,6 +46,13 @@ pub struct ServerConfig {
     /// A CSV file to record every served request in (job, op, offset, length, and when it
     /// arrived, was dispatched and completed), for analysis and tests.
     pub trace: Option<PathBuf>,
+    /// Where the quota rules changed at run time (`iosets ctl rule add`/`del`) are kept so that
+    /// they survive a restart: written at each change (atomically: a temporary file fsynced and
+    /// renamed, the directory fsynced) before the change is answered, and read at start in place
+    /// of the configuration's `[quota]` ([`ServerConfig::load_state`]). `None`: changes last
+    /// until the server stops. [`ServerConfig::from_toml_file`] sets it to
+    /// [`STATE_FILE_NAME`] beside the configuration when the file does not name one.
+    pub state_file: Option<PathBuf>,
     /// Requests one connection may have in the server at once; the server stops reading a
     /// connection's frames at this limit (backpressure), so a client cannot fill its memory.
     pub max_inflight_per_conn: usize,
@@ -174,6 +181,7 @@ impl ServerConfig {
             token: None,
             max_frame: iosets_proto::DEFAULT_MAX_FRAME,
             trace: None,
+            state_file: None,
             max_inflight_per_conn: 256,
             auto_priority: false,
             forget_idle_s: 600.0,
@@ -222,12 +230,45 @@ impl ServerConfig {
             reason: format!("cannot read {}: {e}", path.display()),
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        ServerConfig::from_toml_str(&text, base).map_err(|e| match e {
+        let mut c = ServerConfig::from_toml_str(&text, base).map_err(|e| match e {
             ServerError::Config { reason } => ServerError::Config {
                 reason: format!("{}: {reason}", path.display()),
             },
             e => e,
-        })
+        })?;
+        if c.state_file.is_none() {
+            c.state_file = Some(base.join(STATE_FILE_NAME));
+        }
+        Ok(c)
+    }
+
+    /// Reads the state file ([`ServerConfig::state_file`]), if there is one, into `quota`: the
+    /// rules changed at run time replace the configuration's. Returns the number of rules read,
+    /// `None` without a state file.
+    ///
+    /// # Errors
+    /// [`ServerError::Config`] naming the file and the line or rule at fault (the server does not
+    /// start then, and the file is left as it is).
+    pub fn load_state(&mut self) -> Result<Option<usize>, ServerError> {
+        let Some(path) = self.state_file.clone() else {
+            return Ok(None);
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return Err(ServerError::Config {
+                    reason: format!("cannot read state file {}: {e}", path.display()),
+                })
+            }
+            Ok(text) => text,
+        };
+        self.set_quota_toml(&text).map_err(|e| match e {
+            ServerError::Config { reason } => ServerError::Config {
+                reason: format!("state file {}: {reason}", path.display()),
+            },
+            e => e,
+        })?;
+        Ok(Some(self.quota.as_ref().map_or(0, |q| q.rules.len())))
     }
 
     /// Parses the TOML text of a configuration; relative paths are taken from `base`. Keys are
@@ -325,6 +366,47 @@ impl ServerConfig {
         }
         Ok(())
     }
+}
+
+/// The state file's name beside a configuration file ([`ServerConfig::state_file`]).
+pub const STATE_FILE_NAME: &str = "iosets-state.toml";
+
+/// The state file's first lines.
+const STATE_HEADER: &str = "# iosets quota state: the rules in force, written by the server at each \
+`iosets ctl rule add` or `del`.\n# Read at start in place of the configuration's [quota]; delete \
+this file to go back to the configuration's rules.\n";
+
+/// Writes `quota` (the rules in force) to the state file `path`, durably: a temporary file
+/// beside it, fsynced, renamed over it, and the directory fsynced. A crash at any point leaves
+/// the old file or the new one, whole.
+///
+/// # Errors
+/// Any failure to write, sync or rename (the old file is then still in place).
+pub(crate) fn save_state(
+    path: &Path,
+    quota: Option<&iosets_runtime::QuotaConfig>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let table = quota
+        .map(iosets_runtime::quota::TomlQuota::from)
+        .unwrap_or_default();
+    let text = toml::to_string(&table).map_err(std::io::Error::other)?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::other("the state file has no file name"))?;
+    let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(STATE_HEADER.as_bytes())?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(dir)?.sync_all()
 }
 
 /// Checks a quota table and turns it into the runtime's rules.

@@ -21,6 +21,7 @@ use rustix::io::Errno;
 const EACCES: i32 = Errno::ACCESS.raw_os_error();
 const EINVAL: i32 = Errno::INVAL.raw_os_error();
 const EBUSY: i32 = Errno::BUSY.raw_os_error();
+const EIO: i32 = Errno::IO.raw_os_error();
 
 fn refuse(errno: i32, message: impl Into<String>) -> FsError {
     FsError {
@@ -94,18 +95,20 @@ pub(crate) fn handle(
                 .map_err(|e| refuse(EINVAL, e.to_string()))?;
             let (name, limits, matcher) =
                 (spec.name.clone(), spec.limits(), spec.matcher.to_string());
-            shared
-                .sched
-                .add_rule(spec, rank.map(|r| r as usize))
-                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            change_rules(shared, |sched| {
+                sched
+                    .add_rule(spec, rank.map(|r| r as usize))
+                    .map_err(|e| refuse(EINVAL, e.to_string()))
+            })?;
             tracing::info!(rule = %name, %matcher, %limits, "quota rule added");
             Ok(Reply::Done)
         }
         Control::RuleDel { name } => {
-            shared
-                .sched
-                .remove_rule(&name)
-                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            change_rules(shared, |sched| {
+                sched
+                    .remove_rule(&name)
+                    .map_err(|e| refuse(EINVAL, e.to_string()))
+            })?;
             tracing::info!(rule = %name, "quota rule deleted");
             Ok(Reply::Done)
         }
@@ -113,6 +116,41 @@ pub(crate) fn handle(
             serde_json::to_string(&rules(shared)).expect("report serialises"),
         )),
     }
+}
+
+/// Makes a rule change with `change` and, with a state file, writes the rules in force to it
+/// before the change is answered: a change that cannot be kept is undone and refused (`EIO`),
+/// so that nothing acknowledged is lost at the next restart.
+fn change_rules(
+    shared: &Shared,
+    change: impl FnOnce(&iosets_runtime::Scheduler<crate::state::Pending>) -> Result<(), FsError>,
+) -> Result<(), FsError> {
+    let _one_at_a_time = shared
+        .state_lock
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let before = shared.sched.quota();
+    change(&shared.sched)?;
+    let Some(path) = &shared.config.state_file else {
+        return Ok(());
+    };
+    let now = shared.sched.quota();
+    if let Err(e) = crate::config::save_state(path, now.as_ref()) {
+        let undone = shared.sched.set_quota(before);
+        tracing::error!(state_file = %path.display(), error = %e, "a rule change could not be kept: undone");
+        return Err(refuse(
+            EIO,
+            format!(
+                "state file {}: {e}; the change is undone{}",
+                path.display(),
+                match undone {
+                    Ok(()) => String::new(),
+                    Err(u) => format!(" (undoing failed too: {u})"),
+                }
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The quota rules in force with their counters (`iosets ctl rule list`).

@@ -133,7 +133,8 @@ pub struct ServerHandle {
 impl Server {
     /// Validates `config`, binds the listen address, opens the root, starts the worker threads
     /// and the network runtime, and returns at once.
-    pub fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
+    pub fn start(mut config: ServerConfig) -> Result<ServerHandle, ServerError> {
+        let from_state = config.load_state()?;
         config.validate()?;
         if !access::can_switch() {
             tracing::info!(
@@ -194,6 +195,7 @@ impl Server {
             max_connections: config.max_connections.unwrap_or(fds.connections),
             hints_overridden: Default::default(),
             admin: admin_addr,
+            state_lock: std::sync::Mutex::new(()),
             config,
         });
         let workers = (0..shared.config.workers)
@@ -223,6 +225,14 @@ impl Server {
             shared.sched.shutdown();
         })?;
         log_start(&shared, addr, admin_addr);
+        if let (Some(rules), Some(path)) = (from_state, &shared.config.state_file) {
+            tracing::info!(
+                state_file = %path.display(),
+                rules,
+                "quota rules from the state file (in place of the configuration's [quota]; \
+                 delete the file to go back to the configuration's rules)"
+            );
+        }
         Ok(ServerHandle {
             addr,
             admin: admin_addr,

@@ -443,6 +443,20 @@ pub static SETTINGS: &[Setting] = &[
         check: |_| Ok(()),
     },
     Setting {
+        key: "state_file",
+        flag: Some("state"),
+        kind: Kind::Path,
+        value_name: "FILE.toml",
+        help: "Keep the quota rules changed at run time (`iosets ctl rule add/del`) in this file, \
+               written at each change and read at start in place of the configuration's \
+               [quota], so that they survive a restart (default with --config: \
+               iosets-state.toml beside the configuration; without: not kept).",
+        excludes: None,
+        requires: None,
+        set: |c, v| v.path("state_file").map(|x| c.state_file = Some(x)),
+        check: |_| Ok(()),
+    },
+    Setting {
         key: "max_inflight_per_conn",
         flag: None,
         kind: Kind::Count,

@@ -224,4 +224,7 @@ pub(crate) struct Shared {
     pub(crate) hints_overridden: AtomicU64,
     /// The admin address (`/metrics`, `/jobs`, `/stats`), if there is one.
     pub(crate) admin: Option<std::net::SocketAddr>,
+    /// Held while a rule change is made and written to the state file, so that the file
+    /// always holds the rules of the last change.
+    pub(crate) state_lock: std::sync::Mutex<()>,
 }
