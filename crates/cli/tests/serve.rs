@@ -413,12 +413,19 @@ fn rules_changed_at_run_time_survive_a_restart() {
         "8",
         "--token-file",
         "tok",
-        "--state",
+        "--state-file",
         "state.toml",
     ];
     let (mut child, addr) = serve(&dir, &args);
     for add in [
-        &["rule", "add", "gio", "client=10.0.0.0/8", "--threads", "25%"][..],
+        &[
+            "rule",
+            "add",
+            "gio",
+            "client=10.0.0.0/8",
+            "--threads",
+            "25%",
+        ][..],
         &[
             "rule",
             "add",
@@ -430,14 +437,17 @@ fn rules_changed_at_run_time_survive_a_restart() {
             "--rank",
             "0",
         ],
-        &["rule", "add", "md", "class=meta", "--rate-ops", "500"],
+        &["rule", "add", "md", "class=meta", "--rate", "500"],
     ] {
         let o = ctl_with_token(&dir, &addr, add);
         assert!(o.status.success(), "{add:?}: {o:?}");
     }
     assert_eq!(rule_names(&dir, &addr), ["tbf", "gio", "md"]);
     let text = std::fs::read_to_string(dir.join("state.toml")).unwrap();
-    assert!(text.contains("name = \"tbf\"") && text.contains("strict = true"), "{text}");
+    assert!(
+        text.contains("name = \"tbf\"") && text.contains("strict = true"),
+        "{text}"
+    );
 
     // SIGTERM, restart: the same rules, in the same order, with the same limits.
     common::signal(child.id(), "TERM");
@@ -451,7 +461,9 @@ fn rules_changed_at_run_time_survive_a_restart() {
     assert_eq!(v["rules"][2]["limits"], "rate=500ops/s");
 
     // A deletion, then kill -9: the deletion is kept too.
-    assert!(ctl_with_token(&dir, &addr, &["rule", "del", "tbf"]).status.success());
+    assert!(ctl_with_token(&dir, &addr, &["rule", "del", "tbf"])
+        .status
+        .success());
     common::signal(child.id(), "KILL");
     let _ = child.wait();
     let (mut child, addr) = serve(&dir, &args);
@@ -461,11 +473,20 @@ fn rules_changed_at_run_time_survive_a_restart() {
     // A corrupt state file: the server does not start, and names the file and the line.
     let corrupt = "[[rule]]\nname = \"x\"\nmatch = \"job=1\"\nthreads_pct = \"lots\"\n";
     std::fs::write(dir.join("state.toml"), corrupt).unwrap();
-    let o = iosets(&dir, &["serve"].iter().chain(&args).copied().collect::<Vec<_>>());
+    let o = iosets(
+        &dir,
+        &["serve"].iter().chain(&args).copied().collect::<Vec<_>>(),
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = common::stderr(&o);
-    assert!(err.contains("state file state.toml") && err.contains("line 4"), "{err}");
-    assert_eq!(std::fs::read_to_string(dir.join("state.toml")).unwrap(), corrupt);
+    assert!(
+        err.contains("state file state.toml") && err.contains("line 4"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("state.toml")).unwrap(),
+        corrupt
+    );
 
     // A state file that cannot be written: the change is undone and refused.
     let no_dir = [
@@ -475,14 +496,21 @@ fn rules_changed_at_run_time_survive_a_restart() {
         "127.0.0.1:0",
         "--token-file",
         "tok",
-        "--state",
+        "--state-file",
         "missing/state.toml",
     ];
     let (mut child, addr) = serve(&dir, &no_dir);
-    let o = ctl_with_token(&dir, &addr, &["rule", "add", "gio", "job=3", "--threads", "10%"]);
+    let o = ctl_with_token(
+        &dir,
+        &addr,
+        &["rule", "add", "gio", "job=3", "--threads", "10%"],
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = common::stderr(&o);
-    assert!(err.contains("missing/state.toml") && err.contains("the change is undone"), "{err}");
+    assert!(
+        err.contains("missing/state.toml") && err.contains("the change is undone"),
+        "{err}"
+    );
     assert!(rule_names(&dir, &addr).is_empty());
     stopped_cleanly(&mut child);
     let _ = std::fs::remove_dir_all(&dir);

@@ -372,7 +372,8 @@ impl ServerConfig {
 pub const STATE_FILE_NAME: &str = "iosets-state.toml";
 
 /// The state file's first lines.
-const STATE_HEADER: &str = "# iosets quota state: the rules in force, written by the server at each \
+const STATE_HEADER: &str =
+    "# iosets quota state: the rules in force, written by the server at each \
 `iosets ctl rule add` or `del`.\n# Read at start in place of the configuration's [quota]; delete \
 this file to go back to the configuration's rules.\n";
 

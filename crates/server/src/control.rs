@@ -125,10 +125,7 @@ fn change_rules(
     shared: &Shared,
     change: impl FnOnce(&iosets_runtime::Scheduler<crate::state::Pending>) -> Result<(), FsError>,
 ) -> Result<(), FsError> {
-    let _one_at_a_time = shared
-        .state_lock
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let _one_at_a_time = shared.state_lock.lock().unwrap_or_else(|e| e.into_inner());
     let before = shared.sched.quota();
     change(&shared.sched)?;
     let Some(path) = &shared.config.state_file else {

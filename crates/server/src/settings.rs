@@ -444,7 +444,7 @@ pub static SETTINGS: &[Setting] = &[
     },
     Setting {
         key: "state_file",
-        flag: Some("state"),
+        flag: Some("state-file"),
         kind: Kind::Path,
         value_name: "FILE.toml",
         help: "Keep the quota rules changed at run time (`iosets ctl rule add/del`) in this file, \
@@ -974,7 +974,7 @@ mod tests {
                 s.help
             );
         }
-        assert_eq!(SETTINGS.len(), 38);
+        assert_eq!(SETTINGS.len(), 39);
     }
 
     #[test]
