@@ -359,6 +359,17 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
             &["rule", "add", "w", "cidr=1.2.3.4"][..],
             "unknown match key",
         ),
+        (
+            &[
+                "rule",
+                "add",
+                "u",
+                "user=no-such-user-iosets",
+                "--rate",
+                "5",
+            ][..],
+            "no user `no-such-user-iosets` on this server",
+        ),
     ] {
         let o = ctl(args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
@@ -367,6 +378,11 @@ fn ctl_rule_adds_lists_and_deletes_quota_rules() {
     assert!(ctl(&["rule", "del", "tbf"]).status.success());
     let text = stdout(&ctl(&["rule", "list"]));
     assert!(!text.contains("tbf") && text.contains("gio"), "{text}");
+    // A user by name: looked up on the server, kept as the uid.
+    let o = ctl(&["rule", "add", "adm", "user=root class=meta", "--rate", "50"]);
+    assert!(o.status.success(), "{o:?}");
+    let text = stdout(&ctl(&["rule", "list"]));
+    assert!(text.contains("uid=0 class=meta"), "{text}");
     stopped_cleanly(&mut child);
     // A quota file with a bad rule stops the server at start, naming the file and the rule.
     std::fs::write(

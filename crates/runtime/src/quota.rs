@@ -29,8 +29,10 @@
 //! # Text forms
 //! A match is `*` (everything) or `key=value` terms joined by spaces or `&`, all of which must
 //! hold; a value is one item or a set, `{a b}` or `a,b`, any of which may hold (Lustre's
-//! `jobid={a b}&opcode={ost_write}`). Keys: `job`, `uid`, `gid`, `client` (an address or a
-//! CIDR, IPv4 or IPv6), `class` (`data-read`, `data-write`, `meta`).
+//! `jobid={a b}&opcode={ost_write}`). Keys: `job`, `uid` or `user`, `gid` or `group` (a number
+//! is an id; a name is looked up through the system's name service when the rule is read, so
+//! `user=alice` is kept as her uid), `client` (an address or a CIDR, IPv4 or IPv6), `class`
+//! (`data-read`, `data-write`, `meta`).
 //!
 //! # What it is not
 //! Not the mechanism: the scheduler's gate ([`crate::Scheduler::set_quota`]) applies the rules.
@@ -187,7 +189,7 @@ pub struct Match {
 }
 
 /// The keys a match may use, for error messages.
-pub const MATCH_KEYS: &str = "job, uid, gid, client, class";
+pub const MATCH_KEYS: &str = "job, uid (user), gid (group), client, class";
 
 impl Match {
     /// Everything.
@@ -216,16 +218,16 @@ impl Match {
                         return Err(dup());
                     }
                 }
-                "uid" => {
-                    let set = parse_set(&key, &values, |v| v.parse::<u32>().ok())?;
+                "uid" | "user" => {
+                    let set = ids(&key, &values, user_id)?;
                     if m.uids.replace(set).is_some() {
-                        return Err(dup());
+                        return Err(dup_id("uid", "user"));
                     }
                 }
-                "gid" => {
-                    let set = parse_set(&key, &values, |v| v.parse::<u32>().ok())?;
+                "gid" | "group" => {
+                    let set = ids(&key, &values, group_id)?;
                     if m.gids.replace(set).is_some() {
-                        return Err(dup());
+                        return Err(dup_id("gid", "group"));
                     }
                 }
                 "client" | "nid" => {
@@ -387,6 +389,53 @@ fn terms(text: &str) -> Result<Vec<(String, Vec<String>)>, String> {
         rest = tail.trim_start().trim_start_matches('&').trim_start();
     }
     Ok(out)
+}
+
+/// `uid` and `group` name the same key twice.
+fn dup_id(id: &str, name: &str) -> String {
+    format!("`{id}` (or `{name}`) is given twice (put the values in one set: {name}={{a b}})")
+}
+
+/// The ids of `values`: a number is an id, anything else a name looked up with `lookup` when the
+/// rule is read (`user=alice`, `group=physics`), through the system's name service.
+fn ids(
+    key: &str,
+    values: &[String],
+    lookup: fn(&str) -> Result<Option<u32>, String>,
+) -> Result<BTreeSet<u32>, String> {
+    let what = if key.starts_with('g') {
+        "group"
+    } else {
+        "user"
+    };
+    values
+        .iter()
+        .map(|v| match v.parse::<u32>() {
+            Ok(id) => Ok(id),
+            Err(_) => match lookup(v) {
+                Ok(Some(id)) => Ok(id),
+                Ok(None) => Err(format!(
+                    "`{key}={v}`: no {what} `{v}` on this server (names are looked up when the \
+                     rule is read; a number is taken as an id)"
+                )),
+                Err(e) => Err(format!("`{key}={v}`: looking up {what} `{v}`: {e}")),
+            },
+        })
+        .collect()
+}
+
+/// The uid of user `name` (getpwnam_r).
+fn user_id(name: &str) -> Result<Option<u32>, String> {
+    nix::unistd::User::from_name(name)
+        .map(|u| u.map(|u| u.uid.as_raw()))
+        .map_err(|e| e.to_string())
+}
+
+/// The gid of group `name` (getgrnam_r).
+fn group_id(name: &str) -> Result<Option<u32>, String> {
+    nix::unistd::Group::from_name(name)
+        .map(|g| g.map(|g| g.gid.as_raw()))
+        .map_err(|e| e.to_string())
 }
 
 fn parse_set<T: Ord>(
@@ -755,6 +804,20 @@ mod tests {
             addr: Some(addr.parse().unwrap()),
             ..Origin::default()
         }
+    }
+
+    /// `user=` and `group=` take names (looked up when the rule is read) as well as ids.
+    #[test]
+    fn users_and_groups_by_name_or_id() {
+        let m = Match::parse("user={root 1000} group=root").unwrap();
+        assert_eq!(m.to_string(), "uid={0 1000} gid=0");
+        assert_eq!(m, Match::parse("uid={0 1000} gid=0").unwrap());
+        let e = Match::parse("user=no-such-user-iosets").unwrap_err();
+        assert!(e.contains("no user `no-such-user-iosets`"), "{e}");
+        let e = Match::parse("group={root no-such-group-iosets}").unwrap_err();
+        assert!(e.contains("no group `no-such-group-iosets`"), "{e}");
+        let e = Match::parse("uid=1 user=root").unwrap_err();
+        assert!(e.contains("given twice"), "{e}");
     }
 
     /// What the server's state file holds: every rule's fields, written as TOML and read back.
