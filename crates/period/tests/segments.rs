@@ -244,3 +244,42 @@ fn a_phase_of_spaced_requests_is_one_phase() {
     assert_eq!(got.segments[0].detection.phases(), 21);
     assert_eq!(got.segments[1].detection.phases(), 19);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, ..Default::default() })]
+
+    /// Any events, in any order: no panic; the segments tile the trace in time order; with one
+    /// segment the answer is `detect`'s; the online detector's window form agrees on a tail.
+    #[test]
+    fn any_events_give_segments_that_tile_the_trace(
+        raw in proptest::collection::vec((0u64..1u64 << 40, 0u64..1u64 << 32, 0u64..1u64 << 30), 0..400),
+    ) {
+        let events: Vec<Event> = raw
+            .iter()
+            .map(|&(s, d, b)| Event::new(Nanos(s), Nanos(s + d), b))
+            .collect();
+        let got = segment(&events);
+        proptest::prop_assert!(!got.segments.is_empty());
+        for w in got.segments.windows(2) {
+            proptest::prop_assert_eq!(w[0].end, w[1].start);
+            proptest::prop_assert!(w[0].start < w[1].start);
+        }
+        if got.segments.len() == 1 {
+            proptest::prop_assert_eq!(got.segments[0].detection, detect(&events));
+        }
+        if let (Some(first), Some(last)) = (
+            events.iter().map(|e| e.start).min(),
+            events.iter().map(|e| e.end).max(),
+        ) {
+            proptest::prop_assert_eq!(got.segments[0].start, first);
+            proptest::prop_assert_eq!(got.last().end, last);
+            let mut analyzer = Analyzer::new(Config::online()).unwrap();
+            let mid = Nanos(first.0 / 2 + last.0 / 2);
+            let w = iosets_period::segment::segment_window(
+                &events, mid, last, true, &mut analyzer, &SegmentConfig::default(),
+            ).unwrap();
+            proptest::prop_assert_eq!(w.segments[0].start, mid);
+            proptest::prop_assert_eq!(w.last().end, last);
+        }
+    }
+}
