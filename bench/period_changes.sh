@@ -14,18 +14,6 @@
 # FTIO failures are reported in the tables, never hidden. SKIP_FTIO=1 runs iosets only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${1:-target-period/period-changes}
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target-period}
-VENV=target-period/venv
-
-nice -n 19 cargo run -q --release -p iosets-period --example period_changes -- "$OUT" >&2
-
-if [ "${SKIP_FTIO:-0}" != 1 ]; then
-    if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import ftio' 2>/dev/null; then
-        python3 -m venv "$VENV"
-        "$VENV/bin/pip" install -q ftio-hpc
-    fi
-    "$VENV/bin/python" -c 'import importlib.metadata as m; print("ftio-hpc", m.version("ftio-hpc"))' >&2
-    nice -n 19 "$VENV/bin/python" bench/period_changes_ftio.py "$OUT" 2>/dev/null
-fi
-python3 bench/period_changes_report.py "$OUT"
+# shellcheck source=bench/lib/ftio.sh
+. bench/lib/ftio.sh
+period_bench period_changes bench/period_changes_ftio.py bench/period_changes_report.py "${1:-target-period/period-changes}"

@@ -200,25 +200,6 @@ pub fn segment_window(
     config: &SegmentConfig,
 ) -> Result<Segmentation> {
     config.validate()?;
-    Ok(segment_checked(
-        events,
-        t0,
-        t1,
-        clipped_start,
-        analyzer,
-        config,
-    ))
-}
-
-/// [`segment_window`] with `config` valid.
-fn segment_checked(
-    events: &[Event],
-    t0: Nanos,
-    t1: Nanos,
-    clipped_start: bool,
-    analyzer: &mut Analyzer,
-    config: &SegmentConfig,
-) -> Segmentation {
     let whole = |analyzer: &mut Analyzer| Segmentation {
         segments: vec![Segment {
             start: t0,
@@ -231,7 +212,7 @@ fn segment_checked(
         }],
     };
     if !config.enabled || events.is_empty() || t1 <= t0 {
-        return whole(analyzer);
+        return Ok(whole(analyzer));
     }
     let sorted = by_start(events);
     let mut phases = phases(&sorted);
@@ -241,7 +222,7 @@ fn segment_checked(
     }
     let starts = change_points(&phases, config);
     if starts.len() <= 1 {
-        return whole(analyzer);
+        return Ok(whole(analyzer));
     }
     // Segment k holds phases [starts[k], starts[k+1]); it begins where phase starts[k] - 1 ends.
     let bound = |k: usize| -> Nanos {
@@ -265,9 +246,9 @@ fn segment_checked(
         .collect();
     merge_back(&mut parts, analyzer, &detect, config);
     if parts.len() == 1 {
-        return whole(analyzer);
+        return Ok(whole(analyzer));
     }
-    Segmentation {
+    Ok(Segmentation {
         segments: parts
             .into_iter()
             .map(|p| Segment {
@@ -276,7 +257,7 @@ fn segment_checked(
                 detection: p.detection,
             })
             .collect(),
-    }
+    })
 }
 
 /// A segment being checked.

@@ -97,7 +97,7 @@ use tokio::task::JoinSet;
 pub use access::NoCreds;
 pub use config::{
     mib_bytes, read_auth_file, read_token_file, ServerConfig, MAX_INFLIGHT_BYTES,
-    MIN_INFLIGHT_BYTES,
+    MIN_INFLIGHT_BYTES, STATE_FILE_NAME,
 };
 pub use error::ServerError;
 pub use iosets_proto::hints::{HintPolicy, DEFAULT_HINT_CAP};

@@ -29,6 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::event::{Direction, JobEvent};
+use crate::trace::msgpack::kind;
 use crate::trace::{event, Format};
 
 const F: Format = Format::MetricProxy;
@@ -192,16 +193,5 @@ fn keys<'a>(keys: impl Iterator<Item = &'a str>) -> String {
         "an empty map".into()
     } else {
         k.join(", ")
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "nil",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "a map",
     }
 }

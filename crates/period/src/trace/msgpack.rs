@@ -122,7 +122,8 @@ fn strip(e: &Error) -> String {
     }
 }
 
-fn kind(v: &Value) -> &'static str {
+/// What kind of MessagePack value `v` is, for error messages.
+pub(crate) fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "nil",
         Value::Bool(_) => "a boolean",
