@@ -12,6 +12,8 @@
 #    (bench/period_changes_ftio.py; OUT/ftio.jsonl);
 # 3. prints the markdown tables (bench/period_changes_report.py).
 # FTIO failures are reported in the tables, never hidden. SKIP_FTIO=1 runs iosets only.
+# SCALE=0.1 multiplies every period by 0.1 (periods of 1-80 s, nearer the seconds FTIO's
+# change-point windows were made for).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/lib/ftio.sh

@@ -13,6 +13,8 @@
 //! phases at 10 s then 5,000 at 100 s; 8 requests per phase, 10% jitter), written as FTIO JSON
 //! too and read back, segmented and detected whole as before (`detect`), best of 5.
 //!
+//! `SCALE=s` multiplies every period by `s` (default 1).
+//!
 //! Run by `bench/period_changes.sh`; by hand:
 //! `cargo run --release -p iosets-period --example period_changes -- <out>`.
 
@@ -54,6 +56,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .nth(1)
             .unwrap_or_else(|| "period-changes".into()),
     );
+    // Every period times SCALE (default 1): FTIO's change-point windows restart 0.5-2 s before
+    // a detection, a time scale of seconds.
+    let scale: f64 = match std::env::var("SCALE") {
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|s: &f64| *s > 0.0 && s.is_finite())
+            .ok_or_else(|| format!("SCALE={v}: expected a positive number"))?,
+        Err(_) => 1.0,
+    };
     let traces = out.join("traces");
     std::fs::create_dir_all(&traces)?;
     let mut results = std::fs::File::create(out.join("iosets.jsonl"))?;
@@ -66,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .map(|&p| PeriodicSpec {
                             jitter,
                             background,
-                            ..PeriodicSpec::new(p, 15)
+                            ..PeriodicSpec::new(p * scale, 15)
                         })
                         .collect();
                     let truth = changing(&specs, seed);
@@ -103,7 +115,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         "case": name,
                         "class": class,
                         "trace": path.display().to_string(),
-                        "periods": periods,
+                        "periods": periods.iter().map(|p| p * scale).collect::<Vec<_>>(),
                         "jitter": jitter,
                         "background": background,
                         "seed": seed,
