@@ -223,14 +223,17 @@ pub(crate) enum CtlCommand {
     Jobs,
     /// Give a job a priority (positive number; IO-SETS set i has priority 10^-i).
     SetPriority {
-        /// The job id.
+        /// The job: its id, or its name as the mount names jobs (IOSETS_JOB_ID=myjob, or
+        /// procname.uid).
+        #[arg(value_parser = job_arg)]
         job: u64,
         /// The priority.
         priority: f64,
     },
     /// Forget the priority given to a job.
     ClearPriority {
-        /// The job id.
+        /// The job: its id, or its name as the mount names jobs.
+        #[arg(value_parser = job_arg)]
         job: u64,
     },
     /// Switch the scheduling policy; queued requests move to the new one.
@@ -248,7 +251,8 @@ pub(crate) enum CtlCommand {
     /// Why did a job wait: its queue waits split by cause (quota rule, its own requests on the
     /// device, another job of its set, other sets' share, the policy), summed over the servers.
     Why {
-        /// The job id.
+        /// The job: its id, or its name as the mount names jobs.
+        #[arg(value_parser = job_arg)]
         job: u64,
     },
 }
@@ -467,6 +471,19 @@ fn control(args: &CtlArgs, server: &str, token: &str, op: Control) -> Result<Rep
     };
     let client = BlockingClient::connect_to(&[server], cfg)?;
     Ok(client.control(0, token, op)?)
+}
+
+/// A job argument: a decimal id (as `iosets ctl jobs` shows them, a hashed name's too), or a
+/// job's name, hashed as the mount hashes it ([`iosets_mount::ident::job_id_of`]).
+fn job_arg(s: &str) -> std::result::Result<u64, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u64>()
+            .map_err(|_| format!("{s}: a job id is at most {}", u64::MAX));
+    }
+    iosets_mount::ident::job_id_of(s)
+        .map(|j| j.0)
+        .map_err(|e| e.to_string())
 }
 
 /// `iosets ctl why JOB`: the job's line from every server, its wait causes summed.

@@ -532,6 +532,44 @@ fn rules_changed_at_run_time_survive_a_restart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `iosets ctl` takes a job's name wherever it takes its id, hashed as the mount hashes it.
+#[test]
+fn ctl_takes_a_job_by_name() {
+    let dir = server_dir("serve-job-name");
+    let (mut child, addr) = serve(
+        &dir,
+        &[
+            "--root",
+            "r",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            "tok",
+        ],
+    );
+    let ctl = |args: &[&str]| ctl_with_token(&dir, &addr, args);
+    let id = iosets_mount::ident::job_id_of("dd.1000").unwrap().0;
+    assert!(ctl(&["set-priority", "dd.1000", "0.25"]).status.success());
+    let o = ctl(&["--json", "jobs"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let job = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"].as_u64() == Some(id))
+        .unwrap_or_else(|| panic!("no job {id}: {v}"));
+    assert_eq!(job["priority"], 0.25);
+    assert_eq!(job["priority_source"], "control");
+    let o = ctl(&["why", "dd.1000"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(stdout(&o).starts_with(&format!("job {id}:")), "{o:?}");
+    assert!(ctl(&["clear-priority", "dd.1000"]).status.success());
+    let o = ctl(&["set-priority", &"x".repeat(5000), "1"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    stopped_cleanly(&mut child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn ctl_acts_on_every_server_given_and_names_a_dead_one() {
     let dir = scratch("serve-ctl-many");

@@ -134,12 +134,18 @@ pub(crate) fn child(parent: Node, name: &str) -> Option<Node> {
     }
 }
 
-/// A job directory's name as a job id (the decimal number the servers report).
+/// A job directory's name as a job id: the decimal number the servers report (a hashed name's
+/// too), or the job's name as the mount names jobs (`IOSETS_JOB_ID=myjob`, `procname.uid`:
+/// [`crate::ident::job_id_of`]), so that `.iosets/jobs/myjob/priority` is the same file as
+/// `.iosets/jobs/<its number>/priority`.
 pub(crate) fn parse_job(name: &str) -> Option<JobId> {
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
+    if name.is_empty() {
         return None;
     }
-    name.parse().ok().map(JobId)
+    if name.bytes().all(|b| b.is_ascii_digit()) {
+        return name.parse().ok().map(JobId);
+    }
+    crate::ident::job_id_of(name).ok()
 }
 
 /// `.iosets/README`, and the control section of `iosets man mount`: who may write what, and
@@ -152,6 +158,9 @@ The iosets control directory (.iosets/ at the root of an iosets mount)
   jobs/<id>/priority     read: \"<value> <source>\" (source: control, auto or hint) or \"none\"
                          write: a number to set the job's priority, \"clear\" to clear it
   jobs/<id>/stats        the job's statistics on every server, as JSON (read-only)
+  jobs/<name>/...        the same files of a job named, as the mount names jobs
+                         (IOSETS_JOB_ID=myjob, or procname.uid): jobs/myjob/priority is the
+                         file of the number `ls jobs` shows for it
 
 Who may write a priority
   root                   any job's, any value, and clear it.
@@ -509,6 +518,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_job_directory_is_its_number_or_its_name() {
+        assert_eq!(parse_job("42"), Some(JobId(42)));
+        let named = crate::ident::job_id_of("dd.1000").unwrap();
+        assert_eq!(parse_job("dd.1000"), Some(named));
+        // The number `ls` and the servers show for the name is the same directory.
+        assert_eq!(parse_job(&named.0.to_string()), Some(named));
+        assert_eq!(
+            child(Node::Jobs, "myjob"),
+            parse_job("myjob").map(Node::JobDir)
+        );
+        assert_eq!(parse_job(""), None);
+        assert_eq!(parse_job(&"x".repeat(10_000)), None);
+    }
+
+    #[test]
     fn priority_writes_parse_numbers_and_clear_only() {
         assert_eq!(
             parse_priority(b"10\n"),
@@ -654,8 +678,10 @@ mod tests {
             assert_eq!(s.node(ino), Some(n));
         }
         assert_eq!(child(Node::Jobs, "12"), Some(Node::JobDir(JobId(12))));
-        assert_eq!(child(Node::Jobs, "x12"), None);
-        assert_eq!(child(Node::Jobs, "+12"), None);
+        // Any other name is a job's name (as IOSETS_JOB_ID names it).
+        let named = |n: &str| Some(Node::JobDir(crate::ident::job_id_of(n).unwrap()));
+        assert_eq!(child(Node::Jobs, "x12"), named("x12"));
+        assert_eq!(child(Node::Jobs, "+12"), named("+12"));
     }
 
     #[test]

@@ -304,6 +304,32 @@ fn priorities_written_in_the_control_directory_share_a_throttled_server_ten_to_o
     );
 }
 
+/// A job's control files by its name (issue 31: names accepted wherever an id is): the name's
+/// directory is the number's.
+#[test]
+fn a_job_named_in_the_control_directory_is_its_number() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(1, |_| {}, |_| {});
+    let jobs = s.mnt().join(".iosets/jobs");
+    std::fs::write(jobs.join("myjob/priority"), "0.25\n").unwrap();
+    let id = iosets_mount::ident::job_id_of("myjob").unwrap().0;
+    assert_eq!(
+        std::fs::read_to_string(jobs.join(format!("{id}/priority"))).unwrap(),
+        "0.25 control\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(jobs.join("myjob/priority")).unwrap(),
+        "0.25 control\n"
+    );
+    std::fs::write(jobs.join("myjob/priority"), "clear\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(jobs.join(format!("{id}/priority"))).unwrap(),
+        "none\n"
+    );
+}
+
 #[test]
 fn priority_files_refuse_other_jobs_and_garbage() {
     if !fuse_available() {
