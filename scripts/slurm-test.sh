@@ -451,8 +451,10 @@ wait_cleared "$job"
 say "epilog.sh cleared job $job: its priority file says '$(cat "$T/mnt/.iosets/jobs/$job/priority")'"
 # A malformed request: the prolog logs it and (IOSETS_ON_ERROR=continue, the default) the job
 # runs without a priority; failing would make Slurm drain the node.
-bad=$(srun -N1 --comment=io-priority=abc sh -c 'echo $SLURM_JOB_ID' 2>&1) \
-  || fail "prolog.sh: srun --comment=io-priority=abc failed: $bad"
+# The job id alone on stdout: srun's own messages ("job N queued and waiting for resources",
+# when the previous job's epilog still holds the node) go to stderr, kept for a failure.
+bad=$(srun -Q -N1 --comment=io-priority=abc sh -c 'echo $SLURM_JOB_ID' 2>"$T/out/bad.err") \
+  || fail "prolog.sh: srun --comment=io-priority=abc failed: $bad $(cat "$T/out/bad.err")"
 [ "$(cat "$T/mnt/.iosets/jobs/$bad/priority")" = none ] \
   || fail "prolog.sh: job $bad with a malformed comment has priority '$(cat "$T/mnt/.iosets/jobs/$bad/priority")'"
 wait_job "$bad"
