@@ -98,12 +98,7 @@ fn name_control_section(page: &Path) -> Result<()> {
 pub fn config(command: &ConfigCommand) -> Result<()> {
     match command {
         ConfigCommand::Check { file } => {
-            let mut config = check(file)?;
-            // The rules changed at run time, which the server reads in place of [quota].
-            let from_state = config.load_state()?;
-            config
-                .validate()
-                .with_context(|| file.display().to_string())?;
+            let (config, from_state) = check(file)?;
             for w in warnings(&config) {
                 eprintln!("warning: {}: {w}", file.display());
             }
@@ -122,10 +117,14 @@ pub fn config(command: &ConfigCommand) -> Result<()> {
 }
 
 /// Everything `iosets serve --config FILE` checks before it binds a socket: the file's keys and
-/// values ([`ServerConfig::from_toml_file`], [`ServerConfig::validate`]), the policy and its
-/// tunables, and that the listen and admin addresses resolve.
-fn check(file: &Path) -> Result<ServerConfig> {
-    let config = ServerConfig::from_toml_file(file)?;
+/// values ([`ServerConfig::from_toml_file`], [`ServerConfig::validate`]) with the state file's
+/// rules in place of `[quota]`, the policy and its tunables, and that the listen and admin
+/// addresses resolve.
+fn check(file: &Path) -> Result<(ServerConfig, Option<usize>)> {
+    let mut config = ServerConfig::from_toml_file(file)?;
+    // The rules changed at run time, read in place of [quota] as the server reads them at start
+    // ([`ServerConfig::load_state`]): the number read, if there is a state file.
+    let from_state = config.load_state()?;
     config
         .validate()
         .with_context(|| file.display().to_string())?;
@@ -145,7 +144,7 @@ fn check(file: &Path) -> Result<ServerConfig> {
     if let Some(admin) = &config.admin_listen {
         resolves(file, "admin_listen", admin)?;
     }
-    Ok(config)
+    Ok((config, from_state))
 }
 
 fn resolves(file: &Path, key: &str, addr: &str) -> Result<()> {
@@ -311,7 +310,8 @@ mod tests {
             "good.toml",
             "root = \"data\"\nlisten = \"127.0.0.1:0\"\npolicy = \"wfq\"\nworkers = 4\n",
         );
-        let c = check(&good).unwrap();
+        let (c, from_state) = check(&good).unwrap();
+        assert_eq!(from_state, None);
         assert_eq!(c.workers, 4);
         assert!(describe(&c).contains("policy = wfq"));
 

@@ -473,15 +473,10 @@ fn control(args: &CtlArgs, server: &str, token: &str, op: Control) -> Result<Rep
     Ok(client.control(0, token, op)?)
 }
 
-/// A job argument: a decimal id (as `iosets ctl jobs` shows them, a hashed name's too), or a
-/// job's name, hashed as the mount hashes it ([`iosets_mount::ident::job_id_of`]).
+/// A job argument: a decimal id (as `iosets ctl jobs` shows them), or a job's name, hashed as
+/// the mount hashes it ([`iosets_mount::ident::job_named`]).
 fn job_arg(s: &str) -> std::result::Result<u64, String> {
-    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
-        return s
-            .parse::<u64>()
-            .map_err(|_| format!("{s}: a job id is at most {}", u64::MAX));
-    }
-    iosets_mount::ident::job_id_of(s)
+    iosets_mount::ident::job_named(s)
         .map(|j| j.0)
         .map_err(|e| e.to_string())
 }

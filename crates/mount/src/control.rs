@@ -134,18 +134,12 @@ pub(crate) fn child(parent: Node, name: &str) -> Option<Node> {
     }
 }
 
-/// A job directory's name as a job id: the decimal number the servers report (a hashed name's
-/// too), or the job's name as the mount names jobs (`IOSETS_JOB_ID=myjob`, `procname.uid`:
-/// [`crate::ident::job_id_of`]), so that `.iosets/jobs/myjob/priority` is the same file as
+/// A job directory's name as a job id ([`crate::ident::job_named`]): the decimal number the
+/// servers report, or the job's name as the mount names jobs (`IOSETS_JOB_ID=myjob`,
+/// `procname.uid`), so that `.iosets/jobs/myjob/priority` is the same file as
 /// `.iosets/jobs/<its number>/priority`.
 pub(crate) fn parse_job(name: &str) -> Option<JobId> {
-    if name.is_empty() {
-        return None;
-    }
-    if name.bytes().all(|b| b.is_ascii_digit()) {
-        return name.parse().ok().map(JobId);
-    }
-    crate::ident::job_id_of(name).ok()
+    crate::ident::job_named(name).ok()
 }
 
 /// `.iosets/README`, and the control section of `iosets man mount`: who may write what, and

@@ -351,6 +351,12 @@ pub enum IdentError {
         /// The name.
         name: String,
     },
+    /// A decimal job id, as the servers report it, above `u64::MAX`.
+    #[error("{text}: a job id is at most {}", u64::MAX)]
+    IdOutOfRange {
+        /// The text given.
+        text: String,
+    },
 }
 
 /// Parses a comma-separated list of sources, e.g. `cgroup,env,procname-uid`. Spaces around names
@@ -410,6 +416,24 @@ pub fn job_id_of(name: &str) -> Result<JobId, IdentError> {
         };
     }
     Ok(JobId(fnv1a64(name.as_bytes()) | HASHED))
+}
+
+/// A job as a person names it where jobs are looked up (the control directory's `jobs/`,
+/// `iosets ctl`): its decimal id as the servers report it (a hashed name's too, so any `u64`),
+/// or its name, hashed as [`job_id_of`] hashes it.
+///
+/// # Errors
+/// [`IdentError::IdOutOfRange`] for digits above `u64::MAX`; [`job_id_of`]'s for a name.
+pub fn job_named(text: &str) -> Result<JobId, IdentError> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map(JobId)
+            .map_err(|_| IdentError::IdOutOfRange {
+                text: text.to_owned(),
+            });
+    }
+    job_id_of(text)
 }
 
 /// Resolves callers' thread ids to jobs, with a cache. `Send + Sync`: share one among the FUSE
@@ -1089,6 +1113,22 @@ mod tests {
         assert_eq!(hashed, JobId(fnv1a64(b"sleep.1000") | 1 << 63));
         assert!(job_id_of("-1").unwrap().0 >= 1 << 63);
         assert!(job_id_of("4 2").unwrap().0 >= 1 << 63);
+    }
+
+    #[test]
+    fn a_job_is_named_by_any_id_the_servers_report_or_by_its_name() {
+        let hashed = job_id_of("sleep.1000").unwrap();
+        assert_eq!(job_named("sleep.1000"), Ok(hashed));
+        assert_eq!(job_named(&hashed.0.to_string()), Ok(hashed));
+        assert_eq!(job_named("42"), Ok(JobId(42)));
+        assert_eq!(job_named(&u64::MAX.to_string()), Ok(JobId(u64::MAX)));
+        assert_eq!(
+            job_named("18446744073709551616"),
+            Err(IdentError::IdOutOfRange {
+                text: "18446744073709551616".into()
+            })
+        );
+        assert_eq!(job_named(""), Err(IdentError::EmptyName));
     }
 
     #[test]

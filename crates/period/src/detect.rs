@@ -337,15 +337,46 @@ impl Analyzer {
         t1: Nanos,
         clipped_start: bool,
     ) -> Detection {
-        if events.is_empty() {
-            return not_periodic(NotPeriodicReason::NoEvents, None);
-        }
-        if t1 <= t0 || events.iter().all(|e| e.bytes == 0) {
-            return not_periodic(NotPeriodicReason::NoActivity, None);
+        if let Some(det) = idle_window(events, t0, t1) {
+            return det;
         }
         if let Some(det) = self.analyze_long(events, t0, t1, clipped_start) {
             return det;
         }
+        self.analyze_binned(events, t0, t1, clipped_start)
+    }
+
+    /// [`Analyzer::analyze_window`] of `events` with their phases already found:
+    /// [`segment::phases`] of `sorted` (`events` sorted by start), none removed. The answer is
+    /// the same; a long window does not find its phases again.
+    pub(crate) fn analyze_window_with(
+        &mut self,
+        events: &[Event],
+        sorted: &[Event],
+        phases: &[segment::Phase],
+        t0: Nanos,
+        t1: Nanos,
+        clipped_start: bool,
+    ) -> Detection {
+        if let Some(det) = idle_window(events, t0, t1) {
+            return det;
+        }
+        // No need of analyze_long's bound: a window of no more than LONG_WINDOW phases gets
+        // `None` from long_from too.
+        if let Some(det) = self.long_from(sorted, phases, t0, t1, clipped_start) {
+            return det;
+        }
+        self.analyze_binned(events, t0, t1, clipped_start)
+    }
+
+    /// The binned analysis (steps 1 to 5 of the module docs) of `[t0, t1]`.
+    fn analyze_binned(
+        &mut self,
+        events: &[Event],
+        t0: Nanos,
+        t1: Nanos,
+        clipped_start: bool,
+    ) -> Detection {
         let mut n = self.config.bins;
         loop {
             let w = (t1.0 - t0.0) as f64 / n as f64;
@@ -404,9 +435,30 @@ impl Analyzer {
         if sorted && stretches <= LONG_WINDOW {
             return None;
         }
-        let sorted = segment::by_start(events);
-        let mut phases = segment::phases(&sorted);
-        phases.retain(|p| p.start >= t0.0 && p.start <= t1.0);
+        let sorted = if sorted {
+            std::borrow::Cow::Borrowed(events)
+        } else {
+            segment::by_start(events)
+        };
+        let phases = segment::phases(&sorted);
+        self.long_from(&sorted, &phases, t0, t1, clipped_start)
+    }
+
+    /// The long path over `phases` ([`segment::phases`] of `sorted`, `events` sorted by start),
+    /// or `None` if no more than [`LONG_WINDOW`] of them start in `[t0, t1]`.
+    fn long_from(
+        &mut self,
+        sorted: &[Event],
+        phases: &[segment::Phase],
+        t0: Nanos,
+        t1: Nanos,
+        clipped_start: bool,
+    ) -> Option<Detection> {
+        let mut phases: Vec<segment::Phase> = phases
+            .iter()
+            .filter(|p| p.start >= t0.0 && p.start <= t1.0)
+            .copied()
+            .collect();
         if clipped_start && phases.first().is_some_and(|p| p.start <= t0.0) {
             phases.remove(0);
         }
@@ -839,6 +891,17 @@ const LONG_WINDOW: usize = 512;
 
 /// Phases at the end of a long window that the usual analysis looks at.
 const SAMPLE_PHASES: usize = 128;
+
+/// The answer for a window with nothing to analyse (no event, no byte, no time), if it is one.
+fn idle_window(events: &[Event], t0: Nanos, t1: Nanos) -> Option<Detection> {
+    if events.is_empty() {
+        return Some(not_periodic(NotPeriodicReason::NoEvents, None));
+    }
+    if t1 <= t0 || events.iter().all(|e| e.bytes == 0) {
+        return Some(not_periodic(NotPeriodicReason::NoActivity, None));
+    }
+    None
+}
 
 fn not_periodic(reason: NotPeriodicReason, best: Option<Estimate>) -> Detection {
     Detection::NotPeriodic { reason, best }

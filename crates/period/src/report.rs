@@ -45,10 +45,16 @@ impl SegmentReport {
     /// The segment as a JSON object: start_s, end_s and the fields of [`JobReport::to_json`]
     /// but the job.
     pub fn to_json(&self) -> serde_json::Value {
+        let mut o = self.fields();
+        o.insert("start_s".into(), self.start.as_secs_f64().into());
+        o.insert("end_s".into(), self.end.as_secs_f64().into());
+        o.into()
+    }
+
+    /// periodic, period_s, best_period_s, confidence, set, priority, phases, reason.
+    fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
         let d = &self.detection;
-        serde_json::json!({
-            "start_s": self.start.as_secs_f64(),
-            "end_s": self.end.as_secs_f64(),
+        let serde_json::Value::Object(o) = serde_json::json!({
             "periodic": d.is_periodic(),
             "period_s": d.period().map(|p| p.as_secs_f64()),
             "best_period_s": d.best().map(|e| e.period.as_secs_f64()),
@@ -57,7 +63,32 @@ impl SegmentReport {
             "priority": self.placement.priority.get(),
             "phases": d.phases(),
             "reason": reason(d),
-        })
+        }) else {
+            unreachable!("a JSON object literal")
+        };
+        o
+    }
+
+    /// Its line of [`DetectReport::table`], named `name`, with `note`.
+    fn row(&self, name: &str, note: &str) -> String {
+        let d = &self.detection;
+        let period = d
+            .period()
+            .map_or_else(|| "-".to_string(), |p| format!("{:.3}", p.as_secs_f64()));
+        let set = self
+            .placement
+            .set
+            .map_or_else(|| "own".to_string(), |s| s.to_string());
+        format!(
+            "{:<8} {:>12} {:>10.2} {:>5} {:>9} {:>7}  {}\n",
+            name,
+            period,
+            d.confidence(),
+            set,
+            self.placement.priority.to_string(),
+            d.phases(),
+            note
+        )
     }
 }
 
@@ -66,25 +97,37 @@ impl SegmentReport {
 pub struct JobReport {
     /// The job.
     pub job: JobId,
-    /// What the detector found: the last segment's detection, the behaviour the job ends with
-    /// (with one segment, the whole trace's).
-    pub detection: Detection,
-    /// Its set and priority: the last segment's, the set the servers end the job in.
-    pub placement: Placement,
     /// The job's behaviours in time order, split where it changes ([`crate::segment`]); one
-    /// when nothing changes or with [`SegmentConfig::off`].
+    /// when nothing changes or with [`SegmentConfig::off`]. Never empty.
     pub segments: Vec<SegmentReport>,
 }
 
 impl JobReport {
+    /// The last segment: the behaviour the job ends with (with one segment, the whole trace).
+    pub fn last(&self) -> &SegmentReport {
+        self.segments
+            .last()
+            .expect("a job report has at least one segment")
+    }
+
+    /// What the detector found in the last segment.
+    pub fn detection(&self) -> &Detection {
+        &self.last().detection
+    }
+
+    /// The last segment's set and priority: the set the servers end the job in.
+    pub fn placement(&self) -> &Placement {
+        &self.last().placement
+    }
+
     /// The Set-10 set, `None` for a job without a confident period (a set of its own).
     pub fn set(&self) -> Option<i32> {
-        self.placement.set
+        self.placement().set
     }
 
     /// Why the job is not periodic, `None` if it is.
     pub fn reason(&self) -> Option<String> {
-        reason(&self.detection)
+        reason(self.detection())
     }
 
     /// When the job's behaviour changed: the start of every segment but the first.
@@ -95,7 +138,7 @@ impl JobReport {
     /// A short note for people: empty for a periodic job with one behaviour, else the reason
     /// and the best guess, and the changes of behaviour.
     pub fn note(&self) -> String {
-        let mut note = note(&self.detection);
+        let mut note = note(self.detection());
         if self.segments.len() > 1 {
             let at: Vec<String> = self
                 .changes()
@@ -120,23 +163,14 @@ impl JobReport {
     /// priority, phases, reason (all of the last segment), `changes_s` (when the behaviour
     /// changed, seconds) and `segments` (each as [`SegmentReport::to_json`]).
     pub fn to_json(&self) -> serde_json::Value {
-        let d = &self.detection;
         let segments: Vec<serde_json::Value> =
             self.segments.iter().map(SegmentReport::to_json).collect();
         let changes: Vec<f64> = self.changes().iter().map(|t| t.as_secs_f64()).collect();
-        serde_json::json!({
-            "job": self.job.0,
-            "periodic": d.is_periodic(),
-            "period_s": d.period().map(|p| p.as_secs_f64()),
-            "best_period_s": d.best().map(|e| e.period.as_secs_f64()),
-            "confidence": d.confidence(),
-            "set": self.set(),
-            "priority": self.placement.priority.get(),
-            "phases": d.phases(),
-            "reason": self.reason(),
-            "changes_s": changes,
-            "segments": segments,
-        })
+        let mut o = self.last().fields();
+        o.insert("job".into(), self.job.0.into());
+        o.insert("changes_s".into(), changes.into());
+        o.insert("segments".into(), segments.into());
+        o.into()
     }
 }
 
@@ -251,13 +285,7 @@ pub fn detect_trace(
                     placement: place(s.detection.period().map(|p| p.as_secs_f64())),
                 })
                 .collect();
-            let last = segments.last().expect("a segmentation is never empty");
-            JobReport {
-                job,
-                detection: last.detection,
-                placement: last.placement,
-                segments,
-            }
+            JobReport { job, segments }
         })
         .collect();
     Ok(DetectReport {
@@ -294,51 +322,21 @@ impl DetectReport {
             "job", "period_s", "confidence", "set", "priority", "phases", "note"
         );
         for r in &self.jobs {
-            let d = &r.detection;
-            let period = d
-                .period()
-                .map_or_else(|| "-".to_string(), |p| format!("{:.3}", p.as_secs_f64()));
-            let set = r.set().map_or_else(|| "own".to_string(), |s| s.to_string());
-            out.push_str(&format!(
-                "{:<8} {:>12} {:>10.2} {:>5} {:>9} {:>7}  {}\n",
-                r.job.to_string(),
-                period,
-                d.confidence(),
-                set,
-                r.placement.priority.to_string(),
-                d.phases(),
-                r.note()
-            ));
+            out.push_str(&r.last().row(&r.job.to_string(), &r.note()));
             if r.segments.len() > 1 {
                 for (k, seg) in r.segments.iter().enumerate() {
-                    let d = &seg.detection;
-                    let period = d
-                        .period()
-                        .map_or_else(|| "-".to_string(), |p| format!("{:.3}", p.as_secs_f64()));
-                    let set = seg
-                        .placement
-                        .set
-                        .map_or_else(|| "own".to_string(), |s| s.to_string());
                     let range = format!(
                         "{:.3}-{:.3} s",
                         seg.start.as_secs_f64(),
                         seg.end.as_secs_f64()
                     );
-                    let n = note(d);
-                    out.push_str(&format!(
-                        "{:<8} {:>12} {:>10.2} {:>5} {:>9} {:>7}  {}\n",
-                        format!("  {}/{}", r.job, k + 1),
-                        period,
-                        d.confidence(),
-                        set,
-                        seg.placement.priority.to_string(),
-                        d.phases(),
-                        if n.is_empty() {
-                            range
-                        } else {
-                            format!("{range}; {n}")
-                        }
-                    ));
+                    let n = note(&seg.detection);
+                    let n = if n.is_empty() {
+                        range
+                    } else {
+                        format!("{range}; {n}")
+                    };
+                    out.push_str(&seg.row(&format!("  {}/{}", r.job, k + 1), &n));
                 }
             }
         }
@@ -396,7 +394,7 @@ mod tests {
         let r = detect_sample(&Config::default());
         assert_eq!(r.jobs.len(), 2);
         for j in &r.jobs {
-            assert!(j.detection.is_periodic(), "{}", r.table());
+            assert!(j.detection().is_periodic(), "{}", r.table());
             assert!(j.set().is_some());
             assert_eq!(j.to_json()["job"], j.job.0);
         }

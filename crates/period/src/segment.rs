@@ -200,27 +200,26 @@ pub fn segment_window(
     config: &SegmentConfig,
 ) -> Result<Segmentation> {
     config.validate()?;
-    let whole = |analyzer: &mut Analyzer| Segmentation {
+    let one = |detection| Segmentation {
         segments: vec![Segment {
             start: t0,
             end: t1,
-            detection: if events.is_empty() {
-                analyzer.analyze(events)
-            } else {
-                analyzer.analyze_window(events, t0, t1, clipped_start)
-            },
+            detection,
         }],
     };
     if !config.enabled || events.is_empty() || t1 <= t0 {
-        return Ok(whole(analyzer));
+        return Ok(one(analyzer.analyze_window(events, t0, t1, clipped_start)));
     }
     let sorted = by_start(events);
-    let mut phases = phases(&sorted);
+    let all = phases(&sorted);
+    // The whole window, its phases found once for the change points and the detector.
+    let whole = |analyzer: &mut Analyzer| {
+        one(analyzer.analyze_window_with(events, &sorted, &all, t0, t1, clipped_start))
+    };
     // A first phase cut by the window is not a phase start.
-    if clipped_start && phases.first().is_some_and(|p| p.start <= t0.0) {
-        phases.remove(0);
-    }
-    let starts = change_points(&phases, config);
+    let cut = usize::from(clipped_start && all.first().is_some_and(|p| p.start <= t0.0));
+    let phases = &all[cut..];
+    let starts = change_points(phases, config);
     if starts.len() <= 1 {
         return Ok(whole(analyzer));
     }

@@ -213,7 +213,10 @@ fn long_traces_keep_their_periods_and_their_change() {
         (est.period.as_secs_f64() / want - 1.0).abs() < 0.001,
         "{est:?} vs {want}"
     );
-    assert_eq!(segment(&one.trace.events).segments.len(), 1);
+    let whole = segment(&one.trace.events);
+    assert_eq!(whole.segments.len(), 1);
+    // The phases found once for the change points serve the long path too: the same answer.
+    assert_eq!(whole.segments[0].detection, det);
 }
 
 /// Phases made of eight 1 ms requests 1 ms apart (a comb: gaps as long as the requests), every

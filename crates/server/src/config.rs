@@ -396,13 +396,16 @@ pub(crate) fn save_state(
         .file_name()
         .ok_or_else(|| std::io::Error::other("the state file has no file name"))?;
     let tmp = path.with_file_name(format!(".{}.tmp", name.to_string_lossy()));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
         f.write_all(STATE_HEADER.as_bytes())?;
         f.write_all(text.as_bytes())?;
-        f.sync_all()?;
+        f.sync_all()
+    });
+    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
+        // The old file stays; the half-written one goes.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    std::fs::rename(&tmp, path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
