@@ -14,10 +14,11 @@
 //! background requests does not carry a phase over its compute phase into the next one).
 //!
 //! **Two analyses.** [`OnlineDetector::estimate`] runs the offline analysis ([`crate::detect()`],
-//! spectral, robust to background I/O and jitter) on the history split where its behaviour
-//! changed ([`crate::segment`], the change points `iosets detect` finds; the last behaviour
-//! counts and the history before it is dropped), *and* the phase analysis below on its most
-//! recent segments. [`OnlineDetector::estimate_phases`] runs the phase analysis
+//! spectral, robust to background I/O and jitter) on the whole history — and, unless that
+//! confirms the current period, on the history split where its behaviour changed
+//! ([`crate::segment`], the change points `iosets detect` finds; the last behaviour counts and
+//! the history before it is dropped) — *and* the phase analysis below on its most recent
+//! segments. [`OnlineDetector::estimate_phases`] runs the phase analysis
 //! alone: no spectrum, a few microseconds, cheap enough to run at every new burst.
 //!
 //! **The phase analysis** reads phases directly off the segments, so that a period is known from
@@ -96,7 +97,10 @@ fn stretches(last: &Event, next: &Event, base: Nanos) -> bool {
 }
 
 /// Segments the history keeps however old they are (see [`OnlineConfig::history_periods`]).
-pub const KEPT_SEGMENTS: usize = 64;
+/// 32: as many as the 32-period horizon keeps of a job with one segment per phase, so that the
+/// steady state's history (and each estimate's cost) stays what the horizon gives; 64 doubled
+/// detection's cost per request in `cargo bench -p iosets-runtime --bench book`.
+pub const KEPT_SEGMENTS: usize = 32;
 
 /// Settings of an [`OnlineDetector`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -376,21 +380,31 @@ impl OnlineDetector {
         let end = now.max(first + Nanos(1));
         let truncated = self.truncated;
         let segments = self.segments.make_contiguous();
-        // The history split where its behaviour changed (the offline change points): its last
-        // behaviour is the job's, and what came before it is forgotten.
-        let split = segment_window(
-            segments,
-            first,
-            end,
-            truncated,
-            analyzer,
-            &SegmentConfig::default(),
-        )
-        .expect("the default settings are valid");
-        let last = split.last();
-        let whole = last.detection;
-        let split_from = (split.segments.len() > 1 && whole.is_periodic())
-            .then(|| segments.partition_point(|s| s.start < last.start));
+        // The whole history first: a job whose history confirms its current period (the steady
+        // state, most estimates) costs one analysis. Otherwise the history is split where its
+        // behaviour changed (the offline change points): its last behaviour is the job's, and
+        // what came before it is forgotten.
+        let all = analyzer.analyze_window(segments, first, end, truncated);
+        let steady = all
+            .periodic()
+            .is_some_and(|w| self.current.is_some_and(|c| !differ(w.period, c.period)));
+        let (whole, split_from) = if steady {
+            (all, None)
+        } else {
+            let split = segment_window(
+                segments,
+                first,
+                end,
+                truncated,
+                analyzer,
+                &SegmentConfig::default(),
+            )
+            .expect("the default settings are valid");
+            let last = split.last();
+            let from = (split.segments.len() > 1 && last.detection.is_periodic())
+                .then(|| segments.partition_point(|s| s.start < last.start));
+            (last.detection, from)
+        };
         let chosen = match (whole.periodic(), recent.detection.periodic()) {
             (_, Some(_)) if recent.kind == Kind::Change => {
                 self.cut(recent.run_from);
