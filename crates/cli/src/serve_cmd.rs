@@ -248,6 +248,28 @@ pub(crate) enum CtlCommand {
     /// Quota rules (thread quotas, rates, reservations): add, list, delete, at run time.
     #[command(subcommand)]
     Rule(RuleCommand),
+    /// Share weights of the fair-share tree (`--policy wfq --policy-opt key=account,user,job`):
+    /// set, clear, list; kept in the server's state file.
+    #[command(subcommand)]
+    Share(ShareCommand),
+    /// Tell the servers a job's Slurm account and node count (the SPANK plugin does it at job
+    /// start, and clears it at the end): the fair-share tree places the job under its account
+    /// and `size-fair` weighs it by its nodes.
+    JobInfo {
+        /// The job: its id, or its name as the mount names jobs.
+        #[arg(value_parser = job_arg)]
+        job: u64,
+        /// Its Slurm account.
+        #[arg(long, value_name = "NAME", conflicts_with = "clear")]
+        account: Option<String>,
+        /// How many nodes it runs on.
+        #[arg(long, value_name = "N", conflicts_with = "clear",
+              value_parser = clap::value_parser!(u32).range(1..))]
+        nodes: Option<u32>,
+        /// Forget the job's account and node count.
+        #[arg(long)]
+        clear: bool,
+    },
     /// Why did a job wait: its queue waits split by cause (quota rule, its own requests on the
     /// device, another job of its set, other sets' share, the policy), summed over the servers.
     Why {
@@ -298,6 +320,40 @@ pub(crate) enum RuleCommand {
         /// The rule's name.
         name: String,
     },
+}
+
+/// `iosets ctl share`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ShareCommand {
+    /// Give a node of the tree a weight among its siblings (every node weighs 1 by default).
+    Set {
+        /// The node: account=NAME, user=NAME|UID or job=ID|NAME.
+        #[arg(value_parser = share_node)]
+        node: String,
+        /// Its weight, a number > 0.
+        weight: f64,
+    },
+    /// Put a node back to weight 1.
+    Clear {
+        /// The node: account=NAME, user=NAME|UID or job=ID|NAME.
+        #[arg(value_parser = share_node)]
+        node: String,
+    },
+    /// The weights set, the active policy's tree levels, and the jobs' accounts.
+    List,
+}
+
+/// A share node as the servers take it: a job's name becomes its id, as the mount hashes it.
+fn share_node(s: &str) -> std::result::Result<String, String> {
+    match s.split_once('=') {
+        Some((level, name)) if level.trim() == "job" => {
+            Ok(format!("job={}", job_arg(name.trim())?))
+        }
+        Some(_) => Ok(s.to_owned()),
+        None => Err(format!(
+            "`{s}` is not level=name (account=NAME, user=NAME|UID, job=ID|NAME)"
+        )),
+    }
 }
 
 /// `71`, `71%` or `71.5 %` as a percentage.
@@ -410,6 +466,35 @@ pub(crate) fn ctl(args: &CtlArgs) -> Result<()> {
             let (rule, rank) = rule_json(add)?.expect("an add command");
             Control::RuleAdd { rule, rank }
         }
+        CtlCommand::Share(ShareCommand::Set { node, weight }) => {
+            if !(weight.is_finite() && *weight > 0.0) {
+                bail!("share {node}: the weight must be a finite number > 0, not {weight}");
+            }
+            Control::ShareSet {
+                node: node.clone(),
+                weight: Some(*weight),
+            }
+        }
+        CtlCommand::Share(ShareCommand::Clear { node }) => Control::ShareSet {
+            node: node.clone(),
+            weight: None,
+        },
+        CtlCommand::Share(ShareCommand::List) => Control::Shares,
+        CtlCommand::JobInfo {
+            job,
+            account,
+            nodes,
+            clear,
+        } => {
+            if !clear && account.is_none() && nodes.is_none() {
+                bail!("job-info needs --account NAME, --nodes N, or --clear");
+            }
+            Control::JobInfo {
+                job: JobId(*job),
+                account: account.clone(),
+                nodes: *nodes,
+            }
+        }
     };
     let token = token(args)?;
     if let [server] = args.server.as_slice() {
@@ -450,6 +535,7 @@ fn print_reply(args: &CtlArgs, server: Option<&str>, reply: Reply) -> Result<()>
         (CtlCommand::Jobs, Reply::Json(text)) => print_jobs(&serde_json::from_str(&text)?),
         (CtlCommand::Stats, Reply::Json(text)) => print_stats(&serde_json::from_str(&text)?),
         (CtlCommand::Rule(_), Reply::Json(text)) => print_rules(&serde_json::from_str(&text)?),
+        (CtlCommand::Share(_), Reply::Json(text)) => print_shares(&serde_json::from_str(&text)?),
         (_, Reply::Done) => match server {
             Some(server) => println!("ok: {server}"),
             None => println!("ok"),
@@ -697,6 +783,37 @@ fn print_rules(r: &RulesReport) {
                 jobs.join(",")
             }
         );
+    }
+}
+
+fn print_shares(r: &iosets_proto::SharesReport) {
+    if r.levels.is_empty() {
+        println!(
+            "policy {}: no fair-share tree (the weights wait for `wfq key=account,user,job` or \
+             a preset)",
+            r.policy
+        );
+    } else {
+        println!("policy {}: tree {}", r.policy, r.levels.join(" > "));
+    }
+    if r.shares.is_empty() {
+        println!("no weights set: every node weighs 1");
+    } else {
+        println!("{:<32} {:>10}", "node", "weight");
+        for s in &r.shares {
+            println!("{:<32} {:>10}", s.node, s.weight);
+        }
+    }
+    if !r.jobs.is_empty() {
+        println!("{:>20} {:<24} {:>6}", "job", "account", "nodes");
+        for j in &r.jobs {
+            println!(
+                "{:>20} {:<24} {:>6}",
+                j.job,
+                j.account.as_deref().unwrap_or("-"),
+                j.nodes.map_or("-".into(), |n| n.to_string())
+            );
+        }
     }
 }
 

@@ -30,6 +30,7 @@ pub mod cfq;
 pub mod deadline;
 pub mod elevator;
 mod error;
+pub mod fairshare;
 pub mod iosets;
 pub mod mlf;
 pub mod noop;
@@ -117,6 +118,28 @@ pub trait Policy: Send + fmt::Debug {
     fn queue_weight(&self, req: &Request) -> Option<QueueWeight> {
         let _ = req;
         None
+    }
+
+    /// The control plane tells what it knows of a job beyond its priority: its account and
+    /// node count (a fair-share tree places and weighs jobs by them). Returns false if the
+    /// policy has no use for it.
+    fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo) -> bool {
+        let _ = (job, info);
+        false
+    }
+
+    /// Sets (`Some`) or clears (`None`) the share weight of a node of a fair-share tree: an
+    /// account ([`fairshare::account_key`]), a user id or a job id at `level`. Returns false if
+    /// the policy has no fair-share tree.
+    fn set_share(&mut self, level: fairshare::ShareLevel, key: u64, weight: Option<f64>) -> bool {
+        let _ = (level, key, weight);
+        false
+    }
+
+    /// The levels of the policy's fair-share tree, top first, whose share weights it uses
+    /// ([`Policy::set_share`]); empty if it has none.
+    fn share_levels(&self) -> Vec<fairshare::ShareLevel> {
+        Vec::new()
     }
 
     /// Sets (`Some`) or clears (`None`) a job's priority from the control plane, overriding the
@@ -252,6 +275,26 @@ impl Counted {
     /// Forwards a control-plane priority change; false if the policy has no priorities.
     pub fn set_priority(&mut self, job: JobId, priority: Option<Priority>, now: Nanos) -> bool {
         self.policy.set_priority(job, priority, now)
+    }
+
+    /// Forwards what the control plane knows of a job; see [`Policy::set_job_info`].
+    pub fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo) -> bool {
+        self.policy.set_job_info(job, info)
+    }
+
+    /// Forwards a share weight; see [`Policy::set_share`].
+    pub fn set_share(
+        &mut self,
+        level: fairshare::ShareLevel,
+        key: u64,
+        weight: Option<f64>,
+    ) -> bool {
+        self.policy.set_share(level, key, weight)
+    }
+
+    /// The levels of the policy's fair-share tree; see [`Policy::share_levels`].
+    pub fn share_levels(&self) -> Vec<fairshare::ShareLevel> {
+        self.policy.share_levels()
     }
 
     /// Forwards a client's end of a job's phase; see [`Policy::phase_end`].

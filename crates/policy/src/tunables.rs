@@ -125,6 +125,17 @@ impl Tunables {
         v.parse().map_err(|_| self.bad(key, &v, expected))
     }
 
+    /// The value as given (or the default), for a caller that parses it itself; report what is
+    /// wrong with it through [`Tunables::bad_value`].
+    pub fn raw_str(&mut self, key: &str) -> String {
+        self.raw(key)
+    }
+
+    /// The error for `value` of `key`, saying what was `expected`.
+    pub fn bad_value(&self, key: &str, value: &str, expected: impl Into<String>) -> PolicyError {
+        self.bad(key, value, expected)
+    }
+
     /// A boolean (`true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off`).
     pub fn bool(&mut self, key: &str) -> Result<bool, PolicyError> {
         let v = self.raw(key);

@@ -274,7 +274,21 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
                     w.u32(rank.unwrap_or(u32::MAX));
                 }
                 Control::RuleDel { name } => w.str(name),
-                Control::Jobs | Control::Stats | Control::Rules => {}
+                Control::ShareSet { node, weight } => {
+                    w.str(node);
+                    // 0 clears: a weight is never 0.
+                    w.f64(weight.unwrap_or(0.0));
+                }
+                Control::JobInfo {
+                    job,
+                    account,
+                    nodes,
+                } => {
+                    w.u64(job.0);
+                    w.str(account.as_deref().unwrap_or(""));
+                    w.u32(nodes.unwrap_or(0));
+                }
+                Control::Jobs | Control::Stats | Control::Rules | Control::Shares => {}
             }
         }
     }
@@ -781,7 +795,10 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         | OpCode::Stats
         | OpCode::RuleAdd
         | OpCode::RuleDel
-        | OpCode::Rules => {
+        | OpCode::Rules
+        | OpCode::ShareSet
+        | OpCode::JobInfo
+        | OpCode::Shares => {
             let token = r.str("token")?;
             let op = match op {
                 OpCode::SetPriority => Control::SetPriority {
@@ -813,6 +830,26 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
                     name: r.str("rule name")?,
                 },
                 OpCode::Rules => Control::Rules,
+                OpCode::ShareSet => {
+                    let node = r.str("share node")?;
+                    let weight = r.f64("share weight")?;
+                    Control::ShareSet {
+                        node,
+                        // Checked by the server, which names the node.
+                        weight: (weight != 0.0).then_some(weight),
+                    }
+                }
+                OpCode::JobInfo => {
+                    let job = JobId(r.u64("job")?);
+                    let account = r.str("account")?;
+                    let nodes = r.u32("node count")?;
+                    Control::JobInfo {
+                        job,
+                        account: (!account.is_empty()).then_some(account),
+                        nodes: (nodes != 0).then_some(nodes),
+                    }
+                }
+                OpCode::Shares => Control::Shares,
                 _ => Control::Stats,
             };
             Request::Control { token, op }

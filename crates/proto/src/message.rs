@@ -172,6 +172,12 @@ pub enum OpCode {
     RuleDel = 70,
     /// List the quota rules ([`Control::Rules`]).
     Rules = 71,
+    /// Set or clear a share weight of the fair-share tree ([`Control::ShareSet`]).
+    ShareSet = 72,
+    /// Tell a job's account and node count ([`Control::JobInfo`]).
+    JobInfo = 73,
+    /// List the share weights and the jobs' accounts ([`Control::Shares`]).
+    Shares = 74,
 }
 
 impl OpCode {
@@ -211,6 +217,9 @@ impl OpCode {
             69 => RuleAdd,
             70 => RuleDel,
             71 => Rules,
+            72 => ShareSet,
+            73 => JobInfo,
+            74 => Shares,
             _ => return None,
         })
     }
@@ -251,6 +260,9 @@ impl OpCode {
             RuleAdd => "rule-add",
             RuleDel => "rule-del",
             Rules => "rules",
+            ShareSet => "share-set",
+            JobInfo => "job-info",
+            Shares => "shares",
         }
     }
 }
@@ -611,6 +623,26 @@ pub enum Control {
     },
     /// The quota rules and their counters ([`RulesReport`](crate::RulesReport) as JSON).
     Rules,
+    /// Set (`Some`, > 0) or clear (`None`) the share weight of a node of the fair-share tree:
+    /// `account=NAME`, `user=NAME|UID` or `job=ID`. Kept in the server's state file.
+    ShareSet {
+        /// The node, `level=name`.
+        node: String,
+        /// Its weight; `None` puts it back to 1.
+        weight: Option<f64>,
+    },
+    /// What Slurm knows of a job: its account and node count (both `None`: forget them).
+    JobInfo {
+        /// The job.
+        job: JobId,
+        /// Its account.
+        account: Option<String>,
+        /// How many nodes it runs on (> 0).
+        nodes: Option<u32>,
+    },
+    /// The share weights and the jobs' accounts ([`SharesReport`](crate::SharesReport) as
+    /// JSON).
+    Shares,
 }
 
 impl Control {
@@ -625,6 +657,9 @@ impl Control {
             Control::RuleAdd { .. } => OpCode::RuleAdd,
             Control::RuleDel { .. } => OpCode::RuleDel,
             Control::Rules => OpCode::Rules,
+            Control::ShareSet { .. } => OpCode::ShareSet,
+            Control::JobInfo { .. } => OpCode::JobInfo,
+            Control::Shares => OpCode::Shares,
         }
     }
 }

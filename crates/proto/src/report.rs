@@ -243,6 +243,40 @@ pub struct RuleReport {
     pub jobs: Vec<u64>,
 }
 
+/// One share weight of the fair-share tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShareReport {
+    /// The node, `level=name`.
+    pub node: String,
+    /// Its weight among its siblings.
+    pub weight: f64,
+}
+
+/// What the control plane told of a job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobInfoReport {
+    /// The job.
+    pub job: u64,
+    /// Its account.
+    pub account: Option<String>,
+    /// Its node count.
+    pub nodes: Option<u32>,
+}
+
+/// The answer to `iosets ctl share list`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SharesReport {
+    /// The active policy.
+    pub policy: String,
+    /// The levels of its fair-share tree, top first (`account`, `user`, `job`); empty if it
+    /// has none and the shares wait for one to be switched in.
+    pub levels: Vec<String>,
+    /// The share weights, in the order they were given (a node not listed weighs 1).
+    pub shares: Vec<ShareReport>,
+    /// Jobs with an account or node count, by job id.
+    pub jobs: Vec<JobInfoReport>,
+}
+
 /// The answer to `iosets ctl rule list`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RulesReport {

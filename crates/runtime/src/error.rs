@@ -30,6 +30,15 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// A share weight or a job's account was refused (see [`crate::share`]); nothing was
+    /// changed.
+    #[error("share `{node}`: {reason}")]
+    Share {
+        /// The node of the tree at fault (`level=name`), or the job.
+        node: String,
+        /// Why.
+        reason: String,
+    },
     /// An in-service limit was refused (see [`crate::InServiceLimit`]); nothing was changed.
     #[error("{reason}")]
     InService {

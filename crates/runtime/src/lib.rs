@@ -99,6 +99,7 @@ mod gate;
 pub mod inservice;
 pub mod quota;
 mod scheduler;
+pub mod share;
 mod stats;
 mod sync;
 pub mod why;
@@ -112,6 +113,7 @@ pub use inservice::InServiceLimit;
 pub use iosets_policy::{Counted, Counters};
 pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
 pub use scheduler::Scheduler;
+pub use share::{JobInfo, ShareLevel, ShareSpec};
 pub use stats::{
     InServiceStats, JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource,
     SchedulerStats, WaitSummary, PEERS_KEPT,

@@ -701,6 +701,25 @@ pub struct TomlQuota {
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
+    /// Share weights of the fair-share tree ([`crate::share`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub share: Vec<crate::share::TomlShare>,
+}
+
+impl TomlQuota {
+    /// The share weights it gives, checked ([`crate::share::check_shares`]).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Share`] naming the node at fault.
+    pub fn shares(&self) -> Result<Vec<crate::ShareSpec>, RuntimeError> {
+        let shares = self
+            .share
+            .iter()
+            .map(crate::share::TomlShare::to_spec)
+            .collect::<Result<Vec<_>, _>>()?;
+        crate::share::check_shares(&shares)?;
+        Ok(shares)
+    }
 }
 
 impl From<&QuotaConfig> for TomlQuota {
@@ -712,6 +731,7 @@ impl From<&QuotaConfig> for TomlQuota {
             lend: Some(cfg.lend),
             keep_ms: Some(cfg.keep_ms),
             rule: cfg.rules.iter().map(TomlRule::from).collect(),
+            share: Vec::new(),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::gate::Gate;
 use crate::inservice::{governed, InServiceLimit, Limiter};
 use crate::quota::{Origin, QuotaConfig, RuleSpec};
+use crate::share::{JobInfo, ShareSpec};
 use crate::stats::{
     add_counters, InServiceStats, JobEntry, JobPriority, JobStats, PrioritySource, SchedulerStats,
 };
@@ -69,6 +70,13 @@ struct Instance {
     policy: Counted,
 }
 
+/// What the control plane told of a job, with its account's name for reports.
+#[derive(Clone, Debug)]
+struct JobRecord {
+    info: JobInfo,
+    account: Option<Box<str>>,
+}
+
 struct State<T> {
     active: Instance,
     /// Switched-out instances with batches still in service.
@@ -82,6 +90,12 @@ struct State<T> {
     /// Priorities set by the control plane and by detection, per job: the one home of
     /// priorities, applied to the policy by precedence and re-applied to a policy switched in.
     priorities: IdMap<JobId, Provenance>,
+    /// Share weights of the fair-share tree, applied to the policy and re-applied to a policy
+    /// switched in.
+    shares: Vec<ShareSpec>,
+    /// What the control plane told of jobs (account, node count), likewise; at most
+    /// [`crate::share::MAX_JOB_INFO`] jobs.
+    job_info: IdMap<JobId, JobRecord>,
     listener: Option<Arc<ListenerFn>>,
     next_id: u64,
     /// The latest time handed to a policy; time never goes backwards for a policy even when two
@@ -717,6 +731,8 @@ impl<T: Send + 'static> Scheduler<T> {
             payloads: IdMap::default(),
             jobs: IdMap::default(),
             priorities: IdMap::default(),
+            shares: Vec::new(),
+            job_info: IdMap::default(),
             listener: None,
             next_id: 1,
             last_now: Nanos::ZERO,
@@ -1063,6 +1079,113 @@ impl<T: Send + 'static> Scheduler<T> {
         known
     }
 
+    /// Puts the share weights `shares` in force in place of the ones in force: a node no longer
+    /// listed goes back to weight 1. Applied to the policy now and to any policy switched in.
+    /// Returns whether the active policy has a fair-share tree that uses them.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Share`] naming a node given twice or with a weight ≤ 0; nothing is
+    /// changed then.
+    pub fn set_shares(&self, shares: Vec<ShareSpec>) -> Result<bool, RuntimeError> {
+        crate::share::check_shares(&shares)?;
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        st.tick(raw);
+        let old = std::mem::take(&mut st.shares);
+        for s in &old {
+            if !shares.iter().any(|n| n.level == s.level && n.key == s.key) {
+                st.active.policy.set_share(s.level, s.key, None);
+            }
+        }
+        let mut used = false;
+        for s in &shares {
+            used |= st.active.policy.set_share(s.level, s.key, Some(s.weight));
+        }
+        st.shares = shares;
+        Ok(used)
+    }
+
+    /// The share weights in force, in the order they were given.
+    pub fn shares(&self) -> Vec<ShareSpec> {
+        self.inner.state.lock().shares.clone()
+    }
+
+    /// The levels of the active policy's fair-share tree, top first (empty: it has none).
+    pub fn share_levels(&self) -> Vec<crate::ShareLevel> {
+        self.inner.state.lock().active.policy.share_levels()
+    }
+
+    /// Every job with an account or node count: (job, account, nodes), by job id.
+    pub fn job_infos(&self) -> Vec<(JobId, Option<String>, Option<u32>)> {
+        let st = self.inner.state.lock();
+        let mut out: Vec<_> = st
+            .job_info
+            .iter()
+            .map(|(&j, r)| (j, r.account.as_deref().map(str::to_owned), r.info.nodes))
+            .collect();
+        out.sort_unstable_by_key(|e| e.0);
+        out
+    }
+
+    /// Records what the control plane knows of `job`: its account (by name) and node count;
+    /// both `None` forgets the job's record. Applied to the policy now and to any policy
+    /// switched in; kept until cleared (a job's end, through Slurm's epilog). Returns whether
+    /// the active policy uses it.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Share`] for a bad account name, a node count of zero, or a new job past
+    /// [`crate::share::MAX_JOB_INFO`] records; nothing is changed then.
+    pub fn set_job_info(
+        &self,
+        job: JobId,
+        account: Option<&str>,
+        nodes: Option<u32>,
+    ) -> Result<bool, RuntimeError> {
+        let bad = |reason: String| RuntimeError::Share {
+            node: format!("job={job}"),
+            reason,
+        };
+        if let Some(a) = account {
+            crate::share::check_account(a).map_err(bad)?;
+        }
+        if nodes == Some(0) {
+            return Err(bad("a job runs on at least one node".into()));
+        }
+        let info = JobInfo {
+            account: account.map(crate::share::account_key),
+            nodes,
+        };
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        st.tick(raw);
+        if info == JobInfo::default() {
+            st.job_info.remove(&job);
+        } else {
+            if !st.job_info.contains_key(&job) && st.job_info.len() >= crate::share::MAX_JOB_INFO {
+                return Err(bad(format!(
+                    "{} jobs already have an account or node count (the bound); clear ended \
+                     jobs' records",
+                    crate::share::MAX_JOB_INFO
+                )));
+            }
+            st.job_info.insert(
+                job,
+                JobRecord {
+                    info,
+                    account: account.map(Box::from),
+                },
+            );
+        }
+        Ok(st.active.policy.set_job_info(job, info))
+    }
+
+    /// The account name and node count the control plane gave `job`, if any.
+    pub fn job_info(&self, job: JobId) -> Option<(Option<String>, Option<u32>)> {
+        let st = self.inner.state.lock();
+        let r = st.job_info.get(&job)?;
+        Some((r.account.as_deref().map(str::to_owned), r.info.nodes))
+    }
+
     /// The client says job `job`'s I/O phase stamped `phase` (in this scheduler's time base) is
     /// over; see [`iosets_policy::Policy::phase_end`]. A set it frees is served at once.
     pub fn phase_end(&self, job: JobId, phase: Nanos) {
@@ -1139,6 +1262,12 @@ impl<T: Send + 'static> Scheduler<T> {
         let stranded = st.active.policy.queued();
         for (&job, p) in &st.priorities {
             new.set_priority(job, p.effective(), now);
+        }
+        for s in &st.shares {
+            new.set_share(s.level, s.key, Some(s.weight));
+        }
+        for (&job, r) in &st.job_info {
+            new.set_job_info(job, r.info);
         }
         for req in moved {
             new.enqueue(req, now);

@@ -107,6 +107,10 @@ pub struct ServerConfig {
     /// [`ServerConfig::set_quota_toml`]; changed at run time with `iosets ctl rule`. Thread
     /// percentages are of `workers`. See [`iosets_runtime::quota`].
     pub quota: Option<iosets_runtime::QuotaConfig>,
+    /// Share weights of the fair-share tree (`wfq` with `key=account,user,job`): the `[[share]]`
+    /// tables of `[quota]` or of the quota file, changed at run time with `iosets ctl share`
+    /// and kept in the state file as the rules are. See [`iosets_runtime::share`].
+    pub shares: Vec<iosets_runtime::ShareSpec>,
     /// The cluster's shared secret (`auth_file`, `--auth-file`): every TCP and same-host
     /// socket connection, data and control alike, proves it holds it before anything else is
     /// read ([`iosets_proto::auth`]), on loopback too. Without one (the default of
@@ -197,6 +201,7 @@ impl ServerConfig {
             meta_latency_ms: 0.0,
             meta_fanout: 1,
             quota: None,
+            shares: Vec::new(),
             auth: None,
             insecure_loopback: false,
             listen_tcp: true,
@@ -337,8 +342,7 @@ impl ServerConfig {
                 },
             }
         })?;
-        self.quota = Some(quota_from(&q, "quota")?);
-        Ok(())
+        self.set_quota_table(&q, "quota")
     }
 
     /// [`ServerConfig::set_quota_toml`] on the contents of `path`.
@@ -373,9 +377,9 @@ pub const STATE_FILE_NAME: &str = "iosets-state.toml";
 
 /// The state file's first lines.
 const STATE_HEADER: &str =
-    "# iosets quota state: the rules in force, written by the server at each \
-`iosets ctl rule add` or `del`.\n# Read at start in place of the configuration's [quota]; delete \
-this file to go back to the configuration's rules.\n";
+    "# iosets quota state: the rules and shares in force, written by the server at each \
+`iosets ctl rule add`, `rule del` or `share`.\n# Read at start in place of the configuration's \
+[quota]; delete this file to go back to the configuration's rules and shares.\n";
 
 /// Writes `quota` (the rules in force) to the state file `path`, durably: a temporary file
 /// beside it, fsynced, renamed over it, and the directory fsynced. A crash at any point leaves
@@ -386,11 +390,16 @@ this file to go back to the configuration's rules.\n";
 pub(crate) fn save_state(
     path: &Path,
     quota: Option<&iosets_runtime::QuotaConfig>,
+    shares: &[iosets_runtime::ShareSpec],
 ) -> std::io::Result<()> {
     use std::io::Write;
-    let table = quota
+    let mut table = quota
         .map(iosets_runtime::quota::TomlQuota::from)
         .unwrap_or_default();
+    table.share = shares
+        .iter()
+        .map(iosets_runtime::share::TomlShare::from)
+        .collect();
     let text = toml::to_string(&table).map_err(std::io::Error::other)?;
     let name = path
         .file_name()
@@ -413,14 +422,21 @@ pub(crate) fn save_state(
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Checks a quota table and turns it into the runtime's rules.
-pub(crate) fn quota_from(
-    q: &iosets_runtime::quota::TomlQuota,
-    what: &str,
-) -> Result<iosets_runtime::QuotaConfig, ServerError> {
-    iosets_runtime::QuotaConfig::from_toml_value(q).map_err(|e| ServerError::Config {
-        reason: format!("{what}: {e}"),
-    })
+impl ServerConfig {
+    /// Checks a quota table and puts its rules and shares in place of the configuration's.
+    pub(crate) fn set_quota_table(
+        &mut self,
+        q: &iosets_runtime::quota::TomlQuota,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        let err = |e: iosets_runtime::RuntimeError| ServerError::Config {
+            reason: format!("{what}: {e}"),
+        };
+        let quota = iosets_runtime::QuotaConfig::from_toml_value(q).map_err(err)?;
+        self.shares = q.shares().map_err(err)?;
+        self.quota = Some(quota);
+        Ok(())
+    }
 }
 
 /// The largest `meta_cost_bytes` accepted (1 MiB): above it one metadata request would weigh

@@ -1041,6 +1041,7 @@ fn submit(
         .file(FileId(file))
         .range(offset, len)
         .phase(phase)
+        .user(header.creds.map(|c| c.uid))
         .build();
     let (hint, overridden) = shared.config.hints.apply(header.priority);
     if overridden {

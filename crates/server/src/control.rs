@@ -95,7 +95,7 @@ pub(crate) fn handle(
                 .map_err(|e| refuse(EINVAL, e.to_string()))?;
             let (name, limits, matcher) =
                 (spec.name.clone(), spec.limits(), spec.matcher.to_string());
-            change_rules(shared, |sched| {
+            change_state(shared, |sched| {
                 sched
                     .add_rule(spec, rank.map(|r| r as usize))
                     .map_err(|e| refuse(EINVAL, e.to_string()))
@@ -104,7 +104,7 @@ pub(crate) fn handle(
             Ok(Reply::Done)
         }
         Control::RuleDel { name } => {
-            change_rules(shared, |sched| {
+            change_state(shared, |sched| {
                 sched
                     .remove_rule(&name)
                     .map_err(|e| refuse(EINVAL, e.to_string()))
@@ -115,26 +115,116 @@ pub(crate) fn handle(
         Control::Rules => Ok(Reply::Json(
             serde_json::to_string(&rules(shared)).expect("report serialises"),
         )),
+        Control::ShareSet { node, weight } => {
+            let used = set_share(shared, &node, weight)?;
+            match weight {
+                Some(w) => tracing::info!(%node, weight = w, used, "share set"),
+                None => tracing::info!(%node, used, "share cleared"),
+            }
+            Ok(Reply::Done)
+        }
+        Control::JobInfo {
+            job,
+            account,
+            nodes,
+        } => {
+            shared
+                .sched
+                .set_job_info(job, account.as_deref(), nodes)
+                .map_err(|e| refuse(EINVAL, e.to_string()))?;
+            Ok(Reply::Done)
+        }
+        Control::Shares => Ok(Reply::Json(
+            serde_json::to_string(&shares(shared)).expect("report serialises"),
+        )),
     }
 }
 
-/// Makes a rule change with `change` and, with a state file, writes the rules in force to it
-/// before the change is answered: a change that cannot be kept is undone and refused (`EIO`),
-/// so that nothing acknowledged is lost at the next restart.
-fn change_rules(
+/// Sets (`Some`) or clears (`None`) the share weight of `node` and keeps the shares in the
+/// state file. Returns whether the active policy's tree uses the node's level.
+fn set_share(shared: &Shared, node: &str, weight: Option<f64>) -> Result<bool, FsError> {
+    let invalid = |e: String| refuse(EINVAL, e);
+    let (level, key, _) = iosets_runtime::share::parse_node(node).map_err(invalid)?;
+    let spec = weight
+        .map(|w| iosets_runtime::ShareSpec::parse(node, w))
+        .transpose()
+        .map_err(invalid)?;
+    let mut used = false;
+    change_state(shared, |sched| {
+        let mut shares = sched.shares();
+        let at = shares.iter().position(|s| s.level == level && s.key == key);
+        match (spec, at) {
+            (Some(spec), Some(i)) => shares[i] = spec,
+            (Some(spec), None) => shares.push(spec),
+            (None, Some(i)) => {
+                shares.remove(i);
+            }
+            (None, None) => {
+                return Err(invalid(format!(
+                    "share `{node}`: no weight is set for it (it weighs 1)"
+                )))
+            }
+        }
+        used = sched
+            .set_shares(shares)
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(())
+    })?;
+    Ok(used)
+}
+
+/// The share weights and the jobs' accounts (`iosets ctl share list`).
+pub(crate) fn shares(shared: &Shared) -> iosets_proto::SharesReport {
+    iosets_proto::SharesReport {
+        policy: shared.sched.policy_name().into(),
+        levels: shared
+            .sched
+            .share_levels()
+            .iter()
+            .map(|l| l.as_str().to_owned())
+            .collect(),
+        shares: shared
+            .sched
+            .shares()
+            .iter()
+            .map(|s| iosets_proto::ShareReport {
+                node: s.node(),
+                weight: s.weight,
+            })
+            .collect(),
+        jobs: shared
+            .sched
+            .job_infos()
+            .into_iter()
+            .map(|(job, account, nodes)| iosets_proto::JobInfoReport {
+                job: job.0,
+                account,
+                nodes,
+            })
+            .collect(),
+    }
+}
+
+/// Makes a change of rules or shares with `change` and, with a state file, writes the rules
+/// and shares in force to it before the change is answered: a change that cannot be kept is
+/// undone and refused (`EIO`), so that nothing acknowledged is lost at the next restart.
+fn change_state(
     shared: &Shared,
     change: impl FnOnce(&iosets_runtime::Scheduler<crate::state::Pending>) -> Result<(), FsError>,
 ) -> Result<(), FsError> {
     let _one_at_a_time = shared.state_lock.lock().unwrap_or_else(|e| e.into_inner());
-    let before = shared.sched.quota();
+    let (quota_before, shares_before) = (shared.sched.quota(), shared.sched.shares());
     change(&shared.sched)?;
     let Some(path) = &shared.config.state_file else {
         return Ok(());
     };
-    let now = shared.sched.quota();
-    if let Err(e) = crate::config::save_state(path, now.as_ref()) {
-        let undone = shared.sched.set_quota(before);
-        tracing::error!(state_file = %path.display(), error = %e, "a rule change could not be kept: undone");
+    let (quota, shares) = (shared.sched.quota(), shared.sched.shares());
+    if let Err(e) = crate::config::save_state(path, quota.as_ref(), &shares) {
+        let undone = shared
+            .sched
+            .set_quota(quota_before)
+            .and_then(|()| shared.sched.set_shares(shares_before).map(drop));
+        tracing::error!(state_file = %path.display(), error = %e, "a change of rules or shares could not be kept: undone");
         return Err(refuse(
             EIO,
             format!(

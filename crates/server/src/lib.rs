@@ -322,6 +322,7 @@ fn scheduler(
         .set_service_threads(config.workers)
         .map_err(quota_err)?;
     sched.set_quota(config.quota.clone()).map_err(quota_err)?;
+    sched.set_shares(config.shares.clone()).map_err(quota_err)?;
     sched
         .set_inservice_limit(config.inservice_limit)
         .map_err(|e| config_err(e.to_string()))?;

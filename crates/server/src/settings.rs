@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config::{
-    mib_bytes, quota_from, read_auth_file, read_token_file, MAX_FRAME_LIMIT, MAX_INFLIGHT_BYTES,
+    mib_bytes, read_auth_file, read_token_file, MAX_FRAME_LIMIT, MAX_INFLIGHT_BYTES,
     MAX_META_COST_BYTES, MAX_META_LATENCY_MS, MIN_INFLIGHT_BYTES,
 };
 use crate::ServerConfig;
@@ -702,9 +702,10 @@ pub static SETTINGS: &[Setting] = &[
         kind: Kind::Table,
         value_name: "FILE",
         help: "Thread quotas, rates and reservations: a TOML file of `[[rule]]` tables (name, \
-               match, threads_pct, rate_ops, rate_bytes, strict, reserve_ops, weight) and the \
-               settings job_share_pct and lend; replaces the configuration's `[quota]`. Change \
-               at run time with `iosets ctl rule`.",
+               match, threads_pct, rate_ops, rate_bytes, strict, reserve_ops, weight), \
+               `[[share]]` tables of the fair-share tree (node, weight) and the settings \
+               job_share_pct and lend; replaces the configuration's `[quota]`. Change at run \
+               time with `iosets ctl rule` and `iosets ctl share`.",
         excludes: None,
         requires: None,
         set: |c, v| match v {
@@ -712,15 +713,17 @@ pub static SETTINGS: &[Setting] = &[
                 let q = toml::Value::Table(t)
                     .try_into()
                     .map_err(|e: toml::de::Error| format!("[quota]: {}", e.message().trim()))?;
-                c.quota = Some(quota_from(&q, "[quota]").map_err(reason)?);
-                Ok(())
+                c.set_quota_table(&q, "[quota]").map_err(reason)
             }
             Value::Path(p) => c.set_quota_file(&p).map_err(reason),
             other => Err(wrong("quota", Kind::Table, &other)),
         },
-        check: |c| match &c.quota {
-            Some(q) => q.validate().map_err(|e| format!("quota: {e}")),
-            None => Ok(()),
+        check: |c| {
+            iosets_runtime::share::check_shares(&c.shares).map_err(|e| format!("quota: {e}"))?;
+            match &c.quota {
+                Some(q) => q.validate().map_err(|e| format!("quota: {e}")),
+                None => Ok(()),
+            }
         },
     },
     Setting {

@@ -28,3 +28,4 @@ mod prometheus;
 mod quota;
 mod receiving;
 mod scheduling;
+mod shares;

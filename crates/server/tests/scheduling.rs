@@ -5,88 +5,11 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{create, write, Conn, TempDir};
-use iosets_proto::{Reply, Response};
+use common::{create, read_trace, saturate, Conn, TempDir};
 use iosets_server::{Server, ServerConfig};
-
-/// Keeps `depth` writes of `size` bytes outstanding for `job` until `until`, then waits for the
-/// last answers. Returns the number of writes acknowledged.
-fn saturate(addr: SocketAddr, job: u64, size: usize, depth: usize, until: Instant) -> u64 {
-    let mut c = Conn::connect(addr, job);
-    let mut sender = Conn::from_stream(c.stream.try_clone().unwrap(), job);
-    let (credit_tx, credit_rx) = mpsc::channel::<()>();
-    let (total_tx, total_rx) = mpsc::channel::<u64>();
-    for _ in 0..depth {
-        credit_tx.send(()).unwrap();
-    }
-    let path = format!("job{job}");
-    let send = thread::spawn(move || {
-        let mut sent = 0u64;
-        while Instant::now() < until {
-            if credit_rx.recv_timeout(Duration::from_millis(20)).is_err() {
-                continue;
-            }
-            let offset = (sent % 256) * size as u64;
-            sender.send(write(&path, offset, vec![job as u8; size]));
-            sent += 1;
-        }
-        // A last request whose answer tells the reader that nothing more is coming.
-        total_tx.send(sent).unwrap();
-        sender.send(iosets_proto::Request::Fsync { path });
-    });
-    let (mut acked, mut total) = (0u64, None);
-    while total != Some(acked) {
-        let (_, r) = c.recv().expect("answer");
-        match r {
-            Response::Ok(Reply::Written(_)) => {
-                acked += 1;
-                let _ = credit_tx.send(());
-            }
-            Response::Ok(Reply::Done) => total = Some(total_rx.recv().unwrap()),
-            r => panic!("{r:?}"),
-        }
-    }
-    send.join().unwrap();
-    acked
-}
-
-struct Served {
-    job: u64,
-    bytes: u64,
-    dispatch_s: f64,
-    complete_s: f64,
-}
-
-fn read_trace(path: &std::path::Path) -> Vec<Served> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    // The trace opens with its clock's UNIX zero, then the header.
-    assert!(lines
-        .next()
-        .unwrap()
-        .starts_with(iosets_period::trace::requests::CLOCK_ZERO));
-    assert_eq!(
-        lines.next().unwrap(),
-        "job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno"
-    );
-    lines
-        .filter(|l| l.split(',').nth(2) == Some("write"))
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            assert_eq!(f[9], "0", "{l}");
-            Served {
-                job: f[0].parse().unwrap(),
-                bytes: f[5].parse().unwrap(),
-                dispatch_s: f[7].parse::<f64>().unwrap() / 1e9,
-                complete_s: f[8].parse::<f64>().unwrap() / 1e9,
-            }
-        })
-        .collect()
-}
 
 fn start(
     root: &TempDir,
@@ -124,8 +47,8 @@ fn priorities_ten_to_one_get_ten_to_one_of_the_bytes() {
     prioritise(addr, &[(1, 1.0), (2, 0.1)]);
     let t0 = Instant::now();
     let until = t0 + Duration::from_millis(10_600);
-    let a = thread::spawn(move || saturate(addr, 1, 64 * 1024, 64, until));
-    let b = thread::spawn(move || saturate(addr, 2, 64 * 1024, 64, until));
+    let a = thread::spawn(move || saturate(addr, 1, None, 64 * 1024, 64, until));
+    let b = thread::spawn(move || saturate(addr, 2, None, 64 * 1024, 64, until));
     let (acked_a, acked_b) = (a.join().unwrap(), b.join().unwrap());
     server.shutdown().unwrap();
     let served = read_trace(&trace);
@@ -164,7 +87,7 @@ fn two_jobs_of_one_set_are_never_in_service_together() {
     let until = Instant::now() + Duration::from_millis(2_500);
     let jobs: Vec<_> = [1u64, 2, 3]
         .into_iter()
-        .map(|job| thread::spawn(move || saturate(addr, job, 32 * 1024, 8, until)))
+        .map(|job| thread::spawn(move || saturate(addr, job, None, 32 * 1024, 8, until)))
         .collect();
     for j in jobs {
         assert!(j.join().unwrap() > 0);

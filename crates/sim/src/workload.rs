@@ -238,6 +238,7 @@ pub fn from_records(records: &[RequestRecord]) -> Vec<Request> {
             len: r.len,
             op: r.op.op(),
             priority: None,
+            user: None,
             arrival: r.arrival,
         })
         .collect()
@@ -462,6 +463,7 @@ fn parse_row(
         len: size,
         op,
         priority,
+        user: None,
         arrival: Nanos::from_secs_f64(time),
     })
 }

@@ -332,6 +332,9 @@ pub struct Request {
     pub op: Op,
     /// The priority the client attached (IO-SETS' Set-10 priority), if any.
     pub priority: Option<Priority>,
+    /// The user id of the caller, when the request carries credentials (a fair-share tree's
+    /// `user` level).
+    pub user: Option<u32>,
     /// When it reached the scheduler; set by whoever enqueues it.
     pub arrival: Nanos,
     /// When the job's current I/O phase started, as the client saw it, in the scheduler's time
@@ -365,6 +368,7 @@ impl Request {
             len: 0,
             op,
             priority: None,
+            user: None,
             arrival: Nanos::ZERO,
             phase: None,
         })
@@ -405,6 +409,12 @@ impl RequestBuilder {
     /// The priority hint (IO-SETS' Set-10 priority) the client attached, if any.
     pub fn priority(mut self, priority: Option<Priority>) -> RequestBuilder {
         self.0.priority = priority;
+        self
+    }
+
+    /// The caller's user id, if the request carries credentials.
+    pub fn user(mut self, user: Option<u32>) -> RequestBuilder {
+        self.0.user = user;
         self
     }
 

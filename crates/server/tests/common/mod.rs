@@ -242,3 +242,90 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Keeps `depth` writes of `size` bytes outstanding for `job` until `until`, then waits for the
+/// last answers; with `creds`, as that user (the file `job<job>` must be writable by them).
+/// Returns the number of writes acknowledged.
+pub fn saturate(
+    addr: SocketAddr,
+    job: u64,
+    creds: Option<iosets_proto::Creds>,
+    size: usize,
+    depth: usize,
+    until: Instant,
+) -> u64 {
+    let mut c = Conn::connect(addr, job);
+    c.creds = creds;
+    let mut sender = Conn::from_stream(c.stream.try_clone().unwrap(), job);
+    sender.creds = creds;
+    let (credit_tx, credit_rx) = std::sync::mpsc::channel::<()>();
+    let (total_tx, total_rx) = std::sync::mpsc::channel::<u64>();
+    for _ in 0..depth {
+        credit_tx.send(()).unwrap();
+    }
+    let path = format!("job{job}");
+    let send = std::thread::spawn(move || {
+        let mut sent = 0u64;
+        while Instant::now() < until {
+            if credit_rx.recv_timeout(Duration::from_millis(20)).is_err() {
+                continue;
+            }
+            let offset = (sent % 256) * size as u64;
+            sender.send(write(&path, offset, vec![job as u8; size]));
+            sent += 1;
+        }
+        // A last request whose answer tells the reader that nothing more is coming.
+        total_tx.send(sent).unwrap();
+        sender.send(iosets_proto::Request::Fsync { path });
+    });
+    let (mut acked, mut total) = (0u64, None);
+    while total != Some(acked) {
+        let (_, r) = c.recv().expect("answer");
+        match r {
+            Response::Ok(Reply::Written(_)) => {
+                acked += 1;
+                let _ = credit_tx.send(());
+            }
+            Response::Ok(Reply::Done) => total = Some(total_rx.recv().unwrap()),
+            r => panic!("{r:?}"),
+        }
+    }
+    send.join().unwrap();
+    acked
+}
+
+/// One served write of a server's trace.
+pub struct Served {
+    pub job: u64,
+    pub bytes: u64,
+    pub dispatch_s: f64,
+    pub complete_s: f64,
+}
+
+/// The writes of the server's trace file `path`.
+pub fn read_trace(path: &std::path::Path) -> Vec<Served> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    // The trace opens with its clock's UNIX zero, then the header.
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with(iosets_period::trace::requests::CLOCK_ZERO));
+    assert_eq!(
+        lines.next().unwrap(),
+        "job,tag,op,path,offset,len,arrival_ns,dispatch_ns,complete_ns,errno"
+    );
+    lines
+        .filter(|l| l.split(',').nth(2) == Some("write"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(f[9], "0", "{l}");
+            Served {
+                job: f[0].parse().unwrap(),
+                bytes: f[5].parse().unwrap(),
+                dispatch_s: f[7].parse::<f64>().unwrap() / 1e9,
+                complete_s: f[8].parse::<f64>().unwrap() / 1e9,
+            }
+        })
+        .collect()
+}
