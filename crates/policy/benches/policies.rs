@@ -156,10 +156,62 @@ fn enqueue_dispatch_only(c: &mut Criterion) {
     g.finish();
 }
 
+/// The fair-share tree against flat WFQ (issue 31): 1,024 jobs of 32 users in 8 accounts,
+/// 10,000 requests queued, one enqueue + dispatch + completion per step; `wfq/flat` is the
+/// baseline of the same run.
+///
+/// `cargo bench -p iosets-policy --bench policies -- fairshare`
+fn fairshare(c: &mut Criterion) {
+    use iosets_policy::fairshare::{account_key, JobInfo};
+    const JOBS: u64 = 1024;
+    let mut g = c.benchmark_group("fairshare_10k_queued_1024_jobs");
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    let with_user = |i: u64| {
+        let mut r = request(i, JOBS);
+        r.user = Some((r.job.0 % 32) as u32);
+        r
+    };
+    for (label, key) in [
+        ("flat", "job"),
+        ("user-then-job", "user-then-job"),
+        ("account-user-job", "account,user,job"),
+    ] {
+        let pairs = iosets_policy::tunables::parse_pairs(&[format!("key={key}")]).unwrap();
+        let mut p = Counted::build("wfq", &pairs).unwrap();
+        for job in 0..JOBS {
+            let info = JobInfo {
+                account: Some(account_key(&format!("account{}", job % 8))),
+                nodes: None,
+            };
+            p.set_job_info(JobId(job), info);
+        }
+        for i in 0..QUEUED {
+            p.enqueue(with_user(i), Nanos(i * 1000));
+        }
+        let mut next = QUEUED;
+        g.bench_function(BenchmarkId::new("wfq", label), |b| {
+            b.iter(|| {
+                let now = Nanos(next);
+                p.enqueue(with_user(next), now);
+                if let Dispatch::Ready(batch) = p.dispatch(now) {
+                    let id = batch.id();
+                    let bytes = black_box(batch).bytes();
+                    p.complete(id, Outcome::Done { bytes }, now).unwrap();
+                }
+                next += 1;
+            });
+        });
+        assert!(p.check_balance().is_ok());
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     enqueue_dispatch,
     enqueue_dispatch_only,
-    every_policy
+    every_policy,
+    fairshare
 );
 criterion_main!(benches);

@@ -14,7 +14,8 @@
 //!    requests stay on TCP: the same-host transport is asked for by requests of 64 KiB or more).
 //!
 //! `cargo bench -p iosets-server --bench loopback` (RUNS=n for n runs, default 3; QUICK=1 for a
-//! short smoke run; PART=seq for the sequential measures only). Both sides run on the same
+//! short smoke run; PART=seq for the sequential measures only; PART=tree for the fair-share
+//! tree's cost: 2 to 16 jobs writing 1 MiB requests, `wfq key=account,user,job` vs `noop`). Both sides run on the same
 //! machine and the same page cache; nothing is fsynced in either (but the durable rows), so the
 //! comparison is of the paths, not of the disk. `PROFILE=w1|w8|r1|r8` (with `TRANSPORT=tcp` for
 //! TCP, `buf` for a `WriteBuf`; `DIRECT=0` to skip the direct measure) loops one pattern for
@@ -306,6 +307,120 @@ fn random_ops(root: &std::path::Path, policy: &str, ops_per_thread: usize, sets:
     (THREADS as usize * ops_per_thread) as f64 / secs
 }
 
+/// Aggregate MiB/s of `jobs` jobs each writing its share of `total_mib` in 1 MiB writes (one at
+/// a time, each to its own file) through a server running `policy` with `options`; the jobs
+/// are told to the server in two accounts (the fair-share tree places them by it).
+fn aggregate(
+    root: &std::path::Path,
+    policy: &str,
+    options: &[(&str, &str)],
+    jobs: u64,
+    total_mib: usize,
+) -> f64 {
+    let mut c = ServerConfig::new(root).with_insecure_loopback();
+    c.policy = policy.into();
+    c.policy_options = options
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    c.workers = 4;
+    c.token = Some("bench".into());
+    let server = Server::start(c).unwrap();
+    let addr = server.addr();
+    let setup = client(addr, 1000, None);
+    for j in 1..=jobs {
+        let op = iosets_proto::Control::JobInfo {
+            job: JobId(j),
+            account: Some(format!("account{}", j % 2)),
+            nodes: Some(1 + (j % 4) as u32),
+        };
+        setup.control(0, "bench", op).unwrap();
+    }
+    let per_job = total_mib / jobs as usize;
+    let barrier = Arc::new(std::sync::Barrier::new(jobs as usize + 1));
+    let writers: Vec<_> = (1..=jobs)
+        .map(|j| {
+            let barrier = barrier.clone();
+            thread::spawn(move || {
+                let c = client(addr, j, None);
+                let path = format!("agg{j}");
+                c.create(&path, 0o644, false).unwrap();
+                let block = Bytes::from(vec![j as u8; MIB]);
+                barrier.wait();
+                for i in 0..per_job {
+                    c.write_at(&path, (i * MIB) as u64, block.clone()).unwrap();
+                }
+            })
+        })
+        .collect();
+    barrier.wait();
+    let t = Instant::now();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let mib_s = (per_job * jobs as usize) as f64 / t.elapsed().as_secs_f64();
+    server.shutdown().unwrap();
+    // The files stay: the next measure overwrites them, so that none pays for allocating
+    // blocks the other did not.
+    mib_s
+}
+
+/// `PART=tree`: the fair-share tree's cost on the data path (issue 31): aggregate throughput of
+/// 2, 4, 8 and 16 jobs writing 1 MiB requests, not throttled, `wfq key=account,user,job` vs
+/// `noop`, the two alternating within each run.
+fn tree_cost(root: &std::path::Path, runs: usize, total_mib: usize) {
+    // KEY=job measures flat WFQ the same way.
+    let key = std::env::var("KEY").unwrap_or_else(|_| "account,user,job".into());
+    let tree: &[(&str, &str)] = &[("key", &key)];
+    let mut rows: Vec<(u64, Vec<f64>, Vec<f64>)> = Vec::new();
+    let counts: Vec<u64> = std::env::var("JOBS").map_or(vec![2, 4, 8, 16], |v| {
+        v.split(',').map(|n| n.parse().unwrap()).collect()
+    });
+    for jobs in counts {
+        // A measure not counted: the files exist and are cached before either side is timed.
+        aggregate(root, "noop", &[], jobs, total_mib);
+        let (mut noop, mut ours) = (Vec::new(), Vec::new());
+        for run in 0..runs {
+            if run % 2 == 0 {
+                noop.push(aggregate(root, "noop", &[], jobs, total_mib));
+                ours.push(aggregate(root, "wfq", tree, jobs, total_mib));
+            } else {
+                ours.push(aggregate(root, "wfq", tree, jobs, total_mib));
+                noop.push(aggregate(root, "noop", &[], jobs, total_mib));
+            }
+            eprintln!(
+                "{jobs} jobs, run {run}: noop {:.0} MiB/s, tree {:.0} MiB/s (load average {})",
+                noop.last().unwrap(),
+                ours.last().unwrap(),
+                loadavg()
+            );
+        }
+        rows.push((jobs, noop, ours));
+    }
+    println!("\n| jobs | noop MiB/s (range) | tree MiB/s (range) | tree / noop (median of runs) | per run |");
+    println!("|---|---|---|---|---|");
+    for (jobs, noop, ours) in rows {
+        let ratios: Vec<f64> = noop.iter().zip(&ours).map(|(n, o)| o / n).collect();
+        println!(
+            "| {jobs} | {:.0} ({}) | {:.0} ({}) | **{:.1}%** | {} |",
+            median(noop.clone()),
+            range(&noop),
+            median(ours.clone()),
+            range(&ours),
+            100.0 * median(ratios.clone()),
+            ratios
+                .iter()
+                .map(|r| format!("{:.1}%", 100.0 * r))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    println!(
+        "\n{runs} runs, {total_mib} MiB written per measure, 1 MiB requests, 4 workers, \
+         wfq key={key}"
+    );
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -475,10 +590,15 @@ fn main() {
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
 
+    let part = std::env::var("PART").unwrap_or_default();
+    if part == "tree" {
+        tree_cost(&root, runs, if quick { 64 } else { 1024 });
+        let _ = std::fs::remove_dir_all(&root);
+        return;
+    }
     let mut seqs: Vec<Seq> = Vec::new();
     let (mut io, mut noop, mut io_sets, mut noop_sets) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let part = std::env::var("PART").unwrap_or_default();
     for run in 0..runs {
         let before = loadavg();
         seqs.push(sequential(&root, file_mib, pairs));
