@@ -18,9 +18,11 @@
 #   5. With the mount gone, `srun -n2 --io-priority=0.1` fails (on_error=fail): both tasks
 #      print the plugin's refusal, srun exits non-zero, the command never ran.
 #      With on_error=continue instead, the step runs and the failure is in slurmd's log.
-#   6. plugstack.conf switched to `ctl=iosets servers=... token_file=... auth_file=...` (scontrol
-#      reconfigure; slurmd fetches it again): `srun --io-priority=0.25` sets and clears the
-#      priority through `iosets ctl`.
+#   6. plugstack.conf switched to `ctl=iosets servers=... token_file=... auth_file=...
+#      shares=on` (scontrol reconfigure; slurmd fetches it again): `srun --io-priority=0.25
+#      --account=physics` sets and clears the priority through `iosets ctl`, and the server
+#      knows the job's account and node count while it runs (`ctl share list`), not after;
+#      `shares=on` with `mount=` is refused with a clear message.
 #   7. No plugin, deploy/slurm/prolog.sh and epilog.sh as Prolog/Epilog instead:
 #      `srun --comment=project-x,io-priority=0.3` has 0.3 while it runs, cleared after;
 #      `--comment=io-priority=abc` runs without a priority and does not drain the node.
@@ -418,16 +420,37 @@ line=$(grep 'iosets: --io-priority at start of job' "$T/slurmd.log" | tail -n1)
 say "no mount, on_error=continue: the step ran; slurmd.log: ${line#*error: }"
 start_mount
 
-# ---- 6. the ctl mechanism: plugstack.conf runs `iosets ctl` against the server
-echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token auth_file=$IOSETS_AUTH_FILE" >"$T/etc/plugstack.conf"
+# ---- 6. the ctl mechanism: plugstack.conf runs `iosets ctl` against the server; with
+# shares=on it also passes the job's Slurm account and node count (and forgets them at its end)
+if grep -q 'shares=on' "$T/etc/plugstack.conf"; then fail "shares=on before section 6"; fi
+echo "required $T/spank_iosets.so mount=$T/mnt shares=on" >"$T/etc/plugstack.conf"
 reconfigure
-start_writer --io-priority=0.25
+if out=$(srun -N1 true 2>&1); then
+  fail "shares=on with mount= was accepted: $out"
+fi
+grep -q 'shares=on needs ctl=' <<<"$out" || grep -q 'shares=on needs ctl=' "$T/slurmd.log" \
+  || fail "shares=on with mount=: no clear message from srun or in slurmd.log: $out"
+say "refused: shares=on with mount= -> $(grep -h -m1 -o 'shares=on needs ctl=[^"]*' - "$T/slurmd.log" <<<"$out" | head -n1)"
+echo "required $T/spank_iosets.so ctl=$IOSETS servers=$SERVER token_file=$T/token auth_file=$IOSETS_AUTH_FILE shares=on" >"$T/etc/plugstack.conf"
+reconfigure
+start_writer --io-priority=0.25 --account=physics
 entry=$(job_entry "$job")
 jq -e '.priority == 0.25 and .priority_source == "control"' <<<"$entry" >/dev/null \
   || fail "ctl mechanism: job $job's jobstats lack priority 0.25 from control: $entry"
 say "ctl mechanism: job $job read '$(cat "$T/out/prio.$job")'; jobstats $(jq -c '{priority, priority_source, bytes_written}' <<<"$entry")"
+info=$(ctl --json share list | jq -c --argjson j "$job" '.jobs[] | select(.job == $j)')
+jq -e '.account == "physics" and .nodes == 1' <<<"$info" >/dev/null \
+  || fail "shares=on: the server lacks job $job's account and node count: $(ctl --json share list)"
+say "shares=on: the server knows job $job as $info"
 finish_writer
 wait_cleared "$job"
+for _ in $(seq 150); do
+  [ -z "$(ctl --json share list | jq -c --argjson j "$job" '.jobs[] | select(.job == $j)')" ] && break
+  sleep 0.1
+done
+[ -z "$(ctl --json share list | jq -c --argjson j "$job" '.jobs[] | select(.job == $j)')" ] \
+  || fail "shares=on: job $job's account is still known 15 s after its end"
+say "shares=on: job $job's account forgotten at its end"
 
 # ---- 7. no plugin: prolog.sh / epilog.sh with --comment=io-priority=P
 echo "# no plugins" >"$T/etc/plugstack.conf"

@@ -21,6 +21,14 @@
  *                         continue: logged in slurmd's log, the step runs unprioritised)
  *   timeout=SECONDS       bound on one write or one `iosets ctl` run (default 10, 1..300);
  *                         a stuck mount is killed and counts as a failure
+ *   shares=on|off         (with ctl= only; default off) tell the servers every job's Slurm
+ *                         account and node count at step start (`iosets ctl job-info JOB
+ *                         --account A --nodes N`), and forget them at job end (`--clear`): the
+ *                         servers' fair-share tree (`wfq key=account,user,job`, `size-fair`)
+ *                         places and weighs jobs by them. The account is SLURM_JOB_ACCOUNT of
+ *                         the job's environment, which slurmd sets from the job's record (a
+ *                         value the user exported is overwritten). A failure is treated as a
+ *                         failed priority write (on_error=).
  *
  * When it acts:
  *   - in srun/sbatch/salloc (local and allocator contexts) the option callbacks validate P and
@@ -69,6 +77,8 @@ SPANK_PLUGIN(iosets, 1);
 /* Plugin configuration, from plugstack.conf. */
 static char *mount_dir;
 static char *ctl_path;
+/* shares=on: pass every job's account and node count (ctl= only). */
+static int pass_shares;
 static char *token_file;
 static char *auth_file;
 static char *servers[MAX_SERVERS];
@@ -183,6 +193,10 @@ static int parse_args(int ac, char **av)
                 servers[n_servers++] = strdup(tok);
             }
             free(list);
+        } else if (strcmp(a, "shares=on") == 0) {
+            pass_shares = 1;
+        } else if (strcmp(a, "shares=off") == 0) {
+            pass_shares = 0;
         } else if (strcmp(a, "on_error=fail") == 0) {
             fail_on_error = 1;
         } else if (strcmp(a, "on_error=continue") == 0) {
@@ -197,7 +211,8 @@ static int parse_args(int ac, char **av)
             timeout_s = (int)t;
         } else {
             slurm_error("iosets: unknown plugin argument '%s' (known: mount=, ctl=, "
-                        "servers=, token_file=, auth_file=, on_error=fail|continue, timeout=)",
+                        "servers=, token_file=, auth_file=, on_error=fail|continue, timeout=, "
+                        "shares=on|off)",
                         a);
             return -1;
         }
@@ -209,6 +224,10 @@ static int parse_args(int ac, char **av)
     if (mount_dir && (mount_dir[0] != '/' || n_servers || token_file || auth_file)) {
         slurm_error("iosets: mount= needs an absolute path and takes no "
                     "servers=/token_file=/auth_file=");
+        return -1;
+    }
+    if (pass_shares && !ctl_path) {
+        slurm_error("iosets: shares=on needs ctl=PATH (the mount has no account file)");
         return -1;
     }
     if (ctl_path && (ctl_path[0] != '/' || n_servers == 0)) {
@@ -361,18 +380,17 @@ static int write_mount(uint32_t job, const char *value, char *msg)
 }
 
 /*
- * Runs `CTL ctl --server S [--token-file F] [--auth-file A] set-priority JOB P` (or clear-priority JOB) for
- * every server. Returns 0, or -1 with the first failure's reason (and ctl's stderr) in msg.
+ * Runs `CTL ctl --server S [--token-file F] [--auth-file A] TAIL...` for every server (TAIL:
+ * at most 8 words, NULL-terminated). Returns 0, or -1 with the first failure's reason (and
+ * ctl's stderr) in msg.
  */
-static int run_ctl(uint32_t job, const char *value, char *msg)
+static int run_ctl_all(char *const *tail, char *msg)
 {
-    char jobstr[16];
-    int i, clear = strcmp(value, "clear") == 0;
+    int i;
 
-    snprintf(jobstr, sizeof jobstr, "%u", job);
     for (i = 0; i < n_servers; i++) {
-        char *argv[14], out[MSG_LEN];
-        int n = 0, pfd[2], timed_out, rc;
+        char *argv[18], out[MSG_LEN], what[128] = "";
+        int n = 0, k, pfd[2], timed_out, rc;
         pid_t pid;
 
         argv[n++] = ctl_path;
@@ -387,10 +405,13 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
             argv[n++] = "--auth-file";
             argv[n++] = auth_file;
         }
-        argv[n++] = clear ? "clear-priority" : "set-priority";
-        argv[n++] = jobstr;
-        if (!clear)
-            argv[n++] = (char *)value;
+        for (k = 0; tail[k] && k < 8; k++) {
+            argv[n++] = tail[k];
+            if (strlen(what) + strlen(tail[k]) + 2 < sizeof what) {
+                strcat(what, " ");
+                strcat(what, tail[k]);
+            }
+        }
         argv[n] = NULL;
 
         pid = fork_with_pipe(pfd, msg);
@@ -418,12 +439,51 @@ static int run_ctl(uint32_t job, const char *value, char *msg)
             else if (rc == 127 && out[0] == '\0')
                 snprintf(msg, MSG_LEN, "cannot run %s", ctl_path);
             else
-                snprintf(msg, MSG_LEN, "%s ctl --server %s %s %s: exit %d: %s", ctl_path,
-                         servers[i], clear ? "clear-priority" : "set-priority", jobstr, rc, out);
+                snprintf(msg, MSG_LEN, "%s ctl --server %s%s: exit %d: %s", ctl_path,
+                         servers[i], what, rc, out);
             return -1;
         }
     }
     return 0;
+}
+
+/* `set-priority JOB P` (or `clear-priority JOB`) on every server. */
+static int run_ctl(uint32_t job, const char *value, char *msg)
+{
+    char jobstr[16];
+    int clear = strcmp(value, "clear") == 0;
+    char *tail[4] = {clear ? "clear-priority" : "set-priority", jobstr, NULL, NULL};
+
+    snprintf(jobstr, sizeof jobstr, "%u", job);
+    if (!clear)
+        tail[2] = (char *)value;
+    return run_ctl_all(tail, msg);
+}
+
+/*
+ * `job-info JOB [--account A] --nodes N` (or `job-info JOB --clear` with account NULL and nodes
+ * 0) on every server.
+ */
+static int run_job_info(uint32_t job, const char *account, uint32_t nodes, char *msg)
+{
+    char jobstr[16], nodestr[16];
+    char *tail[8] = {"job-info", jobstr, NULL};
+    int n = 2;
+
+    snprintf(jobstr, sizeof jobstr, "%u", job);
+    snprintf(nodestr, sizeof nodestr, "%u", nodes);
+    if (account && account[0]) {
+        tail[n++] = "--account";
+        tail[n++] = (char *)account;
+    }
+    if (nodes > 0) {
+        tail[n++] = "--nodes";
+        tail[n++] = nodestr;
+    }
+    if (n == 2)
+        tail[n++] = "--clear";
+    tail[n] = NULL;
+    return run_ctl_all(tail, msg);
 }
 
 /* Sets (value = a number) or clears ("clear") the job's priority: 0, or -1 and why in msg. */
@@ -485,9 +545,10 @@ static char start_failure[MSG_LEN];
  */
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
-    char value[64], msg[MSG_LEN] = "";
-    uint32_t job = 0;
-    int is_auto, rc;
+    char value[64], msg[MSG_LEN] = "", account[128] = "";
+    uint32_t job = 0, nodes = 0;
+    int is_auto, rc = 0;
+    const char *what = "--io-priority";
 
     if (spank_context() != S_CTX_REMOTE)
         return 0;
@@ -495,25 +556,40 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         return -1;
     if (job_options(sp, value, sizeof value, &is_auto) != 0)
         return -1;
-    if (!value[0] && !is_auto)
+    if (!value[0] && !is_auto && !pass_shares)
         return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
         rc = -1;
         snprintf(msg, sizeof msg, "cannot get the job id");
-    } else {
+    }
+    if (rc == 0 && pass_shares) {
+        what = "shares=on";
+        if (spank_getenv(sp, "SLURM_JOB_ACCOUNT", account, sizeof account) != ESPANK_SUCCESS)
+            account[0] = '\0';
+        if (spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS)
+            nodes = 0;
+        if (!account[0] && nodes == 0)
+            slurm_info("iosets: job %u: no account and no node count to pass", job);
+        else
+            rc = run_job_info(job, account, nodes, msg);
+        if (rc == 0)
+            slurm_info("iosets: job %u: account '%s', %u nodes passed", job, account, nodes);
+    }
+    if (rc == 0 && (value[0] || is_auto)) {
+        what = is_auto ? "--io-auto" : "--io-priority";
         rc = apply(job, is_auto ? "clear" : value, msg);
+        if (rc == 0)
+            slurm_info("iosets: job %u: %s", job,
+                       is_auto ? "priority cleared (--io-auto)" : "priority set");
     }
     if (rc != 0) {
-        slurm_error("iosets: %s at start of job %u: %s", is_auto ? "--io-auto" : "--io-priority",
-                    job, msg);
+        slurm_error("iosets: %s at start of job %u: %s", what, job, msg);
         if (fail_on_error)
             snprintf(start_failure, sizeof start_failure,
-                     "iosets: refusing to run job %u without its I/O priority: %s "
+                     "iosets: refusing to run job %u without its I/O %s: %s "
                      "(plugstack.conf on_error=fail)",
-                     job, msg);
-    } else {
-        slurm_info("iosets: job %u: %s", job,
-                   is_auto ? "priority cleared (--io-auto)" : "priority set");
+                     job, pass_shares && strcmp(what, "shares=on") == 0 ? "share" : "priority",
+                     msg);
     }
     return 0;
 }
@@ -530,7 +606,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
     return -1;
 }
 
-/* Job end, in slurmd's epilog as root: clear what --io-priority set. */
+/* Job end, in slurmd's epilog as root: clear what --io-priority set, forget the account. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
     char value[64], msg[MSG_LEN] = "";
@@ -539,6 +615,16 @@ int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 
     if (parse_args(ac, av) != 0)
         return 0; /* logged; failing the epilog would drain the node */
+    if (pass_shares) {
+        if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
+            slurm_error("iosets: epilog: cannot get the job id");
+            return 0;
+        }
+        if (run_job_info(job, NULL, 0, msg) != 0)
+            slurm_error("iosets: forgetting the account of job %u at its end: %s", job, msg);
+        else
+            slurm_info("iosets: job %u ended: account and node count forgotten", job);
+    }
     if (job_options(sp, value, sizeof value, &is_auto) != 0 || !value[0])
         return 0;
     if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
