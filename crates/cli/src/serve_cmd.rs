@@ -287,8 +287,10 @@ pub(crate) enum RuleCommand {
         /// The rule's name (letters, digits, -, _, .).
         name: String,
         /// What it matches: `*`, or key=value terms that must all hold, e.g.
-        /// "job={1 2} class=meta", "uid=1000", "client=10.0.0.0/8". Keys: job, uid, gid,
-        /// client, class (data-read, data-write, meta).
+        /// "job={1 2} class=meta", "job={dd.1000 myjob}", "user=alice", "account=physics",
+        /// "client=10.0.0.0/8". Keys: job (ids or names as the mount names jobs), uid (user),
+        /// gid (group), account (the job's Slurm account: `ctl job-info`), client, class
+        /// (data-read, data-write, meta).
         #[arg(value_name = "MATCH")]
         matcher: String,
         /// Percentage of the service threads its requests may hold (seed 003), e.g. 71 or 71%.

@@ -72,14 +72,11 @@ use rustix::io::Errno;
 use rustix::process::{getpid, getrlimit, pidfd_open, Pid, PidfdFlags, Resource};
 
 /// The longest job name (in bytes) that [`job_id_of`] accepts; longer values are refused.
-pub const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = iosets_types::MAX_JOB_NAME_LEN;
 
 /// The longest [`IdentConfig::ttl`] accepted: a day. Caching a job id longer than that is surely
 /// a configuration mistake.
 pub const MAX_TTL: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// The bit set in every hashed (non-numeric) job id, and in no numeric one.
-const HASHED: u64 = 1 << 63;
 
 /// `PIDFD_THREAD` (Linux 6.9): a pidfd of one thread rather than of a thread-group leader. The
 /// kernel defines it as `O_EXCL`; rustix has no name for it, but accepts the bit.
@@ -407,15 +404,9 @@ pub fn job_id_of(name: &str) -> Result<JobId, IdentError> {
     if name.len() > MAX_NAME_LEN {
         return Err(IdentError::NameTooLong { len: name.len() });
     }
-    if name.bytes().all(|b| b.is_ascii_digit()) {
-        return match name.parse::<u64>() {
-            Ok(n) if n < HASHED => Ok(JobId(n)),
-            _ => Err(IdentError::NumberOutOfRange {
-                name: name.to_owned(),
-            }),
-        };
-    }
-    Ok(JobId(fnv1a64(name.as_bytes()) | HASHED))
+    JobId::of_name(name).ok_or_else(|| IdentError::NumberOutOfRange {
+        name: name.to_owned(),
+    })
 }
 
 /// A job as a person names it where jobs are looked up (the control directory's `jobs/`,
@@ -808,7 +799,7 @@ impl JobResolver {
         self.counters.unknown.fetch_add(1, Relaxed);
         let name = format!("unknown.{uid}");
         // Not numeric and at most 18 bytes: this is what `job_id_of` gives.
-        let job = JobId(fnv1a64(name.as_bytes()) | HASHED);
+        let job = JobId(fnv1a64(name.as_bytes()) | iosets_types::HASHED_JOB_BIT);
         Resolved {
             job,
             name,

@@ -29,10 +29,12 @@
 //! # Text forms
 //! A match is `*` (everything) or `key=value` terms joined by spaces or `&`, all of which must
 //! hold; a value is one item or a set, `{a b}` or `a,b`, any of which may hold (Lustre's
-//! `jobid={a b}&opcode={ost_write}`). Keys: `job`, `uid` or `user`, `gid` or `group` (a number
-//! is an id; a name is looked up through the system's name service when the rule is read, so
-//! `user=alice` is kept as her uid), `client` (an address or a CIDR, IPv4 or IPv6), `class`
-//! (`data-read`, `data-write`, `meta`).
+//! `jobid={a b}&opcode={ost_write}`). Keys: `job` (an id, or a job's name as the mount names
+//! jobs, `job={dd.1000 myjob}`, hashed as [`JobId::of_name`] hashes it), `uid` or `user`, `gid`
+//! or `group` (a number is an id; a name is looked up through the system's name service when
+//! the rule is read, so `user=alice` is kept as her uid), `account` (a job's Slurm account, as
+//! the control plane told it: [`crate::Scheduler::set_job_info`]), `client` (an address or a
+//! CIDR, IPv4 or IPv6), `class` (`data-read`, `data-write`, `meta`).
 //!
 //! # What it is not
 //! Not the mechanism: the scheduler's gate ([`crate::Scheduler::set_quota`]) applies the rules.
@@ -67,6 +69,9 @@ pub struct Origin {
     pub gid: Option<u32>,
     /// The client's network address.
     pub addr: Option<IpAddr>,
+    /// The job's account key ([`crate::share::account_key`]), as the control plane told it;
+    /// the scheduler fills it in from its job records.
+    pub account: Option<u64>,
     /// Requests of the job other servers completed for this client since its last request
     /// here (dmClock's `delta`): charged to the job's rates and reservation before this one,
     /// so that they hold job-wide across servers.
@@ -182,14 +187,18 @@ impl fmt::Display for Cidr {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Match {
     jobs: Option<BTreeSet<u64>>,
+    /// The names jobs were given by (`job=dd.1000`), by id, to show them as given.
+    job_names: std::collections::BTreeMap<u64, String>,
     uids: Option<BTreeSet<u32>>,
     gids: Option<BTreeSet<u32>>,
+    /// Account keys, and the names they were given by.
+    accounts: Option<std::collections::BTreeMap<u64, String>>,
     clients: Option<Vec<Cidr>>,
     classes: Option<BTreeSet<OpClass>>,
 }
 
 /// The keys a match may use, for error messages.
-pub const MATCH_KEYS: &str = "job, uid (user), gid (group), client, class";
+pub const MATCH_KEYS: &str = "job, uid (user), gid (group), account, client, class";
 
 impl Match {
     /// Everything.
@@ -213,7 +222,35 @@ impl Match {
                 || format!("`{key}` is given twice (put the values in one set: {key}={{a b}})");
             match key.as_str() {
                 "job" | "jobid" => {
-                    let set = parse_set(&key, &values, |v| v.parse::<u64>().ok())?;
+                    let mut set = BTreeSet::new();
+                    for v in &values {
+                        // Digits are an id as `iosets ctl jobs` shows it (a hashed name's too);
+                        // anything else a name, hashed as the mount hashes it.
+                        let id = match v.parse::<u64>() {
+                            Ok(id) => id,
+                            Err(_) if v.bytes().all(|b| b.is_ascii_digit()) => {
+                                return Err(format!("`{key}={v}`: `{v}` is above the largest id"))
+                            }
+                            Err(_) => {
+                                if v.contains(['*', '?', '[']) {
+                                    return Err(format!(
+                                        "`{key}={v}`: patterns are not supported; name each job \
+                                         (its id, or its name as the mount names jobs: \
+                                         IOSETS_JOB_ID, SLURM_JOB_ID or procname.uid)"
+                                    ));
+                                }
+                                let id = JobId::of_name(v).ok_or_else(|| {
+                                    format!(
+                                        "`{key}={v}`: a job name is 1 to {} bytes",
+                                        iosets_types::MAX_JOB_NAME_LEN
+                                    )
+                                })?;
+                                m.job_names.insert(id.0, v.clone());
+                                id.0
+                            }
+                        };
+                        set.insert(id);
+                    }
                     if m.jobs.replace(set).is_some() {
                         return Err(dup());
                     }
@@ -228,6 +265,16 @@ impl Match {
                     let set = ids(&key, &values, group_id)?;
                     if m.gids.replace(set).is_some() {
                         return Err(dup_id("gid", "group"));
+                    }
+                }
+                "account" => {
+                    let mut set = std::collections::BTreeMap::new();
+                    for v in &values {
+                        crate::share::check_account(v).map_err(|e| format!("`{key}={v}`: {e}"))?;
+                        set.insert(crate::share::account_key(v), v.clone());
+                    }
+                    if m.accounts.replace(set).is_some() {
+                        return Err(dup());
                     }
                 }
                 "client" | "nid" => {
@@ -280,6 +327,10 @@ impl Match {
                 .gids
                 .as_ref()
                 .is_none_or(|s| origin.gid.is_some_and(|g| s.contains(&g)))
+            && self
+                .accounts
+                .as_ref()
+                .is_none_or(|s| origin.account.is_some_and(|a| s.contains_key(&a)))
             && self.clients.as_ref().is_none_or(|nets| {
                 origin
                     .addr
@@ -302,7 +353,13 @@ impl Match {
             (Some(_), None) => false,
             (Some(a), Some(b)) => b.iter().all(|n| a.iter().any(|m| m.covers(*n))),
         };
+        let accounts = match (&self.accounts, &other.accounts) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => b.keys().all(|k| a.contains_key(k)),
+        };
         set(&self.jobs, &other.jobs)
+            && accounts
             && set(&self.uids, &other.uids)
             && set(&self.gids, &other.gids)
             && set(&self.classes, &other.classes)
@@ -331,13 +388,19 @@ impl fmt::Display for Match {
         }
         let mut first = true;
         if let Some(s) = &self.jobs {
-            one(f, &mut first, "job", s.iter())?;
+            let shown = s
+                .iter()
+                .map(|id| self.job_names.get(id).cloned().unwrap_or(id.to_string()));
+            one(f, &mut first, "job", shown)?;
         }
         if let Some(s) = &self.uids {
             one(f, &mut first, "uid", s.iter())?;
         }
         if let Some(s) = &self.gids {
             one(f, &mut first, "gid", s.iter())?;
+        }
+        if let Some(s) = &self.accounts {
+            one(f, &mut first, "account", s.values())?;
         }
         if let Some(s) = &self.clients {
             one(f, &mut first, "client", s.iter())?;
@@ -842,6 +905,44 @@ mod tests {
 
     /// What the server's state file holds: every rule's fields, written as TOML and read back.
     #[test]
+    fn jobs_by_name_and_accounts_match() {
+        let m = Match::parse("job={dd.1000 42 myjob} account={physics bio}").unwrap();
+        // Ids in order (a name's is its hash): 42, then the two names by their hashes.
+        assert_eq!(
+            m.to_string(),
+            "job={42 dd.1000 myjob} account={bio physics}"
+        );
+        let back = Match::parse(&m.to_string()).unwrap();
+        assert_eq!(back, m, "the text form reads back as the same match");
+        let named = JobId::of_name("dd.1000").unwrap();
+        let physics = Origin {
+            account: Some(crate::share::account_key("physics")),
+            ..Origin::default()
+        };
+        assert!(m.matches(named, OpClass::Meta, &physics));
+        assert!(m.matches(JobId(42), OpClass::Meta, &physics));
+        assert!(!m.matches(JobId(43), OpClass::Meta, &physics));
+        // No account told: a rule on accounts does not match.
+        assert!(!m.matches(JobId(42), OpClass::Meta, &Origin::default()));
+        let other = Origin {
+            account: Some(crate::share::account_key("chemistry")),
+            ..Origin::default()
+        };
+        assert!(!m.matches(JobId(42), OpClass::Meta, &other));
+        assert!(Match::parse("account={physics bio}")
+            .unwrap()
+            .covers(&Match::parse("account=bio job=1").unwrap()));
+        for (text, needle) in [
+            ("job=dd.*", "patterns are not supported"),
+            ("job=99999999999999999999", "above the largest id"),
+            ("account=a/b", "not an account name"),
+        ] {
+            let e = Match::parse(text).unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn the_toml_form_gives_the_configuration_back() {
         let mut a = RuleSpec::new("tbf", Match::parse("uid=1000 class=data-write").unwrap());
         a.rate_bytes = Some(104_857_600.0);
@@ -922,7 +1023,7 @@ mod tests {
             ("client=10.0.0.1/8", "host bits"),
             ("client=ten", "not an address"),
             ("class=bulk", "classes: data-read"),
-            ("job=abc", "not a valid job"),
+            ("job=abc*", "patterns are not supported"),
             ("job={1 2", "closing"),
             ("job=1 job=2", "given twice"),
             ("job=", "no value"),

@@ -368,7 +368,9 @@ impl<T> State<T> {
             self.other_waiting += 1;
         }
         if let Some(gate) = self.gate.as_mut() {
-            let origin = origin.copied().unwrap_or_default();
+            let mut origin = origin.copied().unwrap_or_default();
+            // Rules may match on the job's account: the control plane's, kept here.
+            origin.account = self.job_info.get(&req.job).and_then(|r| r.info.account);
             if let Some(rule) = gate.classify(&req, &origin) {
                 self.jobs.entry(req.job).or_default().queued += 1;
                 self.payloads.insert(

@@ -1063,6 +1063,8 @@ fn submit(
         addr: link.peer,
         elsewhere_ops: header.elsewhere.map_or(0, |e| u64::from(e.ops)),
         elsewhere_bytes: header.elsewhere.map_or(0, |e| e.bytes),
+        // The scheduler fills it in from what the control plane told of the job.
+        account: None,
     };
     if let Err(refused) = shared.sched.submit_from(request, &origin, pending) {
         let msg = "the server is shutting down".to_string();

@@ -19,7 +19,10 @@ const EINVAL: i32 = 22;
 /// The account and user of job `j` (1-based): accounts alternate, users alternate in pairs,
 /// so that from four jobs on every account has jobs of both users.
 fn placement(j: u64) -> (&'static str, u32) {
-    (["bio", "physics"][(j % 2) as usize], [5001, 5002][((j / 2) % 2) as usize])
+    (
+        ["bio", "physics"][(j % 2) as usize],
+        [5001, 5002][((j / 2) % 2) as usize],
+    )
 }
 
 /// Account weights (physics 3, bio 1) and user weights (5002 weighs 2, 5001 1).
@@ -359,4 +362,46 @@ fn shares_are_checked_listed_and_kept_across_a_restart() {
     let e = config.load_state().unwrap_err().to_string();
     assert!(e.contains("account=physics") && e.contains("> 0"), "{e}");
     assert_eq!(std::fs::read_to_string(&state).unwrap(), corrupt);
+}
+
+#[test]
+fn rules_match_jobs_by_name_and_by_account() {
+    let root = TempDir::new("rule-names");
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
+    config.token = Some(TOKEN.into());
+    config
+        .set_quota_toml(concat!(
+            "[[rule]]\nname = \"byname\"\nmatch = \"job=dd.1000\"\nthreads_pct = 10\n",
+            "[[rule]]\nname = \"physics\"\nmatch = \"account=physics\"\nthreads_pct = 10\n",
+        ))
+        .unwrap();
+    let server = Server::start(config).unwrap();
+    let mut ctl = Conn::connect(server.addr(), 0);
+    let r = ctl.control(
+        TOKEN,
+        Control::JobInfo {
+            job: JobId(7),
+            account: Some("physics".into()),
+            nodes: Some(2),
+        },
+    );
+    done(r, "job info");
+    let named = JobId::of_name("dd.1000").unwrap();
+    for (job, file) in [(named.0, "a"), (7, "b"), (8, "c")] {
+        Conn::connect(server.addr(), job).ok(create(file));
+    }
+    let rules: iosets_proto::RulesReport = json(ctl.control(TOKEN, Control::Rules));
+    let matched: Vec<(&str, u64, &str)> = rules
+        .rules
+        .iter()
+        .map(|r| (r.name.as_str(), r.matched_total, r.matcher.as_str()))
+        .collect();
+    assert_eq!(
+        matched,
+        [
+            ("byname", 1, "job=dd.1000"),
+            ("physics", 1, "account=physics")
+        ]
+    );
+    assert!(server.shutdown().unwrap().balanced);
 }

@@ -32,6 +32,39 @@ pub struct FileId(pub u64);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ClassId(pub u64);
 
+/// The longest job name (in bytes) a job id is made from ([`JobId::of_name`]).
+pub const MAX_JOB_NAME_LEN: usize = 64;
+
+/// The bit set in every job id hashed from a name, and in no numeric one.
+pub const HASHED_JOB_BIT: u64 = 1 << 63;
+
+impl JobId {
+    /// The job id of a job name, as the mount names jobs: a decimal name below 2^63 is its
+    /// number (Slurm's job 42 is `JobId(42)`); any other name of 1 to [`MAX_JOB_NAME_LEN`] bytes
+    /// is `fnv1a64(name) | 1 << 63`, so it never equals a numeric id. `None` for an empty or
+    /// longer name and for a larger number: never truncated.
+    ///
+    /// ```
+    /// use iosets_types::JobId;
+    /// assert_eq!(JobId::of_name("42"), Some(JobId(42)));
+    /// assert!(JobId::of_name("dd.1000").unwrap().0 >= 1 << 63);
+    /// assert_eq!(JobId::of_name(""), None);
+    /// ```
+    pub fn of_name(name: &str) -> Option<JobId> {
+        if name.is_empty() || name.len() > MAX_JOB_NAME_LEN {
+            return None;
+        }
+        if name.bytes().all(|b| b.is_ascii_digit()) {
+            return name
+                .parse::<u64>()
+                .ok()
+                .filter(|&n| n < HASHED_JOB_BIT)
+                .map(JobId);
+        }
+        Some(JobId(hash::fnv1a64(name.as_bytes()) | HASHED_JOB_BIT))
+    }
+}
+
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
