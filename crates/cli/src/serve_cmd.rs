@@ -296,7 +296,8 @@ pub(crate) enum RuleCommand {
         /// Percentage of the service threads its requests may hold (seed 003), e.g. 71 or 71%.
         #[arg(long, value_name = "P%")]
         threads: Option<String>,
-        /// Operations per second per job (Lustre NRS TBF's rate).
+        /// Operations per second per job (Lustre NRS TBF's rate), weighed by each operation's
+        /// cost (`[op_cost]` of the quota: create 3 by default, others 1).
         #[arg(long, value_name = "OPS")]
         rate: Option<f64>,
         /// Bytes per second per job, with an optional K, M, G suffix (powers of 1024).
@@ -305,6 +306,10 @@ pub(crate) enum RuleCommand {
         /// Make the rates hard caps (by default a rate lends idle capacity).
         #[arg(long)]
         strict: bool,
+        /// One rate for every job of the rule together (a project's cap), job-wide across
+        /// servers; by default each job has the rate.
+        #[arg(long)]
+        per_rule: bool,
         /// Operations per second per job served ahead of every weight (mClock reservation).
         #[arg(long, value_name = "OPS")]
         reserve: Option<f64>,
@@ -397,6 +402,7 @@ fn rule_json(cmd: &RuleCommand) -> Result<Option<(String, Option<u32>)>> {
         rate,
         rate_bytes,
         strict,
+        per_rule,
         reserve,
         weight,
         rank,
@@ -422,6 +428,9 @@ fn rule_json(cmd: &RuleCommand) -> Result<Option<(String, Option<u32>)>> {
     put("weight", *weight);
     if *strict {
         rule.insert("strict".into(), true.into());
+    }
+    if *per_rule {
+        rule.insert("rate_scope".into(), "rule".into());
     }
     Ok(Some((serde_json::Value::Object(rule).to_string(), *rank)))
 }

@@ -18,6 +18,11 @@ const CHUNK: u64 = 4096;
 
 /// UNIX-epoch dispatch times (ns) of job 1's writes in a server trace.
 fn dispatches(text: &str) -> Vec<u64> {
+    dispatches_of(text, "1")
+}
+
+/// UNIX-epoch dispatch times (ns) of job `job`'s writes in a server trace.
+fn dispatches_of(text: &str, job: &str) -> Vec<u64> {
     let zero =
         iosets_period::trace::requests::clock_zero(text).expect("the trace names its clock's zero");
     text.lines()
@@ -25,7 +30,7 @@ fn dispatches(text: &str) -> Vec<u64> {
         .skip(1)
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            (f[0] == "1" && f[2] == "write").then(|| zero + f[7].parse::<u64>().unwrap())
+            (f[0] == job && f[2] == "write").then(|| zero + f[7].parse::<u64>().unwrap())
         })
         .collect()
 }
@@ -108,4 +113,94 @@ fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
         (0.9 * RATE..=1.1 * RATE).contains(&rate),
         "job-wide {rate:.1} writes/s for a rate of {RATE}/s"
     );
+}
+
+/// A rule-wide rate (`rate_scope = "rule"`) on two servers: jobs 1 and 2 of one project, each
+/// writing on both servers, together get the rule's rate (not 2 jobs × 2 servers × the rate),
+/// half each: every server charges the job's service elsewhere to the rule's one bucket.
+#[test]
+fn a_rule_wide_rate_on_two_servers_holds_for_all_its_jobs_together() {
+    const RULE_RATE: f64 = 400.0;
+    let scratch = Scratch::new("rule-wide-rate");
+    let quota = format!(
+        "[[rule]]\nname = \"project\"\nmatch = \"job={{1 2}} class=data-write\"\n\
+         rate_ops = {RULE_RATE}\nstrict = true\nrate_scope = \"rule\"\n"
+    );
+    let mut handles = Vec::new();
+    let mut traces = Vec::new();
+    for i in 0..2 {
+        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
+        cfg.workers = 4;
+        cfg.policy = "timeorder".into();
+        let trace = scratch.path().join(format!("trace{i}.csv"));
+        cfg.trace = Some(trace.clone());
+        cfg.set_quota_toml(&quota).unwrap();
+        traces.push(trace);
+        handles.push(Server::start(cfg).unwrap());
+    }
+    let per_thread = 400u64;
+    let writers: Vec<_> = (1..=2u64)
+        .flat_map(|job| {
+            let mut cfg = ClientConfig::new(JobId(job));
+            cfg.chunk_size = CHUNK;
+            let client = Arc::new(BlockingClient::connect(&addrs(&handles), cfg).unwrap());
+            client.create(&format!("f{job}"), 0o644, false).unwrap();
+            (0..4u64).map(move |t| {
+                let c = client.clone();
+                thread::spawn(move || {
+                    for i in 0..per_thread {
+                        let chunk = t * per_thread + i;
+                        let data = Bytes::from(vec![t as u8; CHUNK as usize]);
+                        let path = format!("f{job}");
+                        assert_eq!(c.write_at(&path, chunk * CHUNK, data).unwrap(), CHUNK);
+                    }
+                })
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    drop(handles);
+    let texts: Vec<String> = traces
+        .iter()
+        .map(|t| std::fs::read_to_string(t).unwrap())
+        .collect();
+    let of = |job: &str| -> Vec<u64> {
+        let mut v: Vec<u64> = texts.iter().flat_map(|t| dispatches_of(t, job)).collect();
+        v.sort_unstable();
+        v
+    };
+    let (one, two) = (of("1"), of("2"));
+    assert_eq!(one.len() + two.len(), 8 * per_thread as usize);
+    let mut all: Vec<u64> = one.iter().chain(&two).copied().collect();
+    all.sort_unstable();
+    // Every 5 s window (sliding by 50 ms) while both jobs write: the two together within 10 %
+    // of the rule's rate, each job within 10 % of half of it.
+    let w = 5_000_000_000u64;
+    let (first, last) = (
+        all[0],
+        one.last().unwrap().min(two.last().unwrap()).to_owned(),
+    );
+    let count = |v: &[u64], t: u64| v.iter().filter(|&&x| x >= t && x < t + w).count() as f64 / 5.0;
+    let mut t = first;
+    let mut windows = 0;
+    while t + w <= last {
+        let (a, b) = (count(&one, t), count(&two, t));
+        assert!(
+            (0.9 * RULE_RATE..=1.1 * RULE_RATE).contains(&(a + b)),
+            "{} ops/s together in a 5 s window for a rule-wide {RULE_RATE}/s",
+            a + b
+        );
+        for x in [a, b] {
+            assert!(
+                (0.45 * RULE_RATE..=0.55 * RULE_RATE).contains(&x),
+                "a job had {x} ops/s of a rule-wide {RULE_RATE}/s shared by two"
+            );
+        }
+        windows += 1;
+        t += 50_000_000;
+    }
+    assert!(windows > 0, "the run was shorter than a window");
+    println!("rule-wide rate: {windows} windows within 10 % of {RULE_RATE} ops/s, half each");
 }

@@ -28,7 +28,7 @@ use std::collections::{BTreeSet, VecDeque};
 use iosets_types::hash::IdMap;
 use iosets_types::{JobId, Nanos, Request, RequestId};
 
-use crate::quota::{OpClass, Origin, QuotaConfig, RuleSpec};
+use crate::quota::{OpClass, Origin, QuotaConfig, RateScope, RuleSpec};
 
 /// How long a rate bucket may bank idle time: a job may burst this much of its rate.
 const BURST_S: f64 = 0.1;
@@ -91,38 +91,31 @@ impl Bucket {
 struct Held {
     req: Request,
     origin: Origin,
+    /// What the request costs against an ops/s rate ([`QuotaConfig::op_cost`]).
+    cost: f64,
 }
 
-/// One job under one rule.
-#[derive(Debug)]
-struct JobQ {
-    held: VecDeque<Held>,
-    /// Admitted and not yet completed.
-    admitted: usize,
-    /// Its key's tie-breaker in `RuleState::waiting` (set when it starts waiting: first come,
-    /// first served among equals).
-    since: u64,
+/// Rate buckets: operations (cost-weighted) and bytes per second, either or both.
+#[derive(Clone, Copy, Debug, Default)]
+struct Rates {
     ops: Option<Bucket>,
     bytes: Option<Bucket>,
-    /// mClock's reservation tag: when the job may next go ahead of the weights.
-    r_tag: Nanos,
-    /// Threads the job freed and keeps for its next requests (`keep_ms`), still counted as
-    /// admitted, until `kept_until`.
-    kept: usize,
-    kept_until: Nanos,
 }
 
-impl JobQ {
-    fn idle(&self, now: Nanos) -> bool {
-        self.held.is_empty()
-            && self.admitted == 0
-            && self.kept == 0
-            && self.ops.is_none_or(|b| b.full(now))
-            && self.bytes.is_none_or(|b| b.full(now))
+impl Rates {
+    fn new(ops: Option<f64>, bytes: Option<f64>, now: Nanos) -> Rates {
+        Rates {
+            ops: ops.map(|r| Bucket::new(r, 1.0, now)),
+            bytes: bytes.map(|r| Bucket::new(r, 1.0, now)),
+        }
     }
 
-    /// Takes `ops` and `bytes` from the job's buckets (they may go into debt).
-    fn take_tokens(&mut self, ops: f64, bytes: f64, now: Nanos) {
+    fn full(&self, now: Nanos) -> bool {
+        self.ops.is_none_or(|b| b.full(now)) && self.bytes.is_none_or(|b| b.full(now))
+    }
+
+    /// Takes `ops` and `bytes` (they may go into debt).
+    fn take(&mut self, ops: f64, bytes: f64, now: Nanos) {
         if let Some(b) = self.ops.as_mut() {
             b.refill(now);
             b.tokens -= ops;
@@ -133,8 +126,8 @@ impl JobQ {
         }
     }
 
-    /// Whether the job's rates let its next request go (`soft_ok`: soft rates may be exceeded).
-    fn rates_ok(&mut self, now: Nanos, soft_ok: bool, strict: bool) -> bool {
+    /// Whether the next request may go (`soft_ok`: soft rates may be exceeded).
+    fn ok(&mut self, now: Nanos, soft_ok: bool, strict: bool) -> bool {
         if soft_ok && !strict {
             return true;
         }
@@ -149,7 +142,7 @@ impl JobQ {
         ops && bytes
     }
 
-    fn rates_ready_at(&self) -> Option<Nanos> {
+    fn ready_at(&self) -> Option<Nanos> {
         let a = self
             .ops
             .filter(|b| !b.ready(true))
@@ -165,9 +158,43 @@ impl JobQ {
     }
 }
 
-/// Charges an admitted request to its job's rate buckets and reservation tag.
-fn charge(q: &mut JobQ, req: &Request, now: Nanos, reserve_ops: Option<f64>) {
-    q.take_tokens(1.0, req.len as f64, now);
+/// One job under one rule.
+#[derive(Debug)]
+struct JobQ {
+    held: VecDeque<Held>,
+    /// Admitted and not yet completed.
+    admitted: usize,
+    /// Its key's tie-breaker in `RuleState::waiting` (set when it starts waiting: first come,
+    /// first served among equals).
+    since: u64,
+    /// Its own rates (a rule's rates per job); none under a rule-wide rate.
+    rates: Rates,
+    /// mClock's reservation tag: when the job may next go ahead of the weights.
+    r_tag: Nanos,
+    /// Threads the job freed and keeps for its next requests (`keep_ms`), still counted as
+    /// admitted, until `kept_until`.
+    kept: usize,
+    kept_until: Nanos,
+}
+
+impl JobQ {
+    fn idle(&self, now: Nanos) -> bool {
+        self.held.is_empty() && self.admitted == 0 && self.kept == 0 && self.rates.full(now)
+    }
+}
+
+/// Charges an admitted request to its job's rate buckets, its rule's shared ones and its
+/// job's reservation tag.
+fn charge(
+    q: &mut JobQ,
+    shared: &mut Rates,
+    req: &Request,
+    cost: f64,
+    now: Nanos,
+    reserve_ops: Option<f64>,
+) {
+    q.rates.take(cost, req.len as f64, now);
+    shared.take(cost, req.len as f64, now);
     if let Some(res) = reserve_ops {
         let step = Nanos::from_secs_f64(1.0 / res);
         q.r_tag = q.r_tag.max(now.saturating_sub(step)) + step;
@@ -237,6 +264,8 @@ struct RuleState {
     lent_in_service: usize,
     held: usize,
     jobs: IdMap<JobId, JobQ>,
+    /// The rule's rates shared by all its jobs (`rate_scope = rule`); none per job then.
+    shared: Rates,
     /// Jobs with held requests, fewest admitted first.
     waiting: BTreeSet<(usize, u64, JobId)>,
     stats: RuleStats,
@@ -251,6 +280,11 @@ impl RuleState {
             ((c as f64 * job_share_pct / 100.0 + 1e-9).floor() as usize).max(1)
         });
         let weight = spec.weight.unwrap_or(1.0);
+        let shared = if spec.rate_scope == RateScope::Rule {
+            Rates::new(spec.rate_ops, spec.rate_bytes, Nanos::ZERO)
+        } else {
+            Rates::default()
+        };
         RuleState {
             cap,
             job_cap,
@@ -260,6 +294,7 @@ impl RuleState {
             lent_in_service: 0,
             held: 0,
             jobs: IdMap::default(),
+            shared,
             waiting: BTreeSet::new(),
             stats: RuleStats::default(),
             spec,
@@ -273,13 +308,30 @@ impl RuleState {
         self.job_cap = fresh.job_cap;
         self.weight = fresh.weight;
         // A bucket whose rate did not change keeps its tokens (and its debt).
-        let (ops, bytes) = (fresh.spec.rate_ops, fresh.spec.rate_bytes);
-        let same = (self.spec.rate_ops, self.spec.rate_bytes) == (ops, bytes);
+        let (ops, bytes, scope) = (
+            fresh.spec.rate_ops,
+            fresh.spec.rate_bytes,
+            fresh.spec.rate_scope,
+        );
+        let same = (
+            self.spec.rate_ops,
+            self.spec.rate_bytes,
+            self.spec.rate_scope,
+        ) == (ops, bytes, scope);
         if !same {
+            let per_job = scope == RateScope::Job;
             for q in self.jobs.values_mut() {
-                q.ops = ops.map(|r| Bucket::new(r, 1.0, now));
-                q.bytes = bytes.map(|r| Bucket::new(r, 1.0, now));
+                q.rates = if per_job {
+                    Rates::new(ops, bytes, now)
+                } else {
+                    Rates::default()
+                };
             }
+            self.shared = if per_job {
+                Rates::default()
+            } else {
+                Rates::new(ops, bytes, now)
+            };
         }
         self.spec = fresh.spec;
     }
@@ -289,13 +341,16 @@ impl RuleState {
     }
 
     fn job_q(&mut self, job: JobId, now: Nanos) -> &mut JobQ {
-        let (ops, bytes) = (self.spec.rate_ops, self.spec.rate_bytes);
+        let rates = if self.spec.rate_scope == RateScope::Job {
+            Rates::new(self.spec.rate_ops, self.spec.rate_bytes, now)
+        } else {
+            Rates::default()
+        };
         self.jobs.entry(job).or_insert_with(|| JobQ {
             held: VecDeque::new(),
             admitted: 0,
             since: 0,
-            ops: ops.map(|r| Bucket::new(r, 1.0, now)),
-            bytes: bytes.map(|r| Bucket::new(r, 1.0, now)),
+            rates,
             r_tag: now,
             kept: 0,
             kept_until: Nanos::ZERO,
@@ -402,6 +457,15 @@ impl Gate {
         r.stats.matched_total += 1;
         let job = req.job;
         let reserve = r.spec.reserve_ops;
+        let cost = f64::from(self.cfg.op_cost.of(origin.op));
+        // Service the job had from other servers counts against the rule's shared rates too.
+        if origin.elsewhere_ops > 0 || origin.elsewhere_bytes > 0 {
+            r.shared.take(
+                origin.elsewhere_ops as f64,
+                origin.elsewhere_bytes as f64,
+                now,
+            );
+        }
         let q = r.job_q(job, now);
         let first = q.held.is_empty();
         if first {
@@ -414,7 +478,7 @@ impl Gate {
         // Service the job had from other servers counts against its rates and reservation here
         // (dmClock's delta): job-wide limits with no central controller.
         if origin.elsewhere_ops > 0 || origin.elsewhere_bytes > 0 {
-            q.take_tokens(
+            q.rates.take(
                 origin.elsewhere_ops as f64,
                 origin.elsewhere_bytes as f64,
                 now,
@@ -430,7 +494,7 @@ impl Gate {
             elsewhere_bytes: 0,
             ..origin
         };
-        q.held.push_back(Held { req, origin });
+        q.held.push_back(Held { req, origin, cost });
         let key = (q.admitted, q.since, job);
         if first {
             r.waiting.insert(key);
@@ -537,13 +601,20 @@ impl Gate {
                 }
                 // A kept thread does not lift the job's rates: a request over its rate waits
                 // for its token (or for the keep to end) like any other.
-                if !q.rates_ok(now, false, true) {
+                if !q.rates.ok(now, false, true) || !rule.shared.ok(now, false, true) {
                     break;
                 }
                 let held = q.held.pop_front().expect("checked non-empty");
                 let req = held.req;
                 q.kept -= 1;
-                charge(q, &req, now, rule.spec.reserve_ops);
+                charge(
+                    q,
+                    &mut rule.shared,
+                    &req,
+                    held.cost,
+                    now,
+                    rule.spec.reserve_ops,
+                );
                 if q.held.is_empty() {
                     rule.waiting.remove(&(q.admitted, q.since, j));
                 }
@@ -583,7 +654,11 @@ impl Gate {
             let (job_cap, strict) = (r.job_cap, r.spec.strict);
             for &(_, _, j) in &r.waiting {
                 let q = r.jobs.get_mut(&j).expect("a waiting job has a queue");
-                if q.r_tag > now || q.admitted >= job_cap || !q.rates_ok(now, false, strict) {
+                if q.r_tag > now
+                    || q.admitted >= job_cap
+                    || !q.rates.ok(now, false, strict)
+                    || !r.shared.ok(now, false, strict)
+                {
                     continue;
                 }
                 if best.is_none_or(|(t, _, _)| q.r_tag < t) {
@@ -610,7 +685,7 @@ impl Gate {
                     break;
                 }
                 let q = r.jobs.get_mut(&j).expect("a waiting job has a queue");
-                if !q.rates_ok(now, lend, strict) {
+                if !q.rates.ok(now, lend, strict) || !r.shared.ok(now, lend, strict) {
                     continue;
                 }
                 let key = admitted as f64 / weight;
@@ -625,13 +700,21 @@ impl Gate {
 
     /// Moves `job`'s oldest held request under `rule` to admitted.
     fn take(&mut self, rule: usize, job: JobId, now: Nanos, phase: Phase) -> Request {
+        self.seq += 1;
+        let seq = self.seq;
         let r = &mut self.rules[rule];
         let q = r.jobs.get_mut(&job).expect("picked job has a queue");
         let old_key = (q.admitted, q.since, job);
         let held = q.held.pop_front().expect("picked job holds a request");
         let req = held.req;
         q.admitted += 1;
-        charge(q, &req, now, r.spec.reserve_ops);
+        if r.spec.rate_scope == RateScope::Rule {
+            // The rule's tokens go round its jobs: the one served goes behind the others that
+            // hold as many threads (with first-come order kept, the first job would take every
+            // token of a shared rate).
+            q.since = seq;
+        }
+        charge(q, &mut r.shared, &req, held.cost, now, r.spec.reserve_ops);
         let new_key = (q.admitted, q.since, job);
         let still = !q.held.is_empty();
         r.waiting.remove(&old_key);
@@ -670,8 +753,14 @@ impl Gate {
             if r.held == 0 || (r.spec.rate_ops.is_none() && r.spec.rate_bytes.is_none()) {
                 continue;
             }
+            let shared = r.shared.ready_at();
             for &(_, _, j) in &r.waiting {
-                if let Some(at) = r.jobs.get(&j).and_then(JobQ::rates_ready_at) {
+                let own = r.jobs.get(&j).and_then(|q| q.rates.ready_at());
+                let at = match (own, shared) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                };
+                if let Some(at) = at {
                     t = Some(t.map_or(at, |x| x.min(at)));
                 }
             }

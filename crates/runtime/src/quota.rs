@@ -72,6 +72,9 @@ pub struct Origin {
     /// The job's account key ([`crate::share::account_key`]), as the control plane told it;
     /// the scheduler fills it in from its job records.
     pub account: Option<u64>,
+    /// The operation's name as the server knows it (`create`, `lookup`, `read`…), for its cost
+    /// against an ops/s rate ([`QuotaConfig::op_cost`]); `None` costs 1.
+    pub op: Option<&'static str>,
     /// Requests of the job other servers completed for this client since its last request
     /// here (dmClock's `delta`): charged to the job's rates and reservation before this one,
     /// so that they hold job-wide across servers.
@@ -512,6 +515,100 @@ fn parse_set<T: Ord>(
         .collect()
 }
 
+/// Whom a rule's rates cap: each job apart (TBF's classes), or all its jobs together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RateScope {
+    /// A bucket per job under the rule (the default).
+    #[default]
+    Job,
+    /// One bucket for every job of the rule together (a cap for a whole project).
+    Rule,
+}
+
+impl RateScope {
+    /// Its name in a quota file (`rate_scope = "rule"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RateScope::Job => "job",
+            RateScope::Rule => "rule",
+        }
+    }
+}
+
+/// What operations cost against an ops/s rate (`[op_cost]` of a quota file): Ceph's MDS QoS
+/// weighs a create above a lookup. A data request, and any operation not listed, costs 1 unless
+/// set; by default the operations that make a name (create, mkdir, mknod, symlink, link) cost 3.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpCosts {
+    set: std::collections::BTreeMap<String, u32>,
+}
+
+/// The operations a cost may be set for.
+pub const COSTED_OPS: &[&str] = &[
+    "read",
+    "write",
+    "fsync",
+    "lookup",
+    "lstat",
+    "open",
+    "create",
+    "mkdir",
+    "mknod",
+    "symlink",
+    "link",
+    "unlink",
+    "rmdir",
+    "rename",
+    "readdir",
+    "readdirplus",
+    "readlink",
+    "setattr",
+    "truncate",
+    "statfs",
+];
+
+/// The largest cost of one operation.
+pub const MAX_OP_COST: u32 = 1000;
+
+impl OpCosts {
+    /// The cost of operation `op` (`None`: 1).
+    pub fn of(&self, op: Option<&str>) -> u32 {
+        let Some(op) = op else { return 1 };
+        if let Some(&c) = self.set.get(op) {
+            return c;
+        }
+        match op {
+            "create" | "mkdir" | "mknod" | "symlink" | "link" => 3,
+            _ => 1,
+        }
+    }
+
+    /// Sets the cost of `op`.
+    ///
+    /// # Errors
+    /// An unknown operation, or a cost outside 1 to [`MAX_OP_COST`].
+    pub fn set(&mut self, op: &str, cost: u32) -> Result<(), String> {
+        if !COSTED_OPS.contains(&op) {
+            return Err(format!(
+                "op_cost: unknown operation `{op}` (operations: {})",
+                COSTED_OPS.join(", ")
+            ));
+        }
+        if !(1..=MAX_OP_COST).contains(&cost) {
+            return Err(format!(
+                "op_cost: `{op}` costs {cost}; a cost is 1 to {MAX_OP_COST}"
+            ));
+        }
+        self.set.insert(op.to_owned(), cost);
+        Ok(())
+    }
+
+    /// The costs set (not the defaults), by operation.
+    pub fn set_costs(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.set.iter().map(|(k, &v)| (k.as_str(), v))
+    }
+}
+
 /// One rule: a name, what it matches, and its limits. At least one limit must be given.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuleSpec {
@@ -527,6 +624,8 @@ pub struct RuleSpec {
     pub rate_bytes: Option<f64>,
     /// Rates are hard caps (no lending of idle capacity).
     pub strict: bool,
+    /// Whether the rates cap each job (the default) or every job of the rule together.
+    pub rate_scope: RateScope,
     /// Operations per second per job served ahead of every weight.
     pub reserve_ops: Option<f64>,
     /// Share of contended threads relative to other rules (default 1).
@@ -543,6 +642,7 @@ impl RuleSpec {
             rate_ops: None,
             rate_bytes: None,
             strict: false,
+            rate_scope: RateScope::Job,
             reserve_ops: None,
             weight: None,
         }
@@ -559,6 +659,9 @@ impl RuleSpec {
         }
         if let Some(r) = self.rate_bytes {
             parts.push(format!("rate={r}B/s"));
+        }
+        if self.rate_scope == RateScope::Rule {
+            parts.push("per-rule".into());
         }
         if self.strict {
             parts.push("strict".into());
@@ -599,6 +702,12 @@ impl RuleSpec {
         if self.strict && self.rate_ops.is_none() && self.rate_bytes.is_none() {
             return Err("`strict` applies to a rate, and the rule has none".into());
         }
+        if self.rate_scope == RateScope::Rule
+            && self.rate_ops.is_none()
+            && self.rate_bytes.is_none()
+        {
+            return Err("`rate_scope = \"rule\"` applies to a rate, and the rule has none".into());
+        }
         if let (Some(res), Some(rate)) = (self.reserve_ops, self.rate_ops) {
             if res > rate {
                 return Err(format!(
@@ -625,6 +734,8 @@ pub struct QuotaConfig {
     /// a keep the thread goes to a waiting job of the rule meanwhile and the client waits for
     /// the next one to free (the anticipatory scheduler's idea, for threads).
     pub keep_ms: f64,
+    /// What operations cost against ops/s rates (`[op_cost]`).
+    pub op_cost: OpCosts,
 }
 
 impl Default for QuotaConfig {
@@ -634,6 +745,7 @@ impl Default for QuotaConfig {
             job_share_pct: 90.0,
             lend: false,
             keep_ms: 0.0,
+            op_cost: OpCosts::default(),
         }
     }
 }
@@ -741,6 +853,9 @@ impl QuotaConfig {
         for (i, r) in value.rule.iter().enumerate() {
             cfg.rules.push(r.to_spec(i)?);
         }
+        for (op, &cost) in &value.op_cost {
+            cfg.op_cost.set(op, cost).map_err(|e| bad("*", e))?;
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -764,6 +879,9 @@ pub struct TomlQuota {
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
+    /// Costs of operations against ops/s rates, by operation name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub op_cost: std::collections::BTreeMap<String, u32>,
     /// Share weights of the fair-share tree ([`crate::share`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub share: Vec<crate::share::TomlShare>,
@@ -794,6 +912,11 @@ impl From<&QuotaConfig> for TomlQuota {
             lend: Some(cfg.lend),
             keep_ms: Some(cfg.keep_ms),
             rule: cfg.rules.iter().map(TomlRule::from).collect(),
+            op_cost: cfg
+                .op_cost
+                .set_costs()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
             share: Vec::new(),
         }
     }
@@ -808,6 +931,7 @@ impl From<&RuleSpec> for TomlRule {
             rate_ops: r.rate_ops,
             rate_bytes: r.rate_bytes,
             strict: r.strict.then_some(true),
+            rate_scope: (r.rate_scope == RateScope::Rule).then(|| "rule".to_owned()),
             reserve_ops: r.reserve_ops,
             weight: r.weight,
         }
@@ -840,6 +964,16 @@ impl TomlRule {
         spec.rate_ops = self.rate_ops;
         spec.rate_bytes = self.rate_bytes;
         spec.strict = self.strict.unwrap_or(false);
+        spec.rate_scope = match self.rate_scope.as_deref() {
+            None | Some("job") => RateScope::Job,
+            Some("rule") => RateScope::Rule,
+            Some(other) => {
+                return Err(bad(
+                    &label,
+                    format!("rate_scope must be \"job\" or \"rule\", not \"{other}\""),
+                ))
+            }
+        };
         spec.reserve_ops = self.reserve_ops;
         spec.weight = self.weight;
         Ok(spec)
@@ -868,6 +1002,9 @@ pub struct TomlRule {
     /// `strict`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub strict: Option<bool>,
+    /// `rate_scope`: `"job"` (default) or `"rule"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_scope: Option<String>,
     /// `reserve_ops`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reserve_ops: Option<f64>,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use iosets_runtime::quota::{Match, QuotaConfig, RuleSpec};
+use iosets_runtime::quota::{Match, QuotaConfig, RateScope, RuleSpec};
 use iosets_runtime::{Clock, Counted, Next, Origin, RuntimeError, Scheduler, Work};
 use iosets_types::{Nanos, Op, Outcome};
 use proptest::prelude::*;
@@ -59,6 +59,8 @@ struct Sim {
     clock: Arc<ManualClock>,
     threads: usize,
     service: Nanos,
+    /// Who every request is from (its operation's name sets its cost against ops/s rates).
+    origin: Origin,
 }
 
 impl Sim {
@@ -71,6 +73,7 @@ impl Sim {
             clock,
             threads,
             service,
+            origin: Origin::default(),
         }
     }
 
@@ -81,9 +84,7 @@ impl Sim {
 
     fn submit(&self, g: &Group, seq: u64) {
         let req = common::request(g.job, g.op, g.job * 1000 + seq % 7, seq * g.len, g.len);
-        self.sched
-            .submit_from(req, &Origin::default(), g.job)
-            .unwrap();
+        self.sched.submit_from(req, &self.origin, g.job).unwrap();
     }
 
     /// Runs the groups until `end` with a step of at most `step`; returns what was seen.
@@ -405,6 +406,61 @@ fn a_soft_rate_lends_idle_capacity_and_holds_under_contention() {
     // Alone, the 4 threads serve it at 4,000 ops/s; with others waiting it keeps to its rate.
     assert!(alone > 3_000.0, "{alone}");
     assert!((90.0..=110.0).contains(&contended), "{contended}");
+}
+
+#[test]
+fn a_rule_wide_rate_caps_its_jobs_together_and_ops_are_weighed_by_cost() {
+    // Three jobs under one strict 300 ops/s rate: per job (TBF's default) 300 each; rule-wide
+    // 300 for the three together. Counted over every 5 s window after a 1 s ramp-up.
+    let run = |scope: RateScope, op: Option<&'static str>, cost: Option<u32>| {
+        let mut sim = Sim::new(common::policy("timeorder"), 8, MS);
+        sim.origin.op = op;
+        let mut r = rule("project", "job={1 2 3}");
+        r.rate_ops = Some(300.0);
+        r.strict = true;
+        r.rate_scope = scope;
+        let mut cfg = quota(vec![r], false);
+        if let Some(c) = cost {
+            cfg.op_cost.set("create", c).unwrap();
+        }
+        sim.sched.set_quota(Some(cfg)).unwrap();
+        let seen = sim.run(
+            &[meta(1, 8), meta(2, 8), meta(3, 8)],
+            Nanos(7_000 * MS.0),
+            MS,
+        );
+        let per_job: Vec<Vec<f64>> = (1..=3)
+            .map(|j| windows(&seen, j, Nanos(1_000 * MS.0), Nanos(7_000 * MS.0), false))
+            .collect();
+        let total: Vec<f64> = (0..per_job[0].len())
+            .map(|w| per_job.iter().map(|j| j[w]).sum())
+            .collect();
+        (per_job, total)
+    };
+    let within = |v: &[f64], want: f64, what: &str| {
+        for &x in v {
+            assert!(
+                (x - want).abs() <= 0.03 * want,
+                "{what}: {x} ops/s, want {want} ±3%"
+            );
+        }
+    };
+    let (per_job, _) = run(RateScope::Job, None, None);
+    for j in &per_job {
+        within(j, 300.0, "per job");
+    }
+    let (per_job, total) = run(RateScope::Rule, None, None);
+    within(&total, 300.0, "rule-wide, the three together");
+    for j in &per_job {
+        within(j, 100.0, "rule-wide, each of three equal jobs");
+    }
+    // Creates cost 3 by default: 300 cost units a second are 100 creates; set to 1, 300.
+    let (_, total) = run(RateScope::Rule, Some("create"), None);
+    within(&total, 100.0, "creates at cost 3");
+    let (_, total) = run(RateScope::Rule, Some("create"), Some(1));
+    within(&total, 300.0, "creates at cost 1");
+    let (_, total) = run(RateScope::Rule, Some("lookup"), None);
+    within(&total, 300.0, "lookups at cost 1");
 }
 
 #[test]

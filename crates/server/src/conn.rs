@@ -1065,6 +1065,8 @@ fn submit(
         elsewhere_bytes: header.elsewhere.map_or(0, |e| e.bytes),
         // The scheduler fills it in from what the control plane told of the job.
         account: None,
+        // What the request costs against ops/s rates (`[op_cost]`).
+        op: Some(op.as_str()),
     };
     if let Err(refused) = shared.sched.submit_from(request, &origin, pending) {
         let msg = "the server is shutting down".to_string();
