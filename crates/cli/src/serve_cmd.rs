@@ -771,13 +771,24 @@ fn print_rules(r: &RulesReport) {
         return;
     }
     println!(
-        "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10}  jobs",
-        "rank", "name", "match", "limits", "threads", "in svc", "peak", "held", "admitted", "lent"
+        "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10} {:>9} {:>9}  jobs",
+        "rank",
+        "name",
+        "match",
+        "limits",
+        "threads",
+        "in svc",
+        "peak",
+        "held",
+        "admitted",
+        "lent",
+        "thread s",
+        "rate s"
     );
     for x in &r.rules {
         let jobs: Vec<String> = x.jobs.iter().map(u64::to_string).collect();
         println!(
-            "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10}  {}",
+            "{:>4} {:<16} {:<24} {:<28} {:>7} {:>7} {:>7} {:>6} {:>10} {:>10} {:>9.1} {:>9.1}  {}",
             x.rank,
             x.name,
             x.matcher,
@@ -788,12 +799,38 @@ fn print_rules(r: &RulesReport) {
             x.held,
             x.admitted_total,
             x.lent_total,
+            x.held_threads_s,
+            x.held_rate_s,
             if jobs.is_empty() {
                 "-".into()
             } else {
                 jobs.join(",")
             }
         );
+    }
+    // Who each rule held most: "thread s / rate s" per job and user.
+    let list = |v: &[iosets_proto::HeldReport]| -> String {
+        v.iter()
+            .map(|h| format!("{} ({:.1}/{:.1})", h.id, h.threads_s, h.rate_s))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for x in &r.rules {
+        let t = &x.top;
+        if t.jobs_1h.is_empty() {
+            continue;
+        }
+        println!("{}: held most (thread s/rate s)", x.name);
+        for (what, v) in [
+            ("jobs, last minute", &t.jobs_1m),
+            ("users, last minute", &t.users_1m),
+            ("jobs, last hour", &t.jobs_1h),
+            ("users, last hour", &t.users_1h),
+        ] {
+            if !v.is_empty() {
+                println!("  {what:<18} {}", list(v));
+            }
+        }
     }
 }
 

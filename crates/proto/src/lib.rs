@@ -72,8 +72,8 @@ pub use message::{
     Reply, Request, Response, SetAttr, SetTime, Statfs,
 };
 pub use report::{
-    CauseReport, JobInfoReport, JobReport, JobRuleReport, JobsReport, RuleReport, RulesReport,
-    ServerReport, ShareReport, SharesReport, WaitCausesReport, WaitReport,
+    CauseReport, HeldReport, HeldTopReport, JobInfoReport, JobReport, JobRuleReport, JobsReport,
+    RuleReport, RulesReport, ServerReport, ShareReport, SharesReport, WaitCausesReport, WaitReport,
 };
 
 /// The protocol version this crate speaks. A frame of another version is refused.

@@ -200,6 +200,38 @@ pub struct JobRuleReport {
     pub admitted: u64,
     /// The job's requests held back by it.
     pub held: u64,
+    /// Seconds the job's admitted requests waited under it for a thread (since the rule last
+    /// saw the job idle).
+    #[serde(default)]
+    pub held_threads_s: f64,
+    /// Seconds they were held by a rate.
+    #[serde(default)]
+    pub held_rate_s: f64,
+}
+
+/// One job or user a rule held: its id (job id or uid) and the seconds held, for a thread and
+/// by a rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeldReport {
+    /// The job id, or the uid.
+    pub id: u64,
+    /// Seconds its requests waited for a thread.
+    pub threads_s: f64,
+    /// Seconds they were held by a rate.
+    pub rate_s: f64,
+}
+
+/// The jobs and users a rule held most (at most 5 each), most first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeldTopReport {
+    /// Jobs, over the last minute.
+    pub jobs_1m: Vec<HeldReport>,
+    /// Users, over the last minute.
+    pub users_1m: Vec<HeldReport>,
+    /// Jobs, over the last hour.
+    pub jobs_1h: Vec<HeldReport>,
+    /// Users, over the last hour.
+    pub users_1h: Vec<HeldReport>,
 }
 
 /// One quota rule's line of `iosets ctl rule list`.
@@ -241,6 +273,16 @@ pub struct RuleReport {
     pub completed_total: u64,
     /// Jobs with requests admitted or held.
     pub jobs: Vec<u64>,
+    /// Seconds its admitted requests waited for a thread (its cap, a job's ceiling, every
+    /// thread busy), since the rule was added.
+    #[serde(default)]
+    pub held_threads_s: f64,
+    /// Seconds they were held by a rate (no token in their job's or the rule's bucket).
+    #[serde(default)]
+    pub held_rate_s: f64,
+    /// Who it held most over the last minute and hour.
+    #[serde(default)]
+    pub top: HeldTopReport,
 }
 
 /// One share weight of the fair-share tree.

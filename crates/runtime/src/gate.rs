@@ -28,6 +28,7 @@ use std::collections::{BTreeSet, VecDeque};
 use iosets_types::hash::IdMap;
 use iosets_types::{JobId, Nanos, Request, RequestId};
 
+use crate::held::{Blocked, HeldLog, HeldNs, HeldTop};
 use crate::quota::{OpClass, Origin, QuotaConfig, RateScope, RuleSpec};
 
 /// How long a rate bucket may bank idle time: a job may burst this much of its rate.
@@ -93,13 +94,17 @@ struct Held {
     origin: Origin,
     /// What the request costs against an ops/s rate ([`QuotaConfig::op_cost`]).
     cost: f64,
+    /// Its job's and its rule's rate-blocked totals when it was held ([`Blocked::at`]).
+    marks: (u64, u64),
 }
 
-/// Rate buckets: operations (cost-weighted) and bytes per second, either or both.
+/// Rate buckets: operations (cost-weighted) and bytes per second, either or both, and the
+/// time they had no token.
 #[derive(Clone, Copy, Debug, Default)]
 struct Rates {
     ops: Option<Bucket>,
     bytes: Option<Bucket>,
+    blocked: Blocked,
 }
 
 impl Rates {
@@ -107,6 +112,7 @@ impl Rates {
         Rates {
             ops: ops.map(|r| Bucket::new(r, 1.0, now)),
             bytes: bytes.map(|r| Bucket::new(r, 1.0, now)),
+            blocked: Blocked::default(),
         }
     }
 
@@ -114,7 +120,8 @@ impl Rates {
         self.ops.is_none_or(|b| b.full(now)) && self.bytes.is_none_or(|b| b.full(now))
     }
 
-    /// Takes `ops` and `bytes` (they may go into debt).
+    /// Takes `ops` and `bytes` (they may go into debt); a bucket left without a token is
+    /// blocked until it has one again.
     fn take(&mut self, ops: f64, bytes: f64, now: Nanos) {
         if let Some(b) = self.ops.as_mut() {
             b.refill(now);
@@ -123,6 +130,9 @@ impl Rates {
         if let Some(b) = self.bytes.as_mut() {
             b.refill(now);
             b.tokens -= bytes;
+        }
+        if let Some(until) = self.ready_at() {
+            self.blocked.block(now, until);
         }
     }
 
@@ -169,6 +179,8 @@ struct JobQ {
     since: u64,
     /// Its own rates (a rule's rates per job); none under a rule-wide rate.
     rates: Rates,
+    /// Time its admitted requests were held: (for a thread, by a rate), while it is known.
+    held_ns: HeldNs,
     /// mClock's reservation tag: when the job may next go ahead of the weights.
     r_tag: Nanos,
     /// Threads the job freed and keeps for its next requests (`keep_ms`), still counted as
@@ -199,6 +211,19 @@ fn charge(
         let step = Nanos::from_secs_f64(1.0 / res);
         q.r_tag = q.r_tag.max(now.saturating_sub(step)) + step;
     }
+}
+
+/// Splits the wait of `held`, admitted at `now`, into (for a thread, by a rate) and records it
+/// for its job and rule.
+fn account(q: &mut JobQ, shared: &Rates, log: &mut HeldLog, held: &Held, now: Nanos) {
+    let wait = now.0.saturating_sub(held.req.arrival.0);
+    let own = q.rates.blocked.at(now).saturating_sub(held.marks.0);
+    let rule = shared.blocked.at(now).saturating_sub(held.marks.1);
+    let rate = own.max(rule).min(wait);
+    let split = (wait - rate, rate);
+    q.held_ns.0 += split.0;
+    q.held_ns.1 += split.1;
+    log.add(now, held.req.job.0, held.origin.uid, split);
 }
 
 /// What the gate counts per rule (its conservation counters and gauges).
@@ -237,6 +262,14 @@ pub struct RuleStats {
     pub completed_total: u64,
     /// Bytes of the requests admitted.
     pub admitted_bytes_total: u64,
+    /// Nanoseconds its admitted requests waited for a thread (its cap, a job's ceiling, every
+    /// thread busy), since the rule was added.
+    pub held_threads_ns: u64,
+    /// Nanoseconds its admitted requests were held by a rate (no token in their job's bucket
+    /// or the rule's), since the rule was added.
+    pub held_rate_ns: u64,
+    /// The jobs and users it held most over the last minute and hour.
+    pub top: HeldTop,
     /// Every job the rule knows, with its admitted and held counts.
     pub jobs: Vec<RuleJob>,
 }
@@ -250,6 +283,11 @@ pub struct RuleJob {
     pub admitted: u64,
     /// Its requests held.
     pub held: u64,
+    /// Nanoseconds its admitted requests waited for a thread under the rule, while the rule
+    /// has known it (since its last idle time).
+    pub held_threads_ns: u64,
+    /// Nanoseconds they were held by a rate.
+    pub held_rate_ns: u64,
 }
 
 #[derive(Debug)]
@@ -266,6 +304,8 @@ struct RuleState {
     jobs: IdMap<JobId, JobQ>,
     /// The rule's rates shared by all its jobs (`rate_scope = rule`); none per job then.
     shared: Rates,
+    /// Who it held and why.
+    log: HeldLog,
     /// Jobs with held requests, fewest admitted first.
     waiting: BTreeSet<(usize, u64, JobId)>,
     stats: RuleStats,
@@ -295,6 +335,7 @@ impl RuleState {
             held: 0,
             jobs: IdMap::default(),
             shared,
+            log: HeldLog::default(),
             waiting: BTreeSet::new(),
             stats: RuleStats::default(),
             spec,
@@ -351,6 +392,7 @@ impl RuleState {
             admitted: 0,
             since: 0,
             rates,
+            held_ns: (0, 0),
             r_tag: now,
             kept: 0,
             kept_until: Nanos::ZERO,
@@ -466,6 +508,7 @@ impl Gate {
                 now,
             );
         }
+        let rule_mark = r.shared.blocked.at(now);
         let q = r.job_q(job, now);
         let first = q.held.is_empty();
         if first {
@@ -494,7 +537,13 @@ impl Gate {
             elsewhere_bytes: 0,
             ..origin
         };
-        q.held.push_back(Held { req, origin, cost });
+        let marks = (q.rates.blocked.at(now), rule_mark);
+        q.held.push_back(Held {
+            req,
+            origin,
+            cost,
+            marks,
+        });
         let key = (q.admitted, q.since, job);
         if first {
             r.waiting.insert(key);
@@ -605,6 +654,7 @@ impl Gate {
                     break;
                 }
                 let held = q.held.pop_front().expect("checked non-empty");
+                account(q, &rule.shared, &mut rule.log, &held, now);
                 let req = held.req;
                 q.kept -= 1;
                 charge(
@@ -706,6 +756,7 @@ impl Gate {
         let q = r.jobs.get_mut(&job).expect("picked job has a queue");
         let old_key = (q.admitted, q.since, job);
         let held = q.held.pop_front().expect("picked job holds a request");
+        account(q, &r.shared, &mut r.log, &held, now);
         let req = held.req;
         q.admitted += 1;
         if r.spec.rate_scope == RateScope::Rule {
@@ -898,8 +949,8 @@ impl Gate {
         free
     }
 
-    /// Every rule's counters and gauges.
-    pub(crate) fn stats(&self) -> Vec<RuleStats> {
+    /// Every rule's counters and gauges, its top lists as of `now`.
+    pub(crate) fn stats(&self, now: Nanos) -> Vec<RuleStats> {
         self.rules
             .iter()
             .map(|r| {
@@ -912,6 +963,8 @@ impl Gate {
                 s.held = r.held as u64;
                 s.admitted = r.admitted as u64;
                 s.in_service = r.in_service as u64;
+                (s.held_threads_ns, s.held_rate_ns) = r.log.total;
+                s.top = r.log.top(now);
                 let mut jobs: Vec<RuleJob> = r
                     .jobs
                     .iter()
@@ -920,6 +973,8 @@ impl Gate {
                         job,
                         admitted: q.admitted as u64,
                         held: q.held.len() as u64,
+                        held_threads_ns: q.held_ns.0,
+                        held_rate_ns: q.held_ns.1,
                     })
                     .collect();
                 jobs.sort_unstable_by_key(|j| j.job);

@@ -96,6 +96,7 @@ pub mod book;
 mod clock;
 mod error;
 mod gate;
+pub mod held;
 pub mod inservice;
 pub mod quota;
 mod scheduler;

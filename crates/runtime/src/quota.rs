@@ -1090,17 +1090,38 @@ mod tests {
         let mut c = RuleSpec::new("md", Match::parse("class=meta").unwrap());
         c.rate_ops = Some(500.0);
         c.reserve_ops = Some(50.0);
+        c.rate_scope = RateScope::Rule;
+        let mut op_cost = OpCosts::default();
+        op_cost.set("unlink", 2).unwrap();
         let cfg = QuotaConfig {
             rules: vec![a, b, c],
             job_share_pct: 80.0,
             lend: true,
             keep_ms: 2.0,
+            op_cost,
         };
         cfg.validate().unwrap();
         let text = toml::to_string(&TomlQuota::from(&cfg)).unwrap();
         let back: TomlQuota = toml::from_str(&text).unwrap();
         assert_eq!(QuotaConfig::from_toml_value(&back).unwrap(), cfg, "{text}");
         assert!(!text.contains("strict = false"), "{text}");
+        assert!(text.contains("rate_scope = \"rule\""), "{text}");
+        assert_eq!(cfg.op_cost.of(Some("unlink")), 2);
+        assert_eq!(cfg.op_cost.of(Some("create")), 3);
+        assert_eq!(cfg.op_cost.of(Some("lookup")), 1);
+        assert_eq!(cfg.op_cost.of(None), 1);
+        let mut costs = OpCosts::default();
+        assert!(costs
+            .set("frobnicate", 2)
+            .unwrap_err()
+            .contains("unknown operation"));
+        assert!(costs.set("create", 0).unwrap_err().contains("1 to 1000"));
+        let bad: TomlQuota = toml::from_str(
+            "[[rule]]\nname = \"x\"\nmatch = \"*\"\nrate_scope = \"rule\"\nthreads_pct = 5\n",
+        )
+        .unwrap();
+        let e = QuotaConfig::from_toml_value(&bad).unwrap_err().to_string();
+        assert!(e.contains("applies to a rate"), "{e}");
     }
 
     #[test]

@@ -1498,13 +1498,10 @@ impl<T: Send + 'static> Scheduler<T> {
 
     /// The quota rules in force with their counters (empty without quotas).
     pub fn rules(&self) -> Vec<crate::RuleStats> {
-        self.inner
-            .state
-            .lock()
-            .gate
-            .as_ref()
-            .map(crate::gate::Gate::stats)
-            .unwrap_or_default()
+        let now = self.inner.clock.now();
+        let st = self.inner.state.lock();
+        let now = now.max(st.last_now);
+        st.gate.as_ref().map(|g| g.stats(now)).unwrap_or_default()
     }
 
     /// The active policy's name.
@@ -1572,7 +1569,7 @@ impl<T: Send + 'static> Scheduler<T> {
             submitted: st.submitted,
             queued: st.queued(),
             held: st.held(),
-            rules: st.gate.as_ref().map(Gate::stats).unwrap_or_default(),
+            rules: st.gate.as_ref().map(|g| g.stats(now)).unwrap_or_default(),
             in_flight: st.in_flight(),
             requests_in_service: st.requests_in_service,
             retired_policies: st.retired.len(),

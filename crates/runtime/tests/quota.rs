@@ -464,6 +464,55 @@ fn a_rule_wide_rate_caps_its_jobs_together_and_ops_are_weighed_by_cost() {
 }
 
 #[test]
+fn held_time_is_split_into_threads_and_rates_and_the_top_lists_name_who() {
+    // 8 threads of 1 ms. Rule `tbf`: job 1 at a strict 100 ops/s (8 processes: held by its
+    // rate). Rule `cap`: jobs 2 and 3 on 25 % of the threads (8 processes each: held for a
+    // thread). Every request from uid 1000.
+    let mut sim = Sim::new(common::policy("timeorder"), 8, MS);
+    sim.origin.uid = Some(1000);
+    let mut tbf = rule("tbf", "job=1");
+    tbf.rate_ops = Some(100.0);
+    tbf.strict = true;
+    let mut cap = rule("cap", "job={2 3}");
+    cap.threads_pct = Some(25.0);
+    sim.set_rules(vec![tbf, cap], false);
+    sim.run(
+        &[meta(1, 8), meta(2, 8), meta(3, 8)],
+        Nanos(3_000 * MS.0),
+        MS,
+    );
+    let rules = sim.sched.rules();
+    let (tbf, cap) = (&rules[0], &rules[1]);
+    let share = |a: u64, b: u64| a as f64 / (a + b) as f64;
+    println!(
+        "tbf: threads {} ms, rate {} ms; cap: threads {} ms, rate {} ms",
+        tbf.held_threads_ns / 1_000_000,
+        tbf.held_rate_ns / 1_000_000,
+        cap.held_threads_ns / 1_000_000,
+        cap.held_rate_ns / 1_000_000
+    );
+    assert!(
+        share(tbf.held_rate_ns, tbf.held_threads_ns) > 0.95,
+        "{tbf:?}"
+    );
+    assert_eq!(cap.held_rate_ns, 0, "no rate in `cap`");
+    assert!(cap.held_threads_ns > 0);
+    // Each rule's top lists name its own jobs, most held first, and the one user.
+    let jobs = |v: &[(u64, (u64, u64))]| -> Vec<u64> { v.iter().map(|e| e.0).collect() };
+    assert_eq!(jobs(&tbf.top.jobs_1m), [1]);
+    let mut capped = jobs(&cap.top.jobs_1h);
+    capped.sort_unstable();
+    assert_eq!(capped, [2, 3]);
+    assert_eq!(jobs(&cap.top.users_1m), [1000]);
+    let (t, r) = cap.top.users_1h[0].1;
+    assert_eq!(
+        t + r,
+        cap.held_threads_ns + cap.held_rate_ns,
+        "the hour holds it all"
+    );
+}
+
+#[test]
 fn a_reservation_is_met_when_the_device_can_meet_it() {
     // 4 threads of 10 ms: 400 ops/s. A light job in a weight-1 rule against three heavy jobs in
     // a weight-100 rule: by weight it holds one thread (100 ops/s); a reservation of 200 ops/s

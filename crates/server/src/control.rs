@@ -5,8 +5,8 @@
 
 use iosets_policy::set10::SetMapping;
 use iosets_proto::{
-    CauseReport, Control, JobReport, JobRuleReport, JobsReport, Reply, RuleReport, RulesReport,
-    ServerReport, WaitCausesReport, WaitReport,
+    CauseReport, Control, HeldReport, HeldTopReport, JobReport, JobRuleReport, JobsReport, Reply,
+    RuleReport, RulesReport, ServerReport, WaitCausesReport, WaitReport,
 };
 use iosets_runtime::{Counted, WaitCause};
 
@@ -271,9 +271,32 @@ pub(crate) fn rules(shared: &Shared) -> RulesReport {
                 kept_total: r.kept_total,
                 completed_total: r.completed_total,
                 jobs: r.jobs.iter().map(|j| j.job.0).collect(),
+                held_threads_s: secs(r.held_threads_ns),
+                held_rate_s: secs(r.held_rate_ns),
+                top: HeldTopReport {
+                    jobs_1m: held(&r.top.jobs_1m),
+                    users_1m: held(&r.top.users_1m),
+                    jobs_1h: held(&r.top.jobs_1h),
+                    users_1h: held(&r.top.users_1h),
+                },
             })
             .collect(),
     }
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// A rule's top list for its report.
+fn held(top: &[(u64, (u64, u64))]) -> Vec<HeldReport> {
+    top.iter()
+        .map(|&(id, (threads, rate))| HeldReport {
+            id,
+            threads_s: secs(threads),
+            rate_s: secs(rate),
+        })
+        .collect()
 }
 
 /// The Set-10 index of a priority, if it is one of Set-10's (`10^-i`).
@@ -292,6 +315,8 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
                 rule: r.name.clone(),
                 admitted: j.admitted,
                 held: j.held,
+                held_threads_s: secs(j.held_threads_ns),
+                held_rate_s: secs(j.held_rate_ns),
             });
         }
     }

@@ -444,6 +444,53 @@ fn render_rules(out: &mut String, rules: &[iosets_runtime::RuleStats]) {
             }
         }
     }
+    header(
+        out,
+        "iosets_rule_held_seconds_total",
+        "counter",
+        "Seconds the requests a quota rule admitted were held, by what held them: limit=\"threads\" \
+         (its thread cap, a job's ceiling, every thread busy) or limit=\"rate\" (no token in \
+         the job's or the rule's bucket).",
+    );
+    for r in rules {
+        for (limit, ns) in [("threads", r.held_threads_ns), ("rate", r.held_rate_ns)] {
+            let _ = writeln!(
+                out,
+                "iosets_rule_held_seconds_total{{rule=\"{}\",limit=\"{limit}\"}} {}",
+                r.name,
+                ns as f64 / 1e9
+            );
+        }
+    }
+    // Who was held most: at most 5 jobs and 5 users per rule and window (bounded cardinality:
+    // the series follow the current top, as the job series follow the active jobs).
+    header(
+        out,
+        "iosets_rule_top_held_seconds",
+        "gauge",
+        "Seconds a quota rule held the jobs and users it held most (at most 5 each, rank 1 the \
+         most) over the last minute (window=\"1m\") and hour (window=\"1h\"): who=\"job\" \
+         (id: the job id) or who=\"user\" (id: the uid).",
+    );
+    for r in rules {
+        let t = &r.top;
+        for (window, who, list) in [
+            ("1m", "job", &t.jobs_1m),
+            ("1m", "user", &t.users_1m),
+            ("1h", "job", &t.jobs_1h),
+            ("1h", "user", &t.users_1h),
+        ] {
+            for (rank, &(id, (threads, rate))) in list.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "iosets_rule_top_held_seconds{{rule=\"{}\",window=\"{window}\",who=\"{who}\",rank=\"{}\",id=\"{id}\"}} {}",
+                    r.name,
+                    rank + 1,
+                    (threads + rate) as f64 / 1e9
+                );
+            }
+        }
+    }
 }
 
 /// The jobs given their own series: at most `max`, those with requests queued or in service

@@ -266,6 +266,12 @@ pub(crate) struct RuleRow {
     pub held: u64,
     /// Distinct jobs with requests admitted or held.
     pub jobs: usize,
+    /// Seconds its admitted requests waited for a thread, summed over the servers.
+    pub held_threads_s: f64,
+    /// Seconds they were held by a rate, summed over the servers.
+    pub held_rate_s: f64,
+    /// The job it held most over the last minute (summed over the servers) and its seconds.
+    pub top_1m: Option<(u64, f64)>,
     /// Servers that have it.
     pub servers: usize,
     /// Whether the servers' rules of this name match or limit differently.
@@ -503,6 +509,7 @@ impl Model {
         let mut peers: HashMap<u64, HashSet<&str>> = HashMap::new();
         let mut rules: Vec<RuleRow> = Vec::new();
         let mut rule_jobs: HashMap<String, HashSet<u64>> = HashMap::new();
+        let mut rule_top: HashMap<String, BTreeMap<u64, f64>> = HashMap::new();
         for s in &self.servers {
             let Some(snap) = s.live() else { continue };
             for j in &snap.jobs.jobs {
@@ -516,6 +523,10 @@ impl Model {
             }
             for r in &snap.rules.rules {
                 rule_jobs.entry(r.name.clone()).or_default().extend(&r.jobs);
+                let top = rule_top.entry(r.name.clone()).or_default();
+                for h in &r.top.jobs_1m {
+                    *top.entry(h.id).or_default() += h.threads_s + h.rate_s;
+                }
                 match rules.iter_mut().find(|x| x.name == r.name) {
                     Some(x) => {
                         x.differs |= x.matcher != r.matcher || x.limits != r.limits;
@@ -525,6 +536,8 @@ impl Model {
                         };
                         x.in_service += r.in_service;
                         x.held += r.held;
+                        x.held_threads_s += r.held_threads_s;
+                        x.held_rate_s += r.held_rate_s;
                         x.servers += 1;
                     }
                     None => rules.push(RuleRow {
@@ -535,6 +548,9 @@ impl Model {
                         in_service: r.in_service,
                         held: r.held,
                         jobs: 0,
+                        held_threads_s: r.held_threads_s,
+                        held_rate_s: r.held_rate_s,
+                        top_1m: None,
                         servers: 1,
                         differs: false,
                     }),
@@ -546,6 +562,11 @@ impl Model {
         }
         for r in &mut rules {
             r.jobs = rule_jobs.get(&r.name).map_or(0, HashSet::len);
+            r.top_1m = rule_top.get(&r.name).and_then(|t| {
+                t.iter()
+                    .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.cmp(a.0)))
+                    .map(|(&j, &s)| (j, s))
+            });
         }
         self.rows = jobs.into_values().collect();
         self.rules = rules;
@@ -786,6 +807,9 @@ pub(crate) mod fixtures {
             kept_total: 0,
             completed_total: 0,
             jobs: jobs.to_vec(),
+            held_threads_s: 0.0,
+            held_rate_s: 0.0,
+            top: Default::default(),
         }
     }
 }

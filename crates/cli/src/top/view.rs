@@ -326,6 +326,10 @@ fn rule_cells(r: &RuleRow, servers: usize) -> Vec<String> {
         r.in_service.to_string(),
         r.held.to_string(),
         r.jobs.to_string(),
+        format!("{:.1}", r.held_threads_s),
+        format!("{:.1}", r.held_rate_s),
+        r.top_1m
+            .map_or("-".into(), |(job, s)| format!("{job} {s:.1}s")),
     ];
     if servers > 1 {
         v.push(format!("{}/{servers}", r.servers));
@@ -333,8 +337,18 @@ fn rule_cells(r: &RuleRow, servers: usize) -> Vec<String> {
     v
 }
 
-const RULE_TITLES: [&str; 8] = [
-    "RULE", "MATCH", "LIMITS", "THREADS", "IN SVC", "HELD", "JOBS", "SERVERS",
+const RULE_TITLES: [&str; 11] = [
+    "RULE",
+    "MATCH",
+    "LIMITS",
+    "THREADS",
+    "IN SVC",
+    "HELD",
+    "JOBS",
+    "THR s",
+    "RATE s",
+    "TOP JOB 1M",
+    "SERVERS",
 ];
 
 fn draw_rules(frame: &mut Frame<'_>, model: &Model, area: Rect) {
@@ -345,6 +359,9 @@ fn draw_rules(frame: &mut Frame<'_>, model: &Model, area: Rect) {
         return;
     }
     let n = model.servers.len();
+    // Who was held, and why (threads, rate, the top job), when there is room for it.
+    let wide = area.width >= 120;
+    let keep = |i: usize| (wide || !(7..10).contains(&i)) && (n > 1 || i != 10);
     let widths = [
         Constraint::Length(14),
         Constraint::Fill(2),
@@ -353,21 +370,37 @@ fn draw_rules(frame: &mut Frame<'_>, model: &Model, area: Rect) {
         Constraint::Length(6),
         Constraint::Length(6),
         Constraint::Length(5),
-        Constraint::Length(if n > 1 { 7 } else { 0 }),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(26),
+        Constraint::Length(7),
     ];
-    let titles = RULE_TITLES.iter().take(if n > 1 { 8 } else { 7 });
+    let widths: Vec<Constraint> = widths
+        .into_iter()
+        .enumerate()
+        .filter(|&(i, _)| keep(i))
+        .map(|(_, w)| w)
+        .collect();
+    let titles: Vec<Cell<'_>> = RULE_TITLES
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| keep(i))
+        .map(|(_, t)| Cell::from(*t))
+        .collect();
     let table = Table::new(
         rules.iter().map(|r| {
             Row::new(
                 rule_cells(r, n)
                     .into_iter()
-                    .map(Cell::from)
+                    .enumerate()
+                    .filter(|&(i, _)| keep(i))
+                    .map(|(_, c)| Cell::from(c))
                     .collect::<Vec<_>>(),
             )
         }),
         widths,
     )
-    .header(Row::new(titles.map(|t| Cell::from(*t))).bold())
+    .header(Row::new(titles).bold())
     .block(block);
     frame.render_widget(table, area);
 }
@@ -394,7 +427,7 @@ pub(crate) fn text_frame(model: &Model) -> String {
         let n = model.servers.len();
         let mut table: Vec<Vec<String>> = vec![RULE_TITLES
             .iter()
-            .take(if n > 1 { 8 } else { 7 })
+            .take(if n > 1 { 11 } else { 10 })
             .map(|t| t.to_string())
             .collect()];
         table.extend(model.rules().iter().map(|r| rule_cells(r, n)));
