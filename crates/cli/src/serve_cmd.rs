@@ -735,7 +735,8 @@ fn print_jobs(r: &JobsReport) {
     for j in &r.jobs {
         println!(
             "{:>8} {:>10} {:>4} {:>8} {:>9} {:>9} {:>10.1} {:>10.1} {:>9.1} {:>9.1} {:>7} {:>7} {:>10} {:>10} {:>10}  {}",
-            j.job,
+            // Its name when its client told it (`procname.uid` rather than a 20-digit hash).
+            j.name.clone().unwrap_or_else(|| j.job.to_string()),
             j.priority.map_or("-".into(), |p| format!("{p}")),
             j.set.map_or("-".into(), |s| s.to_string()),
             j.source_name(),

@@ -64,6 +64,11 @@ impl BlockingClient {
         self.client.job()
     }
 
+    /// Gives job `job` its name; see [`Client::name_job`].
+    pub fn name_job(&self, job: JobId, name: &str) {
+        self.client().name_job(job, name);
+    }
+
     /// Changes the priority hint sent with the following requests.
     pub fn set_priority_hint(&self, priority: Option<Priority>) {
         self.client.set_priority_hint(priority);

@@ -49,7 +49,21 @@ struct Inner {
     phases: Option<PhaseClock>,
     /// What each job's other servers served it, told to each server (with several servers).
     served: Option<crate::served::Served>,
+    /// Names of jobs ([`Client::name_job`]), told to each server before a job's first request
+    /// on each connection; `has_names` spares the lock while there is none.
+    names: std::sync::RwLock<Names>,
+    has_names: std::sync::atomic::AtomicBool,
 }
+
+/// Job names by id, at most [`MAX_NAMES`], the oldest forgotten first.
+#[derive(Debug, Default)]
+struct Names {
+    by_job: iosets_types::hash::IdMap<u64, std::sync::Arc<str>>,
+    order: std::collections::VecDeque<u64>,
+}
+
+/// The most job names a client keeps.
+pub const MAX_NAMES: usize = 65_536;
 
 /// A buffer to fill and then write with [`Client::write_at`] (after
 /// [`freeze`](WriteBuf::freeze)). From [`Client::buffer`]: in the shared region of the
@@ -257,6 +271,8 @@ impl Client {
                 local,
                 phases,
                 served: crate::served::Served::new(servers.len()),
+                names: std::sync::RwLock::new(Names::default()),
+                has_names: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -300,6 +316,52 @@ impl Client {
             job,
             creds,
         }
+    }
+
+    /// Gives job `job` its name (as the mount names jobs: `IOSETS_JOB_ID`'s value, Slurm's job
+    /// id, `procname.uid`): each server is told it before the job's first request on each
+    /// connection, and shows it in its reports and matches quota rules' `job=` patterns on it.
+    /// Ignored unless `job` is the id made from `name` ([`JobId::of_name`]). At most
+    /// [`MAX_NAMES`] names are kept, the oldest forgotten first.
+    pub fn name_job(&self, job: JobId, name: &str) {
+        if JobId::of_name(name) != Some(job) {
+            return;
+        }
+        if self
+            .inner
+            .names
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_job
+            .get(&job.0)
+            .is_some_and(|n| &**n == name)
+        {
+            return;
+        }
+        let mut names = self.inner.names.write().unwrap_or_else(|e| e.into_inner());
+        if names.by_job.insert(job.0, name.into()).is_none() {
+            names.order.push_back(job.0);
+            while names.order.len() > MAX_NAMES {
+                if let Some(old) = names.order.pop_front() {
+                    names.by_job.remove(&old);
+                }
+            }
+        }
+        self.inner.has_names.store(true, Ordering::Relaxed);
+    }
+
+    /// This handle's job's name, if one was given ([`Client::name_job`]).
+    fn job_name(&self) -> Option<std::sync::Arc<str>> {
+        if !self.inner.has_names.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.inner
+            .names
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_job
+            .get(&self.job.0)
+            .cloned()
     }
 
     /// The priority hint sent with every request, if any.
@@ -368,7 +430,10 @@ impl Client {
             phase: stamped.as_ref().map(|s| s.clock.begin(s.job, server)),
             elsewhere: served.and_then(|s| s.take(self.job, server)),
         };
-        let resp = ep.call(&self.inner.cfg, who, req, landing.as_ref()).await?;
+        let name = self.job_name();
+        let resp = ep
+            .call(&self.inner.cfg, who, req, landing.as_ref(), name.as_deref())
+            .await?;
         if let Some(s) = served {
             let bytes = match &resp {
                 Response::Ok(Reply::Data(d)) => d.len() as u64,
@@ -405,7 +470,7 @@ impl Client {
                 phase: Some(quiet.stamp),
                 elsewhere: None,
             };
-            self.inner.endpoints[s].call(&self.inner.cfg, who, Request::PhaseEnd, None)
+            self.inner.endpoints[s].call(&self.inner.cfg, who, Request::PhaseEnd, None, None)
         });
         let _ = join_all(sends.collect()).await;
     }

@@ -184,6 +184,10 @@ pub(crate) struct Caller {
     pub elsewhere: Option<iosets_proto::Elsewhere>,
 }
 
+/// The most jobs a connection remembers having named; past it the set starts again (names are
+/// then told again: harmless).
+const NAMED_PER_CONN: usize = 65_536;
+
 /// Why one attempt at a request failed, as far as retrying is concerned.
 #[derive(Debug)]
 pub(crate) enum Attempt {
@@ -215,6 +219,9 @@ pub(crate) struct Conn {
     same_host: bool,
     /// Whether the same-host transport was asked for on this connection already.
     probed: std::sync::atomic::AtomicBool,
+    /// Jobs whose name this connection told its server ([`Request::JobName`]): each new
+    /// connection (a restarted server) is told again. Cleared past [`NAMED_PER_CONN`].
+    named: std::sync::Mutex<std::collections::HashSet<u64>>,
     /// Dropping it stops the reader task.
     _close: oneshot::Sender<()>,
 }
@@ -327,6 +334,7 @@ impl Conn {
             next_tag: AtomicU64::new(1),
             same_host: false,
             probed: std::sync::atomic::AtomicBool::new(false),
+            named: std::sync::Mutex::new(std::collections::HashSet::new()),
             _close: close,
         }
     }
@@ -481,6 +489,39 @@ impl Conn {
             Ok(Err(reason)) => Err(Attempt::Lost(self.lost(reason))),
             Err(_) => Err(Attempt::Lost(self.lost("connection dropped".into()))),
         }
+    }
+
+    /// Tells the server `who`'s job's name, once per connection: before the job's first
+    /// request on it. A refusal is not retried (the server keeps no name then).
+    async fn name(&self, who: Caller, name: &str, cfg: &ClientConfig) -> Result<(), Attempt> {
+        let job = who.job.0;
+        if self
+            .named
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&job)
+        {
+            return Ok(());
+        }
+        // Nothing scheduled: no phase stamp, and the service done elsewhere stays with the
+        // request that follows.
+        let plain = Caller {
+            phase: None,
+            elsewhere: None,
+            ..who
+        };
+        let req = Request::JobName {
+            name: name.to_owned(),
+        };
+        // A refusal (a server that does not know the request, a name that is not the job's)
+        // is not asked again on this connection: the name is only for reports and patterns.
+        let _answer = self.call(plain, req, None, cfg.request_timeout).await?;
+        let mut named = self.named.lock().unwrap_or_else(|e| e.into_inner());
+        if named.len() >= NAMED_PER_CONN {
+            named.clear();
+        }
+        named.insert(job);
+        Ok(())
     }
 
     fn lost(&self, reason: String) -> ClientError {
@@ -861,6 +902,7 @@ impl Endpoint {
         who: Caller,
         req: Request,
         landing: Option<&Landing>,
+        name: Option<&str>,
     ) -> Result<Response, ClientError> {
         let idempotent = req.is_idempotent();
         let upgrade = self.wants_region(&req);
@@ -868,9 +910,14 @@ impl Endpoint {
         loop {
             let err = match self.connection(cfg, who, upgrade).await {
                 Err(e) => e,
-                Ok(conn) => match conn
-                    .call(who, req.clone(), landing, cfg.request_timeout)
-                    .await
+                Ok(conn) => match async {
+                    if let Some(name) = name {
+                        conn.name(who, name, cfg).await?;
+                    }
+                    conn.call(who, req.clone(), landing, cfg.request_timeout)
+                        .await
+                }
+                .await
                 {
                     Ok(resp) => return Ok(resp),
                     Err(Attempt::NotSent(e)) => e,

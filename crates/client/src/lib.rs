@@ -88,7 +88,7 @@ mod served;
 
 pub use blocking::BlockingClient;
 pub use client::Client;
-pub use client::{Entry, WriteBuf};
+pub use client::{Entry, WriteBuf, MAX_NAMES};
 pub use config::{
     job_from_env, ClientConfig, AUTH_FILE_VAR, DEFAULT_CHUNK_SIZE, DEFAULT_LOCAL_REGION,
     MAX_CHUNK_SIZE,

@@ -48,6 +48,55 @@ fn reads_work_after_a_server_restart_on_the_same_port() {
     second.shutdown().unwrap();
 }
 
+/// Whether the `/metrics` of the server at `admin` has an `iosets_job_info` line for `name`.
+fn job_info(admin: Option<SocketAddr>, name: &str) -> bool {
+    let mut http = TcpStream::connect(admin.expect("an admin address")).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut http, &mut text).unwrap();
+    text.contains(&format!("job_name=\"{name}\"}} 1"))
+}
+
+/// A job's name goes to each server before the job's first request there, and again on a new
+/// connection: a restarted server knows it as soon as the job sends again.
+#[test]
+fn a_jobs_name_is_told_again_after_a_server_restart() {
+    let scratch = Scratch::new("restart-name");
+    let root = scratch.sub("root");
+    let first = start(&root, None);
+    let addr = first.addr();
+    let job = JobId::of_name("ior.1000").unwrap();
+    let mut cfg = quick_retries();
+    cfg.job = job;
+    let client = BlockingClient::connect(&[addr], cfg).unwrap();
+    // A name that is not the job's is not kept (and so never sent).
+    client.name_job(job, "mdtest.1000");
+    client.create("f", 0o644, false).unwrap();
+    assert!(!job_info(first.admin_addr(), "mdtest.1000"));
+    client.name_job(job, "ior.1000");
+    client.write_at("f", 0, vec![1u8; 4096]).unwrap();
+    assert!(
+        job_info(first.admin_addr(), "ior.1000"),
+        "the first server knows the name"
+    );
+    first.shutdown().unwrap();
+    let second = start(&root, Some(addr));
+    assert!(
+        !job_info(second.admin_addr(), "ior.1000"),
+        "a new server knows nothing yet"
+    );
+    client.write_at("f", 0, vec![2u8; 4096]).unwrap();
+    assert!(
+        job_info(second.admin_addr(), "ior.1000"),
+        "told again on the new connection"
+    );
+    drop(client);
+    second.shutdown().unwrap();
+}
+
 /// With no server at all, the client gives up after its retries with a connection error.
 #[test]
 fn no_server_is_a_connect_error_after_bounded_retries() {

@@ -347,11 +347,11 @@ impl Inner {
     /// `/proc/TID/environ`, which waits for the caller's memory map lock, and a page fault on
     /// this very mount may hold that lock until the mount answers it.
     async fn job_of(&self, who: &Who) -> Result<JobId, Errno> {
-        let job = match self.resolver.cached(who.pid, who.uid) {
-            Some(r) => r.job,
+        let resolved = match self.resolver.cached(who.pid, who.uid) {
+            Some(r) => r,
             None => {
                 let (resolver, who) = (self.resolver.clone(), *who);
-                tokio::task::spawn_blocking(move || resolver.resolve(who.pid, who.uid).job)
+                tokio::task::spawn_blocking(move || resolver.resolve(who.pid, who.uid))
                     .await
                     .map_err(|e| {
                         tracing::error!(error = %e, "resolving a job failed");
@@ -359,9 +359,15 @@ impl Inner {
                     })?
             }
         };
-        let mut seen = self.seen_jobs.lock();
-        if seen.len() < 65_536 {
-            seen.insert(job.0);
+        let job = resolved.job;
+        let new = {
+            let mut seen = self.seen_jobs.lock();
+            seen.len() >= 65_536 || seen.insert(job.0)
+        };
+        if new {
+            // The servers learn the job's name before its first request on each connection,
+            // for their reports and the `job=` patterns of their rules.
+            self.client.name_job(job, &resolved.name);
         }
         Ok(job)
     }

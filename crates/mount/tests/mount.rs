@@ -304,6 +304,30 @@ fn priorities_written_in_the_control_directory_share_a_throttled_server_ten_to_o
     );
 }
 
+/// A job named by its environment (`IOSETS_JOB_ID=myjob`) or by `procname.uid` is shown by its
+/// name in every server's jobs report, not as a 20-digit hash (issue 31).
+#[test]
+fn the_servers_know_jobs_by_the_names_the_mount_gave_them() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(2, |_| {}, |_| {});
+    let m = s.mnt().display().to_string();
+    ok(&sh(
+        &format!("head -c 300000 /dev/zero > {m}/named"),
+        &[("IOSETS_JOB_ID", "myjob")],
+    ));
+    let id = iosets_mount::ident::job_id_of("myjob").unwrap().0;
+    for rep in jobs_reports(&s.servers, TOKEN) {
+        let j = rep
+            .jobs
+            .iter()
+            .find(|j| j.job == id)
+            .expect("the job is known");
+        assert_eq!(j.name.as_deref(), Some("myjob"), "{j:?}");
+    }
+}
+
 /// A job's control files by its name (issue 31: names accepted wherever an id is): the name's
 /// directory is the number's.
 #[test]

@@ -240,6 +240,7 @@ fn encode_request(w: &mut Writer, req: &Request, data: &mut Bytes) {
             w.u64(*at);
         }
         Request::LocalTransport | Request::PhaseEnd => {}
+        Request::JobName { name } => w.str(name),
         Request::AttachRegion { len } => w.u64(*len),
         Request::Auth { nonce, proof } => {
             w.raw(nonce);
@@ -781,6 +782,9 @@ fn decode_request(r: &mut Reader, op: OpCode) -> Result<Request, ProtoError> {
         OpCode::Statfs => Request::Statfs,
         OpCode::LocalTransport => Request::LocalTransport,
         OpCode::PhaseEnd => Request::PhaseEnd,
+        OpCode::JobName => Request::JobName {
+            name: r.str("job name")?,
+        },
         OpCode::AttachRegion => Request::AttachRegion {
             len: r.u64("region length")?,
         },

@@ -161,6 +161,8 @@ pub enum OpCode {
     Auth = 23,
     /// A listing with every entry's attributes ([`Request::ReaddirPlus`]).
     ReaddirPlus = 24,
+    /// The header's job's name ([`Request::JobName`]).
+    JobName = 25,
     SetPriority = 64,
     ClearPriority = 65,
     Policy = 66,
@@ -209,6 +211,7 @@ impl OpCode {
             22 => PhaseEnd,
             23 => Auth,
             24 => ReaddirPlus,
+            25 => JobName,
             64 => SetPriority,
             65 => ClearPriority,
             66 => Policy,
@@ -251,6 +254,7 @@ impl OpCode {
             LocalTransport => "local_transport",
             AttachRegion => "attach_region",
             PhaseEnd => "phase_end",
+            JobName => "job_name",
             Auth => "auth",
             SetPriority => "set_priority",
             ClearPriority => "clear_priority",
@@ -459,6 +463,15 @@ pub enum Request {
     /// phase (its requests momentarily all on other servers) passes the set on at once. Answered
     /// [`Reply::Done`].
     PhaseEnd,
+    /// The name of the header's job, as the client names it (`IOSETS_JOB_ID`, Slurm's job id,
+    /// `procname.uid`): the job id is made from the name (`JobId::of_name`), so the server
+    /// checks that they agree and keeps the name for its reports and for `job=` patterns of its
+    /// quota rules. Sent once per job on each connection, before the job's first request.
+    /// Answered [`Reply::Done`]; `EINVAL` if the name is not the job's.
+    JobName {
+        /// The name.
+        name: String,
+    },
     /// The first request on a same-host connection: the client's shared region, `len` bytes,
     /// whose descriptor travels with this frame (`SCM_RIGHTS`). Answered [`Reply::Attached`].
     AttachRegion {
@@ -512,6 +525,7 @@ impl Request {
             Request::WriteShared { .. } => OpCode::Write,
             Request::LocalTransport => OpCode::LocalTransport,
             Request::PhaseEnd => OpCode::PhaseEnd,
+            Request::JobName { .. } => OpCode::JobName,
             Request::AttachRegion { .. } => OpCode::AttachRegion,
             Request::Auth { .. } => OpCode::Auth,
             Request::Control { op, .. } => op.op(),
@@ -537,6 +551,7 @@ impl Request {
             | Request::WriteShared { .. }
             | Request::LocalTransport
             | Request::PhaseEnd
+            | Request::JobName { .. }
             | Request::AttachRegion { .. } => true,
             Request::Create { exclusive, .. } => !exclusive,
             Request::Open { flags, .. } => !flags.has(OpenFlags::TRUNCATE),

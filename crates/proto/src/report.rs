@@ -23,6 +23,10 @@ pub struct WaitReport {
 pub struct JobReport {
     /// The job id.
     pub job: u64,
+    /// The job's name, as its client told it (`IOSETS_JOB_ID`'s value, Slurm's job id,
+    /// `procname.uid`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// The priority in force: the control plane's, else the automatic one, else the last client
     /// hint; none if none.
     pub priority: Option<f64>,

@@ -113,7 +113,7 @@ pub use gate::{RuleJob, RuleStats};
 pub use inservice::InServiceLimit;
 pub use iosets_policy::{Counted, Counters};
 pub use quota::{Match, OpClass, Origin, QuotaConfig, RuleSpec};
-pub use scheduler::Scheduler;
+pub use scheduler::{Scheduler, MAX_JOB_NAMES};
 pub use share::{JobInfo, ShareLevel, ShareSpec};
 pub use stats::{
     InServiceStats, JobPriority, JobStats, Latency, OpLatency, Peers, PrioritySource,

@@ -58,6 +58,41 @@ use crate::RuntimeError;
 /// class of its own in the metrics ([`Match::matches`]).
 pub use iosets_types::OpClass;
 
+/// A job's name held inline (at most [`iosets_types::MAX_JOB_NAME_LEN`] bytes), so that an
+/// [`Origin`] stays `Copy`: what `job=` patterns match.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct JobName {
+    len: u8,
+    bytes: [u8; iosets_types::MAX_JOB_NAME_LEN],
+}
+
+impl JobName {
+    /// `name`, if it is 1 to [`iosets_types::MAX_JOB_NAME_LEN`] bytes.
+    pub fn new(name: &str) -> Option<JobName> {
+        let n = name.len();
+        if n == 0 || n > iosets_types::MAX_JOB_NAME_LEN {
+            return None;
+        }
+        let mut bytes = [0; iosets_types::MAX_JOB_NAME_LEN];
+        bytes[..n].copy_from_slice(name.as_bytes());
+        Some(JobName {
+            len: n as u8,
+            bytes,
+        })
+    }
+
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Debug for JobName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
 /// Who sent a request, beyond what the request carries (its job and operation): what rules may
 /// match on. A field the caller does not know is `None`, and a rule that asks for it does not
 /// match.
@@ -75,6 +110,9 @@ pub struct Origin {
     /// The operation's name as the server knows it (`create`, `lookup`, `read`…), for its cost
     /// against an ops/s rate ([`QuotaConfig::op_cost`]); `None` costs 1.
     pub op: Option<&'static str>,
+    /// The job's name, when a rule has `job=` patterns and the client told it
+    /// ([`crate::Scheduler::name_job`]); the scheduler fills it in.
+    pub job_name: Option<JobName>,
     /// Requests of the job other servers completed for this client since its last request
     /// here (dmClock's `delta`): charged to the job's rates and reservation before this one,
     /// so that they hold job-wide across servers.
@@ -192,6 +230,9 @@ pub struct Match {
     jobs: Option<BTreeSet<u64>>,
     /// The names jobs were given by (`job=dd.1000`), by id, to show them as given.
     job_names: std::collections::BTreeMap<u64, String>,
+    /// Job-name patterns (`job={dd.* *.500}`: `*` any run, `?` any one character), matched
+    /// against the name the job's client told.
+    job_patterns: Vec<String>,
     uids: Option<BTreeSet<u32>>,
     gids: Option<BTreeSet<u32>>,
     /// Account keys, and the names they were given by.
@@ -235,12 +276,15 @@ impl Match {
                                 return Err(format!("`{key}={v}`: `{v}` is above the largest id"))
                             }
                             Err(_) => {
-                                if v.contains(['*', '?', '[']) {
-                                    return Err(format!(
-                                        "`{key}={v}`: patterns are not supported; name each job \
-                                         (its id, or its name as the mount names jobs: \
-                                         IOSETS_JOB_ID, SLURM_JOB_ID or procname.uid)"
-                                    ));
+                                if v.contains(['*', '?']) {
+                                    if v.len() > iosets_types::MAX_JOB_NAME_LEN {
+                                        return Err(format!(
+                                            "`{key}={v}`: a pattern is 1 to {} bytes",
+                                            iosets_types::MAX_JOB_NAME_LEN
+                                        ));
+                                    }
+                                    m.job_patterns.push(v.clone());
+                                    continue;
                                 }
                                 let id = JobId::of_name(v).ok_or_else(|| {
                                     format!(
@@ -254,6 +298,8 @@ impl Match {
                         };
                         set.insert(id);
                     }
+                    m.job_patterns.sort_unstable();
+                    m.job_patterns.dedup();
                     if m.jobs.replace(set).is_some() {
                         return Err(dup());
                     }
@@ -313,6 +359,18 @@ impl Match {
         Ok(m)
     }
 
+    /// Whether the match has `job=` patterns (which need the job's name, [`Origin::job_name`]).
+    pub fn has_patterns(&self) -> bool {
+        !self.job_patterns.is_empty()
+    }
+
+    /// Whether one of its `job=` patterns matches job name `name`.
+    pub fn pattern_matches(&self, name: &str) -> bool {
+        self.job_patterns
+            .iter()
+            .any(|p| wildmatch::WildMatch::new(p).matches(name))
+    }
+
     /// Whether a request of `job`, class `class`, from `origin` satisfies the match. Rules
     /// know three classes: an fsync (`data-fsync`) is `meta` to them.
     pub fn matches(&self, job: JobId, class: OpClass, origin: &Origin) -> bool {
@@ -320,8 +378,14 @@ impl Match {
             OpClass::DataFsync => OpClass::Meta,
             c => c,
         };
-        self.jobs.as_ref().is_none_or(|s| s.contains(&job.0))
-            && self.classes.as_ref().is_none_or(|s| s.contains(&class))
+        self.jobs.as_ref().is_none_or(|s| {
+            s.contains(&job.0)
+                || origin.job_name.is_some_and(|n| {
+                    self.job_patterns
+                        .iter()
+                        .any(|p| wildmatch::WildMatch::new(p).matches(n.as_str()))
+                })
+        }) && self.classes.as_ref().is_none_or(|s| s.contains(&class))
             && self
                 .uids
                 .as_ref()
@@ -361,8 +425,25 @@ impl Match {
             (Some(_), None) => false,
             (Some(a), Some(b)) => b.keys().all(|k| a.contains_key(k)),
         };
-        set(&self.jobs, &other.jobs)
-            && accounts
+        let jobs = match (&self.jobs, &other.jobs) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(a), Some(b)) => {
+                let named = |id: &u64| {
+                    other.job_names.get(id).is_some_and(|n| {
+                        self.job_patterns
+                            .iter()
+                            .any(|p| wildmatch::WildMatch::new(p).matches(n))
+                    })
+                };
+                b.iter().all(|id| a.contains(id) || named(id))
+                    && other
+                        .job_patterns
+                        .iter()
+                        .all(|p| self.job_patterns.iter().any(|m| m == p || m == "*"))
+            }
+        };
+        jobs && accounts
             && set(&self.uids, &other.uids)
             && set(&self.gids, &other.gids)
             && set(&self.classes, &other.classes)
@@ -393,7 +474,8 @@ impl fmt::Display for Match {
         if let Some(s) = &self.jobs {
             let shown = s
                 .iter()
-                .map(|id| self.job_names.get(id).cloned().unwrap_or(id.to_string()));
+                .map(|id| self.job_names.get(id).cloned().unwrap_or(id.to_string()))
+                .chain(self.job_patterns.iter().cloned());
             one(f, &mut first, "job", shown)?;
         }
         if let Some(s) = &self.uids {
@@ -1070,13 +1152,43 @@ mod tests {
             .unwrap()
             .covers(&Match::parse("account=bio job=1").unwrap()));
         for (text, needle) in [
-            ("job=dd.*", "patterns are not supported"),
+            (
+                "job=dd.*xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                "a pattern is 1 to 64",
+            ),
             ("job=99999999999999999999", "above the largest id"),
             ("account=a/b", "not an account name"),
         ] {
             let e = Match::parse(text).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn job_patterns_match_the_name_the_client_told() {
+        let m = Match::parse("job={dd.* *.500 42} class=meta").unwrap();
+        assert!(m.has_patterns());
+        assert_eq!(m.to_string(), "job={42 *.500 dd.*} class=meta");
+        assert_eq!(Match::parse(&m.to_string()).unwrap(), m);
+        let named = |name: &str| Origin {
+            job_name: JobName::new(name),
+            ..Origin::default()
+        };
+        let id = |name: &str| JobId::of_name(name).unwrap();
+        assert!(m.matches(id("dd.1000"), OpClass::Meta, &named("dd.1000")));
+        assert!(m.matches(id("tar.500"), OpClass::Meta, &named("tar.500")));
+        assert!(!m.matches(id("tar.501"), OpClass::Meta, &named("tar.501")));
+        assert!(m.matches(JobId(42), OpClass::Meta, &Origin::default()));
+        // A job whose name was never told matches no pattern.
+        assert!(!m.matches(id("dd.1000"), OpClass::Meta, &Origin::default()));
+        assert!(!m.matches(id("dd.1000"), OpClass::DataRead, &named("dd.1000")));
+        // A pattern covers the jobs it names, and itself.
+        let wide = Match::parse("job=dd.*").unwrap();
+        assert!(wide.covers(&Match::parse("job={dd.1000 dd.2}").unwrap()));
+        assert!(wide.covers(&Match::parse("job=dd.* class=meta").unwrap()));
+        assert!(!wide.covers(&Match::parse("job={dd.1000 cp.2}").unwrap()));
+        assert!(!wide.covers(&Match::parse("job=d*").unwrap()));
+        assert!(Match::parse("job=*").unwrap().covers(&wide));
     }
 
     #[test]
@@ -1181,7 +1293,7 @@ mod tests {
             ("client=10.0.0.1/8", "host bits"),
             ("client=ten", "not an address"),
             ("class=bulk", "classes: data-read"),
-            ("job=abc*", "patterns are not supported"),
+            ("job=1 job=dd.*", "given twice"),
             ("job={1 2", "closing"),
             ("job=1 job=2", "given twice"),
             ("job=", "no value"),

@@ -70,6 +70,9 @@ struct Instance {
     policy: Counted,
 }
 
+/// The most job names a scheduler keeps ([`Scheduler::name_job`]): 65,536 × 80 bytes.
+pub const MAX_JOB_NAMES: usize = 1 << 16;
+
 /// What the control plane told of a job, with its account's name for reports.
 #[derive(Clone, Debug)]
 struct JobRecord {
@@ -96,6 +99,10 @@ struct State<T> {
     /// What the control plane told of jobs (account, node count), likewise; at most
     /// [`crate::share::MAX_JOB_INFO`] jobs.
     job_info: IdMap<JobId, JobRecord>,
+    /// The names clients told of their jobs ([`Scheduler::name_job`]), at most
+    /// [`MAX_JOB_NAMES`], the oldest told forgotten first.
+    names: IdMap<JobId, crate::quota::JobName>,
+    names_order: std::collections::VecDeque<JobId>,
     listener: Option<Arc<ListenerFn>>,
     next_id: u64,
     /// The latest time handed to a policy; time never goes backwards for a policy even when two
@@ -369,8 +376,12 @@ impl<T> State<T> {
         }
         if let Some(gate) = self.gate.as_mut() {
             let mut origin = origin.copied().unwrap_or_default();
-            // Rules may match on the job's account: the control plane's, kept here.
+            // Rules may match on the job's account: the control plane's, kept here; and on its
+            // name, by pattern.
             origin.account = self.job_info.get(&req.job).and_then(|r| r.info.account);
+            if gate.has_patterns() {
+                origin.job_name = self.names.get(&req.job).copied();
+            }
             if let Some(rule) = gate.classify(&req, &origin) {
                 self.jobs.entry(req.job).or_default().queued += 1;
                 self.payloads.insert(
@@ -735,6 +746,8 @@ impl<T: Send + 'static> Scheduler<T> {
             priorities: IdMap::default(),
             shares: Vec::new(),
             job_info: IdMap::default(),
+            names: IdMap::default(),
+            names_order: std::collections::VecDeque::new(),
             listener: None,
             next_id: 1,
             last_now: Nanos::ZERO,
@@ -1179,6 +1192,45 @@ impl<T: Send + 'static> Scheduler<T> {
             );
         }
         Ok(st.active.policy.set_job_info(job, info))
+    }
+
+    /// A client tells `job`'s name (`name` must be what [`JobId::of_name`] makes `job` from, so
+    /// that no client can name another's job). Kept for reports and for `job=` patterns of
+    /// quota rules; at most [`MAX_JOB_NAMES`], the oldest told forgotten first.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Share`] if `name` is not `job`'s.
+    pub fn name_job(&self, job: JobId, name: &str) -> Result<(), RuntimeError> {
+        let name_ok = JobId::of_name(name) == Some(job);
+        let inline = crate::quota::JobName::new(name).filter(|_| name_ok);
+        let Some(inline) = inline else {
+            return Err(RuntimeError::Share {
+                node: format!("job={job}"),
+                reason: format!("`{name}` is not this job's name (its id is made from its name)"),
+            });
+        };
+        let mut st = self.inner.state.lock();
+        if st.names.insert(job, inline).is_none() {
+            st.names_order.push_back(job);
+            while st.names_order.len() > MAX_JOB_NAMES {
+                if let Some(old) = st.names_order.pop_front() {
+                    st.names.remove(&old);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every job name clients told (at most [`MAX_JOB_NAMES`]).
+    pub fn job_names(&self) -> Vec<String> {
+        let st = self.inner.state.lock();
+        st.names.values().map(|n| n.as_str().to_owned()).collect()
+    }
+
+    /// The name a client told of `job`, if any (a numeric job's name is its number).
+    pub fn job_name(&self, job: JobId) -> Option<String> {
+        let st = self.inner.state.lock();
+        st.names.get(&job).map(|n| n.as_str().to_owned())
     }
 
     /// The account name and node count the control plane gave `job`, if any.

@@ -60,6 +60,7 @@ const EBADMSG: i32 = Errno::BADMSG.raw_os_error();
 const EMSGSIZE: i32 = Errno::MSGSIZE.raw_os_error();
 const ESHUTDOWN: i32 = Errno::SHUTDOWN.raw_os_error();
 const EACCES: i32 = Errno::ACCESS.raw_os_error();
+const EINVAL: i32 = Errno::INVAL.raw_os_error();
 
 /// What a connection is, for the requests that depend on it.
 #[derive(Debug)]
@@ -638,6 +639,7 @@ async fn answer_frame(
                 req,
                 Request::Control { .. }
                     | Request::PhaseEnd
+                    | Request::JobName { .. }
                     | Request::LocalTransport
                     | Request::AttachRegion { .. }
                     | Request::Auth { .. }
@@ -973,6 +975,18 @@ fn route(
         Request::Fsync { path } => check_path(&path).map(|path| ScheduledOp::Fsync { path }),
         Request::LocalTransport => return Route::Answer(local::offer(shared, link)),
         Request::AttachRegion { len } => return Route::Answer(local::attach(shared, link, len)),
+        Request::JobName { name } => {
+            return Route::Answer(
+                shared
+                    .sched
+                    .name_job(JobId(header.job.0), &name)
+                    .map(|()| Reply::Done)
+                    .map_err(|e| FsError {
+                        errno: EINVAL,
+                        message: e.to_string(),
+                    }),
+            );
+        }
         Request::PhaseEnd => {
             if let Some(unix) = header.phase {
                 let phase = unix.since(shared.clock_zero);
@@ -1067,6 +1081,8 @@ fn submit(
         account: None,
         // What the request costs against ops/s rates (`[op_cost]`).
         op: Some(op.as_str()),
+        // The scheduler fills it in when a rule matches job names by pattern.
+        job_name: None,
     };
     if let Err(refused) = shared.sched.submit_from(request, &origin, pending) {
         let msg = "the server is shutting down".to_string();

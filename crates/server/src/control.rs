@@ -95,6 +95,17 @@ pub(crate) fn handle(
                 .map_err(|e| refuse(EINVAL, e.to_string()))?;
             let (name, limits, matcher) =
                 (spec.name.clone(), spec.limits(), spec.matcher.to_string());
+            // A pattern no known job matches is accepted (jobs named later will match it),
+            // and said.
+            if spec.matcher.has_patterns()
+                && !shared
+                    .sched
+                    .job_names()
+                    .iter()
+                    .any(|n| spec.matcher.pattern_matches(n))
+            {
+                tracing::warn!(rule = %name, %matcher, "no job known now matches the rule's job patterns (accepted: jobs named later will)");
+            }
             change_state(shared, |sched| {
                 sched
                     .add_rule(spec, rank.map(|r| r as usize))
@@ -329,6 +340,7 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
             let priority = j.priority.map(|p| p.value.get());
             JobReport {
                 job: j.job.0,
+                name: shared.sched.job_name(j.job),
                 priority,
                 priority_source: j.priority.map(|p| p.source),
                 set: j.set.or_else(|| priority.and_then(set_of)),

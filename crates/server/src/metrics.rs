@@ -535,6 +535,37 @@ fn render_jobs(out: &mut String, shared: &Shared, stats: &SchedulerStats, max: u
     render_job_counts(out, &rows);
     render_job_waits(out, &listed, &rows);
     render_job_placement(out, &listed);
+    render_job_names(out, shared, &listed);
+}
+
+/// `iosets_job_info{job_id, job_name} 1` for each listed job whose client told its name: the
+/// Prometheus idiom for a label to join on (`* on(job_id) group_left(job_name)`), so that the
+/// other series keep one identity whether the name is known or not.
+fn render_job_names(out: &mut String, shared: &Shared, listed: &[&JobStats]) {
+    header(
+        out,
+        "iosets_job_info",
+        "gauge",
+        "1 for each listed job whose client told its name (job_name: IOSETS_JOB_ID's value, \
+         Slurm's job id, procname.uid); join on job_id.",
+    );
+    for j in listed {
+        if let Some(name) = shared.sched.job_name(j.job) {
+            let _ = writeln!(
+                out,
+                "iosets_job_info{{job_id=\"{}\",job_name=\"{}\"}} 1",
+                j.job,
+                label_value(&name)
+            );
+        }
+    }
+}
+
+/// A label value escaped as the text format asks: backslash, double quote and newline.
+fn label_value(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 /// How many jobs the server remembers, lists, forgot and evicted, and the book's memory.

@@ -480,3 +480,70 @@ fn the_rules_report_says_who_was_held_and_by_what() {
     );
     assert!(server.shutdown().unwrap().balanced);
 }
+
+/// A client tells its job's name: the server checks it is the job's (the id is made from the
+/// name), shows it in `ctl jobs` and `/metrics`, and matches rules' `job=` patterns on it.
+#[test]
+fn named_jobs_are_shown_and_matched_by_patterns() {
+    let root = TempDir::new("names");
+    let mut config = ServerConfig::new(&root.0).with_insecure_loopback();
+    config.token = Some(TOKEN.into());
+    config
+        .set_quota_toml(
+            "[[rule]]\nname = \"copies\"\nmatch = \"job={dd.* *.500}\"\nthreads_pct = 50\n",
+        )
+        .unwrap();
+    let server = Server::start(config).unwrap();
+    let addr = server.addr();
+    let dd = JobId::of_name("dd.1000").unwrap();
+    let mut c = Conn::connect(addr, dd.0);
+    // Not its name: refused, nothing kept.
+    match c.call(iosets_proto::Request::JobName {
+        name: "cp.1000".into(),
+    }) {
+        Response::Err { errno, message } => {
+            assert_eq!(errno, EINVAL);
+            assert!(message.contains("not this job's name"), "{message}");
+        }
+        r => panic!("{r:?}"),
+    }
+    c.ok(create("before"));
+    c.ok(iosets_proto::Request::JobName {
+        name: "dd.1000".into(),
+    });
+    c.ok(create("after"));
+    // A job of another name, and one never named: no pattern matches them.
+    let tar = JobId::of_name("tar.501").unwrap();
+    let mut t = Conn::connect(addr, tar.0);
+    t.ok(iosets_proto::Request::JobName {
+        name: "tar.501".into(),
+    });
+    t.ok(create("tar"));
+    Conn::connect(addr, JobId::of_name("cp.500").unwrap().0).ok(create("cp"));
+    let mut ctl = Conn::connect(addr, 0);
+    let rules: iosets_proto::RulesReport = json(ctl.control(TOKEN, Control::Rules));
+    assert_eq!(rules.rules[0].matcher, "job={*.500 dd.*}");
+    assert_eq!(
+        rules.rules[0].matched_total, 1,
+        "only dd.1000's create once it was named"
+    );
+    let jobs: iosets_proto::JobsReport = json(ctl.control(TOKEN, Control::Jobs));
+    let name_of = |job: JobId| {
+        jobs.jobs
+            .iter()
+            .find(|j| j.job == job.0)
+            .and_then(|j| j.name.clone())
+    };
+    assert_eq!(name_of(dd).as_deref(), Some("dd.1000"));
+    assert_eq!(name_of(tar).as_deref(), Some("tar.501"));
+    assert_eq!(name_of(JobId::of_name("cp.500").unwrap()), None);
+    let text = common::metrics(server.admin_addr().unwrap_or(addr));
+    assert!(
+        text.contains(&format!(
+            "iosets_job_info{{job_id=\"{}\",job_name=\"dd.1000\"}} 1",
+            dd.0
+        )),
+        "{text}"
+    );
+    assert!(server.shutdown().unwrap().balanced);
+}

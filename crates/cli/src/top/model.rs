@@ -154,6 +154,8 @@ impl ServerState {
 pub(crate) struct JobRow {
     /// The job id.
     pub job: u64,
+    /// Its name, when a server knows it.
+    pub name: Option<String>,
     /// Its IO-SETS set, when its priority maps to one.
     pub set: Option<i32>,
     /// The priority in force.
@@ -193,6 +195,7 @@ impl JobRow {
     fn new(j: &JobReport) -> JobRow {
         JobRow {
             job: j.job,
+            name: None,
             set: j.set,
             priority: j.priority,
             source: j.priority_source,
@@ -220,6 +223,9 @@ impl JobRow {
             }
         }
         self.servers += 1;
+        if self.name.is_none() {
+            self.name.clone_from(&j.name);
+        }
         self.ops += j.ops;
         self.queued += j.queued;
         self.in_service += j.in_service;
@@ -720,6 +726,7 @@ pub(crate) mod fixtures {
     ) -> JobReport {
         JobReport {
             job,
+            name: None,
             priority,
             priority_source: source.parse().ok(),
             set: priority.map(|p| (-p.log10()).round() as i32),

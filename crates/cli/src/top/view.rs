@@ -125,7 +125,8 @@ pub(crate) fn sparkline(values: &[f64], max: f64, width: usize) -> String {
 /// Job `r`'s cell in column `c`.
 fn cell(c: Column, r: &JobRow, model: &Model) -> String {
     match c {
-        Column::Job => r.job.to_string(),
+        // The name its client told (`procname.uid`, not a 20-digit hash), else the id.
+        Column::Job => r.name.clone().unwrap_or_else(|| r.job.to_string()),
         Column::Set => r.set.map_or("-".into(), |s| s.to_string()),
         Column::Priority => {
             let p = r.priority.map_or("-".into(), priority);

@@ -190,6 +190,7 @@ impl MetaOp {
             | Request::Auth { .. }
             | Request::AttachRegion { .. }
             | Request::PhaseEnd
+            | Request::JobName { .. }
             | Request::Control { .. } => {
                 return Err(FsError {
                     errno: Errno::PROTO.raw_os_error(),
