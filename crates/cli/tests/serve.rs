@@ -453,12 +453,42 @@ fn rules_changed_at_run_time_survive_a_restart() {
             "--rank",
             "0",
         ],
-        &["rule", "add", "md", "class=meta", "--rate", "500"],
+        &[
+            "rule",
+            "add",
+            "md",
+            "class=meta",
+            "--rate",
+            "500",
+            "--per-rule",
+        ],
+        &["share", "set", "account=physics", "3"],
+        &["share", "set", "user=root", "2"],
     ] {
         let o = ctl_with_token(&dir, &addr, add);
         assert!(o.status.success(), "{add:?}: {o:?}");
     }
     assert_eq!(rule_names(&dir, &addr), ["tbf", "gio", "md"]);
+    let shares = |addr: &str| -> Vec<(String, f64)> {
+        let o = ctl_with_token(&dir, addr, &["--json", "share", "list"]);
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v["shares"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["node"].as_str().unwrap().to_owned(),
+                    s["weight"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let both = vec![
+        ("account=physics".to_string(), 3.0),
+        ("user=root".to_string(), 2.0),
+    ];
+    assert_eq!(shares(&addr), both);
     let text = std::fs::read_to_string(dir.join("state.toml")).unwrap();
     assert!(
         text.contains("name = \"tbf\"") && text.contains("strict = true"),
@@ -474,16 +504,35 @@ fn rules_changed_at_run_time_survive_a_restart() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["rules"][0]["limits"], "rate=104857600B/s strict");
     assert_eq!(v["rules"][1]["threads"], 2);
-    assert_eq!(v["rules"][2]["limits"], "rate=500ops/s");
+    assert_eq!(v["rules"][2]["limits"], "rate=500ops/s per-rule");
+    assert_eq!(shares(&addr), both, "the shares too");
 
     // A deletion, then kill -9: the deletion is kept too.
     assert!(ctl_with_token(&dir, &addr, &["rule", "del", "tbf"])
         .status
         .success());
+    assert!(
+        ctl_with_token(&dir, &addr, &["share", "clear", "account=physics"])
+            .status
+            .success()
+    );
     common::signal(child.id(), "KILL");
     let _ = child.wait();
     let (mut child, addr) = serve(&dir, &args);
     assert_eq!(rule_names(&dir, &addr), ["gio", "md"]);
+    assert_eq!(shares(&addr), [("user=root".to_string(), 2.0)]);
+    // Bad input changes nothing: a weight of 0 (refused by ctl itself), an unknown user.
+    for bad in [
+        &["share", "set", "account=physics", "0"][..],
+        &["share", "set", "user=no-such-user-iosets", "2"],
+        &["share", "set", "physics", "2"],
+    ] {
+        let o = ctl_with_token(&dir, &addr, bad);
+        // 1 for a refusal, 2 for a usage error caught by ctl itself.
+        assert!(matches!(o.status.code(), Some(1 | 2)), "{bad:?}: {o:?}");
+        assert!(!common::stderr(&o).is_empty());
+    }
+    assert_eq!(shares(&addr), [("user=root".to_string(), 2.0)]);
     stopped_cleanly(&mut child);
 
     // A corrupt state file: the server does not start, and names the file and the line.

@@ -6,10 +6,10 @@
 //! the limit" (the Stanford Oak question) with bounded memory.
 //!
 //! # How the split is made
-//! A bucket that a charge leaves without a token stays so until [`Bucket`](crate::gate)'s
-//! `ready_at`; [`Blocked`] keeps the union of those intervals as a running total, so a request
-//! held from `a` to `b` was held by a rate for `Blocked::at(b) - Blocked::at(a)` (the larger of
-//! its job's and its rule's), and for a thread the rest of `b - a`.
+//! A rate bucket that a charge leaves without a token stays so until it refills to one; the
+//! gate keeps the union of those intervals as a running total per bucket (`Blocked`), so a
+//! request held from `a` to `b` was held by a rate for `Blocked::at(b) - Blocked::at(a)` (the
+//! larger of its job's and its rule's), and for a thread the rest of `b - a`.
 //!
 //! # Bounds
 //! Two rings of slots: 12 slots of 5 s (the last minute) and 60 of 1 min (the last hour). A slot
