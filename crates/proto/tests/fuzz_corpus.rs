@@ -112,6 +112,16 @@ fn seed_frames() -> BTreeMap<String, Vec<u8>> {
         },
         Control::RuleDel { name: "a".into() },
         Control::Rules,
+        Control::ShareSet {
+            node: "account=physics".into(),
+            weight: Some(3.0),
+        },
+        Control::JobInfo {
+            job: JobId(42),
+            account: Some("physics".into()),
+            nodes: Some(4),
+        },
+        Control::Shares,
     ];
     for op in controls {
         let name = format!("req-{}", op.op().as_str());
@@ -130,6 +140,16 @@ fn seed_frames() -> BTreeMap<String, Vec<u8>> {
     add(
         "req-phase_end".into(),
         &Frame::Request(full, Request::PhaseEnd),
+        &mut out,
+    );
+    add(
+        "req-job_name".into(),
+        &Frame::Request(
+            full,
+            Request::JobName {
+                name: "dd.1000".into(),
+            },
+        ),
         &mut out,
     );
     let mut stream = encode(&Frame::Request(

@@ -276,6 +276,17 @@ impl Match {
                                 return Err(format!("`{key}={v}`: `{v}` is above the largest id"))
                             }
                             Err(_) => {
+                                // What the text form cannot hold back is refused.
+                                if v.contains(|c: char| {
+                                    c.is_whitespace()
+                                        || c.is_control()
+                                        || matches!(c, '{' | '}' | ',' | '&' | '=' | '"')
+                                }) {
+                                    return Err(format!(
+                                        "`{key}={v}`: a job name in a rule has no space, `{{`, \
+                                         `}}`, `,`, `&`, `=` or `\"` (name such a job by its id)"
+                                    ));
+                                }
                                 if v.contains(['*', '?']) {
                                     if v.len() > iosets_types::MAX_JOB_NAME_LEN {
                                         return Err(format!(
@@ -1294,6 +1305,7 @@ mod tests {
             ("client=ten", "not an address"),
             ("class=bulk", "classes: data-read"),
             ("job=1 job=dd.*", "given twice"),
+            ("jobid=1,2}opcode=metadata", "has no space"),
             ("job={1 2", "closing"),
             ("job=1 job=2", "given twice"),
             ("job=", "no value"),

@@ -158,6 +158,34 @@ pub fn request() -> impl Strategy<Value = Request> {
             token,
             op: Control::Stats
         }),
+        (
+            ".{0,10}",
+            "[a-z]{1,8}=[a-z0-9]{1,8}",
+            proptest::option::of(1e-9f64..1e9)
+        )
+            .prop_map(|(token, node, weight)| Request::Control {
+                token,
+                op: Control::ShareSet { node, weight }
+            }),
+        (
+            ".{0,10}",
+            any::<u64>(),
+            proptest::option::of("[a-z]{1,8}"),
+            proptest::option::of(1u32..)
+        )
+            .prop_map(|(token, job, account, nodes)| Request::Control {
+                token,
+                op: Control::JobInfo {
+                    job: JobId(job),
+                    account,
+                    nodes
+                }
+            }),
+        ".{0,10}".prop_map(|token| Request::Control {
+            token,
+            op: Control::Shares
+        }),
+        ".{1,20}".prop_map(|name| Request::JobName { name }),
     ]
 }
 
