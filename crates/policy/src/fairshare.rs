@@ -223,6 +223,20 @@ impl ShareTree {
         self.idle -= woken - created;
     }
 
+    /// The leaf `path` received `len` bytes of service elsewhere: every node on the path is
+    /// charged them in its parent's scheduler ([`Wf2q::charge`]), as far down as nodes exist
+    /// here (below, nothing is queued to be fair to).
+    pub fn charge(&mut self, path: &[u64], weights: &[f64], len: u64) {
+        let mut n = self.root;
+        for (d, &key) in path.iter().enumerate() {
+            self.nodes[n].sched.charge(key, len, weights[d]);
+            match self.nodes[n].children.get(&key) {
+                Some(&c) => n = c,
+                None => return,
+            }
+        }
+    }
+
     /// Takes the next request by the tree's shares, with its path's leaf kept until it empties.
     pub fn dispatch(&mut self) -> Option<Request> {
         if self.nodes[self.root].sched.backlogged() == 0 {

@@ -136,6 +136,14 @@ pub trait Policy: Send + fmt::Debug {
         false
     }
 
+    /// `req`'s job was served `bytes` elsewhere (other servers, since its last request here: the
+    /// client's piggyback), told with `req` before it is enqueued. Fair-queuing policies charge
+    /// it to the job's flows (dmClock's `delta`), so that shares hold job-wide across servers.
+    /// Default: ignored.
+    fn charge_elsewhere(&mut self, req: &Request, bytes: u64) {
+        let _ = (req, bytes);
+    }
+
     /// The levels of the policy's fair-share tree, top first, whose share weights it uses
     /// ([`Policy::set_share`]); empty if it has none.
     fn share_levels(&self) -> Vec<fairshare::ShareLevel> {
@@ -290,6 +298,11 @@ impl Counted {
         weight: Option<f64>,
     ) -> bool {
         self.policy.set_share(level, key, weight)
+    }
+
+    /// Forwards service elsewhere; see [`Policy::charge_elsewhere`].
+    pub fn charge_elsewhere(&mut self, req: &Request, bytes: u64) {
+        self.policy.charge_elsewhere(req, bytes);
     }
 
     /// The levels of the policy's fair-share tree; see [`Policy::share_levels`].

@@ -255,6 +255,45 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
         self.settle();
     }
 
+    /// `key` received `len` bytes of service elsewhere (another server: dmClock's `delta`): its
+    /// tags move on by `len / weight` as if it had been served here, without `V` moving, so its
+    /// share here shrinks by what it had there. A flow not known here starts that much in debt
+    /// (at `weight`), unless nothing is backlogged here (then there is nobody to be fair to).
+    pub fn charge(&mut self, key: K, len: u64, weight: f64) {
+        if len == 0 {
+            return;
+        }
+        match self.index.get(&key).copied() {
+            Some(i) => {
+                let d = len as f64 / self.flows[i].weight;
+                let f = &mut self.flows[i];
+                f.finish += d;
+                match f.state {
+                    State::Pending | State::Eligible => {
+                        f.start += d;
+                        self.insert_backlogged(i);
+                    }
+                    State::Parked => {
+                        let finish = f.finish;
+                        self.parked.push(&mut self.flows, i, finish);
+                    }
+                    State::Free => unreachable!("an indexed flow is live"),
+                }
+            }
+            None => {
+                if self.backlogged == 0 || !(weight.is_finite() && weight > 0.0) {
+                    return;
+                }
+                let i = self.alloc(key);
+                let f = &mut self.flows[i];
+                f.weight = weight;
+                f.finish = self.vtime + len as f64 / weight;
+                let finish = f.finish;
+                self.parked.push(&mut self.flows, i, finish);
+            }
+        }
+    }
+
     /// Forgets every flow and restarts virtual time.
     pub fn clear(&mut self) {
         *self = Self::default();
@@ -400,6 +439,33 @@ mod tests {
             s.served(k, lens[k], Some(lens[k]));
         }
         got
+    }
+
+    #[test]
+    fn service_elsewhere_shrinks_a_flows_share_here() {
+        // Flows 0 and 1 equal; flow 0 had 50 bytes served elsewhere before: flow 1 catches up
+        // (5 of its 10-byte requests) before flow 0 is served again.
+        let mut s = Wf2q::new();
+        s.arrive(0u32, 1.0, 10);
+        s.arrive(1u32, 1.0, 10);
+        s.charge(0, 50, 1.0);
+        let mut order = Vec::new();
+        for _ in 0..8 {
+            let k = s.select().unwrap();
+            order.push(k);
+            s.served(k, 10, Some(10));
+        }
+        assert_eq!(order, [1, 1, 1, 1, 1, 0, 1, 0], "{order:?}");
+        // Unknown here and something backlogged: it starts in debt.
+        s.charge(2, 30, 1.0);
+        s.arrive(2, 1.0, 10);
+        let k = s.select().unwrap();
+        assert_ne!(k, 2, "the flow in debt waits");
+        // Nothing backlogged: nothing to charge against.
+        let mut idle: Wf2q<u32> = Wf2q::new();
+        idle.charge(7, 100, 1.0);
+        idle.arrive(7, 1.0, 10);
+        assert_eq!(idle.select(), Some(7));
     }
 
     #[test]

@@ -370,6 +370,29 @@ impl Policy for Wfq {
         true
     }
 
+    fn charge_elsewhere(&mut self, req: &Request, bytes: u64) {
+        match (&self.key_by, &mut self.engine) {
+            (KeyBy::Tree(levels), Engine::Tree(_)) => {
+                let mut path = [0u64; 3];
+                let mut weights = [1.0f64; 3];
+                for (i, &level) in levels.iter().enumerate() {
+                    (path[i], weights[i]) = self.node(level, req);
+                }
+                let n = levels.len();
+                if let Engine::Tree(tree) = &mut self.engine {
+                    tree.charge(&path[..n], &weights[..n], bytes);
+                }
+            }
+            (KeyBy::Job, Engine::Flat { .. }) => {
+                let w = self.weight(req.job.0, req.priority);
+                if let Engine::Flat { sched, .. } = &mut self.engine {
+                    sched.charge(req.job.0, bytes, w);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn set_job_info(&mut self, job: JobId, info: JobInfo) -> bool {
         if info == JobInfo::default() {
             self.jobs.remove(&job.0);

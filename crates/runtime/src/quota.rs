@@ -375,6 +375,15 @@ impl Match {
         !self.job_patterns.is_empty()
     }
 
+    /// How many jobs it names, if it names them all by id or name (no pattern, a `job=` key):
+    /// what a per-job reservation is multiplied by in the reservations' sum.
+    pub fn job_count(&self) -> Option<usize> {
+        match &self.jobs {
+            Some(ids) if self.job_patterns.is_empty() => Some(ids.len()),
+            _ => None,
+        }
+    }
+
     /// Whether one of its `job=` patterns matches job name `name`.
     pub fn pattern_matches(&self, name: &str) -> bool {
         self.job_patterns
@@ -829,6 +838,10 @@ pub struct QuotaConfig {
     pub keep_ms: f64,
     /// What operations cost against ops/s rates (`[op_cost]`).
     pub op_cost: OpCosts,
+    /// What the device can do, in operations per second (`device_ops`): the reservations must
+    /// add up to no more (mClock reserves what the device can serve; Ceph's #49975 asks for
+    /// this check). `None`: not checked.
+    pub device_ops: Option<f64>,
 }
 
 impl Default for QuotaConfig {
@@ -839,6 +852,7 @@ impl Default for QuotaConfig {
             lend: false,
             keep_ms: 0.0,
             op_cost: OpCosts::default(),
+            device_ops: None,
         }
     }
 }
@@ -917,6 +931,48 @@ impl QuotaConfig {
                 ));
             }
         }
+        self.check_reservations()
+    }
+
+    /// With `device_ops`, the reservations must fit in it: each rule's per-job reservation
+    /// times the jobs it names (at least one when it names them by pattern or not at all).
+    fn check_reservations(&self) -> Result<(), RuntimeError> {
+        let Some(device) = self.device_ops else {
+            return Ok(());
+        };
+        if !(device.is_finite() && device > 0.0) {
+            return Err(bad(
+                "*",
+                format!("device_ops must be a positive number, not {device}"),
+            ));
+        }
+        let mut sum = 0.0;
+        let mut parts = Vec::new();
+        for r in &self.rules {
+            let Some(res) = r.reserve_ops else { continue };
+            let (jobs, what) = match r.matcher.job_count() {
+                Some(n) => (n, format!("{n} jobs")),
+                None => (1, "at least 1 job".to_string()),
+            };
+            sum += res * jobs as f64;
+            parts.push(format!("`{}`: {res} × {what}", r.name));
+        }
+        if sum > device + 1e-9 {
+            let last = self
+                .rules
+                .iter()
+                .rev()
+                .find(|r| r.reserve_ops.is_some())
+                .map_or("*", |r| r.name.as_str());
+            return Err(bad(
+                last,
+                format!(
+                    "the reservations add up to {sum} ops/s ({}), over the device's {device} \
+                     ops/s (device_ops): the device cannot meet them",
+                    parts.join(", ")
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -949,6 +1005,7 @@ impl QuotaConfig {
         for (op, &cost) in &value.op_cost {
             cfg.op_cost.set(op, cost).map_err(|e| bad("*", e))?;
         }
+        cfg.device_ops = value.device_ops;
         cfg.validate()?;
         Ok(cfg)
     }
@@ -1004,6 +1061,7 @@ impl From<&QuotaConfig> for TomlQuota {
             job_share_pct: Some(cfg.job_share_pct),
             lend: Some(cfg.lend),
             keep_ms: Some(cfg.keep_ms),
+            device_ops: cfg.device_ops,
             rule: cfg.rules.iter().map(TomlRule::from).collect(),
             op_cost: cfg
                 .op_cost
@@ -1176,6 +1234,30 @@ mod tests {
     }
 
     #[test]
+    fn reservations_the_device_cannot_meet_are_refused_with_the_figure() {
+        let text = |device: f64| {
+            format!(
+                "device_ops = {device}\n\
+                 [[rule]]\nname = \"vip\"\nmatch = \"job={{1 2 3}}\"\nreserve_ops = 200\n\
+                 [[rule]]\nname = \"md\"\nmatch = \"class=meta\"\nreserve_ops = 150\n"
+            )
+        };
+        let read = |t: &str| QuotaConfig::from_toml_value(&toml::from_str::<TomlQuota>(t).unwrap());
+        // 3 × 200 + at least 1 × 150 = 750.
+        assert!(read(&text(750.0)).is_ok());
+        let e = read(&text(700.0)).unwrap_err().to_string();
+        assert!(
+            e.contains("750 ops/s")
+                && e.contains("`vip`: 200 × 3 jobs")
+                && e.contains("`md`: 150 × at least 1 job")
+                && e.contains("700"),
+            "{e}"
+        );
+        let e = read(&text(-1.0)).unwrap_err().to_string();
+        assert!(e.contains("device_ops must be a positive number"), "{e}");
+    }
+
+    #[test]
     fn job_patterns_match_the_name_the_client_told() {
         let m = Match::parse("job={dd.* *.500 42} class=meta").unwrap();
         assert!(m.has_patterns());
@@ -1222,6 +1304,7 @@ mod tests {
             lend: true,
             keep_ms: 2.0,
             op_cost,
+            device_ops: Some(1000.0),
         };
         cfg.validate().unwrap();
         let text = toml::to_string(&TomlQuota::from(&cfg)).unwrap();

@@ -374,6 +374,10 @@ impl<T> State<T> {
         if req.op == Op::Other {
             self.other_waiting += 1;
         }
+        // Service the job had on other servers: fair queuing charges it (job-wide shares).
+        if let Some(bytes) = origin.map(|o| o.elsewhere_bytes).filter(|&b| b > 0) {
+            self.active.policy.charge_elsewhere(&req, bytes);
+        }
         if let Some(gate) = self.gate.as_mut() {
             let mut origin = origin.copied().unwrap_or_default();
             // Rules may match on the job's account: the control plane's, kept here; and on its
