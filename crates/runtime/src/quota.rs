@@ -1026,6 +1026,9 @@ pub struct TomlQuota {
     /// `keep_ms`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keep_ms: Option<f64>,
+    /// `device_ops`: what the device can do, operations per second (checks reservations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_ops: Option<f64>,
     /// `[[rule]]` tables.
     #[serde(default)]
     pub rule: Vec<TomlRule>,
