@@ -227,8 +227,14 @@ fn rate_accuracy_run() {
     } else {
         var("IOSETS_RATE_CHUNK", "262144").parse().unwrap()
     };
-    assert!(kind == "ops" || kind == "bytes", "IOSETS_RATE_KIND: ops or bytes");
-    assert!(scope == "job" || scope == "rule", "IOSETS_RATE_SCOPE: job or rule");
+    assert!(
+        kind == "ops" || kind == "bytes",
+        "IOSETS_RATE_KIND: ops or bytes"
+    );
+    assert!(
+        scope == "job" || scope == "rule",
+        "IOSETS_RATE_SCOPE: job or rule"
+    );
     let limit = if kind == "ops" {
         format!("rate_ops = {rate}")
     } else {
