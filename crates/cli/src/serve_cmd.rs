@@ -334,7 +334,7 @@ pub(crate) enum RuleCommand {
 pub(crate) enum ShareCommand {
     /// Give a node of the tree a weight among its siblings (every node weighs 1 by default).
     Set {
-        /// The node: account=NAME, user=NAME|UID or job=ID|NAME.
+        /// The node: account=NAME, user=NAME|UID, set=PRIORITY (IO-SETS' set) or job=ID|NAME.
         #[arg(value_parser = share_node)]
         node: String,
         /// Its weight, a number > 0.
@@ -342,7 +342,7 @@ pub(crate) enum ShareCommand {
     },
     /// Put a node back to weight 1.
     Clear {
-        /// The node: account=NAME, user=NAME|UID or job=ID|NAME.
+        /// The node: account=NAME, user=NAME|UID, set=PRIORITY or job=ID|NAME.
         #[arg(value_parser = share_node)]
         node: String,
     },
@@ -358,7 +358,7 @@ fn share_node(s: &str) -> std::result::Result<String, String> {
         }
         Some(_) => Ok(s.to_owned()),
         None => Err(format!(
-            "`{s}` is not level=name (account=NAME, user=NAME|UID, job=ID|NAME)"
+            "`{s}` is not level=name (account=NAME, user=NAME|UID, set=PRIORITY, job=ID|NAME)"
         )),
     }
 }

@@ -46,9 +46,17 @@ pub enum ShareLevel {
     Account,
     /// The caller's user id (a request without credentials is user [`NO_USER`]).
     User,
+    /// IO-SETS' set: the jobs of one priority (Set-10 puts a job of I/O period ~10^i s in the
+    /// set of priority 10^-i). A set weighs its priority, as IO-SETS' sets share bandwidth; the
+    /// jobs without a priority are one set ([`NO_SET`]) of `default_weight`. The key is the
+    /// priority's bits.
+    Set,
     /// The job.
     Job,
 }
+
+/// The set key of the jobs without a priority.
+pub const NO_SET: u64 = 0;
 
 /// The account key of a job the control plane told no account of.
 pub const NO_ACCOUNT: u64 = 0;
@@ -60,13 +68,19 @@ pub const IDLE_NODES_KEPT: usize = 1024;
 
 impl ShareLevel {
     /// Every level, in the order a tree usually nests them.
-    pub const ALL: [ShareLevel; 3] = [ShareLevel::Account, ShareLevel::User, ShareLevel::Job];
+    pub const ALL: [ShareLevel; 4] = [
+        ShareLevel::Account,
+        ShareLevel::User,
+        ShareLevel::Set,
+        ShareLevel::Job,
+    ];
 
     /// Its name in `key=` and in `iosets ctl share`.
     pub fn as_str(self) -> &'static str {
         match self {
             ShareLevel::Account => "account",
             ShareLevel::User => "user",
+            ShareLevel::Set => "set",
             ShareLevel::Job => "job",
         }
     }
@@ -85,7 +99,7 @@ impl FromStr for ShareLevel {
         ShareLevel::ALL
             .into_iter()
             .find(|l| l.as_str() == s)
-            .ok_or_else(|| format!("unknown level `{s}` (levels: account, user, job)"))
+            .ok_or_else(|| format!("unknown level `{s}` (levels: account, user, set, job)"))
     }
 }
 

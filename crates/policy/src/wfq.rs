@@ -13,12 +13,17 @@
 //! it is the job's node count instead ([`Policy::set_job_info`]; 1 if unknown).
 //!
 //! # A fair-share tree
-//! `key=account,user,job` (any of the three levels, each once, top first) nests the queues:
+//! `key=account,user,job` (any of the levels `account`, `user`, `set`, `job`, each once, top
+//! first) nests the queues:
 //! the accounts share the device by their share weights, each account's users share what it
 //! gets, each user's jobs share what the user gets ([`crate::fairshare`]). A job's account and
 //! node count come from the control plane ([`Policy::set_job_info`]; Slurm's, through the SPANK
 //! plugin or `iosets ctl job-info`), its user from the request's credentials; account and user
-//! weights from [`Policy::set_share`] (default 1). ThemisIO's policies are presets of `key`:
+//! weights from [`Policy::set_share`] (default 1). The `set` level groups jobs by priority, the
+//! way IO-SETS groups them into sets, and weighs each set by its priority (IO-SETS' shares
+//! between sets; one job of a set at a time is the `iosets` policy's, not this one's):
+//! `key=account,set,job` gives each account's sets their IO-SETS shares of what the account
+//! gets. ThemisIO's policies are presets of `key`:
 //! `job-fair` (`job`), `user-fair` (`user`), `size-fair` (`job`, weighted by node count) and
 //! `user-then-job` (`user,job`).
 //!
@@ -26,7 +31,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::fairshare::{JobInfo, ShareLevel, ShareTree, NO_ACCOUNT, NO_USER};
+use crate::fairshare::{JobInfo, ShareLevel, ShareTree, NO_ACCOUNT, NO_SET, NO_USER};
 use crate::tunables::{TunableSpec, Tunables};
 use crate::wf2q::Wf2q;
 use crate::{
@@ -43,8 +48,9 @@ pub const TUNABLES: &[TunableSpec] = &[
         name: "key",
         default: "job",
         help: "what a queue is: job, class (per caller-given class; none = class 0), or a \
-               fair-share tree: levels from account, user, job joined by commas, top first \
-               (account,user,job), or a preset: job-fair, user-fair, size-fair, user-then-job",
+               fair-share tree: levels from account, user, set, job joined by commas, top first \
+               (account,user,job; account,set,job), or a preset: job-fair, user-fair, size-fair, \
+               user-then-job",
     },
     TunableSpec {
         name: "job_weight",
@@ -239,6 +245,16 @@ impl Wfq {
             ShareLevel::User => {
                 let key = req.user.map_or(NO_USER, u64::from);
                 (key, share(key))
+            }
+            ShareLevel::Set => {
+                // The job's priority in force: the control plane's, else its request's hint.
+                match self.overrides.get(&req.job.0).copied().or(req.priority.map(Priority::get)) {
+                    Some(p) => {
+                        let key = p.to_bits();
+                        (key, self.shares.get(&(level, key)).copied().unwrap_or(p))
+                    }
+                    None => (NO_SET, self.default_weight),
+                }
             }
             ShareLevel::Job => (req.job.0, self.weight(req.job.0, req.priority)),
         }
@@ -576,6 +592,41 @@ mod tests {
         assert_eq!((got[&0], got[&1], got[&2]), (500, 250, 250), "{got:?}");
         // job-fair is flat WFQ by job.
         assert_eq!(tree("job-fair").key_by, KeyBy::Job);
+    }
+
+    #[test]
+    fn a_set_level_shares_by_priority_inside_each_account() {
+        // Two accounts 1:1. Account a: jobs 1, 2 in set 0.1 and job 3 in set 0.01; account b:
+        // job 4 without priority. Sets of a: 0.1 : 0.01 = 10 : 1 of a's half.
+        let mut p = tree("account,set,job");
+        for (job, account) in [(1, "a"), (2, "a"), (3, "a"), (4, "b")] {
+            let info = JobInfo {
+                account: Some(account_key(account)),
+                nodes: None,
+            };
+            p.set_job_info(JobId(job), info);
+        }
+        assert!(p.set_priority(JobId(3), Priority::new(0.01), Nanos::ZERO));
+        for i in 0..22_000u64 {
+            let job = 1 + i % 4;
+            let mut r = request(i, job, Op::Write, 0, 0, 100);
+            if job <= 2 {
+                r.priority = Priority::new(0.1);
+            }
+            p.enqueue(r, Nanos::ZERO);
+        }
+        let got = bytes_by_job(&mut p, 4_400);
+        let total: u64 = got.values().sum();
+        let share = |j: u64| got.get(&j).copied().unwrap_or(0) as f64 / total as f64;
+        for (job, want) in [
+            (1, 0.5 * 10.0 / 11.0 / 2.0),
+            (2, 0.5 * 10.0 / 11.0 / 2.0),
+            (3, 0.5 / 11.0),
+            (4, 0.5),
+        ] {
+            assert!((share(job) - want).abs() < 0.005, "job {job}: {} vs {want}", share(job));
+        }
+        assert_eq!(p.share_levels(), [ShareLevel::Account, ShareLevel::Set, ShareLevel::Job]);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! # Text forms
 //! A node of the tree is `level=name`: `account=physics` (a Slurm account name), `user=alice` or
 //! `user=1000` (a name is looked up through the system's name service when the share is read,
-//! and kept as its uid), `job=42` (a job id; `iosets ctl` turns a job name into its id first).
+//! and kept as its uid), `set=0.1` (IO-SETS' set of that priority), `job=42` (a job id;
+//! `iosets ctl` turns a job name into its id first).
 //! In a quota file, the configuration's `[quota]` or the state file:
 //! ```toml
 //! [[share]]
@@ -80,7 +81,8 @@ impl fmt::Display for ShareSpec {
 pub fn parse_node(node: &str) -> Result<(ShareLevel, u64, String), String> {
     let Some((level, name)) = node.split_once('=') else {
         return Err(format!(
-            "share node `{node}` is not level=name (account=NAME, user=NAME|UID, job=ID)"
+            "share node `{node}` is not level=name (account=NAME, user=NAME|UID, set=PRIORITY, \
+             job=ID)"
         ));
     };
     let level: ShareLevel = level
@@ -105,6 +107,14 @@ pub fn parse_node(node: &str) -> Result<(ShareLevel, u64, String), String> {
                 }
                 Err(e) => return Err(format!("share node `{node}`: looking up `{name}`: {e}")),
             },
+        },
+        ShareLevel::Set => match name.parse::<f64>() {
+            Ok(p) if p.is_finite() && p > 0.0 => p.to_bits(),
+            _ => {
+                return Err(format!(
+                    "share node `{node}`: a set is named by its priority, a number > 0 (set=0.1)"
+                ))
+            }
         },
         ShareLevel::Job => name.parse::<u64>().map_err(|_| {
             format!("share node `{node}`: a job is named by its id here (iosets ctl takes names)")
@@ -208,6 +218,8 @@ mod tests {
         assert_eq!((u.level, u.key), (ShareLevel::User, 0));
         assert_eq!(ShareSpec::parse("user=1000", 1.0).unwrap().key, 1000);
         assert_eq!(ShareSpec::parse("job=42", 1.0).unwrap().key, 42);
+        assert_eq!(ShareSpec::parse("set=0.1", 5.0).unwrap().key, 0.1f64.to_bits());
+        assert!(ShareSpec::parse("set=0", 5.0).unwrap_err().contains("by its priority"));
         let back = TomlShare::from(&a).to_spec().unwrap();
         assert_eq!(back, a);
     }
