@@ -248,7 +248,12 @@ impl Wfq {
             }
             ShareLevel::Set => {
                 // The job's priority in force: the control plane's, else its request's hint.
-                match self.overrides.get(&req.job.0).copied().or(req.priority.map(Priority::get)) {
+                match self
+                    .overrides
+                    .get(&req.job.0)
+                    .copied()
+                    .or(req.priority.map(Priority::get))
+                {
                     Some(p) => {
                         let key = p.to_bits();
                         (key, self.shares.get(&(level, key)).copied().unwrap_or(p))
@@ -624,9 +629,16 @@ mod tests {
             (3, 0.5 / 11.0),
             (4, 0.5),
         ] {
-            assert!((share(job) - want).abs() < 0.005, "job {job}: {} vs {want}", share(job));
+            assert!(
+                (share(job) - want).abs() < 0.005,
+                "job {job}: {} vs {want}",
+                share(job)
+            );
         }
-        assert_eq!(p.share_levels(), [ShareLevel::Account, ShareLevel::Set, ShareLevel::Job]);
+        assert_eq!(
+            p.share_levels(),
+            [ShareLevel::Account, ShareLevel::Set, ShareLevel::Job]
+        );
     }
 
     #[test]

@@ -218,8 +218,13 @@ mod tests {
         assert_eq!((u.level, u.key), (ShareLevel::User, 0));
         assert_eq!(ShareSpec::parse("user=1000", 1.0).unwrap().key, 1000);
         assert_eq!(ShareSpec::parse("job=42", 1.0).unwrap().key, 42);
-        assert_eq!(ShareSpec::parse("set=0.1", 5.0).unwrap().key, 0.1f64.to_bits());
-        assert!(ShareSpec::parse("set=0", 5.0).unwrap_err().contains("by its priority"));
+        assert_eq!(
+            ShareSpec::parse("set=0.1", 5.0).unwrap().key,
+            0.1f64.to_bits()
+        );
+        assert!(ShareSpec::parse("set=0", 5.0)
+            .unwrap_err()
+            .contains("by its priority"));
         let back = TomlShare::from(&a).to_spec().unwrap();
         assert_eq!(back, a);
     }
