@@ -16,6 +16,26 @@ use iosets_server::{Server, ServerConfig};
 const RATE: f64 = 200.0;
 const CHUNK: u64 = 4096;
 
+/// Two servers on loopback, 4 workers each, each tracing to `trace<i>.csv` in `scratch`, set up
+/// by `tune`: their handles and trace files.
+fn two_servers(
+    scratch: &Scratch,
+    tune: impl Fn(&mut ServerConfig),
+) -> (Vec<iosets_server::ServerHandle>, Vec<std::path::PathBuf>) {
+    let mut handles = Vec::new();
+    let mut traces = Vec::new();
+    for i in 0..2 {
+        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
+        cfg.workers = 4;
+        let trace = scratch.path().join(format!("trace{i}.csv"));
+        cfg.trace = Some(trace.clone());
+        tune(&mut cfg);
+        traces.push(trace);
+        handles.push(Server::start(cfg).unwrap());
+    }
+    (handles, traces)
+}
+
 /// UNIX-epoch dispatch times (ns) of job 1's writes in a server trace.
 fn dispatches(text: &str) -> Vec<u64> {
     dispatches_of(text, "1")
@@ -41,18 +61,10 @@ fn a_rate_on_two_servers_holds_for_the_job_as_a_whole() {
     let quota = format!(
         "[[rule]]\nname = \"tbf\"\nmatch = \"job=1 class=data-write\"\nrate_ops = {RATE}\nstrict = true\n"
     );
-    let mut handles = Vec::new();
-    let mut traces = Vec::new();
-    for i in 0..2 {
-        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
-        cfg.workers = 4;
+    let (handles, traces) = two_servers(&scratch, |cfg| {
         cfg.policy = "timeorder".into();
-        let trace = scratch.path().join(format!("trace{i}.csv"));
-        cfg.trace = Some(trace.clone());
         cfg.set_quota_toml(&quota).unwrap();
-        traces.push(trace);
-        handles.push(Server::start(cfg).unwrap());
-    }
+    });
     let mut cfg = ClientConfig::new(JobId(1));
     cfg.chunk_size = CHUNK;
     let client = Arc::new(BlockingClient::connect(&addrs(&handles), cfg).unwrap());
@@ -126,18 +138,10 @@ fn a_rule_wide_rate_on_two_servers_holds_for_all_its_jobs_together() {
         "[[rule]]\nname = \"project\"\nmatch = \"job={{1 2}} class=data-write\"\n\
          rate_ops = {RULE_RATE}\nstrict = true\nrate_scope = \"rule\"\n"
     );
-    let mut handles = Vec::new();
-    let mut traces = Vec::new();
-    for i in 0..2 {
-        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
-        cfg.workers = 4;
+    let (handles, traces) = two_servers(&scratch, |cfg| {
         cfg.policy = "timeorder".into();
-        let trace = scratch.path().join(format!("trace{i}.csv"));
-        cfg.trace = Some(trace.clone());
         cfg.set_quota_toml(&quota).unwrap();
-        traces.push(trace);
-        handles.push(Server::start(cfg).unwrap());
-    }
+    });
     let per_thread = 400u64;
     let writers: Vec<_> = (1..=2u64)
         .flat_map(|job| {
@@ -245,18 +249,10 @@ fn rate_accuracy_run() {
         "[[rule]]\nname = \"r\"\nmatch = \"job={{1 2}} class=data-write\"\n{limit}\n\
          strict = true\nrate_scope = \"{scope}\"\n"
     );
-    let mut handles = Vec::new();
-    let mut traces = Vec::new();
-    for i in 0..2 {
-        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
-        cfg.workers = 4;
+    let (handles, traces) = two_servers(&scratch, |cfg| {
         cfg.policy = "timeorder".into();
-        let trace = scratch.path().join(format!("trace{i}.csv"));
-        cfg.trace = Some(trace.clone());
         cfg.set_quota_toml(&quota).unwrap();
-        traces.push(trace);
-        handles.push(Server::start(cfg).unwrap());
-    }
+    });
     let until = std::time::Instant::now() + std::time::Duration::from_secs_f64(secs);
     let writers: Vec<_> = (1..=2u64)
         .flat_map(|job| {
@@ -346,19 +342,11 @@ fn rate_accuracy_run() {
 #[test]
 fn fair_shares_hold_job_wide_across_servers() {
     let scratch = Scratch::new("job-wide-shares");
-    let mut handles = Vec::new();
-    let mut traces = Vec::new();
-    for i in 0..2 {
-        let mut cfg = ServerConfig::new(scratch.sub(&format!("root{i}"))).with_insecure_loopback();
-        cfg.workers = 4;
+    let (handles, traces) = two_servers(&scratch, |cfg| {
         cfg.policy = "wfq".into();
         cfg.policy_options = vec![("key".into(), "account,user,job".into())];
         cfg.throttle_mib_s = Some(8.0);
-        let trace = scratch.path().join(format!("trace{i}.csv"));
-        cfg.trace = Some(trace.clone());
-        traces.push(trace);
-        handles.push(Server::start(cfg).unwrap());
-    }
+    });
     let all = addrs(&handles);
     let until = std::time::Instant::now() + std::time::Duration::from_secs(4);
     const SIZE: u64 = 64 * 1024;

@@ -256,14 +256,7 @@ impl ShareTree {
         if self.nodes[self.root].sched.backlogged() == 0 {
             return None;
         }
-        let mut n = self.root;
-        while self.nodes[n].depth < self.depth {
-            let key = self.nodes[n]
-                .sched
-                .select()
-                .expect("a backlogged node has a backlogged child");
-            n = self.nodes[n].children[&key];
-        }
+        let n = self.next_leaf(self.root);
         let req = self.nodes[n]
             .queue
             .pop_front()
@@ -315,8 +308,8 @@ impl ShareTree {
         self.idle = 0;
     }
 
-    /// The length of the request `n` would serve next (`n` backlogged).
-    fn head_len(&mut self, mut n: usize) -> u64 {
+    /// The leaf whose request node `n` (backlogged) would serve next.
+    fn next_leaf(&mut self, mut n: usize) -> usize {
         while self.nodes[n].depth < self.depth {
             let key = self.nodes[n]
                 .sched
@@ -324,7 +317,13 @@ impl ShareTree {
                 .expect("a backlogged node has a backlogged child");
             n = self.nodes[n].children[&key];
         }
-        self.nodes[n].queue.front().map_or(0, |r| r.len)
+        n
+    }
+
+    /// The length of the request `n` would serve next (`n` backlogged).
+    fn head_len(&mut self, n: usize) -> u64 {
+        let leaf = self.next_leaf(n);
+        self.nodes[leaf].queue.front().map_or(0, |r| r.len)
     }
 
     /// Every queued request, leaf by leaf in key order (a path's keys, top first), arrival order

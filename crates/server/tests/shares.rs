@@ -92,6 +92,17 @@ fn done(r: Response, what: &str) {
     assert_eq!(r, Response::Ok(Reply::Done), "{what}");
 }
 
+/// Sets (`Some`) or clears (`None`) `node`'s share weight through `ctl`: the server's answer.
+fn share(ctl: &mut Conn, node: &str, weight: Option<f64>) -> Response {
+    ctl.control(
+        TOKEN,
+        Control::ShareSet {
+            node: node.into(),
+            weight,
+        },
+    )
+}
+
 /// Every job saturates every server; one job (the first of a user with two) stops at 60% of
 /// the run. While all are backlogged, every level's share in every 1 s window is within ±2
 /// points of its target; from 100 ms after the stopped job's last request, its share has gone
@@ -120,14 +131,7 @@ fn accounts_users_and_jobs_get_their_shares_on_every_server_in_every_second() {
     for s in &servers {
         let mut ctl = Conn::connect(s.addr(), 0);
         for (node, w) in [("account=physics", 3.0), ("user=5002", 2.0)] {
-            let r = ctl.control(
-                TOKEN,
-                Control::ShareSet {
-                    node: node.into(),
-                    weight: Some(w),
-                },
-            );
-            done(r, node);
+            done(share(&mut ctl, node, Some(w)), node);
         }
         for &job in &jobs {
             let (account, uid) = placement(job);
@@ -270,13 +274,7 @@ fn shares_are_checked_listed_and_kept_across_a_restart() {
         ("account=a b", Some(1.0), "not an account name"),
         ("account=bio", None, "no weight is set"),
     ] {
-        match ctl.control(
-            TOKEN,
-            Control::ShareSet {
-                node: node.into(),
-                weight,
-            },
-        ) {
+        match share(&mut ctl, node, weight) {
             Response::Err { errno, message } => {
                 assert_eq!(errno, EINVAL, "{node}: {message}");
                 assert!(message.contains(needle), "{node}: {message}");
@@ -309,31 +307,10 @@ fn shares_are_checked_listed_and_kept_across_a_restart() {
         ("user=root", 2.0),
         ("account=bio", 5.0),
     ] {
-        let r = ctl.control(
-            TOKEN,
-            Control::ShareSet {
-                node: node.into(),
-                weight: Some(w),
-            },
-        );
-        done(r, node);
+        done(share(&mut ctl, node, Some(w)), node);
     }
-    let r = ctl.control(
-        TOKEN,
-        Control::ShareSet {
-            node: "account=bio".into(),
-            weight: None,
-        },
-    );
-    done(r, "clear");
-    let r = ctl.control(
-        TOKEN,
-        Control::ShareSet {
-            node: "account=physics".into(),
-            weight: Some(4.0),
-        },
-    );
-    done(r, "replace");
+    done(share(&mut ctl, "account=bio", None), "clear");
+    done(share(&mut ctl, "account=physics", Some(4.0)), "replace");
     let listed = |ctl: &mut Conn| -> Vec<(String, f64)> {
         let report: SharesReport = json(ctl.control(TOKEN, Control::Shares));
         report
