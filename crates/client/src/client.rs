@@ -352,6 +352,11 @@ impl Client {
 
     /// This handle's job's name, if one was given ([`Client::name_job`]).
     fn job_name(&self) -> Option<std::sync::Arc<str>> {
+        self.name_of(self.job)
+    }
+
+    /// The name given to `job` ([`Client::name_job`]), if any.
+    pub fn name_of(&self, job: JobId) -> Option<std::sync::Arc<str>> {
         if !self.inner.has_names.load(Ordering::Relaxed) {
             return None;
         }
@@ -360,7 +365,7 @@ impl Client {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .by_job
-            .get(&self.job.0)
+            .get(&job.0)
             .cloned()
     }
 

@@ -154,7 +154,8 @@ The iosets control directory (.iosets/ at the root of an iosets mount)
   jobs/<id>/stats        the job's statistics on every server, as JSON (read-only)
   jobs/<name>/...        the same files of a job named, as the mount names jobs
                          (IOSETS_JOB_ID=myjob, or procname.uid): jobs/myjob/priority is the
-                         file of the number `ls jobs` shows for it
+                         file of its number. `ls jobs` shows a job by its name when the mount
+                         or a server knows it, else by its number
 
 Who may write a priority
   root                   any job's, any value, and clear it.

@@ -571,14 +571,30 @@ impl Inner {
                 (Ctl::Policy, "policy".into()),
             ],
             Ctl::Jobs => {
-                let mut jobs: std::collections::BTreeSet<u64> = self.seen_jobs.lock().clone();
+                let mut jobs: std::collections::BTreeMap<u64, Option<String>> =
+                    self.seen_jobs.lock().iter().map(|&j| (j, None)).collect();
                 if self.cfg.token.is_some() {
                     for (_, r) in self.jobs_reports().await? {
-                        jobs.extend(r.jobs.iter().map(|j| j.job));
+                        for j in &r.jobs {
+                            let name = jobs.entry(j.job).or_default();
+                            if name.is_none() {
+                                name.clone_from(&j.name);
+                            }
+                        }
                     }
                 }
+                // A job is listed by its name when it has one that makes a file name (its
+                // directory is the same by name or by number).
                 jobs.into_iter()
-                    .map(|j| (Ctl::JobDir(JobId(j)), j.to_string()))
+                    .map(|(j, name)| {
+                        let name = name
+                            .or_else(|| self.client.name_of(JobId(j)).map(|n| n.to_string()))
+                            .filter(|n| {
+                                !n.is_empty() && n != "." && n != ".." && !n.contains(['/', '\0'])
+                            })
+                            .unwrap_or_else(|| j.to_string());
+                        (Ctl::JobDir(JobId(j)), name)
+                    })
                     .collect()
             }
             Ctl::JobDir(j) => vec![
