@@ -267,6 +267,10 @@ fn describe(c: &ServerConfig) -> String {
     if let Some(q) = &c.quota {
         lines.push(format!("quota = {} rule(s)", q.rules.len()));
     }
+    if !c.shares.is_empty() {
+        let shares: Vec<String> = c.shares.iter().map(|s| s.to_string()).collect();
+        lines.push(format!("shares = {}", shares.join(", ")));
+    }
     let mut out = lines.join("\n");
     out.push('\n');
     out

@@ -178,6 +178,34 @@ fn config_check_passes_a_good_file_and_names_the_first_error_of_a_bad_one() {
         &["state file", "iosets-state.toml", "line 4", "rate"],
     );
     std::fs::remove_file(dir.join("iosets-state.toml")).unwrap();
+    // Shares in the state file are checked and shown; reservations the device cannot meet and
+    // a weight of 0 are refused naming the rule or the node.
+    std::fs::write(
+        dir.join("iosets-state.toml"),
+        "[[share]]\nnode = \"account=physics\"\nweight = 3.0\n",
+    )
+    .unwrap();
+    let o = iosets(&dir, &["config", "check", "good.toml"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("shares = account=physics 3"),
+        "{}",
+        stdout(&o)
+    );
+    for (text, needles) in [
+        (
+            "[[share]]\nnode = \"account=physics\"\nweight = 0.0\n",
+            &["account=physics", "> 0"][..],
+        ),
+        (
+            "device_ops = 100.0\n[[rule]]\nname = \"vip\"\nmatch = \"job={1 2}\"\nreserve_ops = 60.0\n",
+            &["vip", "120 ops/s", "100 ops/s"],
+        ),
+    ] {
+        std::fs::write(dir.join("iosets-state.toml"), text).unwrap();
+        fails(&dir, &["config", "check", "good.toml"], needles);
+    }
+    std::fs::remove_file(dir.join("iosets-state.toml")).unwrap();
 
     std::fs::write(
         dir.join("bad.toml"),

@@ -183,9 +183,20 @@ impl TomlShare {
     /// # Errors
     /// [`RuntimeError::Share`] naming the node.
     pub fn to_spec(&self) -> Result<ShareSpec, RuntimeError> {
-        ShareSpec::parse(&self.node, self.weight).map_err(|reason| RuntimeError::Share {
-            node: self.node.clone(),
-            reason,
+        ShareSpec::parse(&self.node, self.weight).map_err(|reason| {
+            // The error names the node itself: keep it once.
+            let named = [
+                format!("share `{}`: ", self.node),
+                format!("share node `{}`: ", self.node),
+            ];
+            let reason = named
+                .iter()
+                .find_map(|p| reason.strip_prefix(p.as_str()))
+                .map_or(reason.clone(), str::to_owned);
+            RuntimeError::Share {
+                node: self.node.clone(),
+                reason,
+            }
         })
     }
 }
