@@ -912,7 +912,13 @@ impl Endpoint {
                 Err(e) => e,
                 Ok(conn) => match async {
                     if let Some(name) = name {
-                        conn.name(who, name, cfg).await?;
+                        // The request itself was not sent: whatever became of its name, it
+                        // may be tried again (never failed as lost: it may not be idempotent).
+                        conn.name(who, name, cfg).await.map_err(|e| match e {
+                            Attempt::NotSent(e) | Attempt::Lost(e) | Attempt::Final(e) => {
+                                Attempt::NotSent(e)
+                            }
+                        })?;
                     }
                     conn.call(who, req.clone(), landing, cfg.request_timeout)
                         .await

@@ -150,6 +150,10 @@ impl<K: Copy + Eq + Hash> Default for Wf2q<K> {
     }
 }
 
+/// The most bytes one [`Wf2q::charge`] counts (1 GiB): service elsewhere is what a client
+/// says, and one say must not push a flow out of reach.
+pub const MAX_CHARGE: u64 = 1 << 30;
+
 /// The cost of serving `len` bytes: at least 1, so that zero-length operations are not free.
 fn cost(len: u64) -> f64 {
     len.max(1) as f64
@@ -260,12 +264,18 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
     /// share here shrinks by what it had there. A flow not known here starts that much in debt
     /// (at `weight`), unless nothing is backlogged here (then there is nobody to be fair to).
     pub fn charge(&mut self, key: K, len: u64, weight: f64) {
+        // A client says what it was served elsewhere: at most MAX_CHARGE a time, so that one
+        // request cannot push a flow (and the nodes above it) out of reach.
+        let len = len.min(MAX_CHARGE);
         if len == 0 {
             return;
         }
         match self.index.get(&key).copied() {
             Some(i) => {
                 let d = len as f64 / self.flows[i].weight;
+                if !d.is_finite() {
+                    return;
+                }
                 let f = &mut self.flows[i];
                 f.finish += d;
                 match f.state {
@@ -284,14 +294,23 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
                 if self.backlogged == 0 || !(weight.is_finite() && weight > 0.0) {
                     return;
                 }
+                let d = len as f64 / weight;
+                if !d.is_finite() {
+                    return;
+                }
                 let i = self.alloc(key);
                 let f = &mut self.flows[i];
                 f.weight = weight;
-                f.finish = self.vtime + len as f64 / weight;
+                f.finish = self.vtime + d;
                 let finish = f.finish;
                 self.parked.push(&mut self.flows, i, finish);
             }
         }
+        // Charges push heap entries without serving anything: drop the stale ones here too.
+        let live = self.index.len();
+        self.eligible.compact(&self.flows, live);
+        self.pending.compact(&self.flows, live);
+        self.parked.compact(&self.flows, live);
     }
 
     /// Forgets every flow and restarts virtual time.
@@ -461,6 +480,27 @@ mod tests {
         s.arrive(2, 1.0, 10);
         let k = s.select().unwrap();
         assert_ne!(k, 2, "the flow in debt waits");
+        // A client's say is capped: u64::MAX counts as MAX_CHARGE, and a weight so small that
+        // the charge would be infinite is not charged.
+        let mut capped = Wf2q::new();
+        const MIB: u64 = 1 << 20;
+        capped.arrive(0u32, 1.0, MIB);
+        capped.arrive(1u32, 1.0, MIB);
+        capped.charge(0, u64::MAX, 1.0);
+        capped.charge(9, 10, 1e-320);
+        let mut one = 0u64;
+        loop {
+            let k = capped.select().unwrap();
+            if k == 0 {
+                break;
+            }
+            one += MIB;
+            capped.served(k, MIB, Some(MIB));
+        }
+        assert!(
+            one.abs_diff(MAX_CHARGE) <= MIB,
+            "flow 1 caught up the capped charge, within a request: {one}"
+        );
         // Nothing backlogged: nothing to charge against.
         let mut idle: Wf2q<u32> = Wf2q::new();
         idle.charge(7, 100, 1.0);

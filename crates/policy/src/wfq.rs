@@ -71,6 +71,9 @@ pub const TUNABLES: &[TunableSpec] = &[
     },
 ];
 
+/// The most levels a tree has: each of [`ShareLevel::ALL`] once.
+const LEVELS: usize = ShareLevel::ALL.len();
+
 /// How many emptied queues are kept for reuse.
 const SPARE_QUEUES: usize = 256;
 
@@ -273,8 +276,8 @@ impl Policy for Wfq {
 
     fn enqueue(&mut self, req: Request, _now: Nanos) {
         if let KeyBy::Tree(levels) = &self.key_by {
-            let mut path = [0u64; 3];
-            let mut weights = [1.0f64; 3];
+            let mut path = [0u64; LEVELS];
+            let mut weights = [1.0f64; LEVELS];
             for (i, &level) in levels.iter().enumerate() {
                 (path[i], weights[i]) = self.node(level, &req);
             }
@@ -394,8 +397,8 @@ impl Policy for Wfq {
     fn charge_elsewhere(&mut self, req: &Request, bytes: u64) {
         match (&self.key_by, &mut self.engine) {
             (KeyBy::Tree(levels), Engine::Tree(_)) => {
-                let mut path = [0u64; 3];
-                let mut weights = [1.0f64; 3];
+                let mut path = [0u64; LEVELS];
+                let mut weights = [1.0f64; LEVELS];
                 for (i, &level) in levels.iter().enumerate() {
                     (path[i], weights[i]) = self.node(level, req);
                 }
@@ -603,6 +606,14 @@ mod tests {
     fn a_set_level_shares_by_priority_inside_each_account() {
         // Two accounts 1:1. Account a: jobs 1, 2 in set 0.1 and job 3 in set 0.01; account b:
         // job 4 without priority. Sets of a: 0.1 : 0.01 = 10 : 1 of a's half.
+        // Every level at once is a tree too (four levels).
+        let mut all = tree("account,user,set,job");
+        let mut r = request(0, 1, Op::Write, 0, 0, 100);
+        r.user = Some(7);
+        r.priority = Priority::new(0.1);
+        all.enqueue(r, Nanos::ZERO);
+        all.charge_elsewhere(&r, 4096);
+        assert_eq!(bytes_by_job(&mut all, 1), [(1, 100)].into_iter().collect());
         let mut p = tree("account,set,job");
         for (job, account) in [(1, "a"), (2, "a"), (3, "a"), (4, "b")] {
             let info = JobInfo {

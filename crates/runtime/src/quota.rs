@@ -449,14 +449,9 @@ impl Match {
             (None, _) => true,
             (Some(_), None) => false,
             (Some(a), Some(b)) => {
-                let named = |id: &u64| {
-                    other.job_names.get(id).is_some_and(|n| {
-                        self.job_patterns
-                            .iter()
-                            .any(|p| wildmatch::WildMatch::new(p).matches(n))
-                    })
-                };
-                b.iter().all(|id| a.contains(id) || named(id))
+                // A pattern does not cover a job named by id or name: the pattern matches only
+                // once the job's client told its name, the id always.
+                b.is_subset(a)
                     && other
                         .job_patterns
                         .iter()
@@ -1278,9 +1273,10 @@ mod tests {
         // A job whose name was never told matches no pattern.
         assert!(!m.matches(id("dd.1000"), OpClass::Meta, &Origin::default()));
         assert!(!m.matches(id("dd.1000"), OpClass::DataRead, &named("dd.1000")));
-        // A pattern covers the jobs it names, and itself.
+        // A pattern covers itself, not the jobs it would name (it matches them only once their
+        // names are told; by id they always match).
         let wide = Match::parse("job=dd.*").unwrap();
-        assert!(wide.covers(&Match::parse("job={dd.1000 dd.2}").unwrap()));
+        assert!(!wide.covers(&Match::parse("job={dd.1000 dd.2}").unwrap()));
         assert!(wide.covers(&Match::parse("job=dd.* class=meta").unwrap()));
         assert!(!wide.covers(&Match::parse("job={dd.1000 cp.2}").unwrap()));
         assert!(!wide.covers(&Match::parse("job=d*").unwrap()));

@@ -1214,14 +1214,40 @@ impl<T: Send + 'static> Scheduler<T> {
             });
         };
         let mut st = self.inner.state.lock();
-        if st.names.insert(job, inline).is_none() {
-            st.names_order.push_back(job);
-            while st.names_order.len() > MAX_JOB_NAMES {
-                if let Some(old) = st.names_order.pop_front() {
+        if st.names.contains_key(&job) {
+            return Ok(());
+        }
+        if st.names.len() >= MAX_JOB_NAMES {
+            // The oldest told go first, but never the name of a job with requests here (a
+            // flood of names must not take a working job's name, and its rules' patterns, away).
+            let st = &mut *st;
+            // The 256 oldest at most: a bounded look under the lock.
+            let mut tries = st.names_order.len().min(256);
+            let evicted = loop {
+                let Some(old) = st.names_order.pop_front() else {
+                    break false;
+                };
+                if !st.jobs.contains_key(&old) {
                     st.names.remove(&old);
+                    break true;
                 }
+                st.names_order.push_back(old);
+                tries -= 1;
+                if tries == 0 {
+                    break false;
+                }
+            };
+            if !evicted {
+                return Err(RuntimeError::Share {
+                    node: format!("job={job}"),
+                    reason: format!(
+                        "{MAX_JOB_NAMES} job names are kept, all of jobs with requests here"
+                    ),
+                });
             }
         }
+        st.names.insert(job, inline);
+        st.names_order.push_back(job);
         Ok(())
     }
 

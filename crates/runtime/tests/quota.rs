@@ -513,6 +513,30 @@ fn held_time_is_split_into_threads_and_rates_and_the_top_lists_name_who() {
 }
 
 #[test]
+fn a_flood_of_names_does_not_take_a_working_jobs_name() {
+    let sched: Scheduler<u64> = Scheduler::new(common::policy("timeorder"));
+    let ior = iosets_types::JobId::of_name("ior.1000").unwrap();
+    sched.name_job(ior, "ior.1000").unwrap();
+    // The job has a request here (queued, never served in this test).
+    sched
+        .submit(common::request(ior.0, Op::Write, 1, 0, 4096), 1)
+        .unwrap();
+    for i in 0..iosets_runtime::MAX_JOB_NAMES + 10 {
+        let name = format!("flood.{i}");
+        let job = iosets_types::JobId::of_name(&name).unwrap();
+        sched.name_job(job, &name).unwrap();
+    }
+    assert_eq!(sched.job_name(ior).as_deref(), Some("ior.1000"));
+    assert!(sched.job_names().len() <= iosets_runtime::MAX_JOB_NAMES);
+    // The oldest idle ones went instead.
+    let first = iosets_types::JobId::of_name("flood.0").unwrap();
+    assert_eq!(sched.job_name(first), None);
+    // A name that is not the job's is refused.
+    let e = sched.name_job(iosets_types::JobId(5), "six").unwrap_err();
+    assert!(e.to_string().contains("not this job's name"), "{e}");
+}
+
+#[test]
 fn a_reservation_is_met_when_the_device_can_meet_it() {
     // 4 threads of 10 ms: 400 ops/s. A light job in a weight-1 rule against three heavy jobs in
     // a weight-100 rule: by weight it holds one thread (100 ops/s); a reservation of 200 ops/s
