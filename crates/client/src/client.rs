@@ -435,9 +435,17 @@ impl Client {
             phase: stamped.as_ref().map(|s| s.clock.begin(s.job, server)),
             elsewhere: served.and_then(|s| s.take(self.job, server)),
         };
-        let name = self.job_name();
+        // Looked up only when the connection has not told the job's name yet.
+        let name_of = || self.job_name();
+        let named = self.inner.has_names.load(Ordering::Relaxed);
         let resp = ep
-            .call(&self.inner.cfg, who, req, landing.as_ref(), name.as_deref())
+            .call(
+                &self.inner.cfg,
+                who,
+                req,
+                landing.as_ref(),
+                named.then_some(&name_of as crate::conn::NameOf<'_>),
+            )
             .await?;
         if let Some(s) = served {
             let bytes = match &resp {

@@ -184,6 +184,9 @@ pub(crate) struct Caller {
     pub elsewhere: Option<iosets_proto::Elsewhere>,
 }
 
+/// Looks up the name of the job a request is for ([`Endpoint::call`]).
+pub(crate) type NameOf<'a> = &'a (dyn Fn() -> Option<std::sync::Arc<str>> + Send + Sync);
+
 /// The most jobs a connection remembers having named; past it the set starts again (names are
 /// then told again: harmless).
 const NAMED_PER_CONN: usize = 65_536;
@@ -491,9 +494,15 @@ impl Conn {
         }
     }
 
-    /// Tells the server `who`'s job's name, once per connection: before the job's first
-    /// request on it. A refusal is not retried (the server keeps no name then).
-    async fn name(&self, who: Caller, name: &str, cfg: &ClientConfig) -> Result<(), Attempt> {
+    /// Tells the server `who`'s job's name (`name_of` looks it up, only when this connection
+    /// has not told it yet), once per connection: before the job's first request on it. A
+    /// refusal is not retried (the server keeps no name then).
+    async fn name(
+        &self,
+        who: Caller,
+        name_of: NameOf<'_>,
+        cfg: &ClientConfig,
+    ) -> Result<(), Attempt> {
         let job = who.job.0;
         if self
             .named
@@ -503,6 +512,9 @@ impl Conn {
         {
             return Ok(());
         }
+        let Some(name) = name_of() else {
+            return Ok(());
+        };
         // Nothing scheduled: no phase stamp, and the service done elsewhere stays with the
         // request that follows.
         let plain = Caller {
@@ -511,7 +523,7 @@ impl Conn {
             ..who
         };
         let req = Request::JobName {
-            name: name.to_owned(),
+            name: name.to_string(),
         };
         // A refusal (a server that does not know the request, a name that is not the job's)
         // is not asked again on this connection: the name is only for reports and patterns.
@@ -902,7 +914,7 @@ impl Endpoint {
         who: Caller,
         req: Request,
         landing: Option<&Landing>,
-        name: Option<&str>,
+        name: Option<NameOf<'_>>,
     ) -> Result<Response, ClientError> {
         let idempotent = req.is_idempotent();
         let upgrade = self.wants_region(&req);

@@ -77,7 +77,8 @@ const LEVELS: usize = ShareLevel::ALL.len();
 /// How many emptied queues are kept for reuse.
 const SPARE_QUEUES: usize = 256;
 
-/// The most job records (account, node count) kept; past it the oldest-set goes first.
+/// The most job records (account, node count) kept. The runtime refuses a new job past it;
+/// a caller that does not bound what it tells has an arbitrary record dropped instead.
 pub const MAX_JOB_INFO: usize = 1 << 16;
 
 /// What a queue is keyed by.

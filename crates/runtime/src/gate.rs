@@ -469,11 +469,6 @@ impl Gate {
         &self.cfg
     }
 
-    /// Whether a rule matches job names by pattern (then requests need their job's name).
-    pub(crate) fn has_patterns(&self) -> bool {
-        self.rules.iter().any(|r| r.spec.matcher.has_patterns())
-    }
-
     pub(crate) fn threads(&self) -> usize {
         self.threads
     }

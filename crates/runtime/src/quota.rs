@@ -224,6 +224,43 @@ impl fmt::Display for Cidr {
     }
 }
 
+/// A `job=` pattern: its text, and its glob compiled once (matching is on the request path).
+#[derive(Clone, Debug)]
+struct JobPattern {
+    text: String,
+    glob: wildmatch::WildMatch,
+}
+
+impl JobPattern {
+    fn new(text: &str) -> JobPattern {
+        JobPattern {
+            text: text.to_owned(),
+            glob: wildmatch::WildMatch::new(text),
+        }
+    }
+}
+
+// A pattern is its text: the glob is derived from it.
+impl PartialEq for JobPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for JobPattern {}
+
+impl PartialOrd for JobPattern {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for JobPattern {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.text.cmp(&other.text)
+    }
+}
+
 /// Which requests a rule governs: every key given must hold (a key not given holds for all).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Match {
@@ -232,7 +269,7 @@ pub struct Match {
     job_names: std::collections::BTreeMap<u64, String>,
     /// Job-name patterns (`job={dd.* *.500}`: `*` any run, `?` any one character), matched
     /// against the name the job's client told.
-    job_patterns: Vec<String>,
+    job_patterns: Vec<JobPattern>,
     uids: Option<BTreeSet<u32>>,
     gids: Option<BTreeSet<u32>>,
     /// Account keys, and the names they were given by.
@@ -294,7 +331,7 @@ impl Match {
                                             iosets_types::MAX_JOB_NAME_LEN
                                         ));
                                     }
-                                    m.job_patterns.push(v.clone());
+                                    m.job_patterns.push(JobPattern::new(v));
                                     continue;
                                 }
                                 let id = JobId::of_name(v).ok_or_else(|| {
@@ -386,9 +423,7 @@ impl Match {
 
     /// Whether one of its `job=` patterns matches job name `name`.
     pub fn pattern_matches(&self, name: &str) -> bool {
-        self.job_patterns
-            .iter()
-            .any(|p| wildmatch::WildMatch::new(p).matches(name))
+        self.job_patterns.iter().any(|p| p.glob.matches(name))
     }
 
     /// Whether a request of `job`, class `class`, from `origin` satisfies the match. Rules
@@ -400,11 +435,9 @@ impl Match {
         };
         self.jobs.as_ref().is_none_or(|s| {
             s.contains(&job.0)
-                || origin.job_name.is_some_and(|n| {
-                    self.job_patterns
-                        .iter()
-                        .any(|p| wildmatch::WildMatch::new(p).matches(n.as_str()))
-                })
+                || origin
+                    .job_name
+                    .is_some_and(|n| self.pattern_matches(n.as_str()))
         }) && self.classes.as_ref().is_none_or(|s| s.contains(&class))
             && self
                 .uids
@@ -455,7 +488,7 @@ impl Match {
                     && other
                         .job_patterns
                         .iter()
-                        .all(|p| self.job_patterns.iter().any(|m| m == p || m == "*"))
+                        .all(|p| self.job_patterns.iter().any(|m| m == p || m.text == "*"))
             }
         };
         jobs && accounts
@@ -490,7 +523,7 @@ impl fmt::Display for Match {
             let shown = s
                 .iter()
                 .map(|id| self.job_names.get(id).cloned().unwrap_or(id.to_string()))
-                .chain(self.job_patterns.iter().cloned());
+                .chain(self.job_patterns.iter().map(|p| p.text.clone()));
             one(f, &mut first, "job", shown)?;
         }
         if let Some(s) = &self.uids {
@@ -588,7 +621,7 @@ fn ids(
 }
 
 /// The uid of user `name` (getpwnam_r).
-fn user_id(name: &str) -> Result<Option<u32>, String> {
+pub(crate) fn user_id(name: &str) -> Result<Option<u32>, String> {
     nix::unistd::User::from_name(name)
         .map(|u| u.map(|u| u.uid.as_raw()))
         .map_err(|e| e.to_string())
@@ -629,6 +662,13 @@ impl RateScope {
             RateScope::Job => "job",
             RateScope::Rule => "rule",
         }
+    }
+
+    /// The scope named `text`, as [`RateScope::as_str`] spells it.
+    pub fn parse(text: &str) -> Option<RateScope> {
+        [RateScope::Job, RateScope::Rule]
+            .into_iter()
+            .find(|s| s.as_str() == text)
     }
 }
 
@@ -1080,7 +1120,8 @@ impl From<&RuleSpec> for TomlRule {
             rate_ops: r.rate_ops,
             rate_bytes: r.rate_bytes,
             strict: r.strict.then_some(true),
-            rate_scope: (r.rate_scope == RateScope::Rule).then(|| "rule".to_owned()),
+            // The default is not written.
+            rate_scope: (r.rate_scope != RateScope::Job).then(|| r.rate_scope.as_str().to_owned()),
             reserve_ops: r.reserve_ops,
             weight: r.weight,
         }
@@ -1114,14 +1155,13 @@ impl TomlRule {
         spec.rate_bytes = self.rate_bytes;
         spec.strict = self.strict.unwrap_or(false);
         spec.rate_scope = match self.rate_scope.as_deref() {
-            None | Some("job") => RateScope::Job,
-            Some("rule") => RateScope::Rule,
-            Some(other) => {
-                return Err(bad(
+            None => RateScope::Job,
+            Some(text) => RateScope::parse(text).ok_or_else(|| {
+                bad(
                     &label,
-                    format!("rate_scope must be \"job\" or \"rule\", not \"{other}\""),
-                ))
-            }
+                    format!("rate_scope must be \"job\" or \"rule\", not \"{text}\""),
+                )
+            })?,
         };
         spec.reserve_ops = self.reserve_ops;
         spec.weight = self.weight;

@@ -380,12 +380,11 @@ impl<T> State<T> {
         }
         if let Some(gate) = self.gate.as_mut() {
             let mut origin = origin.copied().unwrap_or_default();
-            // Rules may match on the job's account: the control plane's, kept here; and on its
-            // name, by pattern.
+            // Rules may match on the job's account (the control plane's, kept here) and on its
+            // name, by pattern: both go with the request, so that a rule added while it is
+            // held classifies it as one present at its arrival would.
             origin.account = self.job_info.get(&req.job).and_then(|r| r.info.account);
-            if gate.has_patterns() {
-                origin.job_name = self.names.get(&req.job).copied();
-            }
+            origin.job_name = self.names.get(&req.job).copied();
             if let Some(rule) = gate.classify(&req, &origin) {
                 self.jobs.entry(req.job).or_default().queued += 1;
                 self.payloads.insert(
@@ -1259,15 +1258,16 @@ impl<T: Send + 'static> Scheduler<T> {
 
     /// The name a client told of `job`, if any (a numeric job's name is its number).
     pub fn job_name(&self, job: JobId) -> Option<String> {
-        let st = self.inner.state.lock();
-        st.names.get(&job).map(|n| n.as_str().to_owned())
+        self.names_of([job]).pop().flatten()
     }
 
-    /// The account name and node count the control plane gave `job`, if any.
-    pub fn job_info(&self, job: JobId) -> Option<(Option<String>, Option<u32>)> {
+    /// The names clients told of `jobs`, in their order (`None` for a job not named), under
+    /// one lock: what a report of many jobs asks.
+    pub fn names_of(&self, jobs: impl IntoIterator<Item = JobId>) -> Vec<Option<String>> {
         let st = self.inner.state.lock();
-        let r = st.job_info.get(&job)?;
-        Some((r.account.as_deref().map(str::to_owned), r.info.nodes))
+        jobs.into_iter()
+            .map(|j| st.names.get(&j).map(|n| n.as_str().to_owned()))
+            .collect()
     }
 
     /// The client says job `job`'s I/O phase stamped `phase` (in this scheduler's time base) is

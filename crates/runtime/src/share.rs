@@ -97,8 +97,8 @@ pub fn parse_node(node: &str) -> Result<(ShareLevel, u64, String), String> {
         }
         ShareLevel::User => match name.parse::<u32>() {
             Ok(uid) => u64::from(uid),
-            Err(_) => match nix::unistd::User::from_name(name) {
-                Ok(Some(u)) => u64::from(u.uid.as_raw()),
+            Err(_) => match crate::quota::user_id(name) {
+                Ok(Some(uid)) => u64::from(uid),
                 Ok(None) => {
                     return Err(format!(
                         "share node `{node}`: no user `{name}` on this server (a number is taken \

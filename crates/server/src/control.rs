@@ -331,16 +331,18 @@ pub(crate) fn jobs(shared: &Shared) -> JobsReport {
             });
         }
     }
+    let names = shared.sched.names_of(stats.jobs.iter().map(|j| j.job));
     let us = |ns: u64| ns as f64 / 1e3;
     let mib = |b: f64| b / (1024.0 * 1024.0);
     let jobs = stats
         .jobs
         .iter()
-        .map(|j| {
+        .zip(names)
+        .map(|(j, name)| {
             let priority = j.priority.map(|p| p.value.get());
             JobReport {
                 job: j.job.0,
-                name: shared.sched.job_name(j.job),
+                name,
                 priority,
                 priority_source: j.priority.map(|p| p.source),
                 set: j.set.or_else(|| priority.and_then(set_of)),

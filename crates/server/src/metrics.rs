@@ -549,8 +549,9 @@ fn render_job_names(out: &mut String, shared: &Shared, listed: &[&JobStats]) {
         "1 for each listed job whose client told its name (job_name: IOSETS_JOB_ID's value, \
          Slurm's job id, procname.uid); join on job_id.",
     );
-    for j in listed {
-        if let Some(name) = shared.sched.job_name(j.job) {
+    let names = shared.sched.names_of(listed.iter().map(|j| j.job));
+    for (j, name) in listed.iter().zip(names) {
+        if let Some(name) = name {
             let _ = writeln!(
                 out,
                 "iosets_job_info{{job_id=\"{}\",job_name=\"{}\"}} 1",
