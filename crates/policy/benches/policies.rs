@@ -156,9 +156,9 @@ fn enqueue_dispatch_only(c: &mut Criterion) {
     g.finish();
 }
 
-/// The fair-share tree against flat WFQ (issue 31): 1,024 jobs of 32 users in 8 accounts,
-/// 10,000 requests queued, one enqueue + dispatch + completion per step; `wfq/flat` is the
-/// baseline of the same run.
+/// The fair-share tree against flat WFQ and flat IO-SETS (issue 31): 1,024 jobs of 32 users in 8
+/// accounts, 10,000 requests queued, one enqueue + dispatch + completion per step; `wfq/flat`
+/// and `iosets/flat` are the baselines of the same run.
 ///
 /// `cargo bench -p iosets-policy --bench policies -- fairshare`
 fn fairshare(c: &mut Criterion) {
@@ -172,13 +172,16 @@ fn fairshare(c: &mut Criterion) {
         r.user = Some((r.job.0 % 32) as u32);
         r
     };
-    for (label, key) in [
-        ("flat", "job"),
-        ("user-then-job", "user-then-job"),
-        ("account-user-job", "account,user,job"),
+    for (policy, label, key) in [
+        ("wfq", "flat", "job"),
+        ("wfq", "user-then-job", "user-then-job"),
+        ("wfq", "account-user-job", "account,user,job"),
+        ("iosets", "flat", "set"),
+        ("iosets", "account-set", "account,set"),
+        ("iosets", "account-user-set", "account,user,set"),
     ] {
         let pairs = iosets_policy::tunables::parse_pairs(&[format!("key={key}")]).unwrap();
-        let mut p = Counted::build("wfq", &pairs).unwrap();
+        let mut p = Counted::build(policy, &pairs).unwrap();
         for job in 0..JOBS {
             let info = JobInfo {
                 account: Some(account_key(&format!("account{}", job % 8))),
@@ -190,7 +193,7 @@ fn fairshare(c: &mut Criterion) {
             p.enqueue(with_user(i), Nanos(i * 1000));
         }
         let mut next = QUEUED;
-        g.bench_function(BenchmarkId::new("wfq", label), |b| {
+        g.bench_function(BenchmarkId::new(policy, label), |b| {
             b.iter(|| {
                 let now = Nanos(next);
                 p.enqueue(with_user(next), now);

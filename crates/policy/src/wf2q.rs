@@ -69,6 +69,8 @@ struct Flow<K> {
     weight: f64,
     start: f64,
     finish: f64,
+    /// The length of its head request while backlogged ([`Wf2q::select_head`]).
+    head: u64,
     state: State,
     /// Bumped whenever the flow enters or leaves a heap; heap entries with another value are stale.
     generation: u64,
@@ -200,6 +202,7 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
         };
         let f = &mut self.flows[i];
         f.weight = weight;
+        f.head = head_len;
         f.start = f.finish.max(self.vtime);
         f.finish = f.start + cost(head_len) / weight;
         self.active_weight += weight;
@@ -221,6 +224,14 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
         Some(self.flows[i].key)
     }
 
+    /// As [`Wf2q::select`], with the length of the flow's head request (what it arrived or was
+    /// last served with as next): the head of a node of a tree of schedulers.
+    pub fn select_head(&mut self) -> Option<(K, u64)> {
+        let key = self.select()?;
+        let i = self.selected.expect("select sets it");
+        Some((key, self.flows[i].head))
+    }
+
     /// `key`, backlogged, was served `len` bytes. With `next_len = Some(n)` it stays backlogged with
     /// a new head of `n` bytes; with `None` it is no longer backlogged.
     ///
@@ -235,6 +246,7 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
         match next_len {
             Some(n) => {
                 let f = &mut self.flows[i];
+                f.head = n;
                 f.start = finish;
                 f.finish = finish + cost(n) / weight;
                 self.insert_backlogged(i);
@@ -342,6 +354,7 @@ impl<K: Copy + Eq + Hash> Wf2q<K> {
             weight: 1.0,
             start: 0.0,
             finish: 0.0,
+            head: 0,
             state: State::Parked,
             generation: 0,
         };

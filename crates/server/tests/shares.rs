@@ -524,3 +524,100 @@ fn named_jobs_are_shown_and_matched_by_patterns() {
     );
     assert!(server.shutdown().unwrap().balanced);
 }
+
+/// IO-SETS under accounts (`iosets key=account,set`): four jobs of one set (priority 0.1), two
+/// in account physics (weight 3) and two in bio, saturating one throttled server. Inside each
+/// account one job of the set at a time, as IO-SETS says; the two accounts' sets side by side,
+/// sharing the device 3:1.
+#[test]
+fn iosets_sets_under_accounts_keep_one_job_each_and_share_by_weight() {
+    let root = TempDir::new("iosets-tree");
+    let mut config = tree_config(&root);
+    config.policy = "iosets".into();
+    config.policy_options = vec![
+        ("key".into(), "account,set".into()),
+        // Turns inside each account's set while both its jobs stay backlogged.
+        ("max_exclusive_ms".into(), "200".into()),
+    ];
+    let server = Server::start(config).unwrap();
+    let addr = server.addr();
+    let mut ctl = Conn::connect(addr, 0);
+    done(share(&mut ctl, "account=physics", Some(3.0)), "share");
+    let account = |j: u64| if j <= 2 { "physics" } else { "bio" };
+    for job in 1..=4u64 {
+        let r = ctl.control(
+            TOKEN,
+            Control::JobInfo {
+                job: JobId(job),
+                account: Some(account(job).into()),
+                nodes: None,
+            },
+        );
+        done(r, "job info");
+        ctl.set_priority(TOKEN, job, 0.1);
+        Conn::connect(addr, job).ok(create(&format!("job{job}")));
+    }
+    let report: SharesReport = json(ctl.control(TOKEN, Control::Shares));
+    assert_eq!(report.levels, ["account", "set"]);
+    let until = Instant::now() + Duration::from_millis(3_000);
+    let writers: Vec<_> = (1..=4u64)
+        .map(|job| thread::spawn(move || saturate(addr, job, None, 64 * 1024, 8, until)))
+        .collect();
+    for w in writers {
+        assert!(w.join().unwrap() > 0);
+    }
+    assert!(server.shutdown().unwrap().balanced);
+    let served = read_trace(&root.0.join("trace.csv"));
+    let intervals = |job| -> Vec<(f64, f64)> {
+        served
+            .iter()
+            .filter(|s| s.job == job)
+            .map(|s| (s.dispatch_s, s.complete_s))
+            .collect()
+    };
+    let jobs: Vec<Vec<(f64, f64)>> = (1..=4).map(intervals).collect();
+    for (x, y) in [(0, 1), (2, 3)] {
+        assert!(
+            !jobs[x].is_empty() && !jobs[y].is_empty(),
+            "both took turns"
+        );
+        for a in &jobs[x] {
+            for b in &jobs[y] {
+                assert!(
+                    a.1 <= b.0 || b.1 <= a.0,
+                    "jobs {} and {} of one account's set overlap: {a:?} {b:?}",
+                    x + 1,
+                    y + 1
+                );
+            }
+        }
+    }
+    // The accounts' sets run side by side.
+    let beside = jobs[2]
+        .iter()
+        .chain(&jobs[3])
+        .filter(|c| {
+            jobs[0]
+                .iter()
+                .chain(&jobs[1])
+                .any(|a| a.0 < c.1 && c.0 < a.1)
+        })
+        .count();
+    assert!(beside > 0, "the two accounts' sets never ran together");
+    // 3:1 over the run, after a 0.3 s ramp-up and before the last 0.3 s.
+    let first = served.iter().map(|s| s.complete_s).fold(f64::MAX, f64::min);
+    let last = served.iter().map(|s| s.complete_s).fold(0.0, f64::max);
+    let bytes = |pick: &dyn Fn(u64) -> bool| -> f64 {
+        served
+            .iter()
+            .filter(|s| pick(s.job) && s.complete_s >= first + 0.3 && s.complete_s < last - 0.3)
+            .map(|s| s.bytes as f64)
+            .sum()
+    };
+    let physics = bytes(&|j| j <= 2) / bytes(&|_| true);
+    eprintln!("iosets key=account,set: physics {physics:.4}, side by side {beside} times");
+    assert!(
+        (physics - 0.75).abs() <= 0.03,
+        "physics got {physics:.3} of the bytes, want 0.75"
+    );
+}

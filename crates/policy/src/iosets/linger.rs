@@ -72,7 +72,7 @@ impl IoSets {
             Some(hold)
                 if set.holder == Some(j)
                     && !set.yielding
-                    && !matches!(set.key, SetKey::Solo(_))
+                    && !matches!(set.key, SetKey::Solo(..))
                     && !self.expired(set, now) =>
             {
                 let mut until = now + hold;

@@ -90,6 +90,18 @@
 //! forever; an honest client stamps an endless phase anew after its `max_phase`); equal stamps
 //! go by job id. Requests without a stamp are keyed by their arrival here.
 //!
+//! **Under accounts (`key=`).** `key=set` (the default) is the paper's: all jobs of a priority
+//! form one set of the device. `key=account,set`, `user,set` or `account,user,set` put a
+//! fair-share tree above the sets (the `groups` module, as `wfq`'s [`crate::fairshare`]): every
+//! group (an account, a user, a user of an account) has sets of its own, exclusive inside the
+//! group, and a metadata class of its own; the group's sets and class share what the group
+//! gets by priority (and `meta_weight`); groups share by their share weights
+//! ([`Policy::set_share`], default 1). A job's account comes from the control plane
+//! ([`Policy::set_job_info`]; a job told a new account moves with its queue), its user from the
+//! uid its requests carry. Groups' shares are charged job-wide across servers
+//! ([`Policy::charge_elsewhere`]); sets' shares stay per server, as in the paper. A share at
+//! level `set` (`set=0.1`) reweighs the sets of that priority under every key.
+//!
 //! A job's priority, first match wins: set from the control plane ([`Policy::set_priority`]); from its
 //! period given as tunable `period.<job>=<seconds>`, mapped by Set-b with base `base`
 //! ([`crate::set10::SetMapping`]); the hint on its latest request; else none — then it joins the
@@ -106,6 +118,7 @@
 //! Costs: `O(log n)` per call in jobs and sets; jobs and sets exist only while they have work (or
 //! linger). With `hold_idle_ms=0` the anticipation costs one branch per call.
 
+mod groups;
 mod linger;
 mod meta;
 
@@ -113,6 +126,8 @@ mod meta;
 /// its own stamp; past this many the oldest is dropped (its client's phase end then ends
 /// nothing, and the open-phase hold bounds it as a lost phase end).
 const MAX_OPEN_STAMPS: usize = 64;
+#[cfg(test)]
+mod group_tests;
 #[cfg(test)]
 mod safe_tests;
 #[cfg(test)]
@@ -122,13 +137,14 @@ use std::collections::{BTreeSet, VecDeque};
 
 use slab::Slab;
 
+use crate::fairshare::{JobInfo, ShareLevel, NO_ACCOUNT, NO_USER};
 use crate::set10::{SetMapping, DEFAULT_PRIORITY};
 use crate::tunables::{TunableSpec, Tunables};
-use crate::wf2q::Wf2q;
 use crate::{
     Batch, Dispatch, JobId, Nanos, Op, Outcome, Policy, PolicyError, Priority, QueueId,
     QueueWeight, Request, RequestId,
 };
+use groups::{Group, SetSched, GROUP_LEVELS};
 use iosets_types::hash::IdMap;
 use linger::Lingering;
 use meta::MetaClass;
@@ -137,6 +153,14 @@ use meta::MetaClass;
 pub const NAME: &str = "iosets";
 /// Tunables of `iosets`.
 pub const TUNABLES: &[TunableSpec] = &[
+    TunableSpec {
+        name: "key",
+        default: "set",
+        help: "the fair-share tree above the sets: set (the sets share the device by priority), \
+               or group levels from account, user, then set, joined by commas, top first \
+               (account,set; user,set; account,user,set): each group has sets of its own, one job \
+               at a time per set, and groups share by their share weights (default 1)",
+    },
     TunableSpec {
         name: "order",
         default: "phase",
@@ -312,13 +336,22 @@ const SPARE_QUEUES: usize = 256;
 /// A set: all jobs of one priority, the jobs without priority yet, or one job alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum SetKey {
-    Priority(u64),
+    Priority(Group, u64),
     /// The shared set of jobs without priority (`unknown=shared`).
-    New,
-    Solo(JobId),
+    New(Group),
+    Solo(Group, JobId),
     /// Not a set: the metadata class (`metadata=apart`), a flow of the fair queuing beside the
-    /// sets (the `meta` module).
-    Meta,
+    /// sets (the `meta` module), one per group.
+    Meta(Group),
+}
+
+impl SetKey {
+    /// The group whose sets this is one of (`key=`; [`Group::default`] under `key=set`).
+    fn group(self) -> Group {
+        match self {
+            SetKey::Priority(g, _) | SetKey::New(g) | SetKey::Solo(g, _) | SetKey::Meta(g) => g,
+        }
+    }
 }
 
 /// A slot in the job or set slab.
@@ -439,6 +472,8 @@ struct Job {
     /// [`MAX_OPEN_STAMPS`], the oldest dropped).
     open: Vec<Nanos>,
     hint: Option<Priority>,
+    /// The uid its latest request carried (the `user` level of `key=`).
+    user: Option<u32>,
 }
 
 #[derive(Debug)]
@@ -508,10 +543,19 @@ pub struct IoSets {
     /// held the set in between): a stream whose queue empties between two requests, or whose
     /// client ends its phase for a moment, is one turn, not many.
     turns: IdMap<JobId, Turn>,
-    /// `metadata=apart`: metadata requests go to [`IoSets::meta`], not to the sets.
+    /// `metadata=apart`: metadata requests go to [`IoSets::metas`], not to the sets.
     meta_apart: bool,
     meta_weight: f64,
-    meta: MetaClass,
+    /// The metadata class of each group (one, [`Group::default`], under `key=set`).
+    metas: IdMap<Group, MetaClass>,
+    /// Metadata requests queued in all groups.
+    meta_len: usize,
+    /// The group levels above the sets (`key=`), top first: empty, or from `account`, `user`.
+    levels: Vec<ShareLevel>,
+    /// Share weights of groups (and of sets, by priority), from the control plane.
+    shares: IdMap<(ShareLevel, u64), f64>,
+    /// Jobs' accounts, from the control plane (the `account` level).
+    job_info: IdMap<JobId, JobInfo>,
     default_priority: Priority,
     jobs: Slab<Job>,
     job_slots: IdMap<JobId, Slot>,
@@ -528,14 +572,17 @@ pub struct IoSets {
     /// Waiting lists of removed sets kept for reuse (an emptied `BTreeSet` keeps its node: a set
     /// formed from a spare list allocates nothing).
     spare_waiters: Vec<Waiters>,
-    /// Fair queuing across sets, keyed by set (a set that re-forms keeps its WF²Q+ debt).
-    sched: Wf2q<SetKey>,
+    /// Fair queuing across sets, keyed by set (a set that re-forms keeps its WF²Q+ debt), under
+    /// the groups' tree if `key=` has group levels.
+    sched: SetSched,
     /// Anticipation window (`hold_idle_ms`); `None`: a holder without work passes its set on at once.
     hold_idle: Option<Nanos>,
     /// Lingering sets by window end (see [`linger`]).
     lingering: Lingering,
     len: usize,
     seq: u64,
+    /// The latest time a call gave (for [`Policy::set_job_info`], which gives none).
+    now: Nanos,
 }
 
 impl IoSets {
@@ -558,7 +605,11 @@ impl IoSets {
             turns: IdMap::default(),
             meta_apart: false,
             meta_weight: 1.0,
-            meta: MetaClass::default(),
+            metas: IdMap::default(),
+            meta_len: 0,
+            levels: Vec::new(),
+            shares: IdMap::default(),
+            job_info: IdMap::default(),
             default_priority,
             jobs: Slab::new(),
             job_slots: IdMap::default(),
@@ -569,11 +620,12 @@ impl IoSets {
             in_service: IdMap::default(),
             spare: Vec::new(),
             spare_waiters: Vec::new(),
-            sched: Wf2q::new(),
+            sched: SetSched::new(0),
             hold_idle: None,
             lingering: Lingering::default(),
             len: 0,
             seq: 0,
+            now: Nanos::ZERO,
         }
     }
 
@@ -605,7 +657,7 @@ impl IoSets {
     /// # Panics
     /// If `weight` is not a finite number > 0.
     pub fn with_metadata_apart(mut self, weight: Option<f64>) -> IoSets {
-        debug_assert_eq!(self.meta.len(), 0, "set before use");
+        debug_assert_eq!(self.meta_len, 0, "set before use");
         match weight {
             Some(w) => {
                 assert!(w.is_finite() && w > 0.0, "meta weight must be > 0, got {w}");
@@ -615,6 +667,96 @@ impl IoSets {
             None => self.meta_apart = false,
         }
         self
+    }
+
+    /// Puts the sets under a fair-share tree of groups (`key=account,set`): `levels` are the
+    /// group levels above the sets, top first, from [`ShareLevel::Account`] and
+    /// [`ShareLevel::User`], each once (empty: the sets share the device directly).
+    ///
+    /// # Panics
+    /// If a level is `set` or `job`, is given twice, or there are more than two.
+    pub fn with_groups(mut self, levels: &[ShareLevel]) -> IoSets {
+        debug_assert_eq!(self.len, 0, "set before use");
+        assert!(
+            levels.len() <= GROUP_LEVELS,
+            "at most {GROUP_LEVELS} group levels"
+        );
+        for (i, l) in levels.iter().enumerate() {
+            assert!(
+                matches!(l, ShareLevel::Account | ShareLevel::User) && !levels[..i].contains(l),
+                "group levels are account and user, each once: {levels:?}"
+            );
+        }
+        self.levels = levels.to_vec();
+        self.sched = SetSched::new(levels.len());
+        self
+    }
+
+    /// Parses `key=`: `set`, or group levels then `set` (`account,user,set`).
+    fn parse_key(text: &str) -> Result<Vec<ShareLevel>, String> {
+        let mut levels = Vec::new();
+        for item in text.split(',').map(str::trim) {
+            let level: ShareLevel = item.parse()?;
+            if levels.contains(&level) {
+                return Err(format!("level `{level}` is given twice"));
+            }
+            levels.push(level);
+        }
+        match levels.pop() {
+            Some(ShareLevel::Set) => {}
+            _ => {
+                return Err(
+                    "the last level is `set` (jobs are below sets, one at a time per \
+                            set): set, account,set, user,set or account,user,set"
+                        .into(),
+                )
+            }
+        }
+        if let Some(l) = levels
+            .iter()
+            .find(|l| !matches!(l, ShareLevel::Account | ShareLevel::User))
+        {
+            return Err(format!(
+                "`{l}` cannot be above the sets (levels above them: account, user)"
+            ));
+        }
+        Ok(levels)
+    }
+
+    /// The group of a job of account `job`'s, whose requests carry uid `user`.
+    fn group_of(&self, job: JobId, user: Option<u32>) -> Group {
+        let mut g = Group::default();
+        for (i, level) in self.levels.iter().enumerate() {
+            g.0[i] = match level {
+                ShareLevel::Account => self
+                    .job_info
+                    .get(&job)
+                    .and_then(|i| i.account)
+                    .unwrap_or(NO_ACCOUNT),
+                _ => user.map_or(NO_USER, u64::from),
+            };
+        }
+        g
+    }
+
+    /// The share weights of group `g`'s node at each group level (default 1).
+    fn group_weights(&self, g: Group) -> [f64; GROUP_LEVELS] {
+        let mut w = [1.0; GROUP_LEVELS];
+        for (i, &level) in self.levels.iter().enumerate() {
+            w[i] = self.shares.get(&(level, g.0[i])).copied().unwrap_or(1.0);
+        }
+        w
+    }
+
+    /// The weight of a set of priority `p` across sets: a share set for it (`set=P`), else `p`.
+    fn set_weight(&self, p: Priority) -> f64 {
+        if self.shares.is_empty() {
+            return p.get();
+        }
+        self.shares
+            .get(&(ShareLevel::Set, p.key()))
+            .copied()
+            .unwrap_or(p.get())
     }
 
     /// `order=phase`: how long a holder whose phase is still open keeps its set with nothing
@@ -637,6 +779,8 @@ impl IoSets {
     }
 
     pub(crate) fn from_tunables(t: &mut Tunables) -> Result<IoSets, PolicyError> {
+        let key = t.raw_str("key");
+        let levels = IoSets::parse_key(&key).map_err(|e| t.bad_value("key", &key, e))?;
         let order = match t.choice("order", &["arrival", "jobid", "phase"])? {
             "jobid" => Order::JobId,
             "phase" => Order::Phase,
@@ -669,6 +813,7 @@ impl IoSets {
             expected: "a finite number > 1".into(),
         })?;
         let mut policy = IoSets::new(order, None, default_priority)
+            .with_groups(&levels)
             .with_exclusive_bound(bound)
             .with_unknown_hold(Some(Nanos::from_millis(unknown_hold_ms)))
             .with_metadata_apart(meta_apart.then_some(meta_weight))
@@ -689,8 +834,14 @@ impl IoSets {
             .insert(job, mapping.assign(Some(w_iter_secs)).priority());
     }
 
-    /// The set and priority a job belongs to now.
-    fn placement(&self, job: JobId, hint: Option<Priority>) -> (SetKey, Priority) {
+    /// The set and priority a job whose requests carry uid `user` belongs to now.
+    fn placement(
+        &self,
+        job: JobId,
+        hint: Option<Priority>,
+        user: Option<u32>,
+    ) -> (SetKey, Priority) {
+        let g = self.group_of(job, user);
         match self
             .explicit
             .get(&job)
@@ -698,11 +849,11 @@ impl IoSets {
             .copied()
             .or(hint)
         {
-            Some(p) => (SetKey::Priority(p.key()), p),
+            Some(p) => (SetKey::Priority(g, p.key()), p),
             None if self.unknown == Unknown::Shared && !self.aperiodic(job) => {
-                (SetKey::New, self.default_priority)
+                (SetKey::New(g), self.default_priority)
             }
-            None => (SetKey::Solo(job), self.default_priority),
+            None => (SetKey::Solo(g, job), self.default_priority),
         }
     }
 
@@ -931,18 +1082,24 @@ impl IoSets {
     /// set once it has no members.
     fn refresh(&mut self, s: Slot) {
         let head = self.head_len(s);
-        let set = &mut self.sets[s];
-        debug_assert_eq!(set.backlogged, self.sched.is_backlogged(set.key));
-        match (head, set.backlogged) {
-            (Some(len), false) => self.sched.arrive(set.key, set.priority.get(), len),
-            (None, true) => self.sched.leave(set.key),
+        let (key, priority) = (self.sets[s].key, self.sets[s].priority);
+        let backlogged = self.sets[s].backlogged;
+        debug_assert_eq!(backlogged, self.sched.is_backlogged(key));
+        match (head, backlogged) {
+            (Some(len), false) => {
+                let weights = self.group_weights(key.group());
+                let w = self.set_weight(priority);
+                self.sched.arrive(key, w, len, &weights);
+            }
+            (None, true) => self.sched.leave(key),
             _ => {}
         }
+        let set = &mut self.sets[s];
         set.backlogged = head.is_some();
         if set.members == 0 {
             debug_assert!(head.is_none());
             let set = self.sets.remove(s);
-            if !matches!(set.key, SetKey::Solo(_)) {
+            if !matches!(set.key, SetKey::Solo(..)) {
                 self.set_slots.remove(&set.key);
             }
             if self.spare_waiters.len() < SPARE_QUEUES {
@@ -962,19 +1119,21 @@ impl IoSets {
     /// The slot of set `key`, which exists.
     fn set_slot(&self, key: SetKey) -> Slot {
         match key {
-            SetKey::Priority(_) | SetKey::New => self.set_slots[&key],
-            SetKey::Solo(job) => self.jobs[self.job_slots[&job]].set,
-            SetKey::Meta => unreachable!("the metadata class is served before sets are looked up"),
+            SetKey::Priority(..) | SetKey::New(_) => self.set_slots[&key],
+            SetKey::Solo(_, job) => self.jobs[self.job_slots[&job]].set,
+            SetKey::Meta(_) => {
+                unreachable!("the metadata class is served before sets are looked up")
+            }
         }
     }
 
     /// Adds job `j` to the set `key` (creating it), as waiter or holder.
     fn join(&mut self, j: Slot, key: SetKey, priority: Priority, now: Nanos) -> Slot {
         let existing = match key {
-            SetKey::Priority(_) | SetKey::New => self.set_slots.get(&key).copied(),
+            SetKey::Priority(..) | SetKey::New(_) => self.set_slots.get(&key).copied(),
             // A job's own set exists only while the job is in it, and it is joining now.
-            SetKey::Solo(_) => None,
-            SetKey::Meta => unreachable!("no job joins the metadata class"),
+            SetKey::Solo(..) => None,
+            SetKey::Meta(_) => unreachable!("no job joins the metadata class"),
         };
         let s = match existing {
             Some(s) => s,
@@ -996,7 +1155,7 @@ impl IoSets {
                     linger: None,
                     backlogged: false,
                 });
-                if !matches!(key, SetKey::Solo(_)) {
+                if !matches!(key, SetKey::Solo(..)) {
                     self.set_slots.insert(key, s);
                 }
                 s
@@ -1006,7 +1165,7 @@ impl IoSets {
         set.members += 1;
         let job = &mut self.jobs[j];
         job.set = s;
-        if let SetKey::Solo(_) = key {
+        if let SetKey::Solo(..) = key {
             // Alone in its set, the job holds it from the start: nobody can wait for it, so the
             // holder's tenure never expires and it never lingers (the same as waiting, then being
             // handed the set by the next dispatch, without the waiting list).
@@ -1027,7 +1186,7 @@ impl IoSets {
     fn leave_set(&mut self, j: Slot, now: Nanos) -> Slot {
         self.stop_waiting(j);
         let (id, s, at) = (self.jobs[j].id, self.jobs[j].set, self.jobs[j].burst.at);
-        if self.sets[s].key == SetKey::New && self.sets[s].holder == Some(j) {
+        if matches!(self.sets[s].key, SetKey::New(_)) && self.sets[s].holder == Some(j) {
             // Its turn in the new set: the bound of its later phases' turns is derived from it.
             let turn = now.saturating_sub(self.sets[s].held_since);
             let n = self.newcomer(id);
@@ -1065,7 +1224,7 @@ impl IoSets {
     /// Moves job `j` to the set its current priority says, if that changed.
     fn place(&mut self, j: Slot, now: Nanos) {
         let job = &self.jobs[j];
-        let (key, priority) = self.placement(job.id, job.hint);
+        let (key, priority) = self.placement(job.id, job.hint, job.user);
         if key == self.sets[job.set].key {
             return;
         }
@@ -1150,10 +1309,15 @@ impl Policy for IoSets {
     }
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
+        self.now = self.now.max(now);
         self.len += 1;
         if self.meta_apart && req.op == Op::Meta {
-            if self.meta.push(req) {
-                self.sched.arrive(SetKey::Meta, self.meta_weight, req.len);
+            let g = self.group_of(req.job, req.user);
+            self.meta_len += 1;
+            if self.metas.entry(g).or_default().push(req) {
+                let weights = self.group_weights(g);
+                self.sched
+                    .arrive(SetKey::Meta(g), self.meta_weight, req.len, &weights);
             }
             return;
         }
@@ -1185,7 +1349,7 @@ impl Policy for IoSets {
             {
                 self.count_unknown_phase(req.job, burst.at);
             }
-            let (key, priority) = self.placement(req.job, req.priority);
+            let (key, priority) = self.placement(req.job, req.priority, req.user);
             let mut queue = self.spare.pop().unwrap_or_default();
             queue.push_back(req);
             let j = self.jobs.insert(Job {
@@ -1198,6 +1362,7 @@ impl Policy for IoSets {
                 phase_seen: None,
                 open: Vec::new(),
                 hint: req.priority,
+                user: req.user,
             });
             self.saw_phase(j, req.phase);
             self.job_slots.insert(req.job, j);
@@ -1213,6 +1378,13 @@ impl Policy for IoSets {
         if hint_changed {
             job.hint = req.priority;
         }
+        // Under a `user` level, a job whose requests carry another uid moves with them.
+        let user_changed = req.user.is_some() && req.user != job.user;
+        if user_changed {
+            job.user = req.user;
+        }
+        let hint_changed =
+            hint_changed || (user_changed && self.levels.contains(&ShareLevel::User));
         let set = &mut self.sets[job.set];
         if set.holder == Some(j) {
             // A lingering holder's next request: it goes on holding, same burst.
@@ -1232,14 +1404,21 @@ impl Policy for IoSets {
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
+        self.now = self.now.max(now);
         if !self.lingering.is_empty() {
             self.expire_lingers(now);
         }
         while let Some(key) = self.sched.select() {
-            if key == SetKey::Meta {
-                let req = self.meta.pop().expect("the metadata class is backlogged");
-                let next = self.meta.head_len();
+            if let SetKey::Meta(g) = key {
+                let meta = self.metas.get_mut(&g).expect("a backlogged class exists");
+                let req = meta.pop().expect("the metadata class is backlogged");
+                let next = meta.head_len();
+                if next.is_none() && self.metas.len() > SPARE_QUEUES {
+                    // Many groups: an emptied class is not kept.
+                    self.metas.remove(&g);
+                }
                 self.sched.served(key, req.len, next);
+                self.meta_len -= 1;
                 self.len -= 1;
                 return Dispatch::Ready(Batch::single(req));
             }
@@ -1251,7 +1430,7 @@ impl Policy for IoSets {
             // The bounds on a turn (a holder handed the set back goes on with its turn).
             if let Some(h) = holder {
                 let set = &self.sets[s];
-                if key == SetKey::New && self.outstayed(set, h, now) {
+                if matches!(key, SetKey::New(_)) && self.outstayed(set, h, now) {
                     self.evict_newcomer(h, now);
                     continue;
                 }
@@ -1333,13 +1512,13 @@ impl Policy for IoSets {
             .job_slots
             .get(&req.job)
             .and_then(|&j| self.jobs[j].hint);
-        let (key, priority) = self.placement(req.job, req.priority.or(known));
+        let (key, priority) = self.placement(req.job, req.priority.or(known), req.user);
         let queue = match key {
-            SetKey::Priority(bits) => QueueId::Set(bits),
-            SetKey::New => QueueId::Set(self.default_priority.key()),
-            SetKey::Solo(job) => QueueId::Job(job),
+            SetKey::Priority(_, bits) => QueueId::Set(bits),
+            SetKey::New(_) => QueueId::Set(self.default_priority.key()),
+            SetKey::Solo(_, job) => QueueId::Job(job),
             // Never a placement: a job's metadata (`metadata=apart`) is reported under its set.
-            SetKey::Meta => QueueId::Job(req.job),
+            SetKey::Meta(_) => QueueId::Job(req.job),
         };
         Some(QueueWeight {
             queue,
@@ -1355,10 +1534,16 @@ impl Policy for IoSets {
         let mut sets: Vec<(SetKey, Slot)> = self.sets.iter().map(|(s, set)| (set.key, s)).collect();
         sets.sort_unstable();
         let mut out = Vec::with_capacity(self.len);
-        if self.meta.len() > 0 {
-            self.sched.leave(SetKey::Meta);
-            out.extend(self.meta.drain());
+        let mut groups: Vec<Group> = self.metas.keys().copied().collect();
+        groups.sort_unstable();
+        for g in groups {
+            let meta = self.metas.get_mut(&g).expect("listed");
+            if meta.len() > 0 {
+                self.sched.leave(SetKey::Meta(g));
+                out.extend(meta.drain());
+            }
         }
+        self.meta_len = 0;
         for (_, s) in sets {
             let set = &self.sets[s];
             let order: Vec<Slot> = set.holder.into_iter().chain(set.waiting.slots()).collect();
@@ -1420,5 +1605,59 @@ impl Policy for IoSets {
             self.place(j, now);
         }
         true
+    }
+
+    fn set_job_info(&mut self, job: JobId, info: JobInfo) -> bool {
+        if info == JobInfo::default() {
+            self.job_info.remove(&job);
+        } else {
+            if self.job_info.len() >= crate::wfq::MAX_JOB_INFO && !self.job_info.contains_key(&job)
+            {
+                // The runtime bounds what it tells; this only guards against a caller that does not.
+                if let Some(&k) = self.job_info.keys().next() {
+                    self.job_info.remove(&k);
+                }
+            }
+            self.job_info.insert(job, info);
+        }
+        let used = self.levels.contains(&ShareLevel::Account);
+        if used {
+            // Its account changed: it moves, with its queue, to its account's set.
+            if let Some(&j) = self.job_slots.get(&job) {
+                self.place(j, self.now);
+            }
+        }
+        used
+    }
+
+    fn set_share(&mut self, level: ShareLevel, key: u64, weight: Option<f64>) -> bool {
+        match weight {
+            Some(w) => {
+                assert!(w.is_finite() && w > 0.0, "share weight {w}");
+                self.shares.insert((level, key), w);
+            }
+            None => {
+                self.shares.remove(&(level, key));
+            }
+        }
+        // As in `wfq`: a new weight applies from the node's next backlog period.
+        self.share_levels().contains(&level)
+    }
+
+    fn share_levels(&self) -> Vec<ShareLevel> {
+        let mut levels = self.levels.clone();
+        levels.push(ShareLevel::Set);
+        levels
+    }
+
+    fn charge_elsewhere(&mut self, req: &Request, bytes: u64) {
+        // Groups' shares hold job-wide across servers, as `wfq`'s tree's do. The sets' own
+        // shares stay per server, as the paper's (and `key=set`'s) always were.
+        if self.levels.is_empty() {
+            return;
+        }
+        let g = self.group_of(req.job, req.user);
+        let weights = self.group_weights(g);
+        self.sched.charge(g, &weights, bytes);
     }
 }
