@@ -15,7 +15,8 @@
 //!
 //! `cargo bench -p iosets-server --bench loopback` (RUNS=n for n runs, default 3; QUICK=1 for a
 //! short smoke run; PART=seq for the sequential measures only; PART=tree for the fair-share
-//! tree's cost: 2 to 16 jobs writing 1 MiB requests, `wfq key=account,user,job` vs `noop`). Both sides run on the same
+//! tree's cost: 2 to 16 jobs writing 1 MiB requests, `wfq key=account,user,job` vs `noop`;
+//! with `TREE_POLICY=iosets`, `iosets key=account,set` vs `iosets key=set`). Both sides run on the same
 //! machine and the same page cache; nothing is fsynced in either (but the durable rows), so the
 //! comparison is of the paths, not of the disk. `PROFILE=w1|w8|r1|r8` (with `TRANSPORT=tcp` for
 //! TCP, `buf` for a `WriteBuf`; `DIRECT=0` to skip the direct measure) loops one pattern for
@@ -369,8 +370,21 @@ fn aggregate(
 /// 2, 4, 8 and 16 jobs writing 1 MiB requests, not throttled, `wfq key=account,user,job` vs
 /// `noop`, the two alternating within each run.
 fn tree_cost(root: &std::path::Path, runs: usize, total_mib: usize) {
-    // KEY=job measures flat WFQ the same way.
-    let key = std::env::var("KEY").unwrap_or_else(|_| "account,user,job".into());
+    // KEY=job measures flat WFQ the same way. TREE_POLICY=iosets measures `iosets key=KEY`
+    // (default account,set) against flat `iosets` (key=set) instead of noop: both keep one job
+    // of a set at a time, so the difference is the tree's.
+    let policy = std::env::var("TREE_POLICY").unwrap_or_else(|_| "wfq".into());
+    let (base, base_opts): (&str, &[(&str, &str)]) = match policy.as_str() {
+        "wfq" => ("noop", &[]),
+        "iosets" => ("iosets", &[("key", "set")]),
+        other => panic!("TREE_POLICY: wfq or iosets, not {other}"),
+    };
+    let default_key = if policy == "iosets" {
+        "account,set"
+    } else {
+        "account,user,job"
+    };
+    let key = std::env::var("KEY").unwrap_or_else(|_| default_key.into());
     let tree: &[(&str, &str)] = &[("key", &key)];
     let mut rows: Vec<(u64, Vec<f64>, Vec<f64>)> = Vec::new();
     let counts: Vec<u64> = std::env::var("JOBS").map_or(vec![2, 4, 8, 16], |v| {
@@ -378,18 +392,18 @@ fn tree_cost(root: &std::path::Path, runs: usize, total_mib: usize) {
     });
     for jobs in counts {
         // A measure not counted: the files exist and are cached before either side is timed.
-        aggregate(root, "noop", &[], jobs, total_mib);
+        aggregate(root, base, base_opts, jobs, total_mib);
         let (mut noop, mut ours) = (Vec::new(), Vec::new());
         for run in 0..runs {
             if run % 2 == 0 {
-                noop.push(aggregate(root, "noop", &[], jobs, total_mib));
-                ours.push(aggregate(root, "wfq", tree, jobs, total_mib));
+                noop.push(aggregate(root, base, base_opts, jobs, total_mib));
+                ours.push(aggregate(root, &policy, tree, jobs, total_mib));
             } else {
-                ours.push(aggregate(root, "wfq", tree, jobs, total_mib));
-                noop.push(aggregate(root, "noop", &[], jobs, total_mib));
+                ours.push(aggregate(root, &policy, tree, jobs, total_mib));
+                noop.push(aggregate(root, base, base_opts, jobs, total_mib));
             }
             eprintln!(
-                "{jobs} jobs, run {run}: noop {:.0} MiB/s, tree {:.0} MiB/s (load average {})",
+                "{jobs} jobs, run {run}: {base} {:.0} MiB/s, tree {:.0} MiB/s (load average {})",
                 noop.last().unwrap(),
                 ours.last().unwrap(),
                 loadavg()
@@ -397,7 +411,10 @@ fn tree_cost(root: &std::path::Path, runs: usize, total_mib: usize) {
         }
         rows.push((jobs, noop, ours));
     }
-    println!("\n| jobs | noop MiB/s (range) | tree MiB/s (range) | tree / noop (median of runs) | per run |");
+    println!(
+        "\n| jobs | {base} MiB/s (range) | tree MiB/s (range) | tree / {base} (median of runs) | per \
+         run |"
+    );
     println!("|---|---|---|---|---|");
     for (jobs, noop, ours) in rows {
         let ratios: Vec<f64> = noop.iter().zip(&ours).map(|(n, o)| o / n).collect();
@@ -417,7 +434,7 @@ fn tree_cost(root: &std::path::Path, runs: usize, total_mib: usize) {
     }
     println!(
         "\n{runs} runs, {total_mib} MiB written per measure, 1 MiB requests, 4 workers, \
-         wfq key={key}"
+         {policy} key={key} against {base} {base_opts:?}"
     );
 }
 

@@ -337,6 +337,21 @@ fn emptied_groups_are_bounded() {
         nodes <= 2 * crate::fairshare::IDLE_NODES_KEPT + 4,
         "{nodes} nodes kept"
     );
+    // Every set is gone: so are their groups' ids (the pinned group 0 aside).
+    assert_eq!(p.groups.live(), 1);
+    // Metadata classes hold their groups while kept: at most SPARE_QUEUES of them once empty.
+    for i in 0..2_000u64 {
+        account(&mut p, i, &format!("meta{i}"));
+        p.enqueue(
+            request(10_000 + i, i, Op::Meta, i, 0, 10),
+            Nanos(10_000 + i),
+        );
+        let Dispatch::Ready(_) = p.dispatch(Nanos(10_000 + i)) else {
+            panic!("work")
+        };
+    }
+    assert!(p.groups.live() <= SPARE_QUEUES + 2, "{}", p.groups.live());
+    assert!(p.metas.len() <= SPARE_QUEUES + 1, "{}", p.metas.len());
 }
 
 #[test]

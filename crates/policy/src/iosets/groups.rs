@@ -43,6 +43,93 @@ impl std::hash::Hash for Group {
     }
 }
 
+/// A group's id in set keys: set keys stay two words, as under `key=set` (a group's path would
+/// double them and cost the default policy ~20 ns a request). Id 0 is the path of zeros, the one
+/// group of every job under `key=set`.
+pub(super) type GroupId = u32;
+
+/// The groups that have sets or a metadata class, by id. An id lives while something holds it
+/// (each set and metadata class of the group holds it once) and is reused after.
+#[derive(Debug)]
+pub(super) struct Groups {
+    paths: Vec<Group>,
+    refs: Vec<u32>,
+    ids: IdMap<Group, GroupId>,
+    free: Vec<GroupId>,
+}
+
+impl Default for Groups {
+    fn default() -> Groups {
+        let mut ids = IdMap::default();
+        ids.insert(Group::default(), 0);
+        // Id 0 is held for good: under `key=set` nothing is ever looked up or freed.
+        Groups {
+            paths: vec![Group::default()],
+            refs: vec![1],
+            ids,
+            free: Vec::new(),
+        }
+    }
+}
+
+impl Groups {
+    /// The id of group `g`, if it has one.
+    pub(super) fn lookup(&self, g: Group) -> Option<GroupId> {
+        if g == Group::default() {
+            return Some(0);
+        }
+        self.ids.get(&g).copied()
+    }
+
+    /// The id of group `g`, given one if need be; the caller holds it ([`Groups::hold`]) before
+    /// anything else is interned.
+    pub(super) fn intern(&mut self, g: Group) -> GroupId {
+        if let Some(id) = self.lookup(g) {
+            return id;
+        }
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.paths[id as usize] = g;
+                id
+            }
+            None => {
+                self.paths.push(g);
+                self.refs.push(0);
+                (self.paths.len() - 1) as GroupId
+            }
+        };
+        self.ids.insert(g, id);
+        id
+    }
+
+    /// One more set or metadata class of group `id`.
+    pub(super) fn hold(&mut self, id: GroupId) {
+        self.refs[id as usize] += 1;
+    }
+
+    /// One set or metadata class of group `id` fewer; the id is freed with the last.
+    pub(super) fn release(&mut self, id: GroupId) {
+        let r = &mut self.refs[id as usize];
+        *r -= 1;
+        if *r == 0 {
+            debug_assert_ne!(id, 0, "group 0 is held for good");
+            self.ids.remove(&self.paths[id as usize]);
+            self.free.push(id);
+        }
+    }
+
+    /// The path of group `id`.
+    pub(super) fn path(&self, id: GroupId) -> Group {
+        self.paths[id as usize]
+    }
+
+    /// Ids in use (for tests of the memory bound).
+    #[cfg(test)]
+    pub(super) fn live(&self) -> usize {
+        self.ids.len()
+    }
+}
+
 /// A child of a node: a group below it, or a set (flows of the nodes of the last group level).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Child {
@@ -104,20 +191,27 @@ impl SetSched {
         }
     }
 
-    /// True if set `key` is dispatchable.
-    pub(super) fn is_backlogged(&self, key: SetKey) -> bool {
+    /// True if set `key` of group `path` is dispatchable.
+    pub(super) fn is_backlogged(&self, key: SetKey, path: Group) -> bool {
         match self {
             SetSched::Flat(f) => f.is_backlogged(key),
-            SetSched::Tree(t) => t.is_backlogged(key),
+            SetSched::Tree(t) => t.is_backlogged(key, path),
         }
     }
 
-    /// Set `key` becomes dispatchable with a head of `head` bytes at weight `weight`;
-    /// `group_weights[i]` is the weight of its group's node at level `i`.
-    pub(super) fn arrive(&mut self, key: SetKey, weight: f64, head: u64, group_weights: &[f64]) {
+    /// Set `key` of group `path` becomes dispatchable with a head of `head` bytes at weight
+    /// `weight`; `group_weights[i]` is the weight of its group's node at level `i`.
+    pub(super) fn arrive(
+        &mut self,
+        key: SetKey,
+        weight: f64,
+        head: u64,
+        path: Group,
+        group_weights: &[f64],
+    ) {
         match self {
             SetSched::Flat(f) => f.arrive(key, weight, head),
-            SetSched::Tree(t) => t.arrive(key, weight, head, group_weights),
+            SetSched::Tree(t) => t.arrive(key, weight, head, path, group_weights),
         }
     }
 
@@ -129,20 +223,20 @@ impl SetSched {
         }
     }
 
-    /// Set `key` (dispatchable) was served `len` bytes; `next` is its new head, `None` if it is
-    /// no longer dispatchable.
-    pub(super) fn served(&mut self, key: SetKey, len: u64, next: Option<u64>) {
+    /// Set `key` of group `path` (dispatchable) was served `len` bytes; `next` is its new head,
+    /// `None` if it is no longer dispatchable.
+    pub(super) fn served(&mut self, key: SetKey, path: Group, len: u64, next: Option<u64>) {
         match self {
             SetSched::Flat(f) => f.served(key, len, next),
-            SetSched::Tree(t) => t.served(key, len, next),
+            SetSched::Tree(t) => t.served(key, path, len, next),
         }
     }
 
-    /// Set `key` (dispatchable) stops being dispatchable without being served.
-    pub(super) fn leave(&mut self, key: SetKey) {
+    /// Set `key` of group `path` (dispatchable) stops being dispatchable without being served.
+    pub(super) fn leave(&mut self, key: SetKey, path: Group) {
         match self {
             SetSched::Flat(f) => f.leave(key),
-            SetSched::Tree(t) => t.leave(key),
+            SetSched::Tree(t) => t.leave(key, path),
         }
     }
 
@@ -195,18 +289,17 @@ impl GroupTree {
     }
 
     /// True if set `key` is dispatchable.
-    fn is_backlogged(&self, key: SetKey) -> bool {
-        self.find(key.group())
+    fn is_backlogged(&self, key: SetKey, path: Group) -> bool {
+        self.find(path)
             .is_some_and(|n| self.nodes[n].sched.is_backlogged(Child::Set(key)))
     }
 
     /// Set `key` becomes dispatchable with a head of `head` bytes at weight `weight`;
     /// `group_weights[i]` is the weight of its group's node at level `i`, used by each node that
     /// becomes dispatchable with it.
-    fn arrive(&mut self, key: SetKey, weight: f64, head: u64, group_weights: &[f64]) {
-        let g = key.group();
+    fn arrive(&mut self, key: SetKey, weight: f64, head: u64, path: Group, group_weights: &[f64]) {
         let mut n = self.root;
-        for (d, &k) in g.0[..self.levels].iter().enumerate() {
+        for (d, &k) in path.0[..self.levels].iter().enumerate() {
             n = match self.nodes[n].children.get(&k) {
                 Some(&c) => c,
                 None => {
@@ -255,8 +348,8 @@ impl GroupTree {
 
     /// Set `key` (dispatchable) was served `len` bytes; `next` is its new head, `None` if it is
     /// no longer dispatchable.
-    fn served(&mut self, key: SetKey, len: u64, next: Option<u64>) {
-        let mut n = self.find(key.group()).expect("a dispatchable set's group");
+    fn served(&mut self, key: SetKey, path: Group, len: u64, next: Option<u64>) {
+        let mut n = self.find(path).expect("a dispatchable set's group");
         self.nodes[n].sched.served(Child::Set(key), len, next);
         while n != self.root {
             let next = if self.nodes[n].sched.backlogged() > 0 {
@@ -274,8 +367,8 @@ impl GroupTree {
 
     /// Set `key` (dispatchable) stops being dispatchable without being served; so does every
     /// group above it left with nothing dispatchable.
-    fn leave(&mut self, key: SetKey) {
-        let mut n = self.find(key.group()).expect("a dispatchable set's group");
+    fn leave(&mut self, key: SetKey, path: Group) {
+        let mut n = self.find(path).expect("a dispatchable set's group");
         self.nodes[n].sched.leave(Child::Set(key));
         while n != self.root && self.nodes[n].sched.backlogged() == 0 {
             self.idle += 1;

@@ -144,7 +144,7 @@ use crate::{
     Batch, Dispatch, JobId, Nanos, Op, Outcome, Policy, PolicyError, Priority, QueueId,
     QueueWeight, Request, RequestId,
 };
-use groups::{Group, SetSched, GROUP_LEVELS};
+use groups::{Group, GroupId, Groups, SetSched, GROUP_LEVELS};
 use iosets_types::hash::IdMap;
 use linger::Lingering;
 use meta::MetaClass;
@@ -336,20 +336,39 @@ const SPARE_QUEUES: usize = 256;
 /// A set: all jobs of one priority, the jobs without priority yet, or one job alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum SetKey {
-    Priority(Group, u64),
+    Priority(GroupId, u64),
     /// The shared set of jobs without priority (`unknown=shared`).
-    New(Group),
-    Solo(Group, JobId),
+    New(GroupId),
+    Solo(GroupId, JobId),
     /// Not a set: the metadata class (`metadata=apart`), a flow of the fair queuing beside the
     /// sets (the `meta` module), one per group.
-    Meta(Group),
+    Meta(GroupId),
 }
 
 impl SetKey {
-    /// The group whose sets this is one of (`key=`; [`Group::default`] under `key=set`).
-    fn group(self) -> Group {
+    /// The group whose sets this is one of (`key=`; group 0 under `key=set`).
+    fn group(self) -> GroupId {
         match self {
             SetKey::Priority(g, _) | SetKey::New(g) | SetKey::Solo(g, _) | SetKey::Meta(g) => g,
+        }
+    }
+}
+
+/// Which set of its group a job belongs to (its key without the group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    Priority(u64),
+    New,
+    Solo,
+}
+
+impl Place {
+    /// The key of this set of group `g` for job `job`.
+    fn key(self, g: GroupId, job: JobId) -> SetKey {
+        match self {
+            Place::Priority(bits) => SetKey::Priority(g, bits),
+            Place::New => SetKey::New(g),
+            Place::Solo => SetKey::Solo(g, job),
         }
     }
 }
@@ -546,8 +565,10 @@ pub struct IoSets {
     /// `metadata=apart`: metadata requests go to [`IoSets::metas`], not to the sets.
     meta_apart: bool,
     meta_weight: f64,
-    /// The metadata class of each group (one, [`Group::default`], under `key=set`).
-    metas: IdMap<Group, MetaClass>,
+    /// The metadata class of each group (one, group 0, under `key=set`).
+    metas: IdMap<GroupId, MetaClass>,
+    /// The groups' ids in set keys.
+    groups: Groups,
     /// Metadata requests queued in all groups.
     meta_len: usize,
     /// The group levels above the sets (`key=`), top first: empty, or from `account`, `user`.
@@ -606,6 +627,7 @@ impl IoSets {
             meta_apart: false,
             meta_weight: 1.0,
             metas: IdMap::default(),
+            groups: Groups::default(),
             meta_len: 0,
             levels: Vec::new(),
             shares: IdMap::default(),
@@ -834,27 +856,28 @@ impl IoSets {
             .insert(job, mapping.assign(Some(w_iter_secs)).priority());
     }
 
-    /// The set and priority a job whose requests carry uid `user` belongs to now.
+    /// The group, set and priority a job whose requests carry uid `user` belongs to now.
     fn placement(
         &self,
         job: JobId,
         hint: Option<Priority>,
         user: Option<u32>,
-    ) -> (SetKey, Priority) {
+    ) -> (Group, Place, Priority) {
         let g = self.group_of(job, user);
-        match self
+        let (place, p) = match self
             .explicit
             .get(&job)
             .or_else(|| self.configured.get(&job))
             .copied()
             .or(hint)
         {
-            Some(p) => (SetKey::Priority(g, p.key()), p),
+            Some(p) => (Place::Priority(p.key()), p),
             None if self.unknown == Unknown::Shared && !self.aperiodic(job) => {
-                (SetKey::New(g), self.default_priority)
+                (Place::New, self.default_priority)
             }
-            None => (SetKey::Solo(g, job), self.default_priority),
-        }
+            None => (Place::Solo, self.default_priority),
+        };
+        (g, place, p)
     }
 
     /// True if job `job`, without priority, has shown more phases than `unknown_phases` allows,
@@ -1084,14 +1107,15 @@ impl IoSets {
         let head = self.head_len(s);
         let (key, priority) = (self.sets[s].key, self.sets[s].priority);
         let backlogged = self.sets[s].backlogged;
-        debug_assert_eq!(backlogged, self.sched.is_backlogged(key));
+        let path = self.groups.path(key.group());
+        debug_assert_eq!(backlogged, self.sched.is_backlogged(key, path));
         match (head, backlogged) {
             (Some(len), false) => {
-                let weights = self.group_weights(key.group());
+                let weights = self.group_weights(path);
                 let w = self.set_weight(priority);
-                self.sched.arrive(key, w, len, &weights);
+                self.sched.arrive(key, w, len, path, &weights);
             }
-            (None, true) => self.sched.leave(key),
+            (None, true) => self.sched.leave(key, path),
             _ => {}
         }
         let set = &mut self.sets[s];
@@ -1102,6 +1126,7 @@ impl IoSets {
             if !matches!(set.key, SetKey::Solo(..)) {
                 self.set_slots.remove(&set.key);
             }
+            self.groups.release(set.key.group());
             if self.spare_waiters.len() < SPARE_QUEUES {
                 debug_assert!(set.waiting.is_empty());
                 self.spare_waiters.push(set.waiting);
@@ -1112,7 +1137,7 @@ impl IoSets {
     /// Set `s` stops being backlogged in the fair queuing across sets (blocked or empty).
     fn unschedule(&mut self, s: Slot) {
         let set = &mut self.sets[s];
-        self.sched.leave(set.key);
+        self.sched.leave(set.key, self.groups.path(set.key.group()));
         set.backlogged = false;
     }
 
@@ -1138,6 +1163,8 @@ impl IoSets {
         let s = match existing {
             Some(s) => s,
             None => {
+                // The set holds its group's id while it lives.
+                self.groups.hold(key.group());
                 let s = self.sets.insert(Set {
                     key,
                     priority,
@@ -1224,8 +1251,9 @@ impl IoSets {
     /// Moves job `j` to the set its current priority says, if that changed.
     fn place(&mut self, j: Slot, now: Nanos) {
         let job = &self.jobs[j];
-        let (key, priority) = self.placement(job.id, job.hint, job.user);
-        if key == self.sets[job.set].key {
+        let (path, place, priority) = self.placement(job.id, job.hint, job.user);
+        let current = self.sets[job.set].key;
+        if self.groups.lookup(path).map(|g| place.key(g, job.id)) == Some(current) {
             return;
         }
         if job.queue.is_empty() && job.in_service == 0 {
@@ -1233,6 +1261,7 @@ impl IoSets {
             self.retire(j, now);
             return;
         }
+        let key = place.key(self.groups.intern(path), job.id);
         let old = self.leave_set(j, now);
         let new = self.join(j, key, priority, now);
         self.refresh(old);
@@ -1312,12 +1341,21 @@ impl Policy for IoSets {
         self.now = self.now.max(now);
         self.len += 1;
         if self.meta_apart && req.op == Op::Meta {
-            let g = self.group_of(req.job, req.user);
+            let path = self.group_of(req.job, req.user);
+            let g = self.groups.intern(path);
             self.meta_len += 1;
-            if self.metas.entry(g).or_default().push(req) {
-                let weights = self.group_weights(g);
+            let meta = match self.metas.entry(g) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    // The class holds its group's id while it is kept.
+                    self.groups.hold(g);
+                    e.insert(MetaClass::default())
+                }
+            };
+            if meta.push(req) {
+                let weights = self.group_weights(path);
                 self.sched
-                    .arrive(SetKey::Meta(g), self.meta_weight, req.len, &weights);
+                    .arrive(SetKey::Meta(g), self.meta_weight, req.len, path, &weights);
             }
             return;
         }
@@ -1349,7 +1387,8 @@ impl Policy for IoSets {
             {
                 self.count_unknown_phase(req.job, burst.at);
             }
-            let (key, priority) = self.placement(req.job, req.priority, req.user);
+            let (path, place, priority) = self.placement(req.job, req.priority, req.user);
+            let key = place.key(self.groups.intern(path), req.job);
             let mut queue = self.spare.pop().unwrap_or_default();
             queue.push_back(req);
             let j = self.jobs.insert(Job {
@@ -1413,11 +1452,13 @@ impl Policy for IoSets {
                 let meta = self.metas.get_mut(&g).expect("a backlogged class exists");
                 let req = meta.pop().expect("the metadata class is backlogged");
                 let next = meta.head_len();
+                let path = self.groups.path(g);
+                self.sched.served(key, path, req.len, next);
                 if next.is_none() && self.metas.len() > SPARE_QUEUES {
                     // Many groups: an emptied class is not kept.
                     self.metas.remove(&g);
+                    self.groups.release(g);
                 }
-                self.sched.served(key, req.len, next);
                 self.meta_len -= 1;
                 self.len -= 1;
                 return Dispatch::Ready(Batch::single(req));
@@ -1459,7 +1500,8 @@ impl Policy for IoSets {
             let next = job.queue.front().map(|r| r.len);
             self.len -= 1;
             self.in_service.insert(req.id, h);
-            self.sched.served(key, req.len, next);
+            let path = self.groups.path(key.group());
+            self.sched.served(key, path, req.len, next);
             self.sets[s].backlogged = next.is_some();
             return Dispatch::Ready(Batch::single(req));
         }
@@ -1512,13 +1554,12 @@ impl Policy for IoSets {
             .job_slots
             .get(&req.job)
             .and_then(|&j| self.jobs[j].hint);
-        let (key, priority) = self.placement(req.job, req.priority.or(known), req.user);
-        let queue = match key {
-            SetKey::Priority(_, bits) => QueueId::Set(bits),
-            SetKey::New(_) => QueueId::Set(self.default_priority.key()),
-            SetKey::Solo(_, job) => QueueId::Job(job),
-            // Never a placement: a job's metadata (`metadata=apart`) is reported under its set.
-            SetKey::Meta(_) => QueueId::Job(req.job),
+        // A job's metadata (`metadata=apart`) is reported under its set.
+        let (_, place, priority) = self.placement(req.job, req.priority.or(known), req.user);
+        let queue = match place {
+            Place::Priority(bits) => QueueId::Set(bits),
+            Place::New => QueueId::Set(self.default_priority.key()),
+            Place::Solo => QueueId::Job(req.job),
         };
         Some(QueueWeight {
             queue,
@@ -1534,12 +1575,16 @@ impl Policy for IoSets {
         let mut sets: Vec<(SetKey, Slot)> = self.sets.iter().map(|(s, set)| (set.key, s)).collect();
         sets.sort_unstable();
         let mut out = Vec::with_capacity(self.len);
-        let mut groups: Vec<Group> = self.metas.keys().copied().collect();
+        let mut groups: Vec<(Group, GroupId)> = self
+            .metas
+            .keys()
+            .map(|&g| (self.groups.path(g), g))
+            .collect();
         groups.sort_unstable();
-        for g in groups {
+        for (path, g) in groups {
             let meta = self.metas.get_mut(&g).expect("listed");
             if meta.len() > 0 {
-                self.sched.leave(SetKey::Meta(g));
+                self.sched.leave(SetKey::Meta(g), path);
                 out.extend(meta.drain());
             }
         }
