@@ -326,6 +326,8 @@ fn aggregate(
         .collect();
     c.workers = 4;
     c.token = Some("bench".into());
+    // TRACE=path: the trace of each measure in turn (the last one stays).
+    c.trace = std::env::var_os("TRACE").map(std::path::PathBuf::from);
     let server = Server::start(c).unwrap();
     let addr = server.addr();
     let setup = client(addr, 1000, None);

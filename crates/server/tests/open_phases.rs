@@ -175,3 +175,68 @@ fn a_client_that_ends_its_phases_keeps_its_set_through_a_short_absence() {
         "job 1's open phase did not hold its set: job 2 waited only {waited:?}"
     );
 }
+
+/// A client that goes away in the middle of a phase (a process that exits right after its last
+/// write, before its client sends the phase's end; a crash) passes its set on as its connection
+/// closes, not after the open hold: a job of the same set waiting behind it is served.
+#[test]
+fn a_client_gone_mid_phase_passes_its_set_on_when_its_connection_closes() {
+    const HOLD_MS: u64 = 60_000;
+    let dir = TempDir::new("open-gone");
+    let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
+    cfg.token = Some(TOKEN.into());
+    cfg.workers = 2;
+    cfg.policy = "iosets".into();
+    cfg.policy_options = vec![("open_hold_ms".into(), HOLD_MS.to_string())];
+    let srv = Server::start(cfg).unwrap();
+    let mut a = connect(srv.addr());
+    let mut b = connect(srv.addr());
+    let w = |path: &str| Request::Write {
+        path: path.into(),
+        offset: 0,
+        data: Bytes::from(vec![1u8; 4096]),
+    };
+    for (s, p) in [(&mut a, "a"), (&mut b, "b")] {
+        assert!(matches!(
+            call(s, 0, None, common::create(p)),
+            Response::Ok(_)
+        ));
+    }
+    // Job 1's client ends its phases (so its open phase holds), then opens one and vanishes.
+    let first = unix_ns();
+    assert!(matches!(
+        call(&mut a, 1, Some(first), w("a")),
+        Response::Ok(_)
+    ));
+    assert!(matches!(
+        call(&mut a, 1, Some(first), Request::PhaseEnd),
+        Response::Ok(_)
+    ));
+    assert!(matches!(
+        call(&mut a, 1, Some(unix_ns()), w("a")),
+        Response::Ok(_)
+    ));
+    // Job 2 (the same new set) arrives while job 1's phase is open, and job 1's client goes.
+    let h = Header {
+        phase: Some(unix_ns()),
+        ..Header::new(9, JobId(2))
+    };
+    write_frame_blocking(&mut b, &encode(&Frame::Request(h, w("b")))).unwrap();
+    let t = Instant::now();
+    drop(a);
+    let r = match read_frame_blocking(&mut b, DEFAULT_MAX_FRAME) {
+        Ok(Frame::Response(_, _, r)) => r,
+        other => panic!("job 2 got no answer (held for the open hold?): {other:?}"),
+    };
+    assert!(matches!(r, Response::Ok(_)), "{r:?}");
+    let waited = t.elapsed();
+    srv.shutdown().unwrap();
+    eprintln!(
+        "job 2 waited {:.3} s after job 1's client went",
+        waited.as_secs_f64()
+    );
+    assert!(
+        waited < Duration::from_millis(HOLD_MS / 2),
+        "job 2 waited {waited:?}: job 1's open phase outlived its connection"
+    );
+}

@@ -393,6 +393,7 @@ pub(crate) async fn serve(
         local: Some(LocalLink { fd, region: None }),
         // A same-host client is on this node.
         peer: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+        phases: super::OpenPhases::default(),
     };
     super::serve_frames(shared, rd, wr, None, link, reg, stop).await;
 }
