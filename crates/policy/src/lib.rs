@@ -163,6 +163,13 @@ pub trait Policy: Send + fmt::Debug {
     fn phase_end(&mut self, job: JobId, phase: Nanos, now: Nanos) {
         let _ = (job, phase, now);
     }
+
+    /// The client that stamped job `job`'s phase `phase` is gone (its connection closed): it
+    /// sends nothing more of that phase. As [`Policy::phase_end`], except that it says nothing
+    /// of whether the job's clients send phase ends.
+    fn phase_gone(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        let _ = (job, phase, now);
+    }
 }
 
 /// Conservation counters of one policy instance.
@@ -313,6 +320,11 @@ impl Counted {
     /// Forwards a client's end of a job's phase; see [`Policy::phase_end`].
     pub fn phase_end(&mut self, job: JobId, phase: Nanos, now: Nanos) {
         self.policy.phase_end(job, phase, now);
+    }
+
+    /// Forwards the end of a gone client's phase; see [`Policy::phase_gone`].
+    pub fn phase_gone(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        self.policy.phase_gone(job, phase, now);
     }
 
     /// The weighted queue `req` would join and its weight; see [`Policy::queue_weight`].

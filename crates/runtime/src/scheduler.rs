@@ -1282,6 +1282,18 @@ impl<T: Send + 'static> Scheduler<T> {
         }
     }
 
+    /// The client that stamped job `job`'s phase `phase` is gone (its connection closed); see
+    /// [`iosets_policy::Policy::phase_gone`]. A set it frees is served at once.
+    pub fn phase_gone(&self, job: JobId, phase: Nanos) {
+        let raw = self.inner.clock.now();
+        let mut st = self.inner.state.lock();
+        let now = st.tick(raw);
+        st.active.policy.phase_gone(job, phase, now);
+        if st.queued() > 0 {
+            self.inner.wake_one(&mut st);
+        }
+    }
+
     /// The priority in force for `job` and its source: control, else automatic, else the last
     /// hint its requests carried. `None` if it has none.
     pub fn priority(&self, job: JobId) -> Option<JobPriority> {

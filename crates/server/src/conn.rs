@@ -105,7 +105,7 @@ impl OpenPhases {
     /// Ends every phase still open (the connection is closing).
     fn end_all(&mut self, shared: &Shared) {
         for (job, stamp) in self.0.drain() {
-            shared.sched.phase_end(job, stamp.since(shared.clock_zero));
+            shared.sched.phase_gone(job, stamp.since(shared.clock_zero));
         }
     }
 }

@@ -1318,6 +1318,29 @@ impl IoSets {
         }
     }
 
+    /// Job `job`'s phase stamped `phase` is over (its client ended it, or is gone): the job's
+    /// phase stays open while another stamp of it is; else a holder lingering for the rest of
+    /// the phase retires and its set passes on.
+    fn end_phase(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        let Some(&j) = self.job_slots.get(&job) else {
+            return;
+        };
+        let job = &mut self.jobs[j];
+        // That client's phase is over; a later phase of the same client (a stamp seen since),
+        // or another node's phase of the job, keeps it open. A stamp not seen here ends nothing.
+        let Some(i) = job.open.iter().position(|&p| p == phase) else {
+            return;
+        };
+        job.open.swap_remove(i);
+        if !job.open.is_empty() {
+            return;
+        }
+        if job.queue.is_empty() && job.in_service == 0 {
+            // The holder lingered for the rest of its phase: it is over, the set passes on.
+            self.retire(j, now);
+        }
+    }
+
     /// Forgets job `j`, which has nothing queued and nothing in service, at `now`, and refreshes
     /// its set.
     fn retire(&mut self, j: Slot, now: Nanos) {
@@ -1619,22 +1642,12 @@ impl Policy for IoSets {
         // Its client sends phase ends: its open phases may hold its set from now on.
         make_room(&mut self.enders, job);
         self.enders.insert(job, ());
-        let Some(&j) = self.job_slots.get(&job) else {
-            return;
-        };
-        let job = &mut self.jobs[j];
-        // That client's phase is over; a later phase of the same client (a stamp seen since),
-        // or another node's phase of the job, keeps it open. A stamp not seen here ends nothing.
-        let Some(i) = job.open.iter().position(|&p| p == phase) else {
-            return;
-        };
-        job.open.swap_remove(i);
-        if !job.open.is_empty() {
-            return;
-        }
-        if job.queue.is_empty() && job.in_service == 0 {
-            // The holder lingered for the rest of its phase: it is over, the set passes on.
-            self.retire(j, now);
+        self.end_phase(job, phase, now);
+    }
+
+    fn phase_gone(&mut self, job: JobId, phase: Nanos, now: Nanos) {
+        if self.order == Order::Phase {
+            self.end_phase(job, phase, now);
         }
     }
 

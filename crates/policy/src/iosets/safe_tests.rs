@@ -259,6 +259,25 @@ fn an_open_phase_holds_only_for_a_client_that_ends_its_phases() {
 }
 
 #[test]
+fn a_gone_client_ends_its_phase_without_being_taken_for_one_that_ends_phases() {
+    let mut p = defaults(&[("open_hold_ms", "500")]);
+    p.phase_end(JobId(5), Nanos(1), Nanos(0));
+    p.enqueue(write(1, 5, Some(10), Some(0.1)), Nanos(0));
+    p.enqueue(write(2, 6, Some(20), Some(0.1)), Nanos(0));
+    let r = next(&mut p, 0).unwrap();
+    assert_eq!(r.job, JobId(5));
+    p.complete(r.id, Outcome::Done { bytes: 1 }, Nanos(1));
+    // Job 5 holds its set for its open phase; its client goes: the set passes on at once.
+    assert!(matches!(p.dispatch(Nanos(2)), Dispatch::NotBefore(_)));
+    p.phase_gone(JobId(5), Nanos(10), Nanos(3));
+    assert_eq!(next(&mut p, 3).map(|r| r.job), Some(JobId(6)));
+    // A gone client says nothing of whether clients of a job send phase ends: job 7, never an
+    // ender, is not made one.
+    p.phase_gone(JobId(7), Nanos(10), Nanos(4));
+    assert!(!p.enders.contains_key(&JobId(7)));
+}
+
+#[test]
 fn sixty_jobs_that_never_end_a_phase_cost_nothing_to_each_other() {
     let mut p = defaults(&[]);
     // 60 jobs without priority, one stamped write each, served one at a time: no dispatch ever
