@@ -33,7 +33,7 @@ run() { # KIND SCOPE RATE [THREADS] [CHUNK]
   last=$line
 }
 # 90 % of the lowest window of the ceiling run just made (per job for `job`, both for `rule`).
-top() { echo "$last" | sed -n 's/.* min=\([0-9.]*\) .*/\1/p' | awk '{printf "%d", $1 * 0.9}'; }
+top() { echo "$last" | sed -n 's/.* min=\([0-9.]*\) .*/\1/p' | awk '{printf "%.0f", $1 * 0.9}'; }
 only=${ONLY:-all}
 for scope in job rule; do
   # The ceiling: the same writers under a rate nothing reaches (what this machine serves).
