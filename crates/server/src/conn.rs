@@ -77,12 +77,15 @@ pub(crate) struct Link {
 }
 
 /// The open phases of one connection: each job's latest phase stamp its requests carried,
-/// until a `PhaseEnd` of that stamp comes on the connection. When the connection closes they
-/// are ended at once (`iosets` passes the set on): a client that is gone sends no more of
-/// those phases, and its `PhaseEnd` may never come (a process that exits right after its last
-/// write; the client's end is sent a moment after the job goes quiet). Without this, the job's
-/// set stayed held for `open_hold_ms`: 14 jobs of one set waited 0.5 s three times in one
-/// 1 GiB run of the loopback bench (16 jobs, `PART=tree`), at 200–1,600 MiB/s against 8,000.
+/// until a `PhaseEnd` of that stamp comes on the connection. When the last connection carrying
+/// a phase closes, the phase is ended at once (`Policy::phase_gone`: `iosets` passes the set
+/// on): a client that is gone sends no more of it, and its `PhaseEnd` may never come (a
+/// process that exits right after its last write; the client's end is sent a moment after the
+/// job goes quiet). Without this, the job's set stayed held for `open_hold_ms`: 14 jobs of one
+/// set waited 0.5 s three times in one 1 GiB run of the loopback bench (16 jobs, `PART=tree`),
+/// at 200–1,600 MiB/s against 8,000. A phase also carried by another open connection (the
+/// same-host socket that replaces a client's TCP connection mid-phase, whose attach carries the
+/// stamp before the TCP connection goes) is not ended ([`Shared::phase_conns`]).
 #[derive(Debug, Default)]
 pub(crate) struct OpenPhases(iosets_types::hash::IdMap<JobId, iosets_types::UnixNanos>);
 
@@ -92,21 +95,49 @@ const MAX_OPEN_PHASES: usize = 4096;
 
 impl OpenPhases {
     /// `job`'s request carried `stamp` (a `PhaseEnd` of it if `end`).
-    fn saw(&mut self, job: JobId, stamp: iosets_types::UnixNanos, end: bool) {
+    fn saw(&mut self, shared: &Shared, job: JobId, stamp: iosets_types::UnixNanos, end: bool) {
+        let held = self.0.get(&job).copied();
         if end {
-            if self.0.get(&job) == Some(&stamp) {
+            if held == Some(stamp) {
                 self.0.remove(&job);
+                release(shared, job, stamp);
             }
-        } else if self.0.len() < MAX_OPEN_PHASES || self.0.contains_key(&job) {
-            self.0.insert(job, stamp);
+            return;
         }
+        if held == Some(stamp) || (held.is_none() && self.0.len() >= MAX_OPEN_PHASES) {
+            return;
+        }
+        // A new phase of the job on this connection: the earlier one is its client's past.
+        if let Some(old) = self.0.insert(job, stamp) {
+            release(shared, job, old);
+        }
+        *shared.phase_conns.lock().entry((job, stamp)).or_default() += 1;
     }
 
-    /// Ends every phase still open (the connection is closing).
+    /// The connection is closing: every phase it carried that no other open connection
+    /// carries is ended.
     fn end_all(&mut self, shared: &Shared) {
         for (job, stamp) in self.0.drain() {
-            shared.sched.phase_gone(job, stamp.since(shared.clock_zero));
+            if release(shared, job, stamp) {
+                shared.sched.phase_gone(job, stamp.since(shared.clock_zero));
+            }
         }
+    }
+}
+
+/// One connection fewer carries `job`'s phase `stamp`; true if it was the last.
+fn release(shared: &Shared, job: JobId, stamp: iosets_types::UnixNanos) -> bool {
+    let mut conns = shared.phase_conns.lock();
+    match conns.get_mut(&(job, stamp)) {
+        Some(n) if *n > 1 => {
+            *n -= 1;
+            false
+        }
+        Some(_) => {
+            conns.remove(&(job, stamp));
+            true
+        }
+        None => true,
     }
 }
 
@@ -959,8 +990,12 @@ fn route(
     link: &mut Link,
 ) -> Route {
     if let Some(stamp) = header.phase {
-        link.phases
-            .saw(JobId(header.job.0), stamp, matches!(req, Request::PhaseEnd));
+        link.phases.saw(
+            shared,
+            JobId(header.job.0),
+            stamp,
+            matches!(req, Request::PhaseEnd),
+        );
     }
     // One request moves at most a frame's worth of data, whichever way it travels.
     let too_large = |len: u32| {

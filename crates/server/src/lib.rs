@@ -196,6 +196,7 @@ impl Server {
             hints_overridden: Default::default(),
             admin: admin_addr,
             state_lock: std::sync::Mutex::new(()),
+            phase_conns: parking_lot::Mutex::new(Default::default()),
             config,
         });
         let workers = (0..shared.config.workers)

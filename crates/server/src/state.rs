@@ -227,4 +227,9 @@ pub(crate) struct Shared {
     /// Held while a rule change is made and written to the state file, so that the file
     /// always holds the rules of the last change.
     pub(crate) state_lock: std::sync::Mutex<()>,
+    /// How many open connections carry each job's phase (`conn::OpenPhases`): a phase ends
+    /// with the last of them. A client replaces its TCP connection by the same-host socket
+    /// after its first large request, in the middle of a phase: that close ends nothing.
+    pub(crate) phase_conns:
+        Mutex<iosets_types::hash::IdMap<(iosets_types::JobId, iosets_types::UnixNanos), u32>>,
 }

@@ -240,3 +240,79 @@ fn a_client_gone_mid_phase_passes_its_set_on_when_its_connection_closes() {
         "job 2 waited {waited:?}: job 1's open phase outlived its connection"
     );
 }
+
+/// A phase carried by two connections of a client (its TCP connection and the same-host socket
+/// that replaces it after its first large request) ends with the last of them, not the first.
+#[test]
+fn a_phase_on_two_connections_ends_with_the_last() {
+    const HOLD_MS: u64 = 60_000;
+    let dir = TempDir::new("open-two");
+    let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
+    cfg.token = Some(TOKEN.into());
+    cfg.workers = 2;
+    cfg.policy = "iosets".into();
+    cfg.policy_options = vec![("open_hold_ms".into(), HOLD_MS.to_string())];
+    let srv = Server::start(cfg).unwrap();
+    let (mut a1, mut a2, mut b) = (
+        connect(srv.addr()),
+        connect(srv.addr()),
+        connect(srv.addr()),
+    );
+    let w = |path: &str| Request::Write {
+        path: path.into(),
+        offset: 0,
+        data: Bytes::from(vec![1u8; 4096]),
+    };
+    for (s, p) in [(&mut a1, "a"), (&mut b, "b")] {
+        assert!(matches!(
+            call(s, 0, None, common::create(p)),
+            Response::Ok(_)
+        ));
+    }
+    let first = unix_ns();
+    assert!(matches!(
+        call(&mut a1, 1, Some(first), w("a")),
+        Response::Ok(_)
+    ));
+    assert!(matches!(
+        call(&mut a1, 1, Some(first), Request::PhaseEnd),
+        Response::Ok(_)
+    ));
+    // Job 1's phase, on both of its connections.
+    let open = unix_ns();
+    assert!(matches!(
+        call(&mut a1, 1, Some(open), w("a")),
+        Response::Ok(_)
+    ));
+    assert!(matches!(
+        call(&mut a2, 1, Some(open), w("a")),
+        Response::Ok(_)
+    ));
+    let h = Header {
+        phase: Some(unix_ns()),
+        ..Header::new(9, JobId(2))
+    };
+    write_frame_blocking(&mut b, &encode(&Frame::Request(h, w("b")))).unwrap();
+    // The first connection goes: the phase goes on through the other, job 2 still waits.
+    drop(a1);
+    b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    match read_frame_blocking(&mut b, DEFAULT_MAX_FRAME) {
+        Ok(f) => panic!("job 2 was served while job 1's phase was open on a2: {f:?}"),
+        Err(e) => eprintln!("job 2 still waits after the first connection closed ({e})"),
+    }
+    // The last goes: the phase ends, job 2 is served.
+    b.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let t = Instant::now();
+    drop(a2);
+    let r = match read_frame_blocking(&mut b, DEFAULT_MAX_FRAME) {
+        Ok(Frame::Response(_, _, r)) => r,
+        other => panic!("job 2 got no answer: {other:?}"),
+    };
+    assert!(matches!(r, Response::Ok(_)), "{r:?}");
+    let waited = t.elapsed();
+    srv.shutdown().unwrap();
+    assert!(
+        waited < Duration::from_millis(HOLD_MS / 2),
+        "job 2 waited {waited:?} after job 1's last connection closed"
+    );
+}
