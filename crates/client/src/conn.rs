@@ -656,7 +656,12 @@ async fn attach(
     id: Option<&str>,
     max_frame: u32,
 ) -> Result<(), String> {
-    let header = Header::new(0, who.job);
+    // Stamped with the job's phase: the server then counts the phase on this socket before the
+    // TCP connection it replaces closes, and that close ends nothing (`OpenPhases`).
+    let header = Header {
+        phase: who.phase,
+        ..Header::new(0, who.job)
+    };
     let len = region.len() as u64;
     let frame = encode(&Frame::Request(header, Request::AttachRegion { len })).to_vec();
     let sent = stream

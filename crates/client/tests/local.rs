@@ -293,3 +293,53 @@ fn check_acknowledged(file: &Path, acked: &[usize]) {
         );
     }
 }
+
+/// `iosets_phases_gone_total` on the server whose admin address is `admin`.
+fn phases_gone(admin: std::net::SocketAddr) -> f64 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(admin).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("iosets_phases_gone_total "))
+        .expect("the series is exported")
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A client moves from TCP to the same-host socket with its first large request, in the middle
+/// of its job's phase: the TCP connection it drops ends no phase (the phase goes on through the
+/// socket, whose attach carries its stamp), so the job keeps its IO-SETS set.
+#[test]
+fn moving_to_the_same_host_socket_ends_no_phase() {
+    let scratch = Scratch::new("local-phase");
+    let (handles, _) = servers(&scratch, 1, false);
+    let admin = handles[0].admin_addr().expect("an admin address");
+    for job in 1..=5u64 {
+        let before = phases_gone(admin);
+        let client = BlockingClient::connect(&addrs(&handles), config(job, MIB)).unwrap();
+        let f = format!("f{job}");
+        client.create(&f, 0o644, false).unwrap();
+        client
+            .write_at(&f, 0, Bytes::from(vec![1u8; 4 * KIB]))
+            .unwrap();
+        client
+            .write_at(&f, 4096, Bytes::from(vec![2u8; 256 * KIB]))
+            .unwrap();
+        assert!(client.is_local(0), "the client moved to the socket");
+        // Time for the server to see the TCP connection close.
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            phases_gone(admin),
+            before,
+            "job {job}: the TCP connection the socket replaced ended the job's phase"
+        );
+        drop(client);
+        // Gone now: its phase ends with the socket, unless its client ended it first.
+        std::thread::sleep(Duration::from_millis(100));
+        let gone = phases_gone(admin) - before;
+        assert!(gone <= 1.0, "job {job}: {gone} phases ended");
+    }
+}

@@ -1194,7 +1194,12 @@ impl<T: Send + 'static> Scheduler<T> {
                 },
             );
         }
-        Ok(st.active.policy.set_job_info(job, info))
+        let used = st.active.policy.set_job_info(job, info);
+        // A job moved to its account's sets may be dispatchable now (`iosets key=account,set`).
+        if st.queued() > 0 {
+            self.inner.wake_one(&mut st);
+        }
+        Ok(used)
     }
 
     /// A client tells `job`'s name (`name` must be what [`JobId::of_name`] makes `job` from, so

@@ -160,3 +160,38 @@ fn an_idle_scheduler_does_not_consult_its_policy() {
     sched.shutdown();
     join_within(pool, LIMIT);
 }
+
+/// Telling a job's account can make its queued work dispatchable (`iosets key=account,set`: it
+/// moves to its account's own set): a sleeping worker is woken for it, not left for the next
+/// completion.
+#[test]
+fn a_job_told_its_account_is_served_at_once() {
+    let opts = [("key".to_string(), "account,set".to_string())];
+    let sched: Scheduler<u32> = Scheduler::new(Counted::build("iosets", &opts).unwrap());
+    for job in [1u64, 2] {
+        let mut r = common::request(job, Op::Write, job, 0, 4096);
+        r.priority = Priority::new(0.5);
+        sched.submit(r, job as u32).unwrap();
+    }
+    // Job 1 holds set 0.5 (no account), its request in service; job 2 waits for the set.
+    let first = sched.next().expect("job 1's request");
+    assert_eq!(first.payloads(), [1]);
+    let (tx, rx) = mpsc::channel();
+    let worker = {
+        let sched = sched.clone();
+        thread::spawn(move || {
+            if let Some(w) = sched.next() {
+                tx.send(w.payloads()[0]).unwrap();
+                w.complete(Outcome::Done { bytes: 4096 });
+            }
+        })
+    };
+    // The worker is asleep: nothing it may take. Job 2 is told its account: alone in bio's set.
+    thread::sleep(Duration::from_millis(100));
+    sched.set_job_info(iosets_types::JobId(2), Some("bio"), None).unwrap();
+    // Unwoken, it would sleep until job 1's completion below (or the runtime's sweep).
+    let got = rx.recv_timeout(Duration::from_secs(10));
+    first.complete(Outcome::Done { bytes: 4096 });
+    assert_eq!(got.expect("the worker was not woken for job 2"), 2);
+    join_within(vec![worker], LIMIT);
+}

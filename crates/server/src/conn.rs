@@ -84,8 +84,9 @@ pub(crate) struct Link {
 /// job goes quiet). Without this, the job's set stayed held for `open_hold_ms`: 14 jobs of one
 /// set waited 0.5 s three times in one 1 GiB run of the loopback bench (16 jobs, `PART=tree`),
 /// at 200–1,600 MiB/s against 8,000. A phase also carried by another open connection (the
-/// same-host socket that replaces a client's TCP connection mid-phase, whose attach carries the
-/// stamp before the TCP connection goes) is not ended ([`Shared::phase_conns`]).
+/// same-host socket that replaces a client's TCP connection mid-phase: the client stamps its
+/// attach and waits for the answer before it drops the TCP connection) is not ended
+/// ([`Shared::phase_conns`]). Counted in `iosets_phases_gone_total`.
 #[derive(Debug, Default)]
 pub(crate) struct OpenPhases(iosets_types::hash::IdMap<JobId, iosets_types::UnixNanos>);
 
@@ -119,6 +120,7 @@ impl OpenPhases {
     fn end_all(&mut self, shared: &Shared) {
         for (job, stamp) in self.0.drain() {
             if release(shared, job, stamp) {
+                shared.counters.phase_gone();
                 shared.sched.phase_gone(job, stamp.since(shared.clock_zero));
             }
         }

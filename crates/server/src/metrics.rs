@@ -252,6 +252,14 @@ fn render_frames_and_files(out: &mut String, shared: &Shared) {
     );
     single(
         out,
+        "iosets_phases_gone_total",
+        "counter",
+        "Phases ended because the last connection carrying them closed (a client gone without \
+         ending its phase).",
+        n.phases_gone(),
+    );
+    single(
+        out,
         "iosets_error_replies_total",
         "counter",
         "Requests answered with an errno.",

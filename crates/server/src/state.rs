@@ -136,6 +136,8 @@ pub(crate) struct Counters {
     /// Time the workers were held by the emulated back end, in nanoseconds: the sum of
     /// `calls × meta_latency_ms`, computed, not measured (a sleep may overrun).
     backend_blocked_ns: AtomicU64,
+    /// Phases ended because the last connection carrying them closed (`conn::OpenPhases`).
+    phases_gone: AtomicU64,
 }
 
 impl Counters {
@@ -165,6 +167,12 @@ impl Counters {
     }
     pub(crate) fn errors(&self) -> u64 {
         self.errors.load(Ordering::Relaxed)
+    }
+    pub(crate) fn phase_gone(&self) {
+        self.phases_gone.fetch_add(1, Ordering::Relaxed);
+    }
+    pub(crate) fn phases_gone(&self) -> u64 {
+        self.phases_gone.load(Ordering::Relaxed)
     }
     /// Counts a metadata operation served.
     pub(crate) fn meta_served(&self, op: &MetaOp) {

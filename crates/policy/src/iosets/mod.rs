@@ -97,8 +97,9 @@
 //! group, and a metadata class of its own; the group's sets and class share what the group
 //! gets by priority (and `meta_weight`); groups share by their share weights
 //! ([`Policy::set_share`], default 1). A job's account comes from the control plane
-//! ([`Policy::set_job_info`]; a job told a new account moves with its queue), its user from the
-//! uid its requests carry. Groups' shares are charged job-wide across servers
+//! ([`Policy::set_job_info`]; a job told a new account moves with its queue of data; metadata
+//! already queued is served in the old account's class), its user from the uid its requests
+//! carry (the latest that carried one). Groups' shares are charged job-wide across servers
 //! ([`Policy::charge_elsewhere`]); sets' shares stay per server, as in the paper. A share at
 //! level `set` (`set=0.1`) reweighs the sets of that priority under every key.
 //!
@@ -1364,7 +1365,13 @@ impl Policy for IoSets {
         self.now = self.now.max(now);
         self.len += 1;
         if self.meta_apart && req.op == Op::Meta {
-            let path = self.group_of(req.job, req.user);
+            // The job's uid as its data has it when the request carries none.
+            let user = req.user.or_else(|| {
+                self.job_slots
+                    .get(&req.job)
+                    .and_then(|&j| self.jobs[j].user)
+            });
+            let path = self.group_of(req.job, user);
             let g = self.groups.intern(path);
             self.meta_len += 1;
             let meta = match self.metas.entry(g) {
