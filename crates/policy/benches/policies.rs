@@ -187,7 +187,7 @@ fn fairshare(c: &mut Criterion) {
                 account: Some(account_key(&format!("account{}", job % 8))),
                 nodes: None,
             };
-            p.set_job_info(JobId(job), info);
+            p.set_job_info(JobId(job), info, Nanos::ZERO);
         }
         for i in 0..QUEUED {
             p.enqueue(with_user(i), Nanos(i * 1000));

@@ -121,6 +121,43 @@ pub fn account_key(name: &str) -> u64 {
     }
 }
 
+/// Keeps `info` as job `job`'s record in `jobs` (the default record removes it). At most
+/// [`crate::wfq::MAX_JOB_INFO`] are kept: the runtime refuses a new job past it; a caller that
+/// does not bound what it tells has an arbitrary record dropped instead.
+pub(crate) fn keep_job_info(jobs: &mut IdMap<u64, JobInfo>, job: u64, info: JobInfo) {
+    if info == JobInfo::default() {
+        jobs.remove(&job);
+        return;
+    }
+    if jobs.len() >= crate::wfq::MAX_JOB_INFO && !jobs.contains_key(&job) {
+        if let Some(&k) = jobs.keys().next() {
+            jobs.remove(&k);
+        }
+    }
+    jobs.insert(job, info);
+}
+
+/// Sets (`Some`) or clears (`None`) the share weight of node `key` at `level` in `shares`.
+///
+/// # Panics
+/// If the weight is not finite and positive (the runtime checks weights first).
+pub(crate) fn keep_share(
+    shares: &mut IdMap<(ShareLevel, u64), f64>,
+    level: ShareLevel,
+    key: u64,
+    weight: Option<f64>,
+) {
+    match weight {
+        Some(w) => {
+            assert!(w.is_finite() && w > 0.0, "share weight {w}");
+            shares.insert((level, key), w);
+        }
+        None => {
+            shares.remove(&(level, key));
+        }
+    }
+}
+
 /// A node: the root (depth 0), an inner node (a scheduler over its children) or a leaf (a queue).
 #[derive(Debug)]
 struct Node {

@@ -121,10 +121,10 @@ pub trait Policy: Send + fmt::Debug {
     }
 
     /// The control plane tells what it knows of a job beyond its priority: its account and
-    /// node count (a fair-share tree places and weighs jobs by them). Returns false if the
-    /// policy has no use for it.
-    fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo) -> bool {
-        let _ = (job, info);
+    /// node count (a fair-share tree places and weighs jobs by them), at `now` (a job may move
+    /// to its account's queues). Returns false if the policy has no use for it.
+    fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo, now: Nanos) -> bool {
+        let _ = (job, info, now);
         false
     }
 
@@ -293,8 +293,8 @@ impl Counted {
     }
 
     /// Forwards what the control plane knows of a job; see [`Policy::set_job_info`].
-    pub fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo) -> bool {
-        self.policy.set_job_info(job, info)
+    pub fn set_job_info(&mut self, job: JobId, info: fairshare::JobInfo, now: Nanos) -> bool {
+        self.policy.set_job_info(job, info, now)
     }
 
     /// Forwards a share weight; see [`Policy::set_share`].

@@ -29,7 +29,7 @@
 //!
 //! Inside a queue requests keep their arrival order. Nothing is merged.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use crate::fairshare::{JobInfo, ShareLevel, ShareTree, NO_ACCOUNT, NO_SET, NO_USER};
 use crate::tunables::{TunableSpec, Tunables};
@@ -145,7 +145,7 @@ pub struct Wfq {
     default_weight: f64,
     weights: IdMap<u64, f64>,
     overrides: IdMap<u64, f64>,
-    shares: HashMap<(ShareLevel, u64), f64>,
+    shares: IdMap<(ShareLevel, u64), f64>,
     jobs: IdMap<u64, JobInfo>,
     engine: Engine,
 }
@@ -173,7 +173,7 @@ impl Wfq {
             default_weight,
             weights: weights.iter().copied().collect(),
             overrides: IdMap::default(),
-            shares: HashMap::new(),
+            shares: IdMap::default(),
             jobs: IdMap::default(),
             engine,
         }
@@ -418,31 +418,13 @@ impl Policy for Wfq {
         }
     }
 
-    fn set_job_info(&mut self, job: JobId, info: JobInfo) -> bool {
-        if info == JobInfo::default() {
-            self.jobs.remove(&job.0);
-        } else {
-            if self.jobs.len() >= MAX_JOB_INFO && !self.jobs.contains_key(&job.0) {
-                // The runtime bounds what it tells; this only guards against a caller that does not.
-                if let Some(&k) = self.jobs.keys().next() {
-                    self.jobs.remove(&k);
-                }
-            }
-            self.jobs.insert(job.0, info);
-        }
+    fn set_job_info(&mut self, job: JobId, info: JobInfo, _now: Nanos) -> bool {
+        crate::fairshare::keep_job_info(&mut self.jobs, job.0, info);
         matches!(self.key_by, KeyBy::Tree(_))
     }
 
     fn set_share(&mut self, level: ShareLevel, key: u64, weight: Option<f64>) -> bool {
-        match weight {
-            Some(w) => {
-                assert!(w.is_finite() && w > 0.0, "share weight {w}");
-                self.shares.insert((level, key), w);
-            }
-            None => {
-                self.shares.remove(&(level, key));
-            }
-        }
+        crate::fairshare::keep_share(&mut self.shares, level, key, weight);
         self.share_levels().contains(&level)
     }
 
@@ -543,7 +525,7 @@ mod tests {
                 account: Some(account_key(account)),
                 nodes: None,
             };
-            assert!(p.set_job_info(JobId(job), info));
+            assert!(p.set_job_info(JobId(job), info, Nanos::ZERO));
         }
         let users = [(1, 1000), (2, 1000), (3, 1001), (4, 1002)];
         for i in 0..4000u64 {
@@ -583,6 +565,7 @@ mod tests {
                 account: None,
                 nodes: Some(3),
             },
+            Nanos::ZERO,
         ));
         for i in 0..400u64 {
             p.enqueue(request(i, 7 + (i % 2), Op::Read, 0, 0, 10), Nanos::ZERO);
@@ -621,7 +604,7 @@ mod tests {
                 account: Some(account_key(account)),
                 nodes: None,
             };
-            p.set_job_info(JobId(job), info);
+            p.set_job_info(JobId(job), info, Nanos::ZERO);
         }
         assert!(p.set_priority(JobId(3), Priority::new(0.01), Nanos::ZERO));
         for i in 0..22_000u64 {

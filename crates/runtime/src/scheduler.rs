@@ -1175,7 +1175,7 @@ impl<T: Send + 'static> Scheduler<T> {
         };
         let raw = self.inner.clock.now();
         let mut st = self.inner.state.lock();
-        st.tick(raw);
+        let now = st.tick(raw);
         if info == JobInfo::default() {
             st.job_info.remove(&job);
         } else {
@@ -1194,7 +1194,7 @@ impl<T: Send + 'static> Scheduler<T> {
                 },
             );
         }
-        let used = st.active.policy.set_job_info(job, info);
+        let used = st.active.policy.set_job_info(job, info, now);
         // A job moved to its account's sets may be dispatchable now (`iosets key=account,set`).
         if st.queued() > 0 {
             self.inner.wake_one(&mut st);
@@ -1368,7 +1368,7 @@ impl<T: Send + 'static> Scheduler<T> {
             new.set_share(s.level, s.key, Some(s.weight));
         }
         for (&job, r) in &st.job_info {
-            new.set_job_info(job, r.info);
+            new.set_job_info(job, r.info, now);
         }
         for req in moved {
             new.enqueue(req, now);

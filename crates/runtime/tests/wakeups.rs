@@ -188,7 +188,9 @@ fn a_job_told_its_account_is_served_at_once() {
     };
     // The worker is asleep: nothing it may take. Job 2 is told its account: alone in bio's set.
     thread::sleep(Duration::from_millis(100));
-    sched.set_job_info(iosets_types::JobId(2), Some("bio"), None).unwrap();
+    sched
+        .set_job_info(iosets_types::JobId(2), Some("bio"), None)
+        .unwrap();
     // Unwoken, it would sleep until job 1's completion below (or the runtime's sweep).
     let got = rx.recv_timeout(Duration::from_secs(10));
     first.complete(Outcome::Done { bytes: 4096 });

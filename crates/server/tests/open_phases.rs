@@ -52,12 +52,58 @@ fn connect(addr: SocketAddr) -> TcpStream {
 }
 
 fn server(dir: &TempDir) -> iosets_server::ServerHandle {
+    server_holding(dir, OPEN_HOLD_MS)
+}
+
+/// A server at the default policy whose open phases hold their set for `hold_ms`.
+fn server_holding(dir: &TempDir, hold_ms: u64) -> iosets_server::ServerHandle {
     let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
     cfg.token = Some(TOKEN.into());
     cfg.workers = 2;
     cfg.policy = "iosets".into();
-    cfg.policy_options = vec![("open_hold_ms".into(), OPEN_HOLD_MS.to_string())];
+    cfg.policy_options = vec![("open_hold_ms".into(), hold_ms.to_string())];
     Server::start(cfg).unwrap()
+}
+
+/// A 4 KiB write at the start of `path`.
+fn write4k(path: &str) -> Request {
+    Request::Write {
+        path: path.into(),
+        offset: 0,
+        data: Bytes::from(vec![1u8; 4096]),
+    }
+}
+
+fn ok(r: Response) {
+    assert!(matches!(r, Response::Ok(_)), "{r:?}");
+}
+
+/// Job 1 on `a` ends a first phase (its client is one that sends ends, so its open phases hold
+/// its set), then opens a second one with a write; returns the second phase's stamp.
+fn an_ender_opens_a_phase(a: &mut TcpStream) -> UnixNanos {
+    let first = unix_ns();
+    ok(call(a, 1, Some(first), write4k("a")));
+    ok(call(a, 1, Some(first), Request::PhaseEnd));
+    let open = unix_ns();
+    ok(call(a, 1, Some(open), write4k("a")));
+    open
+}
+
+/// Sends job 2's stamped write on `b` without waiting for its answer.
+fn job_2_writes(b: &mut TcpStream) {
+    let h = Header {
+        phase: Some(unix_ns()),
+        ..Header::new(9, JobId(2))
+    };
+    write_frame_blocking(b, &encode(&Frame::Request(h, write4k("b")))).unwrap();
+}
+
+/// The answer to job 2's write on `b`, or a panic saying what came instead.
+fn job_2_answer(b: &mut TcpStream) {
+    match read_frame_blocking(b, DEFAULT_MAX_FRAME) {
+        Ok(Frame::Response(_, _, r)) => ok(r),
+        other => panic!("job 2 got no answer (held for the open hold?): {other:?}"),
+    }
 }
 
 /// 60 jobs one after the other, each: a stamped write and 5 stamped lookups, no `PhaseEnd`
@@ -134,36 +180,12 @@ fn a_client_that_ends_its_phases_keeps_its_set_through_a_short_absence() {
     let srv = server(&dir);
     let mut a = connect(srv.addr());
     let mut b = connect(srv.addr());
-    let w = |path: &str| Request::Write {
-        path: path.into(),
-        offset: 0,
-        data: Bytes::from(vec![1u8; 4096]),
-    };
-    for (s, p) in [(&mut a, "a"), (&mut b, "b")] {
-        let r = call(s, 0, None, common::create(p));
-        assert!(matches!(r, Response::Ok(_)));
-    }
-    // Job 1's client ended an earlier phase: it is one that sends ends.
-    let first = unix_ns();
-    assert!(matches!(
-        call(&mut a, 1, Some(first), w("a")),
-        Response::Ok(_)
-    ));
-    assert!(matches!(
-        call(&mut a, 1, Some(first), Request::PhaseEnd),
-        Response::Ok(_)
-    ));
-    // Its next phase is open when job 2 (same new set) arrives: job 2 waits for the hold.
-    let second = unix_ns();
-    assert!(matches!(
-        call(&mut a, 1, Some(second), w("a")),
-        Response::Ok(_)
-    ));
+    ok(call(&mut a, 0, None, common::create("a")));
+    ok(call(&mut b, 0, None, common::create("b")));
+    // Job 1's phase is open when job 2 (same new set) arrives: job 2 waits for the hold.
+    an_ender_opens_a_phase(&mut a);
     let t = Instant::now();
-    assert!(matches!(
-        call(&mut b, 2, Some(unix_ns()), w("b")),
-        Response::Ok(_)
-    ));
+    ok(call(&mut b, 2, Some(unix_ns()), write4k("b")));
     let waited = t.elapsed();
     srv.shutdown().unwrap();
     eprintln!(
@@ -183,52 +205,17 @@ fn a_client_that_ends_its_phases_keeps_its_set_through_a_short_absence() {
 fn a_client_gone_mid_phase_passes_its_set_on_when_its_connection_closes() {
     const HOLD_MS: u64 = 60_000;
     let dir = TempDir::new("open-gone");
-    let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
-    cfg.token = Some(TOKEN.into());
-    cfg.workers = 2;
-    cfg.policy = "iosets".into();
-    cfg.policy_options = vec![("open_hold_ms".into(), HOLD_MS.to_string())];
-    let srv = Server::start(cfg).unwrap();
+    let srv = server_holding(&dir, HOLD_MS);
     let mut a = connect(srv.addr());
     let mut b = connect(srv.addr());
-    let w = |path: &str| Request::Write {
-        path: path.into(),
-        offset: 0,
-        data: Bytes::from(vec![1u8; 4096]),
-    };
-    for (s, p) in [(&mut a, "a"), (&mut b, "b")] {
-        assert!(matches!(
-            call(s, 0, None, common::create(p)),
-            Response::Ok(_)
-        ));
-    }
-    // Job 1's client ends its phases (so its open phase holds), then opens one and vanishes.
-    let first = unix_ns();
-    assert!(matches!(
-        call(&mut a, 1, Some(first), w("a")),
-        Response::Ok(_)
-    ));
-    assert!(matches!(
-        call(&mut a, 1, Some(first), Request::PhaseEnd),
-        Response::Ok(_)
-    ));
-    assert!(matches!(
-        call(&mut a, 1, Some(unix_ns()), w("a")),
-        Response::Ok(_)
-    ));
+    ok(call(&mut a, 0, None, common::create("a")));
+    ok(call(&mut b, 0, None, common::create("b")));
+    an_ender_opens_a_phase(&mut a);
     // Job 2 (the same new set) arrives while job 1's phase is open, and job 1's client goes.
-    let h = Header {
-        phase: Some(unix_ns()),
-        ..Header::new(9, JobId(2))
-    };
-    write_frame_blocking(&mut b, &encode(&Frame::Request(h, w("b")))).unwrap();
+    job_2_writes(&mut b);
     let t = Instant::now();
     drop(a);
-    let r = match read_frame_blocking(&mut b, DEFAULT_MAX_FRAME) {
-        Ok(Frame::Response(_, _, r)) => r,
-        other => panic!("job 2 got no answer (held for the open hold?): {other:?}"),
-    };
-    assert!(matches!(r, Response::Ok(_)), "{r:?}");
+    job_2_answer(&mut b);
     let waited = t.elapsed();
     srv.shutdown().unwrap();
     eprintln!(
@@ -247,52 +234,18 @@ fn a_client_gone_mid_phase_passes_its_set_on_when_its_connection_closes() {
 fn a_phase_on_two_connections_ends_with_the_last() {
     const HOLD_MS: u64 = 60_000;
     let dir = TempDir::new("open-two");
-    let mut cfg = ServerConfig::new(&dir.0).with_insecure_loopback();
-    cfg.token = Some(TOKEN.into());
-    cfg.workers = 2;
-    cfg.policy = "iosets".into();
-    cfg.policy_options = vec![("open_hold_ms".into(), HOLD_MS.to_string())];
-    let srv = Server::start(cfg).unwrap();
+    let srv = server_holding(&dir, HOLD_MS);
     let (mut a1, mut a2, mut b) = (
         connect(srv.addr()),
         connect(srv.addr()),
         connect(srv.addr()),
     );
-    let w = |path: &str| Request::Write {
-        path: path.into(),
-        offset: 0,
-        data: Bytes::from(vec![1u8; 4096]),
-    };
-    for (s, p) in [(&mut a1, "a"), (&mut b, "b")] {
-        assert!(matches!(
-            call(s, 0, None, common::create(p)),
-            Response::Ok(_)
-        ));
-    }
-    let first = unix_ns();
-    assert!(matches!(
-        call(&mut a1, 1, Some(first), w("a")),
-        Response::Ok(_)
-    ));
-    assert!(matches!(
-        call(&mut a1, 1, Some(first), Request::PhaseEnd),
-        Response::Ok(_)
-    ));
+    ok(call(&mut a1, 0, None, common::create("a")));
+    ok(call(&mut b, 0, None, common::create("b")));
     // Job 1's phase, on both of its connections.
-    let open = unix_ns();
-    assert!(matches!(
-        call(&mut a1, 1, Some(open), w("a")),
-        Response::Ok(_)
-    ));
-    assert!(matches!(
-        call(&mut a2, 1, Some(open), w("a")),
-        Response::Ok(_)
-    ));
-    let h = Header {
-        phase: Some(unix_ns()),
-        ..Header::new(9, JobId(2))
-    };
-    write_frame_blocking(&mut b, &encode(&Frame::Request(h, w("b")))).unwrap();
+    let open = an_ender_opens_a_phase(&mut a1);
+    ok(call(&mut a2, 1, Some(open), write4k("a")));
+    job_2_writes(&mut b);
     // The first connection goes: the phase goes on through the other, job 2 still waits.
     drop(a1);
     b.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -304,11 +257,7 @@ fn a_phase_on_two_connections_ends_with_the_last() {
     b.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let t = Instant::now();
     drop(a2);
-    let r = match read_frame_blocking(&mut b, DEFAULT_MAX_FRAME) {
-        Ok(Frame::Response(_, _, r)) => r,
-        other => panic!("job 2 got no answer: {other:?}"),
-    };
-    assert!(matches!(r, Response::Ok(_)), "{r:?}");
+    job_2_answer(&mut b);
     let waited = t.elapsed();
     srv.shutdown().unwrap();
     assert!(

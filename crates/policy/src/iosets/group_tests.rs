@@ -2,20 +2,10 @@
 //! `account,user,set`): groups share by weight, each group's sets by priority, exclusivity per
 //! group's set.
 
+use super::safe_tests::defaults as policy;
 use super::*;
 use crate::fairshare::account_key;
 use crate::test_support::request;
-
-fn policy(extra: &[(&str, &str)]) -> IoSets {
-    let pairs: Vec<(String, String)> = extra
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let mut t = Tunables::new(NAME, TUNABLES, &pairs).unwrap();
-    let p = IoSets::from_tunables(&mut t).unwrap();
-    t.finish().unwrap();
-    p
-}
 
 fn write(id: u64, job: u64, prio: f64, user: Option<u32>, len: u64) -> Request {
     let mut r = request(id, job, Op::Write, job, id << 20, len);
@@ -31,6 +21,7 @@ fn account(p: &mut IoSets, job: u64, name: &str) -> bool {
             account: Some(account_key(name)),
             nodes: None,
         },
+        Nanos::ZERO,
     )
 }
 

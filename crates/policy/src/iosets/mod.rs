@@ -577,7 +577,7 @@ pub struct IoSets {
     /// Share weights of groups (and of sets, by priority), from the control plane.
     shares: IdMap<(ShareLevel, u64), f64>,
     /// Jobs' accounts, from the control plane (the `account` level).
-    job_info: IdMap<JobId, JobInfo>,
+    job_info: IdMap<u64, JobInfo>,
     default_priority: Priority,
     jobs: Slab<Job>,
     job_slots: IdMap<JobId, Slot>,
@@ -603,8 +603,6 @@ pub struct IoSets {
     lingering: Lingering,
     len: usize,
     seq: u64,
-    /// The latest time a call gave (for [`Policy::set_job_info`], which gives none).
-    now: Nanos,
 }
 
 impl IoSets {
@@ -648,7 +646,6 @@ impl IoSets {
             lingering: Lingering::default(),
             len: 0,
             seq: 0,
-            now: Nanos::ZERO,
         }
     }
 
@@ -753,7 +750,7 @@ impl IoSets {
             g.0[i] = match level {
                 ShareLevel::Account => self
                     .job_info
-                    .get(&job)
+                    .get(&job.0)
                     .and_then(|i| i.account)
                     .unwrap_or(NO_ACCOUNT),
                 _ => user.map_or(NO_USER, u64::from),
@@ -1362,7 +1359,6 @@ impl Policy for IoSets {
     }
 
     fn enqueue(&mut self, req: Request, now: Nanos) {
-        self.now = self.now.max(now);
         self.len += 1;
         if self.meta_apart && req.op == Op::Meta {
             // The job's uid as its data has it when the request carries none.
@@ -1473,7 +1469,6 @@ impl Policy for IoSets {
     }
 
     fn dispatch(&mut self, now: Nanos) -> Dispatch {
-        self.now = self.now.max(now);
         if !self.lingering.is_empty() {
             self.expire_lingers(now);
         }
@@ -1672,40 +1667,21 @@ impl Policy for IoSets {
         true
     }
 
-    fn set_job_info(&mut self, job: JobId, info: JobInfo) -> bool {
-        if info == JobInfo::default() {
-            self.job_info.remove(&job);
-        } else {
-            if self.job_info.len() >= crate::wfq::MAX_JOB_INFO && !self.job_info.contains_key(&job)
-            {
-                // The runtime bounds what it tells; this only guards against a caller that does not.
-                if let Some(&k) = self.job_info.keys().next() {
-                    self.job_info.remove(&k);
-                }
-            }
-            self.job_info.insert(job, info);
-        }
+    fn set_job_info(&mut self, job: JobId, info: JobInfo, now: Nanos) -> bool {
+        crate::fairshare::keep_job_info(&mut self.job_info, job.0, info);
         let used = self.levels.contains(&ShareLevel::Account);
         if used {
             // Its account changed: it moves, with its queue, to its account's set.
             if let Some(&j) = self.job_slots.get(&job) {
-                self.place(j, self.now);
+                self.place(j, now);
             }
         }
         used
     }
 
     fn set_share(&mut self, level: ShareLevel, key: u64, weight: Option<f64>) -> bool {
-        match weight {
-            Some(w) => {
-                assert!(w.is_finite() && w > 0.0, "share weight {w}");
-                self.shares.insert((level, key), w);
-            }
-            None => {
-                self.shares.remove(&(level, key));
-            }
-        }
         // As in `wfq`: a new weight applies from the node's next backlog period.
+        crate::fairshare::keep_share(&mut self.shares, level, key, weight);
         self.share_levels().contains(&level)
     }
 

@@ -7,7 +7,7 @@ use crate::test_support::request;
 use iosets_types::RequestId;
 
 /// The policy as `iosets serve` builds it by default (`order=phase`, every default tunable).
-fn defaults(extra: &[(&str, &str)]) -> IoSets {
+pub(super) fn defaults(extra: &[(&str, &str)]) -> IoSets {
     let pairs: Vec<(String, String)> = extra
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))

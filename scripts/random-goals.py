@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Issue 27's goals over the runs of one or more `iosets experiment random` directories.
+
+Reads each DIR/metrics.csv (seed, omega, config, metric, measured, fluid, fluid_diff_pct,
+writers, writers_diff_pct), as `iosets experiment random --analyze` writes it, and counts over
+all the workloads together:
+- per model (fluid, writers): in how many workloads timeorder is within 10 % of fair-share,
+  clairvoyant of set-10 and auto of set-10:online on all four metrics;
+- the workloads where the model puts set-10 more than 3 % ahead of fair-share on some metric
+  (the clairvoyant row's prediction against the timeorder row's), and in how many of them
+  clairvoyant is measured ahead of timeorder on every such metric;
+- auto measured within 5 % of clairvoyant on all four metrics.
+Stretches and the I/O slowdown are better lower, utilization higher.
+
+    python3 scripts/random-goals.py experiments/random-chunk256 DIR2 ...
+"""
+import csv
+import sys
+from collections import defaultdict
+
+METRICS = ["max_stretch", "geomean_stretch", "io_slowdown", "utilization"]
+HIGHER_IS_BETTER = {"utilization"}
+
+
+def ahead(metric, a, b, margin):
+    """True if value a is better than value b by more than `margin` (a fraction of b)."""
+    if metric in HIGHER_IS_BETTER:
+        return a > b * (1 + margin)
+    return a < b * (1 - margin)
+
+
+def main(dirs):
+    rows = {}
+    for d in dirs:
+        with open(f"{d}/metrics.csv") as f:
+            for r in csv.DictReader(f):
+                key = (d, int(r["seed"]), r["config"], r["metric"])
+                rows[key] = r
+    workloads = sorted({(d, s) for (d, s, _, _) in rows})
+    if not workloads:
+        sys.exit("random-goals: no runs in " + " ".join(dirs))
+    n = len(workloads)
+    out = []
+    for model in ["fluid", "writers"]:
+        within = defaultdict(int)
+        predicted, met = 0, 0
+        for d, s in workloads:
+            for config in ["timeorder", "clairvoyant", "auto"]:
+                diffs = [rows.get((d, s, config, m)) for m in METRICS]
+                if all(r is not None for r in diffs) and all(
+                    abs(float(r[f"{model}_diff_pct"])) <= 10.0 for r in diffs
+                ):
+                    within[config] += 1
+            where = []
+            for m in METRICS:
+                t, c = rows.get((d, s, "timeorder", m)), rows.get((d, s, "clairvoyant", m))
+                if t and c and ahead(m, float(c[model]), float(t[model]), 0.03):
+                    where.append((m, float(c["measured"]), float(t["measured"])))
+            if where:
+                predicted += 1
+                if all(ahead(m, c, t, 0.0) for m, c, t in where):
+                    met += 1
+        out.append(f"{model} model: timeorder within 10 % of fair-share on all four: {within['timeorder']} of {n}")
+        out.append(f"{model} model: clairvoyant within 10 % of set-10 on all four: {within['clairvoyant']} of {n}")
+        out.append(f"{model} model: auto within 10 % of set-10:online on all four: {within['auto']} of {n}")
+        out.append(
+            f"{model} model: set-10 predicted > 3 % ahead of fair-share on some metric in {predicted} "
+            f"of {n}; clairvoyant measured ahead of timeorder on every such metric in {met}"
+        )
+    close = 0
+    for d, s in workloads:
+        pairs = [(rows.get((d, s, "auto", m)), rows.get((d, s, "clairvoyant", m))) for m in METRICS]
+        if all(a and c for a, c in pairs) and all(
+            abs(float(a["measured"]) / float(c["measured"]) - 1) <= 0.05 for a, c in pairs
+        ):
+            close += 1
+    out.append(f"auto within 5 % of clairvoyant (measured) on all four: {close} of {n}")
+    for m in METRICS:
+        for config in ["timeorder", "clairvoyant", "auto"]:
+            v = sorted(
+                float(rows[(d, s, config, m)]["writers_diff_pct"])
+                for d, s in workloads
+                if (d, s, config, m) in rows
+            )
+            if v:
+                med = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+                k = sum(abs(x) <= 10 for x in v)
+                out.append(f"{m} {config}: within 10 % of the writers model in {k} of {len(v)}, median {med:+.1f} %")
+    for m in METRICS:
+        gains = []
+        for d, s in workloads:
+            c, t = rows.get((d, s, "clairvoyant", m)), rows.get((d, s, "timeorder", m))
+            if c and t:
+                gains.append(float(c["measured"]) / float(t["measured"]) - 1)
+        if gains:
+            gains.sort()
+            k = len(gains)
+            med = gains[k // 2] if k % 2 else (gains[k // 2 - 1] + gains[k // 2]) / 2
+            better = sum(ahead(m, 1 + g, 1.0, 0.0) for g in gains)
+            out.append(
+                f"{m}: clairvoyant against timeorder, measured: median {100 * med:+.1f} %, "
+                f"better in {better} of {k}"
+            )
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: random-goals.py DIR [DIR...]")
+    main(sys.argv[1:])
