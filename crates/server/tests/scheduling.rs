@@ -94,13 +94,7 @@ fn two_jobs_of_one_set_are_never_in_service_together() {
     }
     server.shutdown().unwrap();
     let served = read_trace(&trace);
-    let intervals = |job| -> Vec<(f64, f64)> {
-        served
-            .iter()
-            .filter(|s| s.job == job)
-            .map(|s| (s.dispatch_s, s.complete_s))
-            .collect()
-    };
+    let intervals = |job| common::intervals(&served, job);
     let (one, two, three) = (intervals(1), intervals(2), intervals(3));
     assert!(
         !one.is_empty() && !two.is_empty(),

@@ -568,14 +568,7 @@ fn iosets_sets_under_accounts_keep_one_job_each_and_share_by_weight() {
     }
     assert!(server.shutdown().unwrap().balanced);
     let served = read_trace(&root.0.join("trace.csv"));
-    let intervals = |job| -> Vec<(f64, f64)> {
-        served
-            .iter()
-            .filter(|s| s.job == job)
-            .map(|s| (s.dispatch_s, s.complete_s))
-            .collect()
-    };
-    let jobs: Vec<Vec<(f64, f64)>> = (1..=4).map(intervals).collect();
+    let jobs: Vec<Vec<(f64, f64)>> = (1..=4).map(|j| common::intervals(&served, j)).collect();
     for (x, y) in [(0, 1), (2, 3)] {
         assert!(
             !jobs[x].is_empty() && !jobs[y].is_empty(),

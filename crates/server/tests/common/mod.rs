@@ -302,6 +302,15 @@ pub struct Served {
     pub complete_s: f64,
 }
 
+/// The (dispatch, completion) times, in seconds, of job `job`'s requests in `served`.
+pub fn intervals(served: &[Served], job: u64) -> Vec<(f64, f64)> {
+    served
+        .iter()
+        .filter(|s| s.job == job)
+        .map(|s| (s.dispatch_s, s.complete_s))
+        .collect()
+}
+
 /// The writes of the server's trace file `path`.
 pub fn read_trace(path: &std::path::Path) -> Vec<Served> {
     let text = std::fs::read_to_string(path).unwrap();
