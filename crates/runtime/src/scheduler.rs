@@ -1278,22 +1278,22 @@ impl<T: Send + 'static> Scheduler<T> {
     /// The client says job `job`'s I/O phase stamped `phase` (in this scheduler's time base) is
     /// over; see [`iosets_policy::Policy::phase_end`]. A set it frees is served at once.
     pub fn phase_end(&self, job: JobId, phase: Nanos) {
-        let raw = self.inner.clock.now();
-        let mut st = self.inner.state.lock();
-        let now = st.tick(raw);
-        st.active.policy.phase_end(job, phase, now);
-        if st.queued() > 0 {
-            self.inner.wake_one(&mut st);
-        }
+        self.tell_policy(|policy, now| policy.phase_end(job, phase, now));
     }
 
     /// The client that stamped job `job`'s phase `phase` is gone (its connection closed); see
     /// [`iosets_policy::Policy::phase_gone`]. A set it frees is served at once.
     pub fn phase_gone(&self, job: JobId, phase: Nanos) {
+        self.tell_policy(|policy, now| policy.phase_gone(job, phase, now));
+    }
+
+    /// Tells the active policy something at the current time, then wakes a worker if work is
+    /// queued (what it was told may have made some dispatchable).
+    fn tell_policy(&self, tell: impl FnOnce(&mut Counted, Nanos)) {
         let raw = self.inner.clock.now();
         let mut st = self.inner.state.lock();
         let now = st.tick(raw);
-        st.active.policy.phase_gone(job, phase, now);
+        tell(&mut st.active.policy, now);
         if st.queued() > 0 {
             self.inner.wake_one(&mut st);
         }

@@ -570,8 +570,6 @@ pub struct IoSets {
     metas: IdMap<GroupId, MetaClass>,
     /// The groups' ids in set keys.
     groups: Groups,
-    /// Metadata requests queued in all groups.
-    meta_len: usize,
     /// The group levels above the sets (`key=`), top first: empty, or from `account`, `user`.
     levels: Vec<ShareLevel>,
     /// Share weights of groups (and of sets, by priority), from the control plane.
@@ -627,7 +625,6 @@ impl IoSets {
             meta_weight: 1.0,
             metas: IdMap::default(),
             groups: Groups::default(),
-            meta_len: 0,
             levels: Vec::new(),
             shares: IdMap::default(),
             job_info: IdMap::default(),
@@ -677,7 +674,7 @@ impl IoSets {
     /// # Panics
     /// If `weight` is not a finite number > 0.
     pub fn with_metadata_apart(mut self, weight: Option<f64>) -> IoSets {
-        debug_assert_eq!(self.meta_len, 0, "set before use");
+        debug_assert_eq!(self.len, 0, "set before use");
         match weight {
             Some(w) => {
                 assert!(w.is_finite() && w > 0.0, "meta weight must be > 0, got {w}");
@@ -1369,7 +1366,6 @@ impl Policy for IoSets {
             });
             let path = self.group_of(req.job, user);
             let g = self.groups.intern(path);
-            self.meta_len += 1;
             let meta = match self.metas.entry(g) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
@@ -1448,8 +1444,8 @@ impl Policy for IoSets {
         if user_changed {
             job.user = req.user;
         }
-        let hint_changed =
-            hint_changed || (user_changed && self.levels.contains(&ShareLevel::User));
+        // Its set may change with its hint, or with its uid under a `user` level.
+        let may_move = hint_changed || (user_changed && self.levels.contains(&ShareLevel::User));
         let set = &mut self.sets[job.set];
         if set.holder == Some(j) {
             // A lingering holder's next request: it goes on holding, same burst.
@@ -1458,7 +1454,7 @@ impl Policy for IoSets {
             self.start_waiting(j, now);
             self.challenge(j, now);
         }
-        if hint_changed {
+        if may_move {
             self.place(j, now);
         }
         // An enqueue only adds work: a set already backlogged stays so with the same head.
@@ -1484,7 +1480,6 @@ impl Policy for IoSets {
                     self.metas.remove(&g);
                     self.groups.release(g);
                 }
-                self.meta_len -= 1;
                 self.len -= 1;
                 return Dispatch::Ready(Batch::single(req));
             }
@@ -1613,7 +1608,6 @@ impl Policy for IoSets {
                 out.extend(meta.drain());
             }
         }
-        self.meta_len = 0;
         for (_, s) in sets {
             let set = &self.sets[s];
             let order: Vec<Slot> = set.holder.into_iter().chain(set.waiting.slots()).collect();
