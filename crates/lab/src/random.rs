@@ -89,6 +89,10 @@ pub(crate) struct RandomArgs {
     /// see for the applications' 1 MiB writes, and how many servers one writer reaches.
     #[arg(long, default_value_t = 1024)]
     chunk_kib: u64,
+    /// An option of the `iosets` policy for the clairvoyant and auto configurations, over the
+    /// experiment's own (`order`, `hold_idle_ms`); repeatable. The models do not see it.
+    #[arg(long = "iosets-opt", value_name = "KEY=VALUE")]
+    iosets_opt: Vec<String>,
     /// Output directory (default: ./random-YYYYMMDD-HHMMSS).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -572,6 +576,22 @@ fn workload_lines(d: &Drawn, cs: &[Compared]) -> String {
 }
 
 /// `iosets experiment random`.
+/// `--iosets-opt KEY=VALUE`s, checked against the policy's tunables before anything runs.
+fn iosets_options(given: &[String]) -> Result<Vec<(String, String)>> {
+    let options = given
+        .iter()
+        .map(|o| match o.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => bail!("--iosets-opt {o:?}: expected KEY=VALUE"),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    iosets_policy::registry::build("iosets", &options)
+        .map_err(|e| anyhow::anyhow!("--iosets-opt: {e}"))?;
+    Ok(options)
+}
+
 pub(crate) fn random(a: &RandomArgs) -> Result<()> {
     let configs = Config::parse_list(&a.configs)?;
     let scale = plan::parse_scale(&a.scale)?;
@@ -587,8 +607,13 @@ pub(crate) fn random(a: &RandomArgs) -> Result<()> {
         hold_idle_ms: a.hold_idle_ms,
         chunk_kib: a.chunk_kib,
     };
+    let options = iosets_options(&a.iosets_opt)?;
     let drawn = (0..a.workloads)
-        .map(|k| draw(a.first_seed + k, params))
+        .map(|k| {
+            let mut d = draw(a.first_seed + k, params)?;
+            d.plan.iosets_options.clone_from(&options);
+            Ok(d)
+        })
         .collect::<Result<Vec<_>>>()?;
     let out = match (&a.analyze, &a.out) {
         (Some(dir), _) => {
@@ -623,12 +648,16 @@ pub(crate) fn random(a: &RandomArgs) -> Result<()> {
         a.device_mib_s / a.servers as f64
     );
     println!(
-        "  configurations: {}; {}; output {}",
+        "  configurations: {}{}; {}; output {}",
         configs
             .iter()
             .map(|c| c.name())
             .collect::<Vec<_>>()
             .join(", "),
+        options
+            .iter()
+            .map(|(k, v)| format!(" {k}={v}"))
+            .collect::<String>(),
         if a.analyze.is_some() {
             "nothing to run (--analyze)".to_string()
         } else {
@@ -706,6 +735,27 @@ pub(crate) fn random(a: &RandomArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iosets_options_are_checked_before_anything_runs() {
+        let ok = iosets_options(&["unknown_hold_ms=60000".into(), " order = phase".into()]);
+        assert_eq!(
+            ok.unwrap(),
+            vec![
+                ("unknown_hold_ms".to_string(), "60000".to_string()),
+                ("order".to_string(), "phase".to_string())
+            ]
+        );
+        for bad in [
+            "unknown_hold_ms",
+            "=3",
+            "no_such_knob=1",
+            "unknown_hold_ms=soon",
+        ] {
+            let err = iosets_options(&[bad.into()]).unwrap_err().to_string();
+            assert!(err.starts_with("--iosets-opt"), "{bad}: {err}");
+        }
+    }
 
     fn params() -> Params {
         Params {

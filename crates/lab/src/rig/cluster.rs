@@ -248,10 +248,17 @@ impl Knobs {
     pub(crate) fn of(plan: &Plan, config: Config, rep: usize, order: &'static str) -> Knobs {
         let policy = config.policy();
         let options = if policy == "iosets" {
-            vec![
-                ("order".into(), order.into()),
-                ("hold_idle_ms".into(), plan.shape.hold_idle_ms.to_string()),
+            let given = |k: &str| plan.iosets_options.iter().any(|(g, _)| g == k);
+            let mut options: Vec<(String, String)> = [
+                ("order", order.to_string()),
+                ("hold_idle_ms", plan.shape.hold_idle_ms.to_string()),
             ]
+            .into_iter()
+            .filter(|(k, _)| !given(k))
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+            options.extend(plan.iosets_options.iter().cloned());
+            options
         } else {
             Vec::new()
         };

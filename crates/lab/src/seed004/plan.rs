@@ -200,6 +200,9 @@ pub(crate) struct Plan {
     pub(crate) window: (f64, f64),
     /// When the applications stop computing, seconds after their launch.
     pub(crate) stop_after_s: f64,
+    /// Options of the `iosets` policy given on the command line, over the experiment's own
+    /// (`experiment random --iosets-opt`): for the clairvoyant and auto configurations.
+    pub(crate) iosets_options: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -282,6 +285,7 @@ impl Plan {
             kinds,
             window,
             stop_after_s: window.1 + STOP_MARGIN_S,
+            iosets_options: Vec::new(),
         }
     }
 
