@@ -808,21 +808,7 @@ impl JobBook {
         if let Some(stamp) = stamp {
             // The client stamps its phases: their starts say the period, the completions
             // need no analysis.
-            let dir = direction as usize;
-            let starts = &mut d.stamps[dir];
-            let period = starts.observe(stamp);
-            starts.finished(stamp, now);
-            let period = match period {
-                Some(p) => p,
-                // A first interval decides alone where waiting cannot have moved the set; only
-                // for a job stamping one direction (another direction's phases would count as
-                // this one's compute).
-                None if d.set.is_none() && !d.stamps[1 - dir].seen() => {
-                    let mapping = self.config.mapping;
-                    d.stamps[dir].estimate_by(|p| mapping.set_of(p.as_secs_f64()))?
-                }
-                None => return None,
-            };
+            let period = d.stamps[direction as usize].observe(stamp)?;
             return self.place(d, job, period, now, every);
         }
         if d.stamps.iter().any(PhaseStarts::seen) {

@@ -294,7 +294,7 @@ impl<'w> Sim<'w> {
                 volume_in: 0.0,
                 delivered: 0.0,
                 completion: None,
-                estimator: online_estimator(estimator, placer.mapping()),
+                estimator: online_estimator(estimator),
                 phases: Vec::new(),
             })
             .collect();
@@ -521,7 +521,6 @@ impl<'w> Sim<'w> {
                 priority: s.priority,
             });
         }
-        s.estimator.observe_burst_end(s.phase_start, now);
         let slot = s.set;
         let popped = self.queues[slot].pop_front();
         debug_assert_eq!(popped, Some(j));

@@ -443,11 +443,6 @@ impl Placer {
         })
     }
 
-    /// The mapping it places by.
-    pub(crate) fn mapping(&self) -> SetMapping {
-        self.mapping
-    }
-
     /// Places job `job` given its `w_iter` estimate (`None`: no estimate yet) and the mean
     /// `w_iter` of its group (for CLAIRVOYANT).
     pub(crate) fn place(&self, job: u32, w_iter: Option<f64>, class_w_iter: f64) -> Placement {
@@ -500,11 +495,6 @@ impl Placer {
 pub trait PeriodEstimator: fmt::Debug + Send {
     /// The job started an I/O burst at `t` seconds.
     fn observe_burst_start(&mut self, t: f64);
-    /// The burst that started at `start` ended at `end` (seconds). Estimators that do not use
-    /// ends ignore it.
-    fn observe_burst_end(&mut self, start: f64, end: f64) {
-        let _ = (start, end);
-    }
     /// The current estimate of `w_iter` in seconds, if there is one.
     fn estimate(&self) -> Option<f64>;
 }
@@ -532,16 +522,11 @@ impl PeriodEstimator for MeanGap {
     }
 }
 
-/// The estimator of `kind` that an `:online` heuristic gives each job; `mapping` is the
-/// heuristic's (the phase starts' first interval decides alone when its bounds are in one set
-/// of it).
-pub fn online_estimator(kind: EstimatorKind, mapping: SetMapping) -> OnlineEstimator {
+/// The estimator of `kind` that an `:online` heuristic gives each job.
+pub fn online_estimator(kind: EstimatorKind) -> OnlineEstimator {
     match kind {
         EstimatorKind::MeanGap => OnlineEstimator::MeanGap(MeanGap::default()),
-        EstimatorKind::PhaseStarts => OnlineEstimator::PhaseStarts {
-            starts: PhaseStarts::default(),
-            mapping,
-        },
+        EstimatorKind::PhaseStarts => OnlineEstimator::PhaseStarts(PhaseStarts::default()),
     }
 }
 
@@ -552,37 +537,23 @@ pub enum OnlineEstimator {
     MeanGap(MeanGap),
     /// See [`EstimatorKind::PhaseStarts`]; burst starts are seconds, the estimator's clock is
     /// nanoseconds.
-    PhaseStarts {
-        /// The servers' estimator.
-        starts: PhaseStarts,
-        /// The mapping its first interval is judged by.
-        mapping: SetMapping,
-    },
+    PhaseStarts(PhaseStarts),
 }
 
 impl PeriodEstimator for OnlineEstimator {
     fn observe_burst_start(&mut self, t: f64) {
         match self {
             OnlineEstimator::MeanGap(m) => m.observe_burst_start(t),
-            OnlineEstimator::PhaseStarts { starts, .. } => {
-                starts.observe(Nanos::from_secs_f64(t.max(0.0)));
+            OnlineEstimator::PhaseStarts(p) => {
+                p.observe(Nanos::from_secs_f64(t.max(0.0)));
             }
-        }
-    }
-
-    fn observe_burst_end(&mut self, start: f64, end: f64) {
-        if let OnlineEstimator::PhaseStarts { starts, .. } = self {
-            let n = |t: f64| Nanos::from_secs_f64(t.max(0.0));
-            starts.finished(n(start), n(end));
         }
     }
 
     fn estimate(&self) -> Option<f64> {
         match self {
             OnlineEstimator::MeanGap(m) => m.estimate(),
-            OnlineEstimator::PhaseStarts { starts, mapping } => starts
-                .estimate_by(|p| mapping.set_of(p.as_secs_f64()))
-                .map(Nanos::as_secs_f64),
+            OnlineEstimator::PhaseStarts(p) => p.estimate().map(Nanos::as_secs_f64),
         }
     }
 }
@@ -701,8 +672,8 @@ mod tests {
         // Seed 004's last newcomer: its first interval (37.5 s, it waited behind fourteen
         // others) puts mean-gap in set 2 at its second burst; the phase starts wait for a
         // second interval.
-        let mut gap = online_estimator(EstimatorKind::MeanGap, SetMapping::default());
-        let mut starts = online_estimator(EstimatorKind::PhaseStarts, SetMapping::default());
+        let mut gap = online_estimator(EstimatorKind::MeanGap);
+        let mut starts = online_estimator(EstimatorKind::PhaseStarts);
         for t in [18.0, 55.5] {
             gap.observe_burst_start(t);
             starts.observe_burst_start(t);
@@ -714,24 +685,6 @@ mod tests {
             starts.observe_burst_start(t);
         }
         assert!((starts.estimate().unwrap() - 19.2).abs() < 1e-6);
-        assert!((gap.estimate().unwrap() - 25.3).abs() < 1e-6);
-        // With its phases' ends seen: that newcomer's first phase ended at 40 s, so its
-        // interval's compute (15.5 s, set 1) and the interval (37.5 s, set 2) disagree, and it
-        // waits as before. A low-class job of the random workloads (20 s, its first phase
-        // ending 3 s after it began) is placed at its second phase start.
-        let mut starts = online_estimator(EstimatorKind::PhaseStarts, SetMapping::default());
-        starts.observe_burst_start(18.0);
-        starts.observe_burst_end(18.0, 40.0);
-        starts.observe_burst_start(55.5);
-        assert_eq!(starts.estimate(), None);
-        let mut starts = online_estimator(EstimatorKind::PhaseStarts, SetMapping::default());
-        starts.observe_burst_start(1.0);
-        starts.observe_burst_end(1.0, 4.0);
-        assert_eq!(starts.estimate(), None);
-        starts.observe_burst_start(21.0);
-        assert_eq!(starts.estimate(), Some(20.0));
-        // The mean gap has no use for ends.
-        gap.observe_burst_end(93.9, 95.0);
         assert!((gap.estimate().unwrap() - 25.3).abs() < 1e-6);
     }
 
@@ -814,7 +767,7 @@ mod tests {
 
     #[test]
     fn mean_gap_needs_two_bursts() {
-        let mut m = online_estimator(EstimatorKind::MeanGap, SetMapping::default());
+        let mut m = online_estimator(EstimatorKind::MeanGap);
         assert_eq!(m.estimate(), None);
         m.observe_burst_start(5.0);
         assert_eq!(m.estimate(), None);
