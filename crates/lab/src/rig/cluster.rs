@@ -629,6 +629,41 @@ mod tests {
     }
 
     #[test]
+    fn options_given_on_the_command_line_reach_iosets_and_override_the_experiments() {
+        use crate::seed004::plan::{tests::shape, Config, Plan};
+        let mut plan = Plan::new(shape(1.0 / 20.0)).unwrap();
+        let base = Knobs::of(&plan, Config::Auto, 1, "phase");
+        assert_eq!(
+            base.options,
+            vec![
+                ("order".to_string(), "phase".to_string()),
+                ("hold_idle_ms".to_string(), "20".to_string())
+            ]
+        );
+        plan.iosets_options = vec![
+            ("unknown_hold_ms".into(), "60000".into()),
+            ("hold_idle_ms".into(), "0".into()),
+        ];
+        let k = Knobs::of(&plan, Config::Clairvoyant, 1, "phase");
+        assert_eq!(
+            k.options,
+            vec![
+                ("order".to_string(), "phase".to_string()),
+                ("unknown_hold_ms".to_string(), "60000".to_string()),
+                ("hold_idle_ms".to_string(), "0".to_string())
+            ]
+        );
+        assert!(k
+            .flags()
+            .join(" ")
+            .contains("--policy-opt unknown_hold_ms=60000"));
+        // Not for arrival order.
+        assert!(Knobs::of(&plan, Config::Timeorder, 1, "phase")
+            .options
+            .is_empty());
+    }
+
+    #[test]
     fn a_launchers_job_map_is_read_and_bad_ones_are_refused() {
         let dir = std::env::temp_dir().join(format!("iosets-jobmap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
