@@ -575,23 +575,15 @@ fn workload_lines(d: &Drawn, cs: &[Compared]) -> String {
     out
 }
 
-/// `iosets experiment random`.
 /// `--iosets-opt KEY=VALUE`s, checked against the policy's tunables before anything runs.
 fn iosets_options(given: &[String]) -> Result<Vec<(String, String)>> {
-    let options = given
-        .iter()
-        .map(|o| match o.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => {
-                Ok((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => bail!("--iosets-opt {o:?}: expected KEY=VALUE"),
-        })
-        .collect::<Result<Vec<_>>>()?;
-    iosets_policy::registry::build("iosets", &options)
-        .map_err(|e| anyhow::anyhow!("--iosets-opt: {e}"))?;
+    let bad = |e: iosets_policy::PolicyError| anyhow::anyhow!("--iosets-opt: {e}");
+    let options = iosets_policy::tunables::parse_pairs(given).map_err(bad)?;
+    iosets_policy::registry::build("iosets", &options).map_err(bad)?;
     Ok(options)
 }
 
+/// `iosets experiment random`.
 pub(crate) fn random(a: &RandomArgs) -> Result<()> {
     let configs = Config::parse_list(&a.configs)?;
     let scale = plan::parse_scale(&a.scale)?;
@@ -755,6 +747,15 @@ mod tests {
             let err = iosets_options(&[bad.into()]).unwrap_err().to_string();
             assert!(err.starts_with("--iosets-opt"), "{bad}: {err}");
         }
+        let twice = [
+            "unknown_hold_ms=1".to_string(),
+            "unknown_hold_ms=2".to_string(),
+        ];
+        let err = iosets_options(&twice).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--iosets-opt") && err.contains("unknown_hold_ms"),
+            "{err}"
+        );
     }
 
     fn params() -> Params {
