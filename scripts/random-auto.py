@@ -4,9 +4,12 @@
 For each workload of DIR (an `--out` directory with its w<seed>/runs/auto-1/ logs kept), reads
 the servers' "automatic priority" log lines (job, period, set) and the jobs' phase logs, and
 prints per job: its class and Set-10 set (clairvoyant's), the set auto gave it and when (seconds
-after the job's first phase began; "never" if auto gave none: the job stayed in the shared new
-set), then per workload how much of the metrics window each job spent without its right set,
-next to auto's measured difference from clairvoyant (DIR/metrics.csv).
+after the job's launch, the start of its first row, a compute phase; "never" if auto gave none:
+the job stayed in the shared new set), then per workload how much of the metrics window each job
+spent without its right set, next to auto's measured difference from clairvoyant
+(DIR/metrics.csv), and last per class: how many jobs got a set and the median time, each job's
+volume per I/O phase (MiB), and when its first I/O phase began (after its launch) and how long
+it took.
 
     python3 scripts/random-auto.py DIR
 """
@@ -14,7 +17,9 @@ import csv
 import glob
 import os
 import re
+import statistics
 import sys
+from collections import defaultdict
 from datetime import datetime
 
 LINE = re.compile(
@@ -39,17 +44,22 @@ def main(root):
     seeds = sorted({s for s, _ in jobs})
     print("seed job class set10 auto_set after_s  (window share without its set)")
     summary = []
+    per_class = defaultdict(lambda: {"jobs": 0, "after": [], "mib": [], "first_io_at": [], "first_io_s": []})
     for seed in seeds:
         run = os.path.join(root, f"w{seed}", "runs", "auto-1")
         if not os.path.isdir(run):
             continue
         first_io = {}
+        first_phase = defaultdict(lambda: [float("inf"), 0.0])  # job -> its iteration 0 I/O
         for path in glob.glob(os.path.join(run, "job*.csv")):
             with open(path) as f:
                 for r in csv.DictReader(f):
                     j = int(r["job"])
                     t = float(r["start_unix_s"])
                     first_io[j] = min(first_io.get(j, t), t)
+                    if r["kind"] == "io" and r["iteration"] == "0":
+                        p = first_phase[j]
+                        p[0], p[1] = min(p[0], t), max(p[1], float(r["end_unix_s"]))
         zero = min(first_io.values()) if first_io else 0.0
         given = {}
         with open(os.path.join(run, "log.txt")) as f:
@@ -79,6 +89,14 @@ def main(root):
                 note = "never        "
                 without = hi - lo
             wrong_time += without / (hi - lo)
+            c = per_class[w["class"]]
+            c["jobs"] += 1
+            c["mib"].append(int(w["procs"]) * int(w["mib_per_proc"]))
+            if j in given and given[j][1] == want:
+                c["after"].append(given[j][0] - first_io.get(j, zero))
+            if j in first_phase:
+                c["first_io_at"].append(first_phase[j][0] - first_io.get(j, zero))
+                c["first_io_s"].append(first_phase[j][1] - first_phase[j][0])
             print(f"{seed:>4} {j:>3} {w['class']:<6} {want:>5} {note}  ({without / (hi - lo):.2f})")
         diffs = []
         for m in METRICS:
@@ -88,6 +106,14 @@ def main(root):
         summary.append(f"seed {seed}: jobs' mean window share without their set {wrong_time / n:.2f}; auto vs clairvoyant: " + ", ".join(diffs))
     print()
     print("\n".join(summary))
+    print()
+    span = lambda xs, f: f"{f(min(xs))}–{f(max(xs))}, median {f(statistics.median(xs))}" if xs else "none"
+    for name, c in sorted(per_class.items()):
+        print(
+            f"{name}: {len(c['after'])} of {c['jobs']} jobs got their set, after {span(c['after'], lambda x: f'{x:.1f} s')}; "
+            f"{span(c['mib'], lambda x: f'{x:.0f}')} MiB per I/O phase; first I/O phase at {span(c['first_io_at'], lambda x: f'{x:.1f} s')}, "
+            f"lasting {span(c['first_io_s'], lambda x: f'{x:.1f} s')}"
+        )
 
 
 if __name__ == "__main__":

@@ -23,25 +23,18 @@ import os
 import sys
 from collections import defaultdict
 
+import server_trace
+
 MIB = 1 << 20
 
 
 def read_trace(path):
-    """Data requests of one server trace: (job, arrival_s, dispatch_s, complete_s) on its clock."""
-    zero = 0
-    rows = []
-    with open(path) as f:
-        first = f.readline()
-        if first.startswith("# clock_zero_unix_ns="):
-            zero = int(first.split("=", 1)[1])
-        else:
-            f.seek(0)
-        for r in csv.DictReader(f):
-            if r["op"] not in ("read", "write") or int(r["len"]) == 0:
-                continue
-            t = lambda k: (zero + int(r[k])) * 1e-9
-            rows.append((int(r["job"]), t("arrival_ns"), t("dispatch_ns"), t("complete_ns")))
-    return rows
+    """Data requests of one server trace: (job, arrival_s, dispatch_s, complete_s), UNIX seconds."""
+    return [
+        (int(r["job"]), r["arrival_s"], r["dispatch_s"], r["complete_s"])
+        for r in server_trace.rows(path)
+        if r["op"] in ("read", "write") and int(r["len"]) > 0
+    ]
 
 
 def union_len(intervals, lo, hi):

@@ -20,6 +20,8 @@ import os
 import sys
 from collections import defaultdict
 
+import server_trace
+
 
 def classes(out):
     got = {}
@@ -33,15 +35,9 @@ def fsyncs(run):
     """job -> [(arrival, complete, dispatch)] in UNIX seconds, from both servers' traces."""
     got = defaultdict(list)
     for path in glob.glob(os.path.join(run, "server*.trace.csv")):
-        with open(path) as f:
-            first = f.readline()
-            zero = int(first.split("=", 1)[1]) if first.startswith("# clock_zero_unix_ns=") else 0
-            if not zero:
-                f.seek(0)
-            for r in csv.DictReader(f):
-                if r["op"] == "fsync":
-                    t = lambda k: (zero + int(r[k])) / 1e9
-                    got[r["job"]].append((t("arrival_ns"), t("complete_ns"), t("dispatch_ns")))
+        for r in server_trace.rows(path):
+            if r["op"] == "fsync":
+                got[r["job"]].append((r["arrival_s"], r["complete_s"], r["dispatch_s"]))
     return got
 
 

@@ -9,12 +9,15 @@ all the workloads together:
 - the workloads where the model puts set-10 more than 3 % ahead of fair-share on some metric
   (the clairvoyant row's prediction against the timeorder row's), and in how many of them
   clairvoyant is measured ahead of timeorder on every such metric;
-- auto measured within 5 % of clairvoyant on all four metrics.
+- auto measured within 5 % of clairvoyant on all four metrics;
+- per configuration and class, the mean I/O slowdown over the workloads, measured and under the
+  writers model (each DIR/classes.csv).
 Stretches and the I/O slowdown are better lower, utilization higher.
 
     python3 scripts/random-goals.py experiments/random-chunk256 DIR2 ...
 """
 import csv
+import statistics
 import sys
 from collections import defaultdict
 
@@ -83,7 +86,7 @@ def main(dirs):
                 if (d, s, config, m) in rows
             )
             if v:
-                med = v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+                med = statistics.median(v)
                 k = sum(abs(x) <= 10 for x in v)
                 out.append(f"{m} {config}: within 10 % of the writers model in {k} of {len(v)}, median {med:+.1f} %")
     for m in METRICS:
@@ -93,14 +96,23 @@ def main(dirs):
             if c and t:
                 gains.append(float(c["measured"]) / float(t["measured"]) - 1)
         if gains:
-            gains.sort()
             k = len(gains)
-            med = gains[k // 2] if k % 2 else (gains[k // 2 - 1] + gains[k // 2]) / 2
+            med = statistics.median(gains)
             better = sum(ahead(m, 1 + g, 1.0, 0.0) for g in gains)
             out.append(
                 f"{m}: clairvoyant against timeorder, measured: median {100 * med:+.1f} %, "
                 f"better in {better} of {k}"
             )
+    slowdowns = defaultdict(list)
+    for d in dirs:
+        with open(f"{d}/classes.csv") as f:
+            for r in csv.DictReader(f):
+                pair = (float(r["measured_io_slowdown"]), float(r["writers_io_slowdown"]))
+                slowdowns[(r["config"], r["class"])].append(pair)
+    for (config, cls), v in sorted(slowdowns.items()):
+        measured = statistics.mean(m for m, _ in v)
+        model = statistics.mean(w for _, w in v)
+        out.append(f"{config} {cls}: mean I/O slowdown {measured:.2f} measured, {model:.2f} writers model ({len(v)} workloads)")
     print("\n".join(out))
 
 

@@ -5,8 +5,11 @@ workloads and configuration: the noise floor under issue 27's "auto within 5 % o
 Reads DIR_A/metrics.csv and DIR_B/metrics.csv, takes the workloads (seeds) and configurations
 both have, and prints, per configuration and metric, the median and largest |B/A - 1| and in how
 many workloads the two runs are within 5 %, and in how many they are within 5 % on all four.
+Either side may be several directories joined by commas (runs of different seeds, e.g. seeds
+1-10 and 11-20).
 
     python3 scripts/random-repeat.py experiments/random-chunk256-11-20 DIR_B
+    python3 scripts/random-repeat.py experiments/random-chunk256,experiments/random-chunk256-11-20 DIR_B
 """
 import csv
 import sys
@@ -14,9 +17,16 @@ import sys
 METRICS = ["max_stretch", "geomean_stretch", "io_slowdown", "utilization"]
 
 
-def load(d):
-    with open(f"{d}/metrics.csv") as f:
-        return {(int(r["seed"]), r["config"], r["metric"]): float(r["measured"]) for r in csv.DictReader(f)}
+def load(dirs):
+    got = {}
+    for d in dirs.split(","):
+        with open(f"{d}/metrics.csv") as f:
+            for r in csv.DictReader(f):
+                key = (int(r["seed"]), r["config"], r["metric"])
+                if key in got:
+                    sys.exit(f"random-repeat: seed {key[0]}'s {key[1]} is in more than one of {dirs}")
+                got[key] = float(r["measured"])
+    return got
 
 
 def main(a_dir, b_dir):
