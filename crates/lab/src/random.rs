@@ -16,7 +16,9 @@
 //! Each workload runs under each configuration ([`Config`]) through the same machinery as seed
 //! 004's experiment (`cluster`), and the simulator predicts each on the same workload
 //! (`analysis::predict`: timeorder ≈ fair-share, clairvoyant ≈ set-10, auto ≈
-//! set-10:online:stamps). Per workload and configuration: the four metrics measured and
+//! set-10:online:stamps), with the `iosets` policy's bounds on a turn as the run sets them
+//! (the `fluid` and `writers` models) and without (`unbounded`, the paper's rule: a job keeps
+//! its set for its whole phase). Per workload and configuration: the four metrics measured and
 //! predicted; per class, the I/O slowdown measured and predicted (where the real phases lose
 //! time the model does not). The summary counts, over the workloads: measured within 10 % of
 //! the simulator on all four metrics, per configuration; where the simulator puts set-10 more
@@ -32,7 +34,7 @@ use iosets_sim::fluid::generator::standard_normal;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::seed004::analysis::{self, Model, METRIC_KEYS};
+use crate::seed004::analysis::{self, Model, Turns, METRIC_KEYS};
 use crate::seed004::plan::{self, Config, Kind, Plan, Shape, MIB};
 use crate::seed004::{execute, order_inside_sets, print_exclusions, Outcome, Settings};
 
@@ -90,7 +92,8 @@ pub(crate) struct RandomArgs {
     #[arg(long, default_value_t = 1024)]
     chunk_kib: u64,
     /// An option of the `iosets` policy for the clairvoyant and auto configurations, over the
-    /// experiment's own (`order`, `hold_idle_ms`); repeatable. The models do not see it.
+    /// experiment's own (`order`, `hold_idle_ms`); repeatable. The models see the bounds it
+    /// sets on a turn (`max_exclusive_ms`, `unknown_hold_ms`) and nothing else.
     #[arg(long = "iosets-opt", value_name = "KEY=VALUE")]
     iosets_opt: Vec<String>,
     /// Output directory (default: ./random-YYYYMMDD-HHMMSS).
@@ -256,8 +259,11 @@ pub(crate) fn draw(seed: u64, p: Params) -> Result<Drawn> {
     })
 }
 
-/// The simulator's two models (`analysis::Model`), in the order of [`Compared::predicted`].
-pub(crate) const MODELS: [&str; 2] = ["fluid", "writers"];
+/// The simulator's models, in the order of [`Compared::predicted`]: the fluid and the writers
+/// model (`analysis::Model`) of the policies as the runs set them, the `iosets` policy's bounds
+/// on a turn included (`analysis::Turns::Policy`); and the writers model under the paper's rule,
+/// a job keeping its set for its whole phase (`unbounded`, `analysis::Turns::Paper`).
+pub(crate) const MODELS: [&str; 3] = ["fluid", "writers", "unbounded"];
 
 /// The efficiency of a phase alone over every run of `o`: the median, over the phases that
 /// shared the device with no other job's, of what they moved over their job's writers' peak
@@ -290,9 +296,9 @@ pub(crate) struct Compared {
     /// The four metrics measured, when the run gave them.
     pub(crate) measured: Option<[f64; 4]>,
     /// The four metrics the simulator predicts, per model of [`MODELS`].
-    pub(crate) predicted: [Option<[f64; 4]>; 2],
+    pub(crate) predicted: [Option<[f64; 4]>; 3],
     /// Per class: (class, measured mean I/O slowdown, predicted mean I/O slowdown per model).
-    pub(crate) classes: Vec<(&'static str, f64, [f64; 2])>,
+    pub(crate) classes: Vec<(&'static str, f64, [f64; 3])>,
     /// The writers model's efficiency ([`efficiency`]).
     pub(crate) efficiency: f64,
 }
@@ -331,19 +337,24 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
     let jobs = plan.jobs();
     let window = plan.window.1 - plan.window.0;
     let eta = efficiency(plan, o);
-    let models = [Model::Fluid, Model::Writers { efficiency: eta }];
+    let writers = Model::Writers { efficiency: eta };
+    let models = [
+        (Model::Fluid, Turns::Policy),
+        (writers, Turns::Policy),
+        (writers, Turns::Paper),
+    ];
     o.configs
         .iter()
         .map(|&config| {
             let run = o.metrics.iter().find(|m| m.config == config);
             let measured = run.and_then(|m| m.values());
-            let sims = models.map(|model| {
-                analysis::predict_jobs(plan, config, o.bandwidth.bytes_s, device, model).ok()
+            let sims = models.map(|(model, turns)| {
+                analysis::predict_jobs(plan, config, o.bandwidth.bytes_s, device, model, turns).ok()
             });
             let mut classes = Vec::new();
             for class in plan.classes() {
                 let mut m = Vec::new();
-                let mut s = [Vec::new(), Vec::new()];
+                let mut s = [Vec::new(), Vec::new(), Vec::new()];
                 for (i, &(job, kind)) in jobs.iter().enumerate() {
                     if kind.name != class {
                         continue;
@@ -362,7 +373,7 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
                     }
                 }
                 let mean = |xs: &[f64]| analysis::spread(xs).0;
-                classes.push((class, mean(&m), [mean(&s[0]), mean(&s[1])]));
+                classes.push((class, mean(&m), s.map(|s| mean(&s))));
             }
             Compared {
                 config,
@@ -380,10 +391,10 @@ pub(crate) fn compare(plan: &Plan, o: &Outcome) -> Vec<Compared> {
 pub(crate) struct Tally {
     /// Per configuration: workloads compared, and those within `FIDELITY` on all four metrics,
     /// per model of [`MODELS`].
-    pub(crate) faithful: Vec<(Config, usize, [usize; 2])>,
+    pub(crate) faithful: Vec<(Config, usize, [usize; 3])>,
     /// Per model: workloads where it puts set-10 ahead of fair-share by more than 3 % on some
     /// metric, and those where clairvoyant is measured ahead of timeorder on every such metric.
-    pub(crate) gains: [(usize, usize); 2],
+    pub(crate) gains: [(usize, usize); 3],
     /// Workloads with auto and clairvoyant, and those where auto is within 5 % on all four.
     pub(crate) auto_close: (usize, usize),
 }
@@ -400,7 +411,7 @@ pub(crate) fn tally(results: &[(Drawn, Vec<Compared>)]) -> Tally {
             .iter()
             .filter_map(|(_, cs)| cs.iter().find(|x| x.config == c));
         let n = of.clone().count();
-        let ok = [0, 1].map(|m| of.clone().filter(|x| x.faithful(m)).count());
+        let ok = [0, 1, 2].map(|m| of.clone().filter(|x| x.faithful(m)).count());
         t.faithful.push((c, n, ok));
     }
     for (_, cs) in results {
@@ -442,7 +453,8 @@ pub(crate) fn tally(results: &[(Drawn, Vec<Compared>)]) -> Tally {
 /// The CSV of every metric of every configuration of every workload, beside both models.
 pub(crate) fn metrics_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
     let mut out = String::from(
-        "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct\n",
+        "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct,\
+         unbounded,unbounded_diff_pct\n",
     );
     for (d, cs) in results {
         for c in cs {
@@ -469,14 +481,15 @@ pub(crate) fn metrics_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
 /// The CSV of each class's mean I/O slowdown, measured and per model.
 pub(crate) fn classes_csv(results: &[(Drawn, Vec<Compared>)]) -> String {
     let mut out = String::from(
-        "seed,config,class,measured_io_slowdown,fluid_io_slowdown,writers_io_slowdown\n",
+        "seed,config,class,measured_io_slowdown,fluid_io_slowdown,writers_io_slowdown,\
+         unbounded_io_slowdown\n",
     );
     for (d, cs) in results {
         for c in cs {
-            for &(class, m, [f, w]) in &c.classes {
+            for &(class, m, [f, w, u]) in &c.classes {
                 let _ = writeln!(
                     out,
-                    "{},{},{class},{m:.4},{f:.4},{w:.4}",
+                    "{},{},{class},{m:.4},{f:.4},{w:.4},{u:.4}",
                     d.seed,
                     c.config.name()
                 );
@@ -562,12 +575,13 @@ fn workload_lines(d: &Drawn, cs: &[Compared]) -> String {
         let _ = write!(out, "  seed {} {:<11}", d.seed, c.config.name());
         for (i, key) in ["max", "geo", "slow", "util"].iter().enumerate() {
             let m = c.measured.map_or(f64::NAN, |v| v[i]);
-            let [f, w] = c.predicted.map(|p| p.map_or(f64::NAN, |v| v[i]));
+            let [f, w, u] = c.predicted.map(|p| p.map_or(f64::NAN, |v| v[i]));
             let _ = write!(
                 out,
-                "  {key} {m:.3} (fluid {:+.0}%, writers {:+.0}%)",
+                "  {key} {m:.3} (fluid {:+.0}%, writers {:+.0}%, unbounded {:+.0}%)",
                 rel(m, f) * 100.0,
-                rel(m, w) * 100.0
+                rel(m, w) * 100.0,
+                rel(m, u) * 100.0
             );
         }
         out.push('\n');
@@ -840,7 +854,7 @@ mod tests {
         Compared {
             config,
             measured: Some(measured),
-            predicted: [Some(predicted), None],
+            predicted: [Some(predicted), None, None],
             classes: Vec::new(),
             efficiency: 1.0,
         }
@@ -864,9 +878,9 @@ mod tests {
             compared(Config::Auto, [2.64, 1.45, 2.9, 0.52], set10),
         ];
         let t = tally(&[(d.clone(), good), (d, bad)]);
-        assert_eq!(t.faithful[0], (Config::Timeorder, 2, [2, 0]));
-        assert_eq!(t.faithful[1], (Config::Clairvoyant, 2, [1, 0]));
-        assert_eq!(t.gains, [(2, 1), (0, 0)]);
+        assert_eq!(t.faithful[0], (Config::Timeorder, 2, [2, 0, 0]));
+        assert_eq!(t.faithful[1], (Config::Clairvoyant, 2, [1, 0, 0]));
+        assert_eq!(t.gains, [(2, 1), (0, 0), (0, 0)]);
         assert_eq!(t.auto_close, (2, 1));
         let s = summary(&t);
         assert!(

@@ -3,9 +3,10 @@
 //! the online and noisy estimates.
 
 use iosets_sim::fluid::{
-    simulate, Heuristic, Job, PhaseKind, PhaseRecord, RunResult, SetKey, SimOptions, Window,
-    Workload,
+    simulate, ExclusiveBound, Heuristic, Job, PhaseKind, PhaseRecord, RunResult, SetKey,
+    SimOptions, TurnBounds, Window, Workload,
 };
+use iosets_types::Nanos;
 
 fn job(release: f64, cpu: &[f64], volume: &[f64], class_w_iter: f64) -> Job {
     Job {
@@ -29,8 +30,13 @@ fn workload(bandwidth: f64, window: Option<Window>, jobs: Vec<Job>) -> Workload 
 }
 
 fn run(w: &Workload, h: &str) -> RunResult {
+    run_bounded(w, h, TurnBounds::NONE)
+}
+
+fn run_bounded(w: &Workload, h: &str, bounds: TurnBounds) -> RunResult {
     let options = SimOptions {
         record: true,
+        bounds,
         ..SimOptions::default()
     };
     simulate(w, h.parse().unwrap(), options).unwrap()
@@ -456,4 +462,119 @@ fn noisy_estimates_move_jobs_between_sets_reproducibly() {
         .iter()
         .filter_map(|p| p.set)
         .all(|s| s == SetKey::Index(2)));
+}
+
+/// Two jobs of one set (clairvoyant puts both in set 1, priority 0.1), B = 1: job 0 asks at 1
+/// for 30 units, job 1 at 2 for 5.
+fn a_long_and_a_short_phase() -> Workload {
+    workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[1.0], &[30.0], 10.0),
+            job(0.0, &[2.0], &[5.0], 10.0),
+        ],
+    )
+}
+
+#[test]
+fn a_holder_past_max_exclusive_yields_and_queues_behind_the_others() {
+    let w = a_long_and_a_short_phase();
+    // The paper's rule: job 0 holds its set for its whole phase, 1→31; job 1 then 31→36.
+    assert_times(&run(&w, "clairvoyant"), &[31.0, 36.0]);
+    // The servers' default (auto: 1 s / 0.1 = 10 s from when job 1 began to wait, at 2): job 0
+    // yields at 12 with 19 units left; job 1 12→17; job 0 again 17→36.
+    let auto = TurnBounds {
+        max_exclusive: ExclusiveBound::Auto,
+        unknown_hold: None,
+    };
+    let r = run_bounded(&w, "clairvoyant", auto);
+    assert_times(&r, &[36.0, 17.0]);
+    let first = io_of_job(&r, 1).next().unwrap();
+    assert!(close(first.transfer_start, 12.0), "{first:?}");
+    // A fixed 4 s bound: turns take turns. Job 0 2→6 (25 left); job 1 6→10 (1 left); job 0
+    // 10→14 (21 left); job 1 14→15, done; job 0 15→36.
+    let fixed = TurnBounds {
+        max_exclusive: ExclusiveBound::Fixed(Nanos::from_millis(4000)),
+        unknown_hold: None,
+    };
+    let r = run_bounded(&w, "clairvoyant", fixed);
+    assert_times(&r, &[36.0, 15.0]);
+    // Job 0's phase keeps its first transfer start through its yields.
+    assert!(close(io_of_job(&r, 0).next().unwrap().transfer_start, 1.0));
+}
+
+#[test]
+fn a_newcomer_past_the_new_sets_bound_moves_to_a_set_of_its_own_for_good() {
+    // B = 1. Job 0 asks at 1 for 30 units, then at 1 after that for 30 more; job 1 asks at 2 for
+    // 4, then 1 after that for 1. Phase starts give no estimate before a third phase.
+    let w = workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[1.0, 1.0], &[30.0, 30.0], 35.0),
+            job(0.0, &[2.0, 1.0], &[4.0, 1.0], 35.0),
+        ],
+    );
+    let h = "set-10:online:stamps";
+    // Without the bound: job 0 holds the new set 1→31, job 1 31→35; job 0, back at 32, 35→65;
+    // job 1, back at 36, 65→66.
+    assert_times(&run(&w, h), &[65.0, 66.0]);
+    // unknown_hold 2 s, from the start of job 0's turn (1): at 3 job 0 (28 left) moves to a set
+    // of its own at 1/50, like the new set's: 0.5 each until job 1 ends at 11 (job 0: 24 left),
+    // job 0 alone to 12 (23), 0.5 each while job 1's second phase (in the new set) runs 12→14
+    // (job 0: 22), alone to 36; its second phase, still without an estimate, in its own set
+    // again, 37→67.
+    let hold = TurnBounds {
+        max_exclusive: ExclusiveBound::Off,
+        unknown_hold: Some(Nanos::from_millis(2000)),
+    };
+    let r = run_bounded(&w, h, hold);
+    assert_times(&r, &[67.0, 14.0]);
+    let sets0: Vec<Option<SetKey>> = io_of_job(&r, 0).map(|p| p.set).collect();
+    let sets1: Vec<Option<SetKey>> = io_of_job(&r, 1).map(|p| p.set).collect();
+    assert_eq!(sets0, [Some(SetKey::Unknown(0)); 2]);
+    assert_eq!(sets1, [Some(SetKey::New); 2]);
+    // A bound longer than the phase changes nothing.
+    let long = TurnBounds {
+        max_exclusive: ExclusiveBound::Off,
+        unknown_hold: Some(Nanos::from_millis(60_000)),
+    };
+    assert_times(&run_bounded(&w, h, long), &[65.0, 66.0]);
+}
+
+#[test]
+fn a_newcomer_that_held_the_new_set_long_before_may_hold_it_twice_as_long() {
+    // B = 1. Job 0 alone first: 3 units 1→4 (a turn of 3 s, nobody waiting). Then job 1 asks at
+    // 4.5 for 20 and holds the new set; job 0 asks at 5 for 2.5 and waits. Job 1's first turn
+    // is bounded by 2 s: at 6.5 it moves out. Job 0 then holds; job 1's later phases are not
+    // in the new set. Job 0's own second turn may last 2 × 3 = 6 s before it would move.
+    let w = workload(
+        1.0,
+        None,
+        vec![
+            job(0.0, &[1.0, 1.0, 100.0], &[3.0, 2.5, 1.0], 50.0),
+            job(0.0, &[4.5, 100.0], &[20.0, 1.0], 50.0),
+            job(0.0, &[6.8, 100.0], &[8.0, 1.0], 50.0),
+        ],
+    );
+    let hold = TurnBounds {
+        max_exclusive: ExclusiveBound::Off,
+        unknown_hold: Some(Nanos::from_millis(2000)),
+    };
+    let r = run_bounded(&w, "set-10:online:stamps", hold);
+    let p0: Vec<&PhaseRecord> = io_of_job(&r, 0).collect();
+    let p1: Vec<&PhaseRecord> = io_of_job(&r, 1).collect();
+    assert_eq!(p1[0].set, Some(SetKey::Unknown(1)), "{p1:?}");
+    // Job 0 holds the new set from 6.5 with job 2 waiting from 6.8: a 2 s bound would move it at
+    // 8.5, its earlier 3 s turn lets it hold to 12.5; its 2.5 units at 1/2 (beside job 1) are
+    // done at 11.5, so it stays in the new set and ends there.
+    assert_eq!(p0[1].set, Some(SetKey::New), "{p0:?}");
+    assert!(
+        close(p0[1].transfer_start, 6.5) && close(p0[1].end, 11.5),
+        "{p0:?}"
+    );
+    let p2: Vec<&PhaseRecord> = io_of_job(&r, 2).collect();
+    assert_eq!(p2[0].set, Some(SetKey::New), "{p2:?}");
+    assert!(close(p2[0].transfer_start, p0[1].end), "{p0:?} {p2:?}");
 }

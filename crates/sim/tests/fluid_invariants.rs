@@ -2,10 +2,11 @@
 //! bandwidth in use never exceeds B and is all of B whenever some job is doing I/O (work
 //! conservation); every job gets all its I/O volume; stretches are at least 1; without noise and
 //! over the whole run, utilization is at most the paper's bound 1 − ω/N; at most one job per set
-//! transfers.
+//! transfers. All of it with and without the servers' bounds on a turn.
 
 use iosets_sim::fluid::generator::{GroupSpec, PaperGenerator};
-use iosets_sim::fluid::{simulate, Heuristic, SimOptions, Window};
+use iosets_sim::fluid::{simulate, ExclusiveBound, Heuristic, SimOptions, TurnBounds, Window};
+use iosets_types::Nanos;
 
 /// The paper's six heuristics, by name, then variants of them: another base, a noisy estimate
 /// and the online estimates.
@@ -47,12 +48,20 @@ fn generator(noise: f64, omega: f64) -> PaperGenerator {
 fn bandwidth_is_conserved_and_every_volume_delivered() {
     for seed in 0..6 {
         let w = generator(0.1, 0.9).generate(seed).unwrap();
-        for name in heuristics() {
+        let servers = TurnBounds {
+            max_exclusive: ExclusiveBound::Auto,
+            unknown_hold: Some(Nanos::from_millis(2000)),
+        };
+        let runs = heuristics()
+            .into_iter()
+            .flat_map(|name| [(name.clone(), TurnBounds::NONE), (name, servers)]);
+        for (name, bounds) in runs {
             let h: Heuristic = name.parse().unwrap();
             let options = SimOptions {
                 seed,
                 record: true,
                 stop_at_window_end: false,
+                bounds,
             };
             let r = simulate(&w, h, options).unwrap();
             let b = w.bandwidth;
@@ -83,7 +92,11 @@ fn bandwidth_is_conserved_and_every_volume_delivered() {
                 );
                 // Isolated lengths: no job can finish before its release plus its work alone.
                 let alone = job.release + job.cpu.iter().sum::<f64>() + volume / b;
-                assert!(out.completion.unwrap() >= alone * (1.0 - 1e-12));
+                assert!(
+                    out.completion.unwrap() >= alone * (1.0 - 1e-12),
+                    "{name} {bounds:?}: {:?} < {alone}",
+                    out.completion
+                );
                 if let Some(s) = out.stretch {
                     assert!(s >= 1.0 - 1e-12, "{name}: stretch {s}");
                 }

@@ -40,7 +40,9 @@ use crate::seed004::phaselog::{
     JobPhases, PhaseKind, Seed004Metrics,
 };
 use anyhow::{Context, Result};
-use iosets_sim::fluid::{simulate, Heuristic, Job, JobWork, Metrics, SimOptions, Window, Workload};
+use iosets_sim::fluid::{
+    simulate, Heuristic, Job, JobWork, Metrics, SimOptions, TurnBounds, Window, Workload,
+};
 
 use super::plan::{Config, Kind, Plan, MIB};
 use crate::rig::cluster::RunRecord;
@@ -284,6 +286,17 @@ pub(crate) fn window_overlap(plan: &Plan, services: &[Service], t0: f64) -> Opti
     (t.busy_ns > 0).then(|| t.share())
 }
 
+/// How the model of a configuration that runs the `iosets` policy bounds a job's turn in its
+/// set while others of the set wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Turns {
+    /// The paper's rule: a job keeps its set for its whole phase.
+    Paper,
+    /// The policy's bounds (`max_exclusive_ms`, `unknown_hold_ms`) as the run sets them: its
+    /// defaults and the plan's `--iosets-opt`s (`iosets_policy::iosets::turn_bounds`).
+    Policy,
+}
+
 /// What the simulator is told about the jobs.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Model {
@@ -375,22 +388,30 @@ const SIM_SEEDS: u64 = 10;
 /// default scale: `B` = 101.6 MiB/s on a 110 MiB/s device, which moved 109.6 MiB/s on average
 /// over clairvoyant's windows).
 pub(crate) fn predict(plan: &Plan, config: Config, b: f64, device: f64) -> Result<[f64; 4]> {
-    predict_jobs(plan, config, b, device, Model::Fluid).map(|(m, _)| m)
+    predict_jobs(plan, config, b, device, Model::Fluid, Turns::Paper).map(|(m, _)| m)
 }
 
-/// [`predict`], and each job's `e_cpu` and `e_io` in the window (the mean over the seeds), in
-/// the order of `plan.jobs()`.
+/// [`predict`] under `model` and `turns`, and each job's `e_cpu` and `e_io` in the window (the
+/// mean over the seeds), in the order of `plan.jobs()`.
 pub(crate) fn predict_jobs(
     plan: &Plan,
     config: Config,
     b: f64,
     device: f64,
     model: Model,
+    turns: Turns,
 ) -> Result<([f64; 4], Vec<JobWork>)> {
     let heuristic: Heuristic = config
         .heuristic()
         .parse()
         .with_context(|| format!("the simulator's heuristic {}", config.heuristic()))?;
+    let bounds = match turns {
+        Turns::Policy if config.policy() == iosets_policy::iosets::NAME => {
+            iosets_policy::iosets::turn_bounds(&plan.iosets_options)
+                .context("the iosets options of the plan")?
+        }
+        _ => TurnBounds::NONE,
+    };
     let workload = fluid_workload(plan, device, model);
     let window = workload
         .window
@@ -416,6 +437,7 @@ pub(crate) fn predict_jobs(
                 seed,
                 record: false,
                 stop_at_window_end: true,
+                bounds,
             },
         )
         .with_context(|| format!("simulating {}", config.heuristic()))?;
@@ -547,6 +569,7 @@ mod tests {
             seed: 0,
             record: false,
             stop_at_window_end: true,
+            ..SimOptions::default()
         };
         let own = simulate(&w, h, opts).unwrap().metrics.values();
         let same = predict(&p, Config::Clairvoyant, b, b).unwrap();

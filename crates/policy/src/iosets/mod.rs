@@ -301,6 +301,41 @@ impl ExclusiveBound {
     }
 }
 
+/// The bounds on a job's turn that an `iosets` policy applies while another job of its set waits:
+/// what a model of the policy needs besides the sets (the fluid simulator's `SimOptions::bounds`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TurnBounds {
+    /// `max_exclusive_ms`: a holder past it yields and queues behind the others.
+    pub max_exclusive: ExclusiveBound,
+    /// `unknown_hold_ms` (`None`: 0, never): a newcomer holding the shared new set past it, or
+    /// past twice its longest earlier turn there (at most [`AUTO_BOUND_MAX`]), moves to a
+    /// fair-share set of its own at the default priority.
+    pub unknown_hold: Option<Nanos>,
+}
+
+impl TurnBounds {
+    /// No bounds: the paper's rule (a holder keeps its set for its whole phase).
+    pub const NONE: TurnBounds = TurnBounds {
+        max_exclusive: ExclusiveBound::Off,
+        unknown_hold: None,
+    };
+}
+
+/// The [`TurnBounds`] of an `iosets` policy built from `tunables` (`key=value` pairs, as
+/// [`crate::build`] takes them), with the same defaults and the same errors.
+///
+/// # Errors
+/// [`PolicyError`] for a key `iosets` does not take or a value it refuses.
+pub fn turn_bounds(tunables: &[(String, String)]) -> Result<TurnBounds, PolicyError> {
+    let mut t = Tunables::new(NAME, TUNABLES, tunables)?;
+    let policy = IoSets::from_tunables(&mut t)?;
+    t.finish()?;
+    Ok(TurnBounds {
+        max_exclusive: policy.bound,
+        unknown_hold: policy.unknown_hold,
+    })
+}
+
 /// What the policy remembers of a job without priority (`unknown=shared`), across its phases.
 #[derive(Clone, Copy, Debug, Default)]
 struct Newcomer {

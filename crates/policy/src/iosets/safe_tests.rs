@@ -315,6 +315,39 @@ fn the_new_tunables_are_validated() {
 }
 
 #[test]
+fn turn_bounds_are_the_policys_own() {
+    let pairs = |kv: &[(&str, &str)]| -> Vec<(String, String)> {
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let d = turn_bounds(&[]).unwrap();
+    assert_eq!(d.max_exclusive, ExclusiveBound::Auto);
+    assert_eq!(d.unknown_hold, Some(Nanos::from_millis(2000)));
+    let off = turn_bounds(&pairs(&[
+        ("max_exclusive_ms", "0"),
+        ("unknown_hold_ms", "0"),
+    ]))
+    .unwrap();
+    assert_eq!(off.max_exclusive, ExclusiveBound::Off);
+    assert_eq!(off.unknown_hold, None);
+    let set = turn_bounds(&pairs(&[
+        ("max_exclusive_ms", "1500"),
+        ("unknown_hold_ms", "60000"),
+    ]))
+    .unwrap();
+    assert_eq!(
+        set.max_exclusive,
+        ExclusiveBound::Fixed(Nanos::from_millis(1500))
+    );
+    assert_eq!(set.unknown_hold, Some(Nanos::from_millis(60_000)));
+    for bad in [&[("unknown_hold_ms", "soon")][..], &[("holdd", "1")][..]] {
+        let err = turn_bounds(&pairs(bad)).unwrap_err().to_string();
+        assert!(err.contains(bad[0].0), "{err}");
+    }
+}
+
+#[test]
 fn a_stream_that_lets_the_set_go_for_a_moment_is_still_one_turn() {
     let mut p = defaults(&[]);
     // Job 1's client ends phases (it sent one), and ends its stream's phase for a moment every

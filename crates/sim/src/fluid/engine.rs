@@ -7,10 +7,22 @@
 //! by the time the job asked for I/O (ties by job index). The next I/O end is then
 //! `min_i remaining_i / rate_i`, found by a scan of the active phases — there are at most as many as
 //! sets, so the scan is cheap and no error accumulates in a virtual clock.
+//!
+//! **Bounds on a turn** ([`SimOptions::bounds`], none by default: the paper's rule). The servers'
+//! `iosets` policy bounds how long a job holds its set while another job of the set waits
+//! ([`TurnBounds`], the policy's own values): past `max_exclusive` the head *yields*, queueing
+//! behind the others for the rest of its phase (its turn counts from when it became the head or
+//! from when another job began to wait, whichever is later); past `unknown_hold` (counted from
+//! the start of its turn, or twice its longest earlier turn in the set if that is longer, at most
+//! a minute) the head of the shared new set *outstays* it: it moves, with the rest of its phase,
+//! to a set of its own at the same priority, and so do its later phases until it has an
+//! estimate. Both are timer events, at most one per set at a time.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
+use iosets_policy::iosets::{TurnBounds, AUTO_BOUND_MAX};
+use iosets_types::Priority;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -38,6 +50,9 @@ pub struct SimOptions {
     /// Stop at the end of the window: the metrics are then already known, and the rest of the run
     /// is not simulated (no completion times). Ignored without a window.
     pub stop_at_window_end: bool,
+    /// The servers' bounds on a turn while others of the set wait (see the [module
+    /// docs](self)); [`TurnBounds::NONE`], the paper's rule, by default.
+    pub bounds: TurnBounds,
 }
 
 impl Default for SimOptions {
@@ -47,6 +62,7 @@ impl Default for SimOptions {
             seed: 0,
             record: false,
             stop_at_window_end: false,
+            bounds: TurnBounds::NONE,
         }
     }
 }
@@ -182,6 +198,27 @@ struct JobState {
     completion: Option<f64>,
     estimator: OnlineEstimator,
     phases: Vec<PhaseRecord>,
+    /// It outstayed the new set: until it has an estimate it gets a set of its own.
+    outstayed: bool,
+    /// Its longest turn in the new set, of the turns that ended.
+    longest_new_turn: f64,
+}
+
+/// The turn of the head of one set: since when it holds the set, and since when another job of
+/// the set waits (under [`SimOptions::bounds`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Turn {
+    held_since: f64,
+    contended_since: Option<f64>,
+}
+
+/// What a bound does to the head of a set when it runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    /// `max_exclusive`: it queues behind the others.
+    Yield,
+    /// `unknown_hold`: it leaves the new set for a set of its own.
+    Outstay,
 }
 
 /// A compute end in the event heap: earliest first, then lowest job index.
@@ -220,6 +257,8 @@ struct Next {
     first_done: Option<u32>,
     /// The next window edge.
     mark: f64,
+    /// The earliest end of a bounded turn.
+    bound: f64,
 }
 
 /// The simulation state between events; [`simulate`] runs its steps in order until nothing is
@@ -245,6 +284,10 @@ struct Sim<'w> {
     slots: HashMap<SetKey, usize>,
     /// Per set, the jobs in an I/O phase in arrival order; the head transfers.
     queues: Vec<VecDeque<u32>>,
+    /// Per set, its key and its head's turn.
+    keys: Vec<SetKey>,
+    turns: Vec<Turn>,
+    bounds: TurnBounds,
     /// The transferring jobs (the heads of the non-empty sets).
     active: Vec<u32>,
     /// Jobs in an I/O phase (transferring or waiting for their set).
@@ -296,6 +339,8 @@ impl<'w> Sim<'w> {
                 completion: None,
                 estimator: online_estimator(estimator),
                 phases: Vec::new(),
+                outstayed: false,
+                longest_new_turn: 0.0,
             })
             .collect();
         let heap = workload
@@ -319,6 +364,9 @@ impl<'w> Sim<'w> {
             heap,
             slots: HashMap::new(),
             queues: Vec::new(),
+            keys: Vec::new(),
+            turns: Vec::new(),
+            bounds: options.bounds,
             active: Vec::new(),
             in_io: 0,
             dirty: false,
@@ -403,7 +451,13 @@ impl<'w> Sim<'w> {
             WindowState::Inside => self.clip.end,
             WindowState::After => f64::INFINITY,
         };
-        let at = io_end.min(cpu_end).min(mark);
+        // A turn can be past its bound when another job begins to wait (the new set's bound
+        // counts from the turn's start): it ends now.
+        let bound = (0..self.queues.len())
+            .filter_map(|slot| self.expiry(slot))
+            .map(|(t, _)| t.max(self.now))
+            .fold(f64::INFINITY, f64::min);
+        let at = io_end.min(cpu_end).min(mark).min(bound);
         if at == f64::INFINITY {
             return None;
         }
@@ -416,11 +470,13 @@ impl<'w> Sim<'w> {
             io_end,
             first_done,
             mark,
+            bound,
         })
     }
 
     /// Moves the clock to `t`: the transferring phases receive their rate times the elapsed time.
     fn advance(&mut self, t: f64) {
+        debug_assert!(t >= self.now, "the clock goes back: {} → {t}", self.now);
         let dt = t - self.now;
         if dt > 0.0 {
             let mut total = 0.0;
@@ -522,14 +578,10 @@ impl<'w> Sim<'w> {
             });
         }
         let slot = s.set;
+        self.end_turn(slot, j);
         let popped = self.queues[slot].pop_front();
         debug_assert_eq!(popped, Some(j));
-        if let Some(&next) = self.queues[slot].front() {
-            let t = &mut self.js[next as usize];
-            t.mode = Mode::Transferring;
-            t.transfer_start = now;
-            self.active.push(next);
-        }
+        self.next_head(slot);
         let s = &mut self.js[j as usize];
         s.iter += 1;
         if s.iter == job.iterations() {
@@ -591,7 +643,10 @@ impl<'w> Sim<'w> {
                 s.estimator.estimate()
             }
         };
-        let place = self.placer.place(j, w, job.class_w_iter);
+        let mut place = self.placer.place(j, w, job.class_w_iter);
+        if s.outstayed && place.set == SetKey::New {
+            place.set = SetKey::Unknown(j);
+        }
         s.phase_start = now;
         s.volume = job.volume[s.iter];
         s.remaining = s.volume;
@@ -605,21 +660,140 @@ impl<'w> Sim<'w> {
             Heuristic::FairShare => place.priority * job.weight.unwrap_or(1.0),
             _ => place.priority,
         };
-        s.set_key = Some(place.set);
-        let next_slot = self.queues.len();
-        let slot = *self.slots.entry(place.set).or_insert(next_slot);
-        if slot == self.queues.len() {
-            self.queues.push(VecDeque::new());
-        }
-        s.set = slot;
         s.mode = Mode::Waiting;
         self.in_io += 1;
+        self.join(j, place.set);
+    }
+
+    /// The slot of set `key`, made if need be.
+    fn slot_of(&mut self, key: SetKey) -> usize {
+        let next_slot = self.queues.len();
+        let slot = *self.slots.entry(key).or_insert(next_slot);
+        if slot == self.queues.len() {
+            self.queues.push(VecDeque::new());
+            self.keys.push(key);
+            self.turns.push(Turn::default());
+        }
+        slot
+    }
+
+    /// Job `j`, in an I/O phase, queues in set `key` now; it transfers at once if the set was
+    /// empty.
+    fn join(&mut self, j: u32, key: SetKey) {
+        let now = self.now;
+        let slot = self.slot_of(key);
+        let s = &mut self.js[j as usize];
+        s.set_key = Some(key);
+        s.set = slot;
         self.queues[slot].push_back(j);
         if self.queues[slot].len() == 1 {
             s.mode = Mode::Transferring;
-            s.transfer_start = now;
+            if s.remaining == s.volume {
+                s.transfer_start = now;
+            }
+            self.turns[slot] = Turn {
+                held_since: now,
+                contended_since: None,
+            };
             self.active.push(j);
             self.dirty = true;
+        } else {
+            let turn = &mut self.turns[slot];
+            turn.contended_since.get_or_insert(now);
+        }
+    }
+
+    /// The head of set `slot`, if any, takes its turn now.
+    fn next_head(&mut self, slot: usize) {
+        let now = self.now;
+        if let Some(&next) = self.queues[slot].front() {
+            let t = &mut self.js[next as usize];
+            t.mode = Mode::Transferring;
+            // A job back from a yield keeps its phase's first transfer start.
+            if t.remaining == t.volume {
+                t.transfer_start = now;
+            }
+            self.turns[slot] = Turn {
+                held_since: now,
+                contended_since: (self.queues[slot].len() > 1).then_some(now),
+            };
+            self.active.push(next);
+        }
+    }
+
+    /// Job `j`'s turn at the head of set `slot` ends now: a turn in the new set is remembered.
+    fn end_turn(&mut self, slot: usize, j: u32) {
+        if self.keys[slot] == SetKey::New {
+            let len = self.now - self.turns[slot].held_since;
+            let s = &mut self.js[j as usize];
+            s.longest_new_turn = s.longest_new_turn.max(len);
+        }
+    }
+
+    /// When the turn of the head of set `slot` runs out under the bounds, and what then happens;
+    /// `None` while nobody else in the set waits, or without bounds.
+    fn expiry(&self, slot: usize) -> Option<(f64, Expiry)> {
+        let queue = &self.queues[slot];
+        if queue.len() < 2 {
+            return None;
+        }
+        let head = &self.js[*queue.front()? as usize];
+        let turn = self.turns[slot];
+        let yields = Priority::new(head.priority)
+            .and_then(|p| self.bounds.max_exclusive.of(p))
+            .map(|b| {
+                let since = turn
+                    .contended_since
+                    .unwrap_or(turn.held_since)
+                    .max(turn.held_since);
+                (since + b.as_secs_f64(), Expiry::Yield)
+            });
+        let outstays = self
+            .bounds
+            .unknown_hold
+            .filter(|_| self.keys[slot] == SetKey::New)
+            .map(|hold| {
+                let longest = (2.0 * head.longest_new_turn).min(AUTO_BOUND_MAX.as_secs_f64());
+                let bound = hold.as_secs_f64().max(longest);
+                (turn.held_since + bound, Expiry::Outstay)
+            });
+        match (yields, outstays) {
+            (Some(y), Some(o)) => Some(if o.0 <= y.0 { o } else { y }),
+            (y, o) => y.or(o),
+        }
+    }
+
+    /// Ends the turns that ran out by now (see the [module docs](self)).
+    fn expire_turns(&mut self) {
+        let now = self.now;
+        for slot in 0..self.queues.len() {
+            while let Some((at, what)) = self.expiry(slot) {
+                if at > now {
+                    break;
+                }
+                let head = self.queues[slot]
+                    .pop_front()
+                    .expect("a set with a turn has a head");
+                self.end_turn(slot, head);
+                let k = self
+                    .active
+                    .iter()
+                    .position(|&a| a == head)
+                    .expect("the head transfers");
+                self.active.swap_remove(k);
+                self.dirty = true;
+                match what {
+                    Expiry::Yield => {
+                        self.js[head as usize].mode = Mode::Waiting;
+                        self.queues[slot].push_back(head);
+                    }
+                    Expiry::Outstay => {
+                        self.js[head as usize].outstayed = true;
+                        self.join(head, SetKey::Unknown(head));
+                    }
+                }
+                self.next_head(slot);
+            }
         }
     }
 
@@ -703,6 +877,9 @@ pub fn simulate(
             sim.end_transfers(next.first_done);
         }
         sim.end_computes();
+        if next.bound <= sim.now {
+            sim.expire_turns();
+        }
     }
     Ok(sim.into_result())
 }

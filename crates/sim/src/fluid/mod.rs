@@ -43,5 +43,6 @@ pub use heuristic::{
     online_estimator, Estimate, EstimatorKind, Heuristic, MeanGap, OnlineEstimator,
     PeriodEstimator, Placement, SetKey, UnknownPrior,
 };
+pub use iosets_policy::iosets::{ExclusiveBound, TurnBounds};
 pub use metrics::{JobWork, Metrics, METRIC_NAMES};
 pub use model::{Job, Window, Workload};

@@ -85,6 +85,7 @@ pub fn run_input(
         seed: draw,
         record: phases,
         stop_at_window_end: false,
+        ..SimOptions::default()
     };
     let runs = hs
         .iter()

@@ -220,6 +220,7 @@ pub fn run_sweep(
                     seed,
                     record: false,
                     stop_at_window_end: config.stop_at_window_end,
+                    ..SimOptions::default()
                 };
                 let rows = config
                     .heuristics
@@ -539,6 +540,7 @@ mod tests {
                 seed: r.seed,
                 record: false,
                 stop_at_window_end: true,
+                ..SimOptions::default()
             },
         )
         .unwrap();
