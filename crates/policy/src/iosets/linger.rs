@@ -89,7 +89,13 @@ impl IoSets {
             _ => return self.retire(j, now),
         };
         let seq = self.next_seq();
-        self.sets[s].linger = Some(seq);
+        let set = &mut self.sets[s];
+        set.linger = Some(seq);
+        // The device waits for its next request when its set is next (`slice_idle_us`), within
+        // the linger.
+        set.anticipate = self
+            .slice_idle
+            .map(|slice| (Some((now + slice).min(until)), self.jobs[j].last_len));
         self.lingering.push(LingerEnd { until, seq, set: s });
         self.refresh(s);
     }

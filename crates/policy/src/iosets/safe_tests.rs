@@ -304,6 +304,8 @@ fn the_new_tunables_are_validated() {
         ("meta_weight", "0"),
         ("meta_weight", "inf"),
         ("unknown_hold_ms", "soon"),
+        ("slice_idle_us", "soon"),
+        ("slice_idle_us", "2000000"),
     ] {
         let pairs = [(k.to_string(), v.to_string())];
         let err = crate::build(NAME, &pairs).unwrap_err().to_string();
@@ -480,4 +482,91 @@ fn two_striped_streams_share_once_the_new_set_moved_them() {
             assert!((0.4..=0.6).contains(&share), "seed {seed}: {windows:?}");
         }
     }
+}
+
+/// A device that serves one request at a time, 1 ms each, to job 1 (set of priority 10, one
+/// request in flight: its client sends the next 0.1 ms after an answer, for its first `ones`
+/// requests) and job 2 (priority 1, always 8 requests queued); `hold_idle_ms=20`, as the
+/// experiments run, and `slice_idle_us=2000` unless `extra` sets it. Returns who was served, and when, over 1000 dispatches.
+fn one_in_flight_against_many(extra: &[(&str, &str)], ones: usize) -> Vec<(u64, u64)> {
+    let mut opts = vec![("hold_idle_ms", "20")];
+    opts.extend_from_slice(extra);
+    if !opts.iter().any(|(k, _)| *k == "slice_idle_us") {
+        opts.push(("slice_idle_us", "2000"));
+    }
+    let mut p = defaults(&opts);
+    let mut id = 0;
+    let mut enqueue = |p: &mut IoSets, job: u64, prio: f64, now: u64| {
+        id += 1;
+        p.enqueue(write(id, job, None, Some(prio)), Nanos(now));
+    };
+    enqueue(&mut p, 1, 10.0, 0);
+    for _ in 0..8 {
+        enqueue(&mut p, 2, 1.0, 0);
+    }
+    let (mut now, mut served) = (0u64, Vec::new());
+    let (mut next_of_1, mut sent_1) = (None, 1);
+    while served.len() < 1000 {
+        if let Some(t) = next_of_1.filter(|&t| t <= now) {
+            enqueue(&mut p, 1, 10.0, t);
+            sent_1 += 1;
+            next_of_1 = None;
+        }
+        match p.dispatch(Nanos(now)) {
+            Dispatch::Ready(b) => {
+                let r = *b.head();
+                served.push((r.job.0, now));
+                now += MS;
+                p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
+                if r.job.0 == 2 {
+                    enqueue(&mut p, 2, 1.0, now);
+                } else if sent_1 < ones {
+                    next_of_1 = Some(now + MS / 10);
+                }
+            }
+            Dispatch::NotBefore(t) => now = next_of_1.map_or(t.0, |n| n.min(t.0)).max(now),
+            Dispatch::Idle => now = next_of_1.expect("something comes"),
+        }
+    }
+    served
+}
+
+/// Job 1's share of the dispatches in `served`.
+fn share_of_1(served: &[(u64, u64)]) -> f64 {
+    served.iter().filter(|(j, _)| *j == 1).count() as f64 / served.len() as f64
+}
+
+#[test]
+fn the_device_waits_for_a_lingering_holder_whose_set_is_next() {
+    // Without waiting (the default), job 2's request takes the device in every gap of job 1:
+    // about half each, whatever the priorities say.
+    let served = one_in_flight_against_many(&[("slice_idle_us", "0")], usize::MAX);
+    let share = share_of_1(&served);
+    assert!((0.45..=0.55).contains(&share), "{share}");
+    // With slice_idle_us=2000 (the harness's unless told), the set keeps its share while its request is in
+    // service and the device waits 0.1 ms for its next one whenever its set is next: job 1
+    // gets its 10 : 1 share.
+    let served = one_in_flight_against_many(&[], usize::MAX);
+    let share = share_of_1(&served);
+    assert!(
+        (0.88..=0.93).contains(&share),
+        "{share} {:?}",
+        &served[..30]
+    );
+    // And the device idled only for those 0.1 ms gaps.
+    let end = served.last().unwrap().1;
+    assert!(end <= 999 * MS + 92 * MS, "{}", end / MS);
+}
+
+#[test]
+fn the_device_waits_no_longer_than_slice_idle() {
+    // Job 1's client stops after 100 requests: the device waits 2 ms for it once, then serves
+    // job 2 alone, although job 1 still holds its set (hold_idle_ms).
+    let served = one_in_flight_against_many(&[], 100);
+    assert_eq!(served.iter().filter(|(j, _)| *j == 1).count(), 100);
+    let last_1 = served.iter().rposition(|(j, _)| *j == 1).unwrap();
+    let gaps: Vec<u64> = served.windows(2).map(|w| w[1].1 - w[0].1 - MS).collect();
+    assert_eq!(gaps[last_1], 2 * MS, "{:?}", &served[last_1..last_1 + 3]);
+    assert!(gaps[last_1 + 1..].iter().all(|&g| g == 0));
+    assert!(gaps.iter().all(|&g| g <= 2 * MS));
 }
