@@ -4,12 +4,14 @@
 Reads each DIR/metrics.csv (seed, omega, config, metric, measured, fluid, fluid_diff_pct,
 writers, writers_diff_pct), as `iosets experiment random --analyze` writes it, and counts over
 all the workloads together:
-- per model (fluid, writers): in how many workloads timeorder is within 10 % of fair-share,
-  clairvoyant of set-10 and auto of set-10:online on all four metrics;
+- per model (fluid, writers, and unbounded where the CSV has it: the writers model without the
+  `iosets` policy's bounds on a turn): in how many workloads timeorder is within 10 % of
+  fair-share, clairvoyant of set-10 and auto of set-10:online on all four metrics;
 - the workloads where the model puts set-10 more than 3 % ahead of fair-share on some metric
   (the clairvoyant row's prediction against the timeorder row's), and in how many of them
   clairvoyant is measured ahead of timeorder on every such metric;
-- auto measured within 5 % of clairvoyant on all four metrics;
+- auto measured within 5 % of clairvoyant on all four metrics; the same as each model predicts
+  it, and auto no more than 5 % worse than clairvoyant on any metric (measured and predicted);
 - per configuration and class, the mean I/O slowdown over the workloads, measured and under the
   writers model (each DIR/classes.csv).
 Stretches and the I/O slowdown are better lower, utilization higher.
@@ -34,9 +36,12 @@ def ahead(metric, a, b, margin):
 
 def main(dirs):
     rows = {}
+    models = ["fluid", "writers", "unbounded"]
     for d in dirs:
         with open(f"{d}/metrics.csv") as f:
-            for r in csv.DictReader(f):
+            reader = csv.DictReader(f)
+            models = [m for m in models if m in reader.fieldnames]
+            for r in reader:
                 key = (d, int(r["seed"]), r["config"], r["metric"])
                 rows[key] = r
     workloads = sorted({(d, s) for (d, s, _, _) in rows})
@@ -44,7 +49,7 @@ def main(dirs):
         sys.exit("random-goals: no runs in " + " ".join(dirs))
     n = len(workloads)
     out = []
-    for model in ["fluid", "writers"]:
+    for model in models:
         within = defaultdict(int)
         predicted, met = 0, 0
         for d, s in workloads:
@@ -78,6 +83,21 @@ def main(dirs):
         ):
             close += 1
     out.append(f"auto within 5 % of clairvoyant (measured) on all four: {close} of {n}")
+    # The same, as each model predicts it: what the policy's bounds make of auto against
+    # clairvoyant before anything runs; and auto no more than 5 % *worse* than clairvoyant.
+    for source in ["measured"] + models:
+        within, not_worse = 0, 0
+        for d, s in workloads:
+            pairs = [(rows.get((d, s, "auto", m)), rows.get((d, s, "clairvoyant", m))) for m in METRICS]
+            if not all(a and c for a, c in pairs):
+                continue
+            ratios = [(m, float(a[source]) / float(c[source]) - 1) for m, (a, c) in zip(METRICS, pairs)]
+            within += all(abs(r) <= 0.05 for _, r in ratios)
+            not_worse += all((r >= -0.05) if m in HIGHER_IS_BETTER else (r <= 0.05) for m, r in ratios)
+        out.append(
+            f"auto against clairvoyant, {source}: within 5 % on all four in {within} of {n}; "
+            f"no more than 5 % worse on any in {not_worse}"
+        )
     for m in METRICS:
         for config in ["timeorder", "clairvoyant", "auto"]:
             v = sorted(
@@ -104,15 +124,20 @@ def main(dirs):
                 f"better in {better} of {k}"
             )
     slowdowns = defaultdict(list)
+    unbounded = "unbounded" in models
     for d in dirs:
         with open(f"{d}/classes.csv") as f:
             for r in csv.DictReader(f):
-                pair = (float(r["measured_io_slowdown"]), float(r["writers_io_slowdown"]))
-                slowdowns[(r["config"], r["class"])].append(pair)
+                u = float(r["unbounded_io_slowdown"]) if unbounded else float("nan")
+                triple = (float(r["measured_io_slowdown"]), float(r["writers_io_slowdown"]), u)
+                slowdowns[(r["config"], r["class"])].append(triple)
     for (config, cls), v in sorted(slowdowns.items()):
-        measured = statistics.mean(m for m, _ in v)
-        model = statistics.mean(w for _, w in v)
-        out.append(f"{config} {cls}: mean I/O slowdown {measured:.2f} measured, {model:.2f} writers model ({len(v)} workloads)")
+        measured = statistics.mean(m for m, _, _ in v)
+        model = statistics.mean(w for _, w, _ in v)
+        line = f"{config} {cls}: mean I/O slowdown {measured:.2f} measured, {model:.2f} writers model"
+        if unbounded:
+            line += f", {statistics.mean(u for _, _, u in v):.2f} unbounded"
+        out.append(f"{line} ({len(v)} workloads)")
     print("\n".join(out))
 
 

@@ -54,6 +54,7 @@ def simulate(
     seed: int = 1,
     phases: bool = False,
     workload: Optional[Union[str, "PathLike[str]"]] = None,
+    iosets_opt: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """Run a scenario once under each heuristic (``iosets sim run``).
 
@@ -62,7 +63,9 @@ def simulate(
     "generator": {...}}``); alternatively ``workload`` is a workload JSON file (the ``workload``
     object of a ``--json`` report). ``at`` is the value of the swept variable for a sweep file.
     ``heuristics`` defaults to the scenario's list (the paper's six for a workload). The
-    workload is workload 0 of a sweep seeded ``seed``.
+    workload is workload 0 of a sweep seeded ``seed``. ``iosets_opt`` (``"KEY=VALUE"`` strings,
+    ``sim run --iosets-opt``; ``[]`` is ``--bounds``) bounds a job's turn in its set as the
+    servers' ``iosets`` policy with those options does; ``None``, the paper's rule.
 
     Returns ``{"scenario", "at", "seed", "random", "jobs", "iterations", "bandwidth", "window",
     "metrics": {heuristic: {max_stretch, geomean_stretch, io_slowdown, utilization,
@@ -78,6 +81,7 @@ def simulate(
         seed=seed,
         phases=phases,
         workload=workload,
+        iosets_opt=None if iosets_opt is None else list(iosets_opt),
     )
 
 

@@ -15,6 +15,7 @@ def simulate(
     seed: int = 1,
     phases: bool = False,
     workload: Optional[Union[str, PathLike[str]]] = None,
+    iosets_opt: Optional[List[str]] = None,
 ) -> Dict[str, Any]: ...
 def sweep(
     scenario: Union[str, PathLike[str], Dict[str, Any]],

@@ -33,7 +33,7 @@ use iosets_sim::fluid::report::{job_table, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
 use iosets_sim::fluid::session::{run_input, RunInput, ScenarioRun};
 use iosets_sim::fluid::sweep::{run_sweep, Cell, SweepConfig, SweepResult};
-use iosets_sim::fluid::{FluidError, Heuristic, RunResult, Workload};
+use iosets_sim::fluid::{FluidError, Heuristic, RunResult, TurnBounds, Workload};
 use iosets_sim::plan::{device_from_units, execute, Outcome, Plan, PlanError, Source};
 use iosets_sim::report::summary_table as replay_table;
 use iosets_sim::workload::{Arrivals, Assign, Sizes, WorkloadSpec, DEFAULT_PARETO_ALPHA};
@@ -357,7 +357,8 @@ fn heuristics(py: Python<'_>) -> PyResult<(Bound<'_, PyList>, &'static str)> {
 
 /// `iosets sim run`: a scenario (or a workload JSON) under each heuristic.
 #[pyfunction]
-#[pyo3(signature = (scenario=None, *, at=None, heuristics=None, seed=1, phases=false, workload=None))]
+#[pyo3(signature = (scenario=None, *, at=None, heuristics=None, seed=1, phases=false, workload=None, iosets_opt=None))]
+#[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
     scenario: Option<&Bound<'py, PyAny>>,
@@ -366,7 +367,15 @@ fn simulate<'py>(
     seed: u64,
     phases: bool,
     workload: Option<PathBuf>,
+    iosets_opt: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    // `iosets sim run --iosets-opt` (an empty list: `--bounds`).
+    let bounds = match iosets_opt {
+        None => TurnBounds::NONE,
+        Some(opts) => iosets_policy::tunables::parse_pairs(&opts)
+            .and_then(|pairs| iosets_policy::iosets::turn_bounds(&pairs))
+            .map_err(|e| value_error(format!("iosets_opt: {e}")))?,
+    };
     let input = match (scenario, workload) {
         (Some(_), Some(_)) => {
             return Err(value_error(
@@ -393,7 +402,7 @@ fn simulate<'py>(
     };
     let hs = heuristics_of(heuristics)?;
     let done = py
-        .allow_threads(|| run_input(input, &hs, seed, phases))
+        .allow_threads(|| run_input(input, &hs, seed, phases, bounds))
         .map_err(fluid_error)?;
     run_dict(py, &done)
 }

@@ -91,6 +91,15 @@ def test_simulate_a_dict_scenario_gives_the_hand_computed_completions():
     assert r["metrics"]["fair-share"]["max_stretch"] == pytest.approx(max(stretches))
 
 
+def test_simulate_with_the_servers_bounds_on_a_turn():
+    # 1 s turns while the other waits: a 1→3, b 3→4, a 4→5, b 5→6 (done), a 6→7 (done).
+    r = iosets.simulate(HAND, heuristics=["exclusive-fcfs"], iosets_opt=["max_exclusive_ms=1000"])
+    done = {row["group"]: row["completion"] for row in r["runs"][0]["jobs"]}
+    assert done == pytest.approx({"a": 7.0, "b": 6.0})
+    with pytest.raises(ValueError, match="holdd"):
+        iosets.simulate(HAND, iosets_opt=["holdd=1"])
+
+
 def test_simulate_toml_text_path_and_heuristics():
     text = (SCENARIOS / "seed004.toml").read_text()
     a = iosets.simulate(SCENARIOS / "seed004.toml", heuristics=["set-10"])

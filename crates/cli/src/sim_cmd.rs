@@ -16,7 +16,7 @@ use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
 use iosets_sim::fluid::session::{run_input, RunInput};
 use iosets_sim::fluid::sweep::{run_sweep, SweepConfig, SweepResult};
-use iosets_sim::fluid::{Heuristic, Workload};
+use iosets_sim::fluid::{ExclusiveBound, Heuristic, TurnBounds, Workload};
 
 /// `iosets sim` and its subcommands.
 #[derive(Debug, Args)]
@@ -67,6 +67,16 @@ struct RunArgs {
     /// Include every phase of every job in the JSON.
     #[arg(long, requires = "json")]
     phases: bool,
+    /// Bound a job's turn in its set as the servers' `iosets` policy does by default
+    /// (`max_exclusive_ms=auto`, `unknown_hold_ms=2000`) instead of the paper's rule (a job
+    /// keeps its set for its whole phase).
+    #[arg(long)]
+    bounds: bool,
+    /// An option of the `iosets` policy whose bounds on a turn to model (`max_exclusive_ms`,
+    /// `unknown_hold_ms`; any other of its options is accepted and changes nothing here);
+    /// repeatable; implies --bounds.
+    #[arg(long = "iosets-opt", value_name = "KEY=VALUE")]
+    iosets_opt: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -126,6 +136,30 @@ fn parse_heuristics(names: &[String]) -> Result<Vec<Heuristic>> {
         .collect()
 }
 
+/// The bounds on a turn `sim run` models: none (the paper's), or the `iosets` policy's with
+/// `--bounds` or `--iosets-opt`.
+fn turn_bounds(a: &RunArgs) -> Result<TurnBounds> {
+    if !a.bounds && a.iosets_opt.is_empty() {
+        return Ok(TurnBounds::NONE);
+    }
+    let pairs = iosets_policy::tunables::parse_pairs(&a.iosets_opt)
+        .map_err(|e| anyhow::anyhow!("--iosets-opt: {e}"))?;
+    iosets_policy::iosets::turn_bounds(&pairs).map_err(|e| anyhow::anyhow!("--iosets-opt: {e}"))
+}
+
+/// `bounds` in words.
+fn describe(bounds: TurnBounds) -> String {
+    let exclusive = match bounds.max_exclusive {
+        ExclusiveBound::Off => "none".to_string(),
+        ExclusiveBound::Auto => "1 s / the set's priority, 1-60 s".to_string(),
+        ExclusiveBound::Fixed(b) => format!("{} s", b.as_secs_f64()),
+    };
+    let hold = bounds
+        .unknown_hold
+        .map_or("none".to_string(), |h| format!("{} s", h.as_secs_f64()));
+    format!("max_exclusive {exclusive}; the new set's unknown_hold {hold}")
+}
+
 fn run(a: &RunArgs) -> Result<()> {
     let input = match (&a.scenario, &a.workload) {
         (_, Some(path)) => RunInput::Workload {
@@ -142,9 +176,13 @@ fn run(a: &RunArgs) -> Result<()> {
         (None, None) => bail!("give a scenario file or --workload FILE.json"),
     };
     let heuristics = parse_heuristics(&a.heuristics)?;
-    let done = run_input(input, &heuristics, a.seed, a.phases)?;
+    let bounds = turn_bounds(a)?;
+    let done = run_input(input, &heuristics, a.seed, a.phases, bounds)?;
     let (workload, runs) = (&done.workload, &done.runs);
     println!("{}", done.headline());
+    if bounds != TurnBounds::NONE {
+        println!("bounds on a turn, as the servers': {}", describe(bounds));
+    }
     if !a.summary_only {
         for r in runs {
             println!();

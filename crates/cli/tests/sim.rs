@@ -81,6 +81,56 @@ fn run_prints_exact_times_per_job_and_the_summary() {
 }
 
 #[test]
+fn run_with_the_servers_bounds_takes_turns() {
+    let dir = scratch("bounds");
+    std::fs::write(dir.join("two.toml"), TWO_JOBS).unwrap();
+    // Exclusive, 1 s turns while the other waits: a 1→3 (2 left), b 3→4 (1 left), a 4→5 (1
+    // left), b 5→6 done, a 6→7 done.
+    let out = succeeds(
+        &dir,
+        &[
+            "sim",
+            "run",
+            "two.toml",
+            "-H",
+            "exclusive-fcfs",
+            "--iosets-opt",
+            "max_exclusive_ms=1000",
+        ],
+    );
+    assert!(
+        out.contains("bounds on a turn, as the servers': max_exclusive 1 s"),
+        "{out}"
+    );
+    let rows: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("== exclusive-fcfs"))
+        .skip(2)
+        .take(2)
+        .collect();
+    assert!(
+        rows[0].starts_with("0 ") && rows[0].contains(" 7.000 "),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].starts_with("1 ") && rows[1].contains(" 6.000 "),
+        "{rows:?}"
+    );
+    // Without bounds, the paper's rule: a 1→5, b 5→7.
+    let out = succeeds(&dir, &["sim", "run", "two.toml", "-H", "exclusive-fcfs"]);
+    assert!(!out.contains("bounds on a turn"), "{out}");
+    for bad in ["holdd=1", "max_exclusive_ms", "unknown_hold_ms=soon"] {
+        let key = bad.split('=').next().unwrap();
+        fails(
+            &dir,
+            &["sim", "run", "two.toml", "--iosets-opt", bad],
+            &["--iosets-opt", key],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn run_on_seed004_shows_set10_ahead_of_fair_share() {
     let dir = scratch("seed004");
     let out = succeeds(

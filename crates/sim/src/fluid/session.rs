@@ -5,7 +5,7 @@
 use super::report::RunReport;
 use super::scenario::Scenario;
 use super::sweep::workload_seed;
-use super::{simulate, FluidError, Heuristic, RunResult, SimOptions, Workload};
+use super::{simulate, FluidError, Heuristic, RunResult, SimOptions, TurnBounds, Workload};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -41,16 +41,19 @@ pub struct ScenarioRun {
     pub workload: Workload,
     /// One result per heuristic, in order.
     pub runs: Vec<RunResult>,
+    /// The bounds on a turn the runs had ([`TurnBounds::NONE`]: the paper's rule).
+    pub bounds: TurnBounds,
 }
 
 /// Runs `input` under `heuristics` (empty: the scenario's list, or the paper's six for a
-/// workload). The workload is drawn with [`workload_seed`]`(seed, 0)`, as workload 0 of a sweep
-/// seeded `seed`; `phases` records every phase of every job.
+/// workload), with `bounds` on a turn. The workload is drawn with [`workload_seed`]`(seed, 0)`,
+/// as workload 0 of a sweep seeded `seed`; `phases` records every phase of every job.
 pub fn run_input(
     input: RunInput,
     heuristics: &[Heuristic],
     seed: u64,
     phases: bool,
+    bounds: TurnBounds,
 ) -> Result<ScenarioRun, FluidError> {
     let draw = workload_seed(seed, 0);
     let (name, at, hs, workload, random) = match input {
@@ -85,7 +88,7 @@ pub fn run_input(
         seed: draw,
         record: phases,
         stop_at_window_end: false,
-        ..SimOptions::default()
+        bounds,
     };
     let runs = hs
         .iter()
@@ -98,6 +101,7 @@ pub fn run_input(
         random,
         workload,
         runs,
+        bounds,
     })
 }
 
@@ -168,7 +172,7 @@ mod tests {
             scenario: Box::new(hand()),
             at: None,
         };
-        let done = run_input(input, &[], 1, false).unwrap();
+        let done = run_input(input, &[], 1, false, TurnBounds::NONE).unwrap();
         let names: Vec<String> = done.runs.iter().map(|r| r.heuristic.to_string()).collect();
         assert_eq!(names, ["fair-share", "exclusive-fcfs"]);
         // Fair share: b done at 6, a at 7 (a alone in [1, 2], then both at 1/2).
@@ -188,6 +192,7 @@ mod tests {
             &[Heuristic::SET10],
             1,
             false,
+            TurnBounds::NONE,
         )
         .unwrap();
         assert_eq!(only.runs.len(), 1);
@@ -200,7 +205,7 @@ mod tests {
             name: "w".into(),
             workload: w,
         };
-        let done = run_input(input, &[], 1, false).unwrap();
+        let done = run_input(input, &[], 1, false, TurnBounds::NONE).unwrap();
         assert_eq!(done.runs.len(), Heuristic::PAPER.len());
         let v = serde_json::to_value(done.report()).unwrap();
         assert_eq!(v["scenario"], "w");
