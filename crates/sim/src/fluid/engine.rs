@@ -50,8 +50,9 @@ pub struct SimOptions {
     /// Stop at the end of the window: the metrics are then already known, and the rest of the run
     /// is not simulated (no completion times). Ignored without a window.
     pub stop_at_window_end: bool,
-    /// The servers' bounds on a turn while others of the set wait (see the [module
-    /// docs](self)); [`TurnBounds::NONE`], the paper's rule, by default.
+    /// The servers' bounds on a turn while others of the set wait: past `max_exclusive` the
+    /// head of a set yields and queues behind the others; past `unknown_hold` the head of the
+    /// new set moves to a set of its own. [`TurnBounds::NONE`], the paper's rule, by default.
     pub bounds: TurnBounds,
 }
 
