@@ -69,7 +69,8 @@ fn one_small_workload_is_measured_beside_both_models_and_analysed_again() {
         assert!(efficiency > 0.0 && efficiency <= 1.0, "{r:?}");
     }
 
-    let header = "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct";
+    let header = "seed,omega,config,metric,measured,fluid,fluid_diff_pct,writers,writers_diff_pct,\
+                  unbounded,unbounded_diff_pct";
     let metrics = csv(&out.join("metrics.csv"), header);
     assert_eq!(metrics.len(), 8, "{metrics:?}");
     for (i, r) in metrics.iter().enumerate() {
@@ -78,20 +79,22 @@ fn one_small_workload_is_measured_beside_both_models_and_analysed_again() {
             if i < 4 { "timeorder" } else { "clairvoyant" },
             "{r:?}"
         );
-        for v in [&r[4], &r[5], &r[7]] {
+        for v in [&r[4], &r[5], &r[7], &r[9]] {
             let v: f64 = v.parse().unwrap();
             assert!(v.is_finite() && v > 0.0, "{r:?}");
         }
     }
     let per_class = csv(
         &out.join("classes.csv"),
-        "seed,config,class,measured_io_slowdown,fluid_io_slowdown,writers_io_slowdown",
+        "seed,config,class,measured_io_slowdown,fluid_io_slowdown,writers_io_slowdown,\
+         unbounded_io_slowdown",
     );
     assert_eq!(per_class.len(), 6, "{per_class:?}");
     let summary = std::fs::read_to_string(out.join("summary.txt")).unwrap();
     assert!(
         summary.contains("fluid model: timeorder against fair-share: within 10 % on all four")
-            && summary.contains("writers model: clairvoyant against set-10"),
+            && summary.contains("writers model: clairvoyant against set-10")
+            && summary.contains("unbounded model: clairvoyant against set-10"),
         "{summary}"
     );
     assert!(stdout.contains("seed 3 timeorder"), "{stdout}");
