@@ -68,20 +68,19 @@
 //! - a job alone in a set of its own never lingers (nobody could take its set); a priority change
 //!   or a [`Policy::drain`] ends a linger and retires the job.
 //!
-//! **The device may wait for a holder whose set is next (`slice_idle_us`, off by default).** A
-//! holder with
-//! one request in flight (a synchronous writer, a job of one process) has nothing queued while
-//! that request is in service, nor in the moment before its client sends the next. Were its set
-//! then not backlogged across sets, every such gap would give the device to another set's
-//! request, and WF²Q+ would start the set afresh each time (an idle flow banks no credit): a set
-//! of priority 10 against one of priority 1 got half the device, not ten elevenths (measured
-//! on the servers' traces of `iosets experiment random`). So a holder that would linger keeps
-//! its set backlogged across sets from the dispatch of its last queued request, its head as long
-//! as that request: while the request is in service (a data request: an fsync or a request
-//! without data, often a phase's last, can be long and never makes the device wait), and then
-//! for up to `slice_idle_us` (within the linger) for the next one. When the fair queuing picks the set meanwhile, the device
-//! waits (`Idle` until the completion, then `NotBefore`); when it picks another set, that set
-//! goes. Past the slice the set leaves the fair queuing until its holder's next request (BFQ
+//! **The device may wait for a holder whose set is next (`slice_idle_us`, off by default).**
+//! A holder with one request in flight (a synchronous writer, a job of one process) has nothing
+//! queued while that request is in service, nor in the moment before its client sends the next.
+//! Were its set then not backlogged across sets, every such gap would give the device to another
+//! set's request, and WF²Q+ would start the set afresh each time (an idle flow banks no credit):
+//! a set of priority 10 against one of priority 1 got half the device, not ten elevenths
+//! (measured on the servers' traces of `iosets experiment random`). So a holder that would
+//! linger keeps its set backlogged across sets from the dispatch of its last queued request, its
+//! head as long as that request: while the request is in service (a data request: an fsync or a
+//! request without data, often a phase's last, can be long and never makes the device wait), and
+//! then for up to `slice_idle_us` (within the linger) for the next one. When the fair queuing
+//! picks the set meanwhile, the device waits (`Idle` until the completion, then `NotBefore`);
+//! when it picks another set, that set goes. Past the slice the set leaves the fair queuing until its holder's next request (BFQ
 //! idles the device for the queue in service the same way, `slice_idle`). It is off by default
 //! (`slice_idle_us=0`): on four random workloads at 2 ms it gave the high-frequency class more
 //! of its share (I/O slowdown 2.52 → 1.85 in the heaviest) but the device idled in the gaps and
@@ -1053,9 +1052,6 @@ impl IoSets {
         }
     }
 
-    /// How long job `j`, holder without work, keeps its set: the open-phase hold while its
-    /// phase is open and its client is one that sends phase ends (if longer than
-    /// anticipation), else `hold_idle_ms`.
     /// True if the device should wait for the next request of job `h`, holder of set `s`, when
     /// it runs out of work (`slice_idle_us`): it would linger, so it keeps its set's share too.
     fn may_anticipate(&self, s: Slot, h: Slot, now: Nanos) -> bool {
@@ -1068,6 +1064,9 @@ impl IoSets {
             && !self.expired(set, now)
     }
 
+    /// How long job `j`, holder without work, keeps its set: the open-phase hold while its
+    /// phase is open and its client is one that sends phase ends (if longer than
+    /// anticipation), else `hold_idle_ms`.
     fn hold_for(&self, j: Slot) -> Option<Nanos> {
         let open = !self.jobs[j].open.is_empty() && self.enders.contains_key(&self.jobs[j].id);
         match (open, self.open_hold, self.hold_idle) {
@@ -1369,6 +1368,7 @@ impl IoSets {
         let turn = self.turns.get(&id).copied().filter(|t| t.at == at);
         let set = &mut self.sets[s];
         set.holder = Some(next);
+        set.anticipate = None;
         set.yielding = false;
         set.keep_burst = false;
         set.held_since = turn.map_or(now, |t| t.held_since);
@@ -1402,6 +1402,7 @@ impl IoSets {
         let burst = self.renewed_burst(h, now);
         let set = &mut self.sets[s];
         set.holder = None;
+        set.anticipate = None;
         set.last_holder = Some(self.jobs[h].id);
         let job = &mut self.jobs[h];
         job.burst = burst;
@@ -1688,6 +1689,7 @@ impl Policy for IoSets {
             };
             let set = &mut self.sets[s];
             set.holder = None;
+            set.anticipate = None;
             set.yielding = false;
             set.keep_burst = false;
             set.last_holder = Some(self.jobs[j].id);
