@@ -453,11 +453,15 @@ impl<'w> Sim<'w> {
             WindowState::After => f64::INFINITY,
         };
         // A turn can be past its bound when another job begins to wait (the new set's bound
-        // counts from the turn's start): it ends now.
-        let bound = (0..self.queues.len())
-            .filter_map(|slot| self.expiry(slot))
-            .map(|(t, _)| t.max(self.now))
-            .fold(f64::INFINITY, f64::min);
+        // counts from the turn's start): it ends now. Without bounds, no scan.
+        let bound = if self.bounds == TurnBounds::NONE {
+            f64::INFINITY
+        } else {
+            (0..self.queues.len())
+                .filter_map(|slot| self.expiry(slot))
+                .map(|(t, _)| t.max(self.now))
+                .fold(f64::INFINITY, f64::min)
+        };
         let at = io_end.min(cpu_end).min(mark).min(bound);
         if at == f64::INFINITY {
             return None;
