@@ -96,6 +96,8 @@ def test_simulate_with_the_servers_bounds_on_a_turn():
     r = iosets.simulate(HAND, heuristics=["exclusive-fcfs"], iosets_opt=["max_exclusive_ms=1000"])
     done = {row["group"]: row["completion"] for row in r["runs"][0]["jobs"]}
     assert done == pytest.approx({"a": 7.0, "b": 6.0})
+    assert "bounds on a turn, as the servers': max_exclusive 1 s" in r["headline"]
+    assert "bounds on a turn" not in iosets.simulate(HAND)["headline"]
     with pytest.raises(ValueError, match="holdd"):
         iosets.simulate(HAND, iosets_opt=["holdd=1"])
 

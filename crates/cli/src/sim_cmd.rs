@@ -16,7 +16,7 @@ use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
 use iosets_sim::fluid::session::{run_input, RunInput};
 use iosets_sim::fluid::sweep::{run_sweep, SweepConfig, SweepResult};
-use iosets_sim::fluid::{ExclusiveBound, Heuristic, TurnBounds, Workload};
+use iosets_sim::fluid::{Heuristic, TurnBounds, Workload};
 
 /// `iosets sim` and its subcommands.
 #[derive(Debug, Args)]
@@ -147,19 +147,6 @@ fn turn_bounds(a: &RunArgs) -> Result<TurnBounds> {
     iosets_policy::iosets::turn_bounds(&pairs).map_err(|e| anyhow::anyhow!("--iosets-opt: {e}"))
 }
 
-/// `bounds` in words.
-fn describe(bounds: TurnBounds) -> String {
-    let exclusive = match bounds.max_exclusive {
-        ExclusiveBound::Off => "none".to_string(),
-        ExclusiveBound::Auto => "1 s / the set's priority, 1-60 s".to_string(),
-        ExclusiveBound::Fixed(b) => format!("{} s", b.as_secs_f64()),
-    };
-    let hold = bounds
-        .unknown_hold
-        .map_or("none".to_string(), |h| format!("{} s", h.as_secs_f64()));
-    format!("max_exclusive {exclusive}; the new set's unknown_hold {hold}")
-}
-
 fn run(a: &RunArgs) -> Result<()> {
     let input = match (&a.scenario, &a.workload) {
         (_, Some(path)) => RunInput::Workload {
@@ -180,9 +167,6 @@ fn run(a: &RunArgs) -> Result<()> {
     let done = run_input(input, &heuristics, a.seed, a.phases, bounds)?;
     let (workload, runs) = (&done.workload, &done.runs);
     println!("{}", done.headline());
-    if bounds != TurnBounds::NONE {
-        println!("bounds on a turn, as the servers': {}", describe(bounds));
-    }
     if !a.summary_only {
         for r in runs {
             println!();

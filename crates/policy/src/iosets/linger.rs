@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{IoSets, SetKey, Slot};
+use super::{IoSets, Slot};
 use crate::Nanos;
 
 /// One linger's place among the window ends: the earliest end first, then the oldest linger
@@ -67,35 +67,29 @@ impl IoSets {
     /// it lingers if anticipation says so, else it retires.
     pub(super) fn linger_or_retire(&mut self, j: Slot, now: Nanos) {
         let s = self.jobs[j].set;
-        let set = &self.sets[s];
-        let until = match self.hold_for(j) {
-            Some(hold)
-                if set.holder == Some(j)
-                    && !set.yielding
-                    && !matches!(set.key, SetKey::Solo(..))
-                    && !self.expired(set, now) =>
-            {
-                let mut until = now + hold;
-                if let (Some(bound), Some(since), false) = (
-                    self.bound_of(set),
-                    set.contended_since,
-                    set.waiting.is_empty(),
-                ) {
-                    // The linger is part of the tenure: it ends by the bound.
-                    until = until.min(since.max(set.held_since) + bound);
-                }
-                until
-            }
-            _ => return self.retire(j, now),
+        let Some(hold) = self.may_linger(s, j, now) else {
+            return self.retire(j, now);
         };
+        let set = &self.sets[s];
+        let mut until = now + hold;
+        if let (Some(bound), Some(since), false) = (
+            self.bound_of(set),
+            set.contended_since,
+            set.waiting.is_empty(),
+        ) {
+            // The linger is part of the tenure: it ends by the bound.
+            until = until.min(since.max(set.held_since) + bound);
+        }
         let seq = self.next_seq();
+        let last_len = self.jobs[j].last_len;
         let set = &mut self.sets[s];
         set.linger = Some(seq);
-        // The device waits for its next request when its set is next (`slice_idle_us`), within
-        // the linger.
+        // After a data request, the device waits for its next one when its set is next
+        // (`slice_idle_us`), within the linger.
         set.anticipate = self
             .slice_idle
-            .map(|slice| (Some((now + slice).min(until)), self.jobs[j].last_len));
+            .filter(|_| last_len > 0)
+            .map(|slice| (Some((now + slice).min(until)), last_len));
         self.lingering.push(LingerEnd { until, seq, set: s });
         self.refresh(s);
     }

@@ -1052,16 +1052,22 @@ impl IoSets {
         }
     }
 
+    /// How long job `j`, holding set `s`, would keep it if it ran out of work now (`None`: it
+    /// would retire): it holds (`hold_for`), has not yielded, is not alone in a set of its own,
+    /// and is within its tenure.
+    fn may_linger(&self, s: Slot, j: Slot, now: Nanos) -> Option<Nanos> {
+        let set = &self.sets[s];
+        let holds = set.holder == Some(j)
+            && !set.yielding
+            && !matches!(set.key, SetKey::Solo(..))
+            && !self.expired(set, now);
+        self.hold_for(j).filter(|_| holds)
+    }
+
     /// True if the device should wait for the next request of job `h`, holder of set `s`, when
     /// it runs out of work (`slice_idle_us`): it would linger, so it keeps its set's share too.
     fn may_anticipate(&self, s: Slot, h: Slot, now: Nanos) -> bool {
-        let set = &self.sets[s];
-        self.slice_idle.is_some()
-            && self.hold_for(h).is_some()
-            && set.holder == Some(h)
-            && !set.yielding
-            && !matches!(set.key, SetKey::Solo(..))
-            && !self.expired(set, now)
+        self.slice_idle.is_some() && self.may_linger(s, h, now).is_some()
     }
 
     /// How long job `j`, holder without work, keeps its set: the open-phase hold while its

@@ -486,9 +486,14 @@ fn two_striped_streams_share_once_the_new_set_moved_them() {
 
 /// A device that serves one request at a time, 1 ms each, to job 1 (set of priority 10, one
 /// request in flight: its client sends the next 0.1 ms after an answer, for its first `ones`
-/// requests) and job 2 (priority 1, always 8 requests queued); `hold_idle_ms=20`, as the
-/// experiments run, and `slice_idle_us=2000` unless `extra` sets it. Returns who was served, and when, over 1000 dispatches.
-fn one_in_flight_against_many(extra: &[(&str, &str)], ones: usize) -> Vec<(u64, u64)> {
+/// requests, the last of them an fsync if `fsync_last`) and job 2 (priority 1, always 8
+/// requests queued); `hold_idle_ms=20`, as the experiments run, and `slice_idle_us=2000` unless
+/// `extra` sets it. Returns who was served, and when, over 1000 dispatches.
+fn one_in_flight_against_many(
+    extra: &[(&str, &str)],
+    ones: usize,
+    fsync_last: bool,
+) -> Vec<(u64, u64)> {
     let mut opts = vec![("hold_idle_ms", "20")];
     opts.extend_from_slice(extra);
     if !opts.iter().any(|(k, _)| *k == "slice_idle_us") {
@@ -496,20 +501,25 @@ fn one_in_flight_against_many(extra: &[(&str, &str)], ones: usize) -> Vec<(u64, 
     }
     let mut p = defaults(&opts);
     let mut id = 0;
-    let mut enqueue = |p: &mut IoSets, job: u64, prio: f64, now: u64| {
+    let mut enqueue = |p: &mut IoSets, job: u64, prio: f64, now: u64, fsync: bool| {
         id += 1;
-        p.enqueue(write(id, job, None, Some(prio)), Nanos(now));
+        let mut r = write(id, job, None, Some(prio));
+        if fsync {
+            r.op = Op::Other;
+            r.len = 0;
+        }
+        p.enqueue(r, Nanos(now));
     };
-    enqueue(&mut p, 1, 10.0, 0);
+    enqueue(&mut p, 1, 10.0, 0, false);
     for _ in 0..8 {
-        enqueue(&mut p, 2, 1.0, 0);
+        enqueue(&mut p, 2, 1.0, 0, false);
     }
     let (mut now, mut served) = (0u64, Vec::new());
     let (mut next_of_1, mut sent_1) = (None, 1);
     while served.len() < 1000 {
         if let Some(t) = next_of_1.filter(|&t| t <= now) {
-            enqueue(&mut p, 1, 10.0, t);
             sent_1 += 1;
+            enqueue(&mut p, 1, 10.0, t, fsync_last && sent_1 == ones);
             next_of_1 = None;
         }
         match p.dispatch(Nanos(now)) {
@@ -519,7 +529,7 @@ fn one_in_flight_against_many(extra: &[(&str, &str)], ones: usize) -> Vec<(u64, 
                 now += MS;
                 p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now));
                 if r.job.0 == 2 {
-                    enqueue(&mut p, 2, 1.0, now);
+                    enqueue(&mut p, 2, 1.0, now, false);
                 } else if sent_1 < ones {
                     next_of_1 = Some(now + MS / 10);
                 }
@@ -540,13 +550,13 @@ fn share_of_1(served: &[(u64, u64)]) -> f64 {
 fn the_device_waits_for_a_lingering_holder_whose_set_is_next() {
     // Without waiting (the default), job 2's request takes the device in every gap of job 1:
     // about half each, whatever the priorities say.
-    let served = one_in_flight_against_many(&[("slice_idle_us", "0")], usize::MAX);
+    let served = one_in_flight_against_many(&[("slice_idle_us", "0")], usize::MAX, false);
     let share = share_of_1(&served);
     assert!((0.45..=0.55).contains(&share), "{share}");
     // With slice_idle_us=2000 (the harness's unless told), the set keeps its share while its request is in
     // service and the device waits 0.1 ms for its next one whenever its set is next: job 1
     // gets its 10 : 1 share.
-    let served = one_in_flight_against_many(&[], usize::MAX);
+    let served = one_in_flight_against_many(&[], usize::MAX, false);
     let share = share_of_1(&served);
     assert!(
         (0.88..=0.93).contains(&share),
@@ -559,10 +569,25 @@ fn the_device_waits_for_a_lingering_holder_whose_set_is_next() {
 }
 
 #[test]
+fn the_device_never_waits_after_a_request_without_data() {
+    // Job 1's 100th and last request is an fsync: once it is answered, job 2 goes at once,
+    // although job 1 still holds its set (hold_idle_ms) and its set is next.
+    let served = one_in_flight_against_many(&[], 100, true);
+    assert_eq!(served.iter().filter(|(j, _)| *j == 1).count(), 100);
+    let last_1 = served.iter().rposition(|(j, _)| *j == 1).unwrap();
+    assert_eq!(
+        served[last_1 + 1].1,
+        served[last_1].1 + MS,
+        "{:?}",
+        &served[last_1..last_1 + 3]
+    );
+}
+
+#[test]
 fn the_device_waits_no_longer_than_slice_idle() {
     // Job 1's client stops after 100 requests: the device waits 2 ms for it once, then serves
     // job 2 alone, although job 1 still holds its set (hold_idle_ms).
-    let served = one_in_flight_against_many(&[], 100);
+    let served = one_in_flight_against_many(&[], 100, false);
     assert_eq!(served.iter().filter(|(j, _)| *j == 1).count(), 100);
     let last_1 = served.iter().rposition(|(j, _)| *j == 1).unwrap();
     let gaps: Vec<u64> = served.windows(2).map(|w| w[1].1 - w[0].1 - MS).collect();

@@ -692,15 +692,7 @@ impl<'w> Sim<'w> {
         s.set = slot;
         self.queues[slot].push_back(j);
         if self.queues[slot].len() == 1 {
-            s.mode = Mode::Transferring;
-            if s.remaining == s.volume {
-                s.transfer_start = now;
-            }
-            self.turns[slot] = Turn {
-                held_since: now,
-                contended_since: None,
-            };
-            self.active.push(j);
+            self.next_head(slot);
             self.dirty = true;
         } else {
             let turn = &mut self.turns[slot];
@@ -747,10 +739,8 @@ impl<'w> Sim<'w> {
         let yields = Priority::new(head.priority)
             .and_then(|p| self.bounds.max_exclusive.of(p))
             .map(|b| {
-                let since = turn
-                    .contended_since
-                    .unwrap_or(turn.held_since)
-                    .max(turn.held_since);
+                // Another job waits, so the turn is contended, never before it began.
+                let since = turn.contended_since.unwrap_or(turn.held_since);
                 (since + b.as_secs_f64(), Expiry::Yield)
             });
         let outstays = self

@@ -5,7 +5,9 @@
 use super::report::RunReport;
 use super::scenario::Scenario;
 use super::sweep::workload_seed;
-use super::{simulate, FluidError, Heuristic, RunResult, SimOptions, TurnBounds, Workload};
+use super::{
+    simulate, ExclusiveBound, FluidError, Heuristic, RunResult, SimOptions, TurnBounds, Workload,
+};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -106,10 +108,11 @@ pub fn run_input(
 }
 
 impl ScenarioRun {
-    /// The line that introduces the run: name, value, jobs, iterations, bandwidth, window, seed.
+    /// The line that introduces the run: name, value, jobs, iterations, bandwidth, window, seed;
+    /// and under bounds on a turn, a second line saying which.
     pub fn headline(&self) -> String {
         let window = self.runs[0].window;
-        format!(
+        let line = format!(
             "scenario {}{}: {} jobs, {} iterations, B = {}, window [{}, {}] s{}",
             self.name,
             self.at
@@ -125,6 +128,22 @@ impl ScenarioRun {
             } else {
                 String::new()
             }
+        );
+        if self.bounds == TurnBounds::NONE {
+            return line;
+        }
+        let exclusive = match self.bounds.max_exclusive {
+            ExclusiveBound::Off => "none".to_string(),
+            ExclusiveBound::Auto => "1 s / the set's priority, 1-60 s".to_string(),
+            ExclusiveBound::Fixed(b) => format!("{} s", b.as_secs_f64()),
+        };
+        let hold = self
+            .bounds
+            .unknown_hold
+            .map_or("none".to_string(), |h| format!("{} s", h.as_secs_f64()));
+        format!(
+            "{line}\nbounds on a turn, as the servers': max_exclusive {exclusive}; the new set's \
+             unknown_hold {hold}"
         )
     }
 
