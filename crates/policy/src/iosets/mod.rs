@@ -83,7 +83,7 @@
 //! when it picks another set, that set goes. Past the slice the set leaves the fair queuing until its holder's next request (BFQ
 //! idles the device for the queue in service the same way, `slice_idle`). It is off by default
 //! (`slice_idle_us=0`): on four random workloads at 2 ms it gave the high-frequency class more
-//! of its share (I/O slowdown 2.52 → 1.85 in the heaviest) but the device idled in the gaps and
+//! of its share (I/O slowdown 2.56 → 1.61 in the heaviest) but the device idled in the gaps and
 //! the other classes lost more than that (EXPERIMENTS.md, issue 27).
 //!
 //! **Exclusivity across servers (`order=phase`).** A job's file is striped over servers that never
