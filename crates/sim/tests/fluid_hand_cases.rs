@@ -578,3 +578,40 @@ fn a_newcomer_that_held_the_new_set_long_before_may_hold_it_twice_as_long() {
     assert_eq!(p2[0].set, Some(SetKey::New), "{p2:?}");
     assert!(close(p2[0].transfer_start, p0[1].end), "{p0:?} {p2:?}");
 }
+
+#[test]
+fn a_newcomer_out_of_the_new_set_comes_back_after_a_long_enough_pause() {
+    // B = 1. Job 0 asks at 1 for 10 units, and again `pause` after that for 40; job 1 asks at 2
+    // for 4; job 2 asks at 26 for 1. No estimate before a third phase.
+    let w = |pause: f64| {
+        workload(
+            1.0,
+            None,
+            vec![
+                job(0.0, &[1.0, pause], &[10.0, 40.0], 50.0),
+                job(0.0, &[2.0], &[4.0], 50.0),
+                job(0.0, &[26.0], &[1.0], 50.0),
+            ],
+        )
+    };
+    let hold = TurnBounds {
+        max_exclusive: ExclusiveBound::Off,
+        unknown_hold: Some(Nanos::from_millis(2000)),
+    };
+    let h = "set-10:online:stamps";
+    // Job 0 holds the new set 1→3, outstays it (8 left) and shares with job 1 (new set) at 0.5
+    // each until job 1 ends at 11 (job 0: 4 left), then alone to 15: a stretch of I/O of 14 s.
+    // A pause of 10 (at least 1 s, and half of 14): back in the new set at 25, alone, its turn
+    // bounded by 2 × 14 = 28 s. Job 2 waits there from 26 until job 0 outstays again at 53 (12
+    // left); then 0.5 each: job 2 done at 55, job 0 (11 left) alone to 66.
+    let r = run_bounded(&w(10.0), h, hold);
+    assert_times(&r, &[66.0, 11.0, 55.0]);
+    let p2 = io_of_job(&r, 2).next().unwrap();
+    assert!(close(p2.transfer_start, 53.0), "{p2:?}");
+    // A pause of 5 (less than half of 14): still out. Its second phase in its own set from 20,
+    // alone to 26 (34 left); 0.5 each with job 2 (new set) to 28; alone to 61.
+    let r = run_bounded(&w(5.0), h, hold);
+    assert_times(&r, &[61.0, 11.0, 28.0]);
+    let p2 = io_of_job(&r, 2).next().unwrap();
+    assert!(close(p2.transfer_start, 26.0), "{p2:?}");
+}
