@@ -37,11 +37,7 @@
 //!   phase when that is longer (a periodic job with long phases keeps them), is no periodic
 //!   newcomer once another newcomer waits: it moves, with its queue, to a fair-share set of its
 //!   own, as a job past `unknown_phases` does. The turn counts from its start, so each server
-//!   moves a stream as soon as it sees a waiter, whatever the other servers do. It comes back
-//!   after a pause: once it has done no I/O here for [`NEWCOMER_RETURN_GAP`] (1 s) and for at
-//!   least half as long as its phase, it is a periodic job between two phases, and its next
-//!   phase takes turns in the new set again, bounded by twice that phase. A stream or a copy
-//!   never pauses that long, and stays out.
+//!   moves a stream as soon as it sees a waiter, whatever the other servers do.
 //! - **Open phases hold only for clients that end them**: the open-phase hold below applies to a
 //!   job once its client has sent a phase's end; a hold that runs out without one withdraws that
 //!   until the next end. A client that never sends one (crashed, or another implementation) costs
@@ -221,8 +217,7 @@ pub const TUNABLES: &[TunableSpec] = &[
         help: "unknown=shared: a job whose turn holding the new set lasts longer than this, or \
                than twice its longest earlier turn in the set if that is longer (at most 60 s), is \
                no periodic newcomer (a stream, a copy): once another newcomer waits it leaves the \
-               new set for a fair-share set of its own, until it pauses for 1 s and half its \
-               phase, in ms (0 = never)",
+               new set for a fair-share set of its own, in ms (0 = never)",
     },
     TunableSpec {
         name: "max_exclusive_ms",
@@ -318,11 +313,6 @@ pub const AUTO_BOUND_MIN: Nanos = Nanos(1_000_000_000);
 /// The longest bound of [`ExclusiveBound::Auto`]: a minute, so that nobody waits minutes.
 pub const AUTO_BOUND_MAX: Nanos = Nanos(60_000_000_000);
 
-/// A newcomer that outstayed the new set comes back to it after it has done no I/O for at least
-/// this long, and at least half as long as its last phase (a periodic job between two phases;
-/// a stream or a copy never pauses that long). Shorter pauses are part of the phase.
-pub const NEWCOMER_RETURN_GAP: Nanos = Nanos(1_000_000_000);
-
 impl ExclusiveBound {
     /// The bound of a set of priority `p`, or `None` if unbounded.
     pub fn of(self, p: Priority) -> Option<Nanos> {
@@ -385,13 +375,8 @@ struct Newcomer {
     /// turn goes on while the job takes the set back in the same phase).
     turn_at: Nanos,
     turn_len: Nanos,
-    /// It held the new set past the bound while others waited: it is no periodic newcomer,
-    /// until a pause says otherwise ([`NEWCOMER_RETURN_GAP`]).
+    /// It held the new set past the bound while others waited: it is no periodic newcomer.
     outstayed: bool,
-    /// While it is out: when its current phase began (the end of its last pause of at least
-    /// [`NEWCOMER_RETURN_GAP`]), and since when it has had no request here (`None`: it has).
-    busy_since: Nanos,
-    idle_since: Option<Nanos>,
 }
 
 /// How many jobs' counts of phases without priority are kept before they are all dropped (the
@@ -1016,35 +1001,9 @@ impl IoSets {
     /// Job `h` outstayed the new set: it is no periodic newcomer and moves, with its queue, to a
     /// fair-share set of its own; the new set passes on.
     fn evict_newcomer(&mut self, h: Slot, now: Nanos) {
-        let (id, at) = (self.jobs[h].id, self.jobs[h].burst.at);
-        let n = self.newcomer(id);
-        n.outstayed = true;
-        n.busy_since = at.min(now);
-        n.idle_since = None;
+        let id = self.jobs[h].id;
+        self.newcomer(id).outstayed = true;
         self.place(h, now);
-    }
-
-    /// Job `job` has a request again after it had none here: if it outstayed the new set and
-    /// paused for at least [`NEWCOMER_RETURN_GAP`] and half its last phase, it is a periodic
-    /// job between two phases and comes back to the new set, its turns there bounded by twice
-    /// that phase (at most [`AUTO_BOUND_MAX`]).
-    fn newcomer_returns(&mut self, job: JobId, now: Nanos) {
-        let Some(n) = self.unknown_seen.get_mut(&job) else {
-            return;
-        };
-        let Some(idle) = n.idle_since.take().filter(|_| n.outstayed) else {
-            return;
-        };
-        let gap = now.saturating_sub(idle);
-        if gap < NEWCOMER_RETURN_GAP {
-            return;
-        }
-        let phase = idle.saturating_sub(n.busy_since);
-        if gap.0.saturating_mul(2) >= phase.0 {
-            n.outstayed = false;
-            n.longest = n.longest.max(phase);
-        }
-        n.busy_since = now;
     }
 
     /// Counts a burst of job `job`, without priority, that carries phase stamp `phase`: a new
@@ -1487,12 +1446,6 @@ impl IoSets {
         let s = self.leave_set(j, now);
         let job = self.jobs.remove(j);
         debug_assert!(job.queue.is_empty() && job.in_service == 0);
-        if self.unknown_hold.is_some() {
-            // A newcomer out of the new set starts a pause (see `newcomer_returns`).
-            if let Some(n) = self.unknown_seen.get_mut(&job.id).filter(|n| n.outstayed) {
-                n.idle_since = Some(now);
-            }
-        }
         self.job_slots.remove(&job.id);
         if self.spare.len() < SPARE_QUEUES {
             self.spare.push(job.queue);
@@ -1551,9 +1504,6 @@ impl Policy for IoSets {
             }
         }
         let Some(&j) = self.job_slots.get(&req.job) else {
-            if self.unknown_hold.is_some() {
-                self.newcomer_returns(req.job, now);
-            }
             let burst = self.burst_of(req.job, req.phase, now);
             if self.unknown == Unknown::Shared
                 && req.phase.is_some()

@@ -178,59 +178,6 @@ fn a_newcomers_bound_grows_with_its_longest_earlier_turn() {
     assert!((6_000..6_010).contains(&t), "job 2 waited {t} ms");
 }
 
-/// Jobs 1 and 2 stream without priority (one worker, 1 ms a request) for 4 s; job 1 outstays
-/// the new set at 2 s, then stops, pauses `gap_ms` while job 2 streams on, and sends a request
-/// of a new phase. Returns the policy after that request.
-fn outstay_then_pause(gap_ms: u64) -> IoSets {
-    let mut p = defaults(&[]);
-    let mut id = 0;
-    let mut ask = |p: &mut IoSets, job: u64, stamp: u64, now: u64| {
-        id += 1;
-        p.enqueue(write(id, job, Some(stamp), None), Nanos(now));
-    };
-    ask(&mut p, 1, 1, 0);
-    ask(&mut p, 2, 2, 0);
-    let resume = 4_000 + gap_ms;
-    for t in 0..resume {
-        let now = t * MS;
-        if let Some(r) = next(&mut p, now) {
-            p.complete(r.id, Outcome::Done { bytes: r.len }, Nanos(now + MS));
-            if r.job == JobId(2) || t < 4_000 {
-                ask(&mut p, r.job.0, r.job.0, now + MS);
-            }
-        }
-    }
-    assert!(p.unknown_seen[&JobId(1)].outstayed, "job 1 is out");
-    ask(&mut p, 1, resume * MS, resume * MS);
-    p
-}
-
-#[test]
-fn a_newcomer_that_outstayed_comes_back_after_a_pause() {
-    let in_new_set = |p: &IoSets| {
-        let j = p.job_slots[&JobId(1)];
-        matches!(p.sets[p.jobs[j].set].key, SetKey::New(_))
-    };
-    // Paused 0.5 s (shorter than NEWCOMER_RETURN_GAP), or 1.5 s (shorter than half its 4 s
-    // phase): a stream's stall, not a periodic job's pause. It stays out.
-    for gap in [500, 1_500] {
-        let p = outstay_then_pause(gap);
-        assert!(p.unknown_seen[&JobId(1)].outstayed, "gap {gap} ms");
-        assert!(!in_new_set(&p), "gap {gap} ms");
-    }
-    // Paused 2.5 s after a 4 s phase: a periodic job between two phases. Its new phase is in
-    // the new set again, and its turns there may last twice that phase.
-    let p = outstay_then_pause(2_500);
-    let n = p.unknown_seen[&JobId(1)];
-    assert!(!n.outstayed);
-    assert!(in_new_set(&p));
-    assert!(
-        (3_999 * MS..=4_002 * MS).contains(&n.longest.0),
-        "its phase: {:?}",
-        n.longest
-    );
-}
-
 #[test]
 fn the_auto_bound_follows_the_sets_period_order() {
     assert_eq!(

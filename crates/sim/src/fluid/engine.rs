@@ -16,15 +16,12 @@
 //! the start of its turn, or twice its longest earlier turn in the set if that is longer, at most
 //! a minute) the head of the shared new set *outstays* it: it moves, with the rest of its phase,
 //! to a set of its own at the same priority, and so do its later phases until it has an
-//! estimate or comes back: a compute phase of at least [`NEWCOMER_RETURN_GAP`] and half its
-//! stretch of I/O since the last such pause makes it a periodic newcomer again, its turns in the
-//! new set then bounded by twice that stretch. Both bounds are timer events, at most one per set
-//! at a time.
+//! estimate. Both are timer events, at most one per set at a time.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
-use iosets_policy::iosets::{TurnBounds, AUTO_BOUND_MAX, NEWCOMER_RETURN_GAP};
+use iosets_policy::iosets::{TurnBounds, AUTO_BOUND_MAX};
 use iosets_types::Priority;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -202,15 +199,10 @@ struct JobState {
     completion: Option<f64>,
     estimator: OnlineEstimator,
     phases: Vec<PhaseRecord>,
-    /// It outstayed the new set: until it has an estimate, or pauses long enough, it gets a set
-    /// of its own.
+    /// It outstayed the new set: until it has an estimate it gets a set of its own.
     outstayed: bool,
-    /// Its longest turn in the new set, of the turns that ended (or phase out of it, once back).
+    /// Its longest turn in the new set, of the turns that ended.
     longest_new_turn: f64,
-    /// While out of the new set: when its current stretch of I/O began (a compute phase of at
-    /// least [`NEWCOMER_RETURN_GAP`] ends one), and when its last I/O phase ended.
-    busy_since: f64,
-    last_io_end: f64,
 }
 
 /// The turn of the head of one set: since when it holds the set, and since when another job of
@@ -350,8 +342,6 @@ impl<'w> Sim<'w> {
                 phases: Vec::new(),
                 outstayed: false,
                 longest_new_turn: 0.0,
-                busy_since: 0.0,
-                last_io_end: 0.0,
             })
             .collect();
         let heap = workload
@@ -606,7 +596,6 @@ impl<'w> Sim<'w> {
         } else {
             s.mode = Mode::Computing;
             s.phase_start = now;
-            s.last_io_end = now;
             self.heap.push(Due(now + job.cpu[s.iter], j));
         }
     }
@@ -660,19 +649,6 @@ impl<'w> Sim<'w> {
             }
         };
         let mut place = self.placer.place(j, w, job.class_w_iter);
-        if s.outstayed {
-            // As the policy does: after a pause of `NEWCOMER_RETURN_GAP` and half its stretch of
-            // I/O, it is a periodic job between two phases and comes back to the new set.
-            let gap = now - s.last_io_end;
-            if gap >= NEWCOMER_RETURN_GAP.as_secs_f64() {
-                let len = s.last_io_end - s.busy_since;
-                if 2.0 * gap >= len {
-                    s.outstayed = false;
-                    s.longest_new_turn = s.longest_new_turn.max(len);
-                }
-                s.busy_since = now;
-            }
-        }
         if s.outstayed && place.set == SetKey::New {
             place.set = SetKey::Unknown(j);
         }
@@ -807,9 +783,7 @@ impl<'w> Sim<'w> {
                         self.queues[slot].push_back(head);
                     }
                     Expiry::Outstay => {
-                        let s = &mut self.js[head as usize];
-                        s.outstayed = true;
-                        s.busy_since = s.phase_start;
+                        self.js[head as usize].outstayed = true;
                         self.join(head, SetKey::Unknown(head));
                     }
                 }
