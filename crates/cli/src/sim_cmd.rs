@@ -14,7 +14,7 @@ use iosets_sim::fluid::heuristic::{CATALOGUE, CATALOGUE_NOTE};
 use iosets_sim::fluid::metrics::METRIC_NAMES;
 use iosets_sim::fluid::report::{job_table, save_jobs_csv, summary_table};
 use iosets_sim::fluid::scenario::Scenario;
-use iosets_sim::fluid::session::{run_input, RunInput};
+use iosets_sim::fluid::session::{bounds_line, run_input, RunInput};
 use iosets_sim::fluid::sweep::{run_sweep, SweepConfig, SweepResult};
 use iosets_sim::fluid::{Heuristic, TurnBounds, Workload};
 
@@ -67,6 +67,13 @@ struct RunArgs {
     /// Include every phase of every job in the JSON.
     #[arg(long, requires = "json")]
     phases: bool,
+    #[command(flatten)]
+    bounds: BoundsArgs,
+}
+
+/// The servers' bounds on a turn, for `sim run` and `sim sweep`.
+#[derive(Debug, Args)]
+struct BoundsArgs {
     /// Bound a job's turn in its set as the servers' `iosets` policy does by default
     /// (`max_exclusive_ms=auto`, `unknown_hold_ms=2000`) instead of the paper's rule (a job
     /// keeps its set for its whole phase).
@@ -108,6 +115,8 @@ struct SweepArgs {
     /// Print nothing but errors (no progress bar, no tables).
     #[arg(long)]
     quiet: bool,
+    #[command(flatten)]
+    bounds: BoundsArgs,
 }
 
 /// Runs `iosets sim ...`.
@@ -136,9 +145,9 @@ fn parse_heuristics(names: &[String]) -> Result<Vec<Heuristic>> {
         .collect()
 }
 
-/// The bounds on a turn `sim run` models: none (the paper's), or the `iosets` policy's with
-/// `--bounds` or `--iosets-opt`.
-fn turn_bounds(a: &RunArgs) -> Result<TurnBounds> {
+/// The bounds on a turn `sim run` and `sim sweep` model: none (the paper's), or the `iosets`
+/// policy's with `--bounds` or `--iosets-opt`.
+fn turn_bounds(a: &BoundsArgs) -> Result<TurnBounds> {
     if !a.bounds && a.iosets_opt.is_empty() {
         return Ok(TurnBounds::NONE);
     }
@@ -163,7 +172,7 @@ fn run(a: &RunArgs) -> Result<()> {
         (None, None) => bail!("give a scenario file or --workload FILE.json"),
     };
     let heuristics = parse_heuristics(&a.heuristics)?;
-    let bounds = turn_bounds(a)?;
+    let bounds = turn_bounds(&a.bounds)?;
     let done = run_input(input, &heuristics, a.seed, a.phases, bounds)?;
     let (workload, runs) = (&done.workload, &done.runs);
     println!("{}", done.headline());
@@ -207,6 +216,7 @@ fn sweep(a: &SweepArgs) -> Result<()> {
         heuristics,
         threads: a.threads,
         stop_at_window_end: !a.full_runs,
+        bounds: turn_bounds(&a.bounds)?,
     };
     let tasks = (values * a.workloads) as u64;
     let bar = if a.quiet {
@@ -227,7 +237,7 @@ fn sweep(a: &SweepArgs) -> Result<()> {
     bar.finish_and_clear();
     let saved = result.save(&a.out, !a.no_plots)?;
     if !a.quiet {
-        print_sweep(&result, elapsed, a.threads);
+        print_sweep(&result, elapsed, a.threads, config.bounds);
         println!(
             "wrote {} (every run) and {} (aggregates)",
             saved.csv.display(),
@@ -240,7 +250,7 @@ fn sweep(a: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>) {
+fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>, bounds: TurnBounds) {
     let events = r.events();
     println!(
         "sweep {}: {} values of {} × {} workload{} × {} heuristics = {} runs, {} events in {:.2} s \
@@ -257,6 +267,9 @@ fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>) {
         events as f64 / elapsed / 1e6,
         threads.unwrap_or_else(rayon_threads),
     );
+    if let Some(line) = bounds_line(bounds) {
+        println!("{line}");
+    }
     if !r.random && r.workloads > 1 {
         println!(
             "(the scenario is not random: its {} workloads are identical; only :error heuristics vary)",

@@ -119,6 +119,23 @@ fn run_with_the_servers_bounds_takes_turns() {
     // Without bounds, the paper's rule: a 1→5, b 5→7.
     let out = succeeds(&dir, &["sim", "run", "two.toml", "-H", "exclusive-fcfs"]);
     assert!(!out.contains("bounds on a turn"), "{out}");
+    // The JSON report says which bounds the runs had.
+    let bounds_of = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["sim", "run", "two.toml", "--json", "b.json"];
+        all.extend_from_slice(args);
+        succeeds(&dir, &all);
+        let text = std::fs::read_to_string(dir.join("b.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["bounds"].clone()
+    };
+    assert!(bounds_of(&[]).is_null());
+    assert_eq!(
+        bounds_of(&["--iosets-opt", "max_exclusive_ms=1000"]),
+        serde_json::json!({"max_exclusive": "fixed", "max_exclusive_s": 1.0, "unknown_hold_s": 2.0})
+    );
+    assert_eq!(
+        bounds_of(&["--bounds"]),
+        serde_json::json!({"max_exclusive": "auto", "max_exclusive_s": null, "unknown_hold_s": 2.0})
+    );
     for bad in ["holdd=1", "max_exclusive_ms", "unknown_hold_ms=soon"] {
         let key = bad.split('=').next().unwrap();
         fails(
@@ -194,6 +211,66 @@ fn sweep_writes_csv_json_and_one_plot_per_metric() {
         let svg = std::fs::read_to_string(dir.join(format!("res/validation16-{m}.svg"))).unwrap();
         assert!(svg.contains("set-10") && svg.contains("fair-share"), "{m}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sim sweep` models the servers' bounds too, says so, and records them in its JSON: on seed
+/// 004's scenario, auto's model (`set-10:online`) under the new set's 2 s bound has the max
+/// stretch EXPERIMENTS.md gives for `sim run --iosets-opt unknown_hold_ms=2000` (1.286 against
+/// 1.135 under the paper's rule).
+#[test]
+fn sweep_with_the_servers_bounds_says_so_and_changes_the_outcome() {
+    let dir = scratch("sweep-bounds");
+    let sweep = |out: &str, extra: &[&str]| -> (String, serde_json::Value) {
+        let seed004 = shipped("seed004.toml");
+        let mut args = vec![
+            "sim",
+            "sweep",
+            &seed004,
+            "--workloads",
+            "1",
+            "-H",
+            "set-10:online",
+            "--no-plots",
+            "--out",
+            out,
+        ];
+        args.extend_from_slice(extra);
+        let printed = succeeds(&dir, &args);
+        let text = std::fs::read_to_string(dir.join(out).join("seed004.json")).unwrap();
+        (printed, serde_json::from_str(&text).unwrap())
+    };
+    let (paper, paper_json) = sweep("paper", &[]);
+    let (bounded, bounded_json) = sweep("bounded", &["--bounds"]);
+    assert!(!paper.contains("bounds on a turn"), "{paper}");
+    assert!(
+        bounded
+            .contains("bounds on a turn, as the servers': max_exclusive 1 s / the set's priority"),
+        "{bounded}"
+    );
+    assert!(paper_json["bounds"].is_null());
+    assert_eq!(
+        bounded_json["bounds"],
+        serde_json::json!({"max_exclusive": "auto", "max_exclusive_s": null, "unknown_hold_s": 2.0})
+    );
+    let max_stretch =
+        |j: &serde_json::Value| j["points"][0]["max_stretch"]["mean"].as_f64().unwrap();
+    let (p, b) = (max_stretch(&paper_json), max_stretch(&bounded_json));
+    assert!(
+        (p - 1.135).abs() < 0.001 && (b - 1.286).abs() < 0.001,
+        "{p} {b}"
+    );
+    fails(
+        &dir,
+        &[
+            "sim",
+            "sweep",
+            &shipped("seed004.toml"),
+            "--iosets-opt",
+            "holdd=1",
+        ],
+        &["--iosets-opt", "holdd"],
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -166,6 +166,7 @@ mod tests {
             heuristics: s.heuristics.clone(),
             threads: Some(1),
             stop_at_window_end: false,
+            bounds: crate::fluid::TurnBounds::NONE,
         };
         let res = run_sweep(&s, &cfg, &|| {}).unwrap();
         let dir = std::env::temp_dir().join(format!("iosets-fluid-plot-{}", std::process::id()));

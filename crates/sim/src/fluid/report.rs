@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::session::BoundsReport;
 use super::{FluidError, RunResult, Workload};
 
 fn opt(x: Option<f64>, digits: usize) -> String {
@@ -168,6 +169,8 @@ pub struct RunReport<'a> {
     pub seed: u64,
     /// The workload, every phase of every job.
     pub workload: &'a Workload,
+    /// The bounds on a turn the runs had (`null`: none, the paper's rule).
+    pub bounds: Option<BoundsReport>,
     /// One result per heuristic.
     pub runs: &'a [RunResult],
 }
@@ -260,9 +263,11 @@ mod tests {
             at: None,
             seed: 1,
             workload: &w,
+            bounds: None,
             runs: &runs,
         };
         let v = serde_json::to_value(&report).unwrap();
+        assert!(v["bounds"].is_null(), "the paper's rule: {}", v["bounds"]);
         assert_eq!(v["runs"][1]["heuristic"], "exclusive-fcfs");
         assert_eq!(v["runs"][1]["jobs"][1]["completion"], 7.0);
         assert_eq!(v["workload"]["jobs"][0]["volume"][0], 4.0);

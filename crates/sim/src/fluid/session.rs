@@ -2,6 +2,8 @@
 //! under each heuristic. Front ends (`iosets sim run`, the Python bindings' `simulate`) choose
 //! the inputs and print; the choice of workload, seed and heuristics is made here, once.
 
+use serde::Serialize;
+
 use super::report::RunReport;
 use super::scenario::Scenario;
 use super::sweep::workload_seed;
@@ -129,22 +131,10 @@ impl ScenarioRun {
                 String::new()
             }
         );
-        if self.bounds == TurnBounds::NONE {
-            return line;
+        match bounds_line(self.bounds) {
+            Some(b) => format!("{line}\n{b}"),
+            None => line,
         }
-        let exclusive = match self.bounds.max_exclusive {
-            ExclusiveBound::Off => "none".to_string(),
-            ExclusiveBound::Auto => "1 s / the set's priority, 1-60 s".to_string(),
-            ExclusiveBound::Fixed(b) => format!("{} s", b.as_secs_f64()),
-        };
-        let hold = self
-            .bounds
-            .unknown_hold
-            .map_or("none".to_string(), |h| format!("{} s", h.as_secs_f64()));
-        format!(
-            "{line}\nbounds on a turn, as the servers': max_exclusive {exclusive}; the new set's \
-             unknown_hold {hold}"
-        )
     }
 
     /// The run as a [`RunReport`] (JSON: the workload and every result).
@@ -154,8 +144,56 @@ impl ScenarioRun {
             at: self.at.as_ref().map(|(v, x)| (v.as_str(), *x)),
             seed: self.seed,
             workload: &self.workload,
+            bounds: BoundsReport::of(self.bounds),
             runs: &self.runs,
         }
+    }
+}
+
+/// The line that says which bounds on a turn runs had (`None` for the paper's rule).
+pub fn bounds_line(bounds: TurnBounds) -> Option<String> {
+    let b = BoundsReport::of(bounds)?;
+    let exclusive = match (b.max_exclusive, b.max_exclusive_s) {
+        ("fixed", Some(s)) => format!("{s} s"),
+        ("auto", _) => "1 s / the set's priority, 1-60 s".to_string(),
+        _ => "none".to_string(),
+    };
+    let hold = b
+        .unknown_hold_s
+        .map_or("none".to_string(), |h| format!("{h} s"));
+    Some(format!(
+        "bounds on a turn, as the servers': max_exclusive {exclusive}; the new set's \
+         unknown_hold {hold}"
+    ))
+}
+
+/// The bounds on a turn runs had, as the JSON reports write them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BoundsReport {
+    /// `off`, `auto` (1 s / the set's priority, from 1 s to 60 s) or `fixed`.
+    pub max_exclusive: &'static str,
+    /// The fixed bound, in seconds (with `fixed`).
+    pub max_exclusive_s: Option<f64>,
+    /// The new set's bound, in seconds (`None`: none).
+    pub unknown_hold_s: Option<f64>,
+}
+
+impl BoundsReport {
+    /// The report of `bounds`; `None` for [`TurnBounds::NONE`], the paper's rule.
+    pub fn of(bounds: TurnBounds) -> Option<BoundsReport> {
+        if bounds == TurnBounds::NONE {
+            return None;
+        }
+        let (max_exclusive, max_exclusive_s) = match bounds.max_exclusive {
+            ExclusiveBound::Off => ("off", None),
+            ExclusiveBound::Auto => ("auto", None),
+            ExclusiveBound::Fixed(b) => ("fixed", Some(b.as_secs_f64())),
+        };
+        Some(BoundsReport {
+            max_exclusive,
+            max_exclusive_s,
+            unknown_hold_s: bounds.unknown_hold.map(|h| h.as_secs_f64()),
+        })
     }
 }
 

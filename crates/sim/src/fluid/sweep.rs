@@ -14,7 +14,8 @@ use serde::Serialize;
 
 use super::metrics::METRIC_NAMES;
 use super::scenario::{Scenario, SweepAxis};
-use super::{simulate, FluidError, Heuristic, Metrics, SimOptions};
+use super::session::BoundsReport;
+use super::{simulate, FluidError, Heuristic, Metrics, SimOptions, TurnBounds};
 
 /// How to run a sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,6 +31,9 @@ pub struct SweepConfig {
     /// Stop each run at the window's end (the metrics do not change; see
     /// [`SimOptions::stop_at_window_end`]).
     pub stop_at_window_end: bool,
+    /// The servers' bounds on a turn ([`SimOptions::bounds`]; [`TurnBounds::NONE`]: the
+    /// paper's rule).
+    pub bounds: TurnBounds,
 }
 
 /// One run of a sweep.
@@ -148,6 +152,8 @@ pub struct SweepResult {
     pub seed: u64,
     /// Whether the workloads are random (a fixed scenario gives the same one every time).
     pub random: bool,
+    /// The bounds on a turn the runs had (`null`: none, the paper's rule).
+    pub bounds: Option<BoundsReport>,
     /// Every run, in (value, workload, heuristic) order.
     pub rows: Vec<SweepRow>,
 }
@@ -220,7 +226,7 @@ pub fn run_sweep(
                     seed,
                     record: false,
                     stop_at_window_end: config.stop_at_window_end,
-                    ..SimOptions::default()
+                    bounds: config.bounds,
                 };
                 let rows = config
                     .heuristics
@@ -259,6 +265,7 @@ pub fn run_sweep(
         workloads: config.workloads,
         seed: config.seed,
         random,
+        bounds: BoundsReport::of(config.bounds),
         rows: rows.into_iter().flatten().collect(),
     })
 }
@@ -348,6 +355,7 @@ impl SweepResult {
             workloads: usize,
             seed: u64,
             random: bool,
+            bounds: Option<BoundsReport>,
             runs: usize,
             events: u64,
             points: Vec<SweepPoint>,
@@ -362,6 +370,7 @@ impl SweepResult {
                 workloads: self.workloads,
                 seed: self.seed,
                 random: self.random,
+                bounds: self.bounds,
                 runs: self.rows.len(),
                 events: self.events(),
                 points: self.points(),
@@ -500,6 +509,7 @@ mod tests {
             heuristics: scenario().heuristics,
             threads,
             stop_at_window_end: true,
+            bounds: TurnBounds::NONE,
         }
     }
 
@@ -620,6 +630,7 @@ mod tests {
             heuristics: s.heuristics.clone(),
             threads: Some(1),
             stop_at_window_end: true,
+            bounds: TurnBounds::NONE,
         };
         let r = run_sweep(&s, &config, &|| {}).unwrap();
         let cols = r.columns();
