@@ -614,6 +614,25 @@ impl Client {
             .await
     }
 
+    /// [`lstat`](Client::lstat) of a name the caller has not seen, most often one about to be
+    /// made (a file system's lookup before a create): its home server first, alone, whose
+    /// answer decides as in [`lstat`](Client::lstat); the other servers only if it is a regular
+    /// file, for the sizes of their parts. A name that is not there, or is not a file, costs one
+    /// request, not one per server; an existing file costs a second round trip.
+    pub async fn lstat_unseen(&self, path: &str) -> Result<Attr, ClientError> {
+        let path = normalize_path(path)?;
+        let make = || Request::Lstat { path: path.clone() };
+        let home = self.inner.layout.home(&path);
+        let first = self.request(home, make()).await?;
+        let is_file = attr_in(&first).is_some_and(|a| a.kind == FileKind::File);
+        let mut replies = vec![first];
+        if is_file {
+            let rest = self.ask_each(self.others(home), &make).await;
+            keep_answers(&mut replies, rest, Some(std::io::ErrorKind::NotFound))?;
+        }
+        self.merge_attrs(home, "lstat", &replies)
+    }
+
     /// Changes the attributes `set` names (chmod, chown, truncate, utimens) of `path` on every
     /// server (home first; a final symbolic link is not followed) and returns the new
     /// attributes (as [`lstat`](Client::lstat)).

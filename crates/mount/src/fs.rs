@@ -684,7 +684,18 @@ impl Inner {
             return Ok(self.control_entry(control::DIR, Ctl::Dir));
         }
         let path = join(&self.path(parent.0)?, name)?;
-        match self.caller(who).await?.lstat(&path).await.map_err(failed) {
+        // A name this mount holds no inode for is most often one about to be made (the
+        // kernel's lookup before a create) or a directory on a path walk: its home server
+        // alone answers that, and only a regular file needs the others' sizes. A name it
+        // holds is asked of every server at once (one round trip for a file's stat).
+        let seen = self.inodes.lock().by_path(&path).is_some();
+        let client = self.caller(who).await?;
+        let got = if seen {
+            client.lstat(&path).await
+        } else {
+            client.lstat_unseen(&path).await
+        };
+        match got.map_err(failed) {
             Ok(a) => Ok(self.entry(&path, &a)),
             // A name that is not there: the kernel keeps that for `attr_ttl` as well (a
             // negative entry), so a stat then a create, or a search along a path list, asks

@@ -668,6 +668,44 @@ fn creates_and_unlinks_in_a_directory_take_two_requests_each() {
     );
 }
 
+/// Over two servers, the kernel's lookup of a name the mount holds no inode for asks the
+/// name's home server alone, and the other only when the name is a file: a create costs that
+/// lookup and the create on both servers (3 requests, not 4); an unlink, whose name the mount
+/// holds, its lookup and the unlink on both (4). A file made through another mount is seen
+/// with the size of every server's part (the second-mount test checks a 3 MiB file).
+#[test]
+fn over_two_servers_a_new_names_lookup_asks_its_home_server_alone() {
+    if !fuse_available() {
+        return;
+    }
+    let s = Setup::new(2, |_| {}, |_| {});
+    let d = s.mnt().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.display().to_string();
+    let env = [("IOSETS_JOB_ID", "303")];
+    let n = 100;
+    ok(&sh(
+        &format!("for i in $(seq {n}); do : > {d}/f$i; done"),
+        &env,
+    ));
+    let created = job_ops(&s, 303);
+    // A few more for the directory's own lookups (its name's cache lasts `attr_ttl`).
+    let bound = 3 * n + n / 4;
+    assert!(
+        (3 * n..=bound).contains(&created),
+        "{created} requests for {n} creates over 2 servers (3 each, at most {bound})"
+    );
+    // Each file is a file of both servers, and a stat after the cache sees its size.
+    ok(&sh(&format!("head -c 5000 /dev/zero > {d}/f1"), &env));
+    std::thread::sleep(Duration::from_millis(1_200));
+    assert_eq!(std::fs::metadata(format!("{d}/f1")).unwrap().len(), 5000);
+    ok(&sh(
+        &format!("for i in $(seq {n}); do rm {d}/f$i; done"),
+        &env,
+    ));
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+}
+
 /// A name that is not there is kept by the kernel as a negative entry for `attr_ttl`: a `stat`
 /// of a new name and then its create ask the servers twice (the lookup and the create), not
 /// four times (two lookups of the stats, the create's own lookup, the create).
