@@ -95,6 +95,7 @@ def sweep(
     full_runs: bool = False,
     out: Optional[Union[str, "PathLike[str]"]] = None,
     plots: bool = True,
+    iosets_opt: Optional[Sequence[str]] = None,
 ) -> List[Dict[str, Any]]:
     """Run a sweep (``iosets sim sweep``): every value of the swept variable × ``workloads``
     random workloads × every heuristic, in parallel on ``threads`` threads (default: one per
@@ -105,7 +106,9 @@ def sweep(
     ``heuristic``, ``max_stretch``, ``geomean_stretch``, ``io_slowdown``, ``utilization``,
     ``measured_jobs``, ``jobs``, ``events``. ``pandas.DataFrame(iosets.sweep(...))`` is the
     CSV as a table. With ``out``, also writes ``NAME.csv``, ``NAME.json`` and (if ``plots``) one
-    ``NAME-METRIC.svg`` per metric into that directory, as the command does.
+    ``NAME-METRIC.svg`` per metric into that directory, as the command does. ``iosets_opt`` is
+    ``simulate``'s (``sim sweep --iosets-opt``; ``[]`` is ``--bounds``; ``None``, the paper's
+    rule); the JSON's ``bounds`` says which bounds the runs had.
     """
     return _native.sweep(
         scenario,
@@ -116,6 +119,7 @@ def sweep(
         full_runs=full_runs,
         out=out,
         plots=plots,
+        iosets_opt=None if iosets_opt is None else list(iosets_opt),
     )
 
 

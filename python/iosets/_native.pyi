@@ -27,6 +27,7 @@ def sweep(
     full_runs: bool = False,
     out: Optional[Union[str, PathLike[str]]] = None,
     plots: bool = True,
+    iosets_opt: Optional[List[str]] = None,
 ) -> List[Dict[str, Any]]: ...
 def detect(
     trace: Union[str, PathLike[str]],

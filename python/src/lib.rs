@@ -355,6 +355,17 @@ fn heuristics(py: Python<'_>) -> PyResult<(Bound<'_, PyList>, &'static str)> {
     Ok((out, CATALOGUE_NOTE))
 }
 
+/// The bounds on a turn of `iosets sim run|sweep --iosets-opt` (an empty list: `--bounds`;
+/// `None`: the paper's rule).
+fn bounds_of(iosets_opt: Option<Vec<String>>) -> PyResult<TurnBounds> {
+    match iosets_opt {
+        None => Ok(TurnBounds::NONE),
+        Some(opts) => iosets_policy::tunables::parse_pairs(&opts)
+            .and_then(|pairs| iosets_policy::iosets::turn_bounds(&pairs))
+            .map_err(|e| value_error(format!("iosets_opt: {e}"))),
+    }
+}
+
 /// `iosets sim run`: a scenario (or a workload JSON) under each heuristic.
 #[pyfunction]
 #[pyo3(signature = (scenario=None, *, at=None, heuristics=None, seed=1, phases=false, workload=None, iosets_opt=None))]
@@ -369,13 +380,7 @@ fn simulate<'py>(
     workload: Option<PathBuf>,
     iosets_opt: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    // `iosets sim run --iosets-opt` (an empty list: `--bounds`).
-    let bounds = match iosets_opt {
-        None => TurnBounds::NONE,
-        Some(opts) => iosets_policy::tunables::parse_pairs(&opts)
-            .and_then(|pairs| iosets_policy::iosets::turn_bounds(&pairs))
-            .map_err(|e| value_error(format!("iosets_opt: {e}")))?,
-    };
+    let bounds = bounds_of(iosets_opt)?;
     let input = match (scenario, workload) {
         (Some(_), Some(_)) => {
             return Err(value_error(
@@ -411,7 +416,7 @@ fn simulate<'py>(
 /// per run with the columns of the sweep CSV. With `out`, also writes the CSV, the JSON
 /// aggregates and (if `plots`) one SVG per metric there, as the command does.
 #[pyfunction]
-#[pyo3(signature = (scenario, *, workloads=20, seed=1, heuristics=None, threads=None, full_runs=false, out=None, plots=true))]
+#[pyo3(signature = (scenario, *, workloads=20, seed=1, heuristics=None, threads=None, full_runs=false, out=None, plots=true, iosets_opt=None))]
 #[allow(clippy::too_many_arguments)] // The command's flags, one keyword argument each.
 fn sweep<'py>(
     py: Python<'py>,
@@ -423,10 +428,12 @@ fn sweep<'py>(
     full_runs: bool,
     out: Option<PathBuf>,
     plots: bool,
+    iosets_opt: Option<Vec<String>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let scenario = scenario_of(scenario)?;
     let hs = heuristics_of(heuristics)?;
     let config = SweepConfig {
+        bounds: bounds_of(iosets_opt)?,
         workloads,
         seed,
         heuristics: if hs.is_empty() {

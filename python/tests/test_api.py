@@ -1,6 +1,7 @@
 """The iosets module by behaviour: each function's answers, and the same answers as the command."""
 
 import csv
+import json
 import math
 import subprocess
 import threading
@@ -100,6 +101,26 @@ def test_simulate_with_the_servers_bounds_on_a_turn():
     assert "bounds on a turn" not in iosets.simulate(HAND)["headline"]
     with pytest.raises(ValueError, match="holdd"):
         iosets.simulate(HAND, iosets_opt=["holdd=1"])
+
+
+def test_sweep_with_the_servers_bounds_on_a_turn(tmp_path):
+    # Seed 004's scenario, auto's model: max stretch 1.135 under the paper's rule, 1.286 under
+    # the servers' bounds (`iosets_opt=[]` is `--bounds`), as `iosets sim sweep` gives.
+    seed004 = SCENARIOS / "seed004.toml"
+    paper = iosets.sweep(seed004, workloads=1, heuristics=["set-10:online"], plots=False)
+    bounded = iosets.sweep(
+        seed004, workloads=1, heuristics=["set-10:online"], out=tmp_path, plots=False, iosets_opt=[]
+    )
+    assert paper[0]["max_stretch"] == pytest.approx(1.135, abs=1e-3)
+    assert bounded[0]["max_stretch"] == pytest.approx(1.286, abs=1e-3)
+    with open(tmp_path / "seed004.json") as f:
+        assert json.load(f)["bounds"] == {
+            "max_exclusive": "auto",
+            "max_exclusive_s": None,
+            "unknown_hold_s": 2.0,
+        }
+    with pytest.raises(ValueError, match="holdd"):
+        iosets.sweep(seed004, workloads=1, iosets_opt=["holdd=1"])
 
 
 def test_simulate_toml_text_path_and_heuristics():
