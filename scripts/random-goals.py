@@ -19,6 +19,7 @@ Stretches and the I/O slowdown are better lower, utilization higher.
     python3 scripts/random-goals.py experiments/random-chunk256 DIR2 ...
 """
 import csv
+import math
 import statistics
 import sys
 from collections import defaultdict
@@ -43,34 +44,42 @@ def main(dirs):
             models = [m for m in models if m in reader.fieldnames]
             for r in reader:
                 key = (d, int(r["seed"]), r["config"], r["metric"])
-                rows[key] = r
+                # A merge of runs made before a model existed leaves its cells empty: the
+                # model is then missing for those rows, not zero.
+                rows[key] = {k: (None if v == "" else v) for k, v in r.items()}
     workloads = sorted({(d, s) for (d, s, _, _) in rows})
     if not workloads:
         sys.exit("random-goals: no runs in " + " ".join(dirs))
     n = len(workloads)
     out = []
     for model in models:
-        within = defaultdict(int)
+        within, modelled = defaultdict(int), defaultdict(int)
         predicted, met = 0, 0
         for d, s in workloads:
             for config in ["timeorder", "clairvoyant", "auto"]:
                 diffs = [rows.get((d, s, config, m)) for m in METRICS]
-                if all(r is not None for r in diffs) and all(
-                    abs(float(r[f"{model}_diff_pct"])) <= 10.0 for r in diffs
-                ):
+                if not all(r is not None and r.get(f"{model}_diff_pct") is not None for r in diffs):
+                    continue
+                modelled[config] += 1
+                if all(abs(float(r[f"{model}_diff_pct"])) <= 10.0 for r in diffs):
                     within[config] += 1
             where = []
             for m in METRICS:
                 t, c = rows.get((d, s, "timeorder", m)), rows.get((d, s, "clairvoyant", m))
-                if t and c and ahead(m, float(c[model]), float(t[model]), 0.03):
+                if t and c and t.get(model) is not None and c.get(model) is not None and ahead(
+                    m, float(c[model]), float(t[model]), 0.03
+                ):
                     where.append((m, float(c["measured"]), float(t["measured"])))
             if where:
                 predicted += 1
                 if all(ahead(m, c, t, 0.0) for m, c, t in where):
                     met += 1
-        out.append(f"{model} model: timeorder within 10 % of fair-share on all four: {within['timeorder']} of {n}")
-        out.append(f"{model} model: clairvoyant within 10 % of set-10 on all four: {within['clairvoyant']} of {n}")
-        out.append(f"{model} model: auto within 10 % of set-10:online on all four: {within['auto']} of {n}")
+        for config, name in [("timeorder", "fair-share"), ("clairvoyant", "set-10"), ("auto", "set-10:online")]:
+            # Out of the workloads whose rows have this model (older runs may lack it).
+            out.append(
+                f"{model} model: {config} within 10 % of {name} on all four: "
+                f"{within[config]} of {modelled[config]}"
+            )
         out.append(
             f"{model} model: set-10 predicted > 3 % ahead of fair-share on some metric in {predicted} "
             f"of {n}; clairvoyant measured ahead of timeorder on every such metric in {met}"
@@ -120,15 +129,16 @@ def main(dirs):
     for d in dirs:
         with open(f"{d}/classes.csv") as f:
             for r in csv.DictReader(f):
-                u = float(r["unbounded_io_slowdown"]) if unbounded else float("nan")
+                u = float(r["unbounded_io_slowdown"]) if unbounded and r.get("unbounded_io_slowdown") else float("nan")
                 triple = (float(r["measured_io_slowdown"]), float(r["writers_io_slowdown"]), u)
                 slowdowns[(r["config"], r["class"])].append(triple)
     for (config, cls), v in sorted(slowdowns.items()):
         measured = statistics.mean(m for m, _, _ in v)
         model = statistics.mean(w for _, w, _ in v)
         line = f"{config} {cls}: mean I/O slowdown {measured:.2f} measured, {model:.2f} writers model"
-        if unbounded:
-            line += f", {statistics.mean(u for _, _, u in v):.2f} unbounded"
+        known = [u for _, _, u in v if not math.isnan(u)]
+        if unbounded and known:
+            line += f", {statistics.mean(known):.2f} unbounded"
         out.append(f"{line} ({len(v)} workloads)")
     print("\n".join(out))
 
