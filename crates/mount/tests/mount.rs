@@ -634,28 +634,42 @@ fn job_ops(s: &Setup, job: u64) -> u64 {
 /// unlink, its lookup and the unlink: the directory's attributes, which the kernel drops at
 /// each change and asks for before the next one, come with the change's answer (before they
 /// were a third request each: 3 per create, 3 per unlink).
+/// Job `job` creates `n` empty files `d/f1..fn` through the mount, a directory made for them:
+/// returns `d` and the requests the servers counted for the job.
+fn create_files(s: &Setup, job: u64, n: u64) -> (String, u64) {
+    let d = s.mnt().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.display().to_string();
+    let job_s = job.to_string();
+    ok(&sh(
+        &format!("for i in $(seq {n}); do : > {d}/f$i; done"),
+        &[("IOSETS_JOB_ID", &job_s)],
+    ));
+    (d, job_ops(s, job))
+}
+
+/// Job `job` removes `d/f1..fn` through the mount: returns the requests counted for the job
+/// meanwhile.
+fn remove_files(s: &Setup, job: u64, d: &str, n: u64) -> u64 {
+    let before = job_ops(s, job);
+    let job_s = job.to_string();
+    ok(&sh(
+        &format!("for i in $(seq {n}); do rm {d}/f$i; done"),
+        &[("IOSETS_JOB_ID", &job_s)],
+    ));
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
+    job_ops(s, job) - before
+}
+
 #[test]
 fn creates_and_unlinks_in_a_directory_take_two_requests_each() {
     if !fuse_available() {
         return;
     }
     let s = Setup::new(1, |_| {}, |_| {});
-    let d = s.mnt().join("d");
-    std::fs::create_dir(&d).unwrap();
-    let d = d.display().to_string();
-    let env = [("IOSETS_JOB_ID", "301")];
     let n = 200;
-    ok(&sh(
-        &format!("for i in $(seq {n}); do : > {d}/f$i; done"),
-        &env,
-    ));
-    let created = job_ops(&s, 301);
-    ok(&sh(
-        &format!("for i in $(seq {n}); do rm -f {d}/f$i; done"),
-        &env,
-    ));
-    let removed = job_ops(&s, 301) - created;
-    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    let (d, created) = create_files(&s, 301, n);
+    let removed = remove_files(&s, 301, &d, n);
     // A few more for the directory's own lookups (its name's cache lasts `attr_ttl`).
     let bound = 2 * n + n / 4;
     assert!(
@@ -679,16 +693,8 @@ fn over_two_servers_a_new_names_lookup_asks_its_home_server_alone() {
         return;
     }
     let s = Setup::new(2, |_| {}, |_| {});
-    let d = s.mnt().join("d");
-    std::fs::create_dir(&d).unwrap();
-    let d = d.display().to_string();
-    let env = [("IOSETS_JOB_ID", "303")];
     let n = 100;
-    ok(&sh(
-        &format!("for i in $(seq {n}); do : > {d}/f$i; done"),
-        &env,
-    ));
-    let created = job_ops(&s, 303);
+    let (d, created) = create_files(&s, 303, n);
     // A few more for the directory's own lookups (its name's cache lasts `attr_ttl`).
     let bound = 3 * n + n / 4;
     assert!(
@@ -696,14 +702,13 @@ fn over_two_servers_a_new_names_lookup_asks_its_home_server_alone() {
         "{created} requests for {n} creates over 2 servers (3 each, at most {bound})"
     );
     // Each file is a file of both servers, and a stat after the cache sees its size.
-    ok(&sh(&format!("head -c 5000 /dev/zero > {d}/f1"), &env));
+    ok(&sh(
+        &format!("head -c 5000 /dev/zero > {d}/f1"),
+        &[("IOSETS_JOB_ID", "303")],
+    ));
     std::thread::sleep(Duration::from_millis(1_200));
     assert_eq!(std::fs::metadata(format!("{d}/f1")).unwrap().len(), 5000);
-    ok(&sh(
-        &format!("for i in $(seq {n}); do rm {d}/f$i; done"),
-        &env,
-    ));
-    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    remove_files(&s, 303, &d, n);
 }
 
 /// A name that is not there is kept by the kernel as a negative entry for `attr_ttl`: a `stat`
