@@ -13,6 +13,8 @@
 #   --servers N  servers per configuration, on loopback (default 1)
 #   --files N    files per repetition (default 3000)
 #   --reps N     repetitions (default 5)
+#   --stat-elsewhere  stat through a second mount of the same servers (another compute node:
+#                its kernel and its mount have seen none of the files), not the one that made them
 # Prints one line per run and, per configuration, the median of each figure. Needs root.
 set -euo pipefail
 export LC_ALL=C
@@ -22,13 +24,14 @@ die() { echo "meta_latency.sh: $*" >&2; exit 2; }
 # shellcheck source=bench/lib/iosets.sh
 . "$REPO/bench/lib/iosets.sh"
 
-bin="" servers=1 files=3000 reps=5 names=() specs=()
+bin="" servers=1 files=3000 reps=5 names=() specs=() elsewhere=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) [ $# -ge 2 ] || die "--bin needs a path"; bin=$2; shift 2 ;;
     --servers) [ $# -ge 2 ] || die "--servers needs a number"; servers=$2; shift 2 ;;
     --files) [ $# -ge 2 ] || die "--files needs a number"; files=$2; shift 2 ;;
     --reps) [ $# -ge 2 ] || die "--reps needs a number"; reps=$2; shift 2 ;;
+    --stat-elsewhere) elsewhere=1; shift ;;
     -h | --help) usage; exit 0 ;;
     -*) usage >&2; die "unknown option '$1'" ;;
     *=*) names+=("${1%%=*}") specs+=("${1#*=}"); shift ;;
@@ -46,10 +49,11 @@ fi
 
 work=$(mktemp -d /tmp/iosets-meta-latency.XXXXXX)
 mount -t tmpfs -o size=1g tmpfs "$work"
-pids=() mnt=""
+pids=() mnt="" mnt2=""
 stop() {
   [ -z "$mnt" ] || umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-  mnt=""
+  [ -z "$mnt2" ] || umount "$mnt2" 2>/dev/null || umount -l "$mnt2" 2>/dev/null || true
+  mnt="" mnt2=""
   [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; }
   pids=()
 }
@@ -76,7 +80,7 @@ run() {
       [ -x "$bin" ] || die "$1: not an executable: $bin"
     fi
   fi
-  rm -rf "$d" && mkdir -p "$d/mnt"
+  rm -rf "$d" && mkdir -p "$d/mnt" "$d/mnt2"
   for i in $(seq "$servers"); do
     mkdir -p "$d/r$i"
     # shellcheck disable=SC2086
@@ -89,9 +93,18 @@ run() {
   pids+=($!)
   mnt=$d/mnt
   wait_mounted "$mnt"
-  IOSETS_JOB_ID=77 python3 - "$mnt/t" "$files" <<'EOF' >"$d/times"
+  local stat_dir=$mnt/t
+  if [ "$elsewhere" = 1 ]; then
+    # shellcheck disable=SC2086
+    "$bin" mount "$d/mnt2" --servers "$list" --token-file "$work/token" $margs >"$d/m2.log" 2>&1 &
+    pids+=($!)
+    mnt2=$d/mnt2
+    wait_mounted "$mnt2"
+    stat_dir=$mnt2/t
+  fi
+  IOSETS_JOB_ID=77 python3 - "$mnt/t" "$files" "$stat_dir" <<'EOF' >"$d/times"
 import os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
+d, n, sd = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 os.mkdir(d)
 t = time.perf_counter()
 for i in range(n):
@@ -100,7 +113,7 @@ c = time.perf_counter() - t
 time.sleep(1.5)  # past the kernel's attribute cache (attr_ttl 1 s)
 t = time.perf_counter()
 for i in range(n):
-    os.stat(f"{d}/f{i}")
+    os.stat(f"{sd}/f{i}")
 s = time.perf_counter() - t
 t = time.perf_counter()
 for i in range(n):
@@ -124,7 +137,7 @@ print(total)')
   echo "$(cat "$d/times") $(python3 -c "print(f'{$ops / (3 * $files):.2f}')")"
 }
 
-echo "# bench/meta_latency.sh: $files files, $servers server(s), $reps repetitions, $("$bin" --version)"
+echo "# bench/meta_latency.sh: $files files, $servers server(s), $reps repetitions$([ "$elsewhere" = 1 ] && echo ", stat through a second mount"), $("$bin" --version)"
 echo "# config rep: create_us stat_us unlink_us requests_per_op"
 declare -A all=()
 for rep in $(seq "$reps"); do
