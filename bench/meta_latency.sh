@@ -47,26 +47,7 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || die "not an executable: $bin"
 
-work=$(mktemp -d /tmp/iosets-meta-latency.XXXXXX)
-mount -t tmpfs -o size=1g tmpfs "$work"
-pids=() mnt="" mnt2=""
-stop() {
-  [ -z "$mnt" ] || umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
-  [ -z "$mnt2" ] || umount "$mnt2" 2>/dev/null || umount -l "$mnt2" 2>/dev/null || true
-  mnt="" mnt2=""
-  [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true; }
-  pids=()
-}
-cleanup() {
-  set +e
-  stop
-  umount "$work"
-  rmdir "$work"
-  forget_made_secret
-}
-trap cleanup EXIT
-head -c 24 /dev/urandom | base64 >"$work/token"
-chmod 600 "$work/token"
+bench_scratch iosets-meta-latency
 
 # run NAME SPEC: one repetition; prints "create stat unlink requests-per-op" (µs, µs, µs, n)
 run() {
@@ -91,16 +72,17 @@ run() {
   # shellcheck disable=SC2086
   "$bin" mount "$d/mnt" --servers "$list" --token-file "$work/token" $margs >"$d/m.log" 2>&1 &
   pids+=($!)
-  mnt=$d/mnt
+  local mnt=$d/mnt
+  mnts+=("$mnt")
   wait_mounted "$mnt"
   local stat_dir=$mnt/t
   if [ "$elsewhere" = 1 ]; then
     # shellcheck disable=SC2086
     "$bin" mount "$d/mnt2" --servers "$list" --token-file "$work/token" $margs >"$d/m2.log" 2>&1 &
     pids+=($!)
-    mnt2=$d/mnt2
-    wait_mounted "$mnt2"
-    stat_dir=$mnt2/t
+    mnts+=("$d/mnt2")
+    wait_mounted "$d/mnt2"
+    stat_dir=$d/mnt2/t
   fi
   IOSETS_JOB_ID=77 python3 - "$mnt/t" "$files" "$stat_dir" <<'EOF' >"$d/times"
 import os, sys, time
@@ -133,7 +115,7 @@ while i < len(text):
     obj, i = dec.raw_decode(text, i)
     total += sum(j["ops"] for j in obj.get("jobs", []) if j["job"] == 77)
 print(total)')
-  stop
+  bench_stop
   echo "$(cat "$d/times") $(python3 -c "print(f'{$ops / (3 * $files):.2f}')")"
 }
 

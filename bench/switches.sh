@@ -40,26 +40,7 @@ if [ -z "$bin" ]; then
 fi
 [ -x "$bin" ] || die "not an executable: $bin"
 
-work=$(mktemp -d /tmp/iosets-switches.XXXXXX)
-mount -t tmpfs -o size=1g tmpfs "$work"
-pids=() mnts=()
-stop() {
-  local m
-  for m in "${mnts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
-  mnts=()
-  [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
-  pids=()
-}
-cleanup() {
-  set +e
-  stop
-  umount "$work"
-  rmdir "$work"
-  forget_made_secret
-}
-trap cleanup EXIT
-head -c 24 /dev/urandom | base64 >"$work/token"
-chmod 600 "$work/token"
+bench_scratch iosets-switches
 
 # switches SCRIPT: "COUNT SECONDS": the machine's context switches while `python3 -c SCRIPT`
 # runs, and how long its loop took (the script prints it).
@@ -106,7 +87,7 @@ bindfs -f -o allow_other "$work/bindfs-back" "$work/bindfs" >"$work/bindfs.log" 
 pids+=($!) mnts+=("$work/bindfs")
 wait_mounted "$work/bindfs"
 echo "bindfs $(per_op "$work/bindfs")"
-stop
+bench_stop
 
 for n in 1 2; do
   list=""
@@ -121,5 +102,5 @@ for n in 1 2; do
   pids+=($!) mnts+=("$work/mnt$n")
   wait_mounted "$work/mnt$n"
   echo "iosets-$n $(IOSETS_JOB_ID=78 per_op "$work/mnt$n")"
-  stop
+  bench_stop
 done

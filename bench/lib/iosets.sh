@@ -31,3 +31,31 @@ wait_mounted() {
     mountpoint -q "$m" || die "$m is not mounted"
   done
 }
+
+# bench_scratch NAME: a scratch tmpfs for a bench (sets `work`, a new /tmp/NAME.XXXXXX with a
+# client token in $work/token) and the arrays `pids` and `mnts` the bench adds what it starts
+# to; at exit every mount in `mnts` is unmounted, every process in `pids` killed, the tmpfs
+# removed and a secret this run made forgotten. `bench_stop` unmounts and kills what was
+# started so far (between two configurations).
+bench_stop() {
+  local m
+  for m in "${mnts[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+  mnts=()
+  [ ${#pids[@]} = 0 ] || { kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; }
+  pids=()
+}
+bench_cleanup() {
+  set +e
+  bench_stop
+  umount "$work"
+  rmdir "$work"
+  forget_made_secret
+}
+bench_scratch() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  mount -t tmpfs -o size=1g tmpfs "$work"
+  pids=() mnts=()
+  trap bench_cleanup EXIT
+  head -c 24 /dev/urandom | base64 >"$work/token"
+  chmod 600 "$work/token"
+}
