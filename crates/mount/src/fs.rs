@@ -308,6 +308,14 @@ answer!(ReplyCreate, Created, |r, c| r.created(
 /// already and the kernel ignores the answer; a hidden file whose unlink failed stays hidden.
 struct Released(ReplyEmpty);
 
+/// The hidden name of a file unlinked while open, to remove at its last close, and for whom.
+#[derive(Debug)]
+pub(crate) struct Silly {
+    path: String,
+    job: JobId,
+    by: Creds,
+}
+
 impl Answer for Released {
     type Ok = ();
     fn ok(self, _: ()) {
@@ -1041,26 +1049,37 @@ impl Inner {
         Ok(n as u32)
     }
 
-    pub(crate) async fn release(&self, fh: FileHandle) -> Result<(), Errno> {
+    /// Closes handle `fh` (no server request): `None`, or, when it was the last handle of a
+    /// file unlinked while open, what [`remove_silly`](Self::remove_silly) must remove.
+    pub(crate) fn release(&self, fh: FileHandle) -> Option<Silly> {
         let closed = self.handles.lock().remove(&fh.0);
         let Some(Handle::File { ino, job, creds }) = closed else {
-            return Ok(());
+            return None;
         };
-        // Taken in its own statement: the table's lock must not be held across the request
-        // below (it is taken again after it).
+        // Taken in its own statement: the table's lock must not be held while the inodes'
+        // is taken.
         let silly = if self.open_count(ino) == 0 {
             self.inodes.lock().take_silly(ino)
         } else {
             None
-        };
-        if let Some(silly) = silly {
-            let by = self.unlinked_by.lock().remove(&ino).unwrap_or(creds);
-            let client = self.client.as_caller(job, Some(by));
-            // A failure is logged by `remove`; the close itself succeeded.
-            let _ = self
-                .remove(&silly, client.unlink(&silly), |t| t.unlinked(&silly))
-                .await;
-        }
+        }?;
+        let by = self.unlinked_by.lock().remove(&ino).unwrap_or(creds);
+        Some(Silly {
+            path: silly,
+            job,
+            by,
+        })
+    }
+
+    /// Removes the hidden name a file unlinked while open kept until its last close.
+    pub(crate) async fn remove_silly(&self, silly: Silly) -> Result<(), Errno> {
+        let client = self.client.as_caller(silly.job, Some(silly.by));
+        // A failure is logged by `remove`; the close itself succeeded.
+        let _ = self
+            .remove(&silly.path, client.unlink(&silly.path), |t| {
+                t.unlinked(&silly.path)
+            })
+            .await;
         Ok(())
     }
 
@@ -1261,8 +1280,8 @@ impl Who {
 /// FUSE thread never waits on a server, and as many requests as callers can be queued at the
 /// servers (where the scheduler orders them), not only as many as there are FUSE threads.
 /// The caller itself still waits for its answer (direct I/O is synchronous for the
-/// application). The rest (forget, readdir of a listing taken at opendir, flush, the
-/// unsupported extended attributes) is answered on the FUSE thread.
+/// application). The rest (forget, readdir of a listing taken at opendir, flush, a release
+/// that removes nothing, the unsupported extended attributes) is answered on the FUSE thread.
 #[derive(Debug)]
 pub(crate) struct IosetsFs {
     inner: Arc<Inner>,
@@ -1537,7 +1556,17 @@ impl Filesystem for IosetsFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.spawn(Released(reply), move |s| async move { s.release(fh).await });
+        // A close costs no server request, and is answered here, on the FUSE thread (no
+        // hand-off to the client runtime), unless it was the last of a file unlinked while
+        // open: its hidden name is removed first.
+        match self.inner.release(fh) {
+            None => reply.ok(),
+            Some(silly) => {
+                self.spawn(Released(reply), move |s| async move {
+                    s.remove_silly(silly).await
+                });
+            }
+        }
     }
 
     fn fsync(

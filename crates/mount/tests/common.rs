@@ -17,10 +17,10 @@ pub fn fuse_available() -> bool {
     ok
 }
 
-/// A server on loopback over `root` (made here) with the control token `token`; `tweak`
-/// adjusts its configuration.
+/// A server on loopback over `root` (made here unless another server's root already) with the
+/// control token `token`; `tweak` adjusts its configuration.
 pub fn server(root: &Path, token: &str, tweak: impl FnOnce(&mut ServerConfig)) -> ServerHandle {
-    std::fs::create_dir(root).unwrap();
+    std::fs::create_dir_all(root).unwrap();
     let mut cfg = ServerConfig::new(root).with_insecure_loopback();
     cfg.token = Some(token.into());
     tweak(&mut cfg);
