@@ -751,6 +751,7 @@ fn the_last_close_of_a_file_unlinked_while_open_removes_its_hidden_name() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&p)
         .unwrap();
     // 3 MiB: chunks on both servers.
