@@ -843,8 +843,24 @@ impl Client {
     /// shorter than the logical file (it holds a sparse part); its missing bytes read as zeros
     /// up to the logical size, the largest size any server reports.
     pub async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Bytes, ClientError> {
+        self.read_at_laid_out_as(path, path, offset, len).await
+    }
+
+    /// [`read_at`](Client::read_at) of a file whose chunks lie where the striping layout puts
+    /// those of the name `layout` (its name when they were written): a file renamed since,
+    /// with separate roots, still has them there (see [`rename`](Client::rename)).
+    pub async fn read_at_laid_out_as(
+        &self,
+        path: &str,
+        layout: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Bytes, ClientError> {
         let path = normalize_path(path)?;
-        let pieces = self.inner.layout.pieces(&path, offset, len as u64);
+        let pieces = self
+            .inner
+            .layout
+            .pieces(&normalize_path(layout)?, offset, len as u64);
         // Through the same-host transport, the pieces land side by side in one range of the
         // region, and the result is that range: no copy to join them.
         let landing = self.landing(&pieces, len);
@@ -947,9 +963,24 @@ impl Client {
         offset: u64,
         data: impl Into<Bytes>,
     ) -> Result<u64, ClientError> {
+        self.write_at_laid_out_as(path, path, offset, data).await
+    }
+
+    /// [`write_at`](Client::write_at) of a file whose chunks lie where the striping layout puts
+    /// those of the name `layout` (as [`read_at_laid_out_as`](Client::read_at_laid_out_as)).
+    pub async fn write_at_laid_out_as(
+        &self,
+        path: &str,
+        layout: &str,
+        offset: u64,
+        data: impl Into<Bytes>,
+    ) -> Result<u64, ClientError> {
         let data: Bytes = data.into();
         let path = normalize_path(path)?;
-        let pieces = self.inner.layout.pieces(&path, offset, data.len() as u64);
+        let pieces = self
+            .inner
+            .layout
+            .pieces(&normalize_path(layout)?, offset, data.len() as u64);
         let answers = join_all(
             pieces
                 .iter()

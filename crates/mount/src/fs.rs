@@ -649,13 +649,22 @@ impl Inner {
 
     /// The path of an open file and a client handle of its opener's job and user.
     fn file_caller(&self, fh: FileHandle) -> Result<(String, Client), Errno> {
+        let (path, _, client) = self.data_caller(fh)?;
+        Ok((path, client))
+    }
+
+    /// [`file_caller`](Self::file_caller) for reads and writes: also the name whose layout
+    /// the file's chunks follow (its path, unless it was hidden when unlinked while open).
+    fn data_caller(&self, fh: FileHandle) -> Result<(String, String, Client), Errno> {
         let (ino, client) = match self.handles.lock().get(&fh.0) {
             Some(Handle::File { ino, job, creds }) => {
                 (*ino, self.client.as_caller(*job, Some(*creds)))
             }
             _ => return Err(Errno::EBADF),
         };
-        Ok((self.path(ino)?, client))
+        let path = self.path(ino)?;
+        let layout = self.inodes.lock().laid_out_as(ino);
+        Ok((path.clone(), layout.unwrap_or(path), client))
     }
 
     /// How many open handles `ino` has.
@@ -867,7 +876,7 @@ impl Inner {
         {
             let mut t = self.inodes.lock();
             t.renamed(&path, &silly);
-            t.set_silly(ino, &silly);
+            t.set_silly(ino, &silly, &path);
         }
         if let Some(c) = client.creds() {
             self.unlinked_by.lock().insert(ino, c);
@@ -1024,8 +1033,10 @@ impl Inner {
                 _ => Err(Errno::EBADF),
             };
         }
-        let (path, client) = self.file_caller(fh)?;
-        let d = client.read_at(&path, offset, size as usize).await;
+        let (path, layout, client) = self.data_caller(fh)?;
+        let d = client
+            .read_at_laid_out_as(&path, &layout, offset, size as usize)
+            .await;
         d.map_err(failed)
     }
 
@@ -1044,8 +1055,11 @@ impl Inner {
             self.control_write(who, job, &data).await?;
             return Ok(data.len() as u32);
         }
-        let (path, client) = self.file_caller(fh)?;
-        let n = client.write_at(&path, offset, data).await.map_err(failed)?;
+        let (path, layout, client) = self.data_caller(fh)?;
+        let n = client
+            .write_at_laid_out_as(&path, &layout, offset, data)
+            .await
+            .map_err(failed)?;
         Ok(n as u32)
     }
 

@@ -33,6 +33,10 @@ pub(crate) struct Node {
     pub others: Vec<String>,
     /// The hidden name it was renamed to when unlinked while open (removed at last close).
     pub silly: Option<String>,
+    /// The name whose striping layout its chunks follow, when that is not its path: the name
+    /// it had when it was hidden (with separate roots a rename moves each server's part, not
+    /// the chunks between servers).
+    pub laid_out_as: Option<String>,
 }
 
 /// An object's key taken out before its last name is removed ([`Inodes::removing`]).
@@ -65,6 +69,7 @@ impl Inodes {
                 job: None,
                 others: Vec::new(),
                 silly: None,
+                laid_out_as: None,
             },
         );
         let mut by_path = HashMap::new();
@@ -119,6 +124,7 @@ impl Inodes {
                         job: None,
                         others: Vec::new(),
                         silly: None,
+                        laid_out_as: None,
                     },
                 );
                 ino
@@ -255,11 +261,18 @@ impl Inodes {
         }
     }
 
-    /// Marks `ino` as unlinked while open, now under the hidden name `silly`.
-    pub(crate) fn set_silly(&mut self, ino: u64, silly: &str) {
+    /// Marks `ino` as unlinked while open, now under the hidden name `silly`; its chunks stay
+    /// where the layout of `was` (its name before) put them.
+    pub(crate) fn set_silly(&mut self, ino: u64, silly: &str, was: &str) {
         if let Some(n) = self.nodes.get_mut(&ino) {
             n.silly = Some(silly.to_owned());
+            n.laid_out_as.get_or_insert_with(|| was.to_owned());
         }
+    }
+
+    /// The name whose layout the chunks of `ino` follow, if not its path's.
+    pub(crate) fn laid_out_as(&self, ino: u64) -> Option<String> {
+        self.nodes.get(&ino).and_then(|n| n.laid_out_as.clone())
     }
 
     /// Whether `ino` was unlinked while open (its last name is a hidden one).
