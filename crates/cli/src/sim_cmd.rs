@@ -237,7 +237,7 @@ fn sweep(a: &SweepArgs) -> Result<()> {
     bar.finish_and_clear();
     let saved = result.save(&a.out, !a.no_plots)?;
     if !a.quiet {
-        print_sweep(&result, elapsed, a.threads, config.bounds);
+        print_sweep(&result, elapsed, a.threads);
         println!(
             "wrote {} (every run) and {} (aggregates)",
             saved.csv.display(),
@@ -250,7 +250,7 @@ fn sweep(a: &SweepArgs) -> Result<()> {
     Ok(())
 }
 
-fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>, bounds: TurnBounds) {
+fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>) {
     let events = r.events();
     println!(
         "sweep {}: {} values of {} × {} workload{} × {} heuristics = {} runs, {} events in {:.2} s \
@@ -267,7 +267,7 @@ fn print_sweep(r: &SweepResult, elapsed: f64, threads: Option<usize>, bounds: Tu
         events as f64 / elapsed / 1e6,
         threads.unwrap_or_else(rayon_threads),
     );
-    if let Some(line) = bounds_line(bounds) {
+    if let Some(line) = bounds_line(r.bounds) {
         println!("{line}");
     }
     if !r.random && r.workloads > 1 {

@@ -843,7 +843,8 @@ impl Client {
     /// shorter than the logical file (it holds a sparse part); its missing bytes read as zeros
     /// up to the logical size, the largest size any server reports.
     pub async fn read_at(&self, path: &str, offset: u64, len: usize) -> Result<Bytes, ClientError> {
-        self.read_at_laid_out_as(path, path, offset, len).await
+        let path = normalize_path(path)?;
+        self.read_pieces(&path, &path, offset, len).await
     }
 
     /// [`read_at`](Client::read_at) of a file whose chunks lie where the striping layout puts
@@ -856,11 +857,19 @@ impl Client {
         offset: u64,
         len: usize,
     ) -> Result<Bytes, ClientError> {
-        let path = normalize_path(path)?;
-        let pieces = self
-            .inner
-            .layout
-            .pieces(&normalize_path(layout)?, offset, len as u64);
+        let (path, layout) = (normalize_path(path)?, normalize_path(layout)?);
+        self.read_pieces(&path, &layout, offset, len).await
+    }
+
+    /// A read of normalized `path`, its chunks where `layout`'s are.
+    async fn read_pieces(
+        &self,
+        path: &str,
+        layout: &str,
+        offset: u64,
+        len: usize,
+    ) -> Result<Bytes, ClientError> {
+        let pieces = self.inner.layout.pieces(layout, offset, len as u64);
         // Through the same-host transport, the pieces land side by side in one range of the
         // region, and the result is that range: no copy to join them.
         let landing = self.landing(&pieces, len);
@@ -871,7 +880,7 @@ impl Client {
                     self.request_into(
                         p.server,
                         Request::Read {
-                            path: path.clone(),
+                            path: path.to_owned(),
                             offset: p.offset,
                             // A piece is at most one chunk, and chunks fit in a u32.
                             len: p.len as u32,
@@ -919,7 +928,7 @@ impl Client {
                 .expect("a short piece");
             p.offset + d.len() as u64
         } else {
-            self.size_of(&path).await?
+            self.size_of(path).await?
         };
         let want = end.saturating_sub(offset).min(len as u64) as usize;
         let mut out = BytesMut::zeroed(want);
@@ -963,7 +972,8 @@ impl Client {
         offset: u64,
         data: impl Into<Bytes>,
     ) -> Result<u64, ClientError> {
-        self.write_at_laid_out_as(path, path, offset, data).await
+        let path = normalize_path(path)?;
+        self.write_pieces(&path, &path, offset, data.into()).await
     }
 
     /// [`write_at`](Client::write_at) of a file whose chunks lie where the striping layout puts
@@ -975,12 +985,19 @@ impl Client {
         offset: u64,
         data: impl Into<Bytes>,
     ) -> Result<u64, ClientError> {
-        let data: Bytes = data.into();
-        let path = normalize_path(path)?;
-        let pieces = self
-            .inner
-            .layout
-            .pieces(&normalize_path(layout)?, offset, data.len() as u64);
+        let (path, layout) = (normalize_path(path)?, normalize_path(layout)?);
+        self.write_pieces(&path, &layout, offset, data.into()).await
+    }
+
+    /// A write of normalized `path`, its chunks where `layout`'s are.
+    async fn write_pieces(
+        &self,
+        path: &str,
+        layout: &str,
+        offset: u64,
+        data: Bytes,
+    ) -> Result<u64, ClientError> {
+        let pieces = self.inner.layout.pieces(layout, offset, data.len() as u64);
         let answers = join_all(
             pieces
                 .iter()
@@ -989,7 +1006,7 @@ impl Client {
                     self.request(
                         p.server,
                         Request::Write {
-                            path: path.clone(),
+                            path: path.to_owned(),
                             offset: p.offset,
                             data: data.slice(at..at + p.len as usize),
                         },

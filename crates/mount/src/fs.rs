@@ -649,22 +649,28 @@ impl Inner {
 
     /// The path of an open file and a client handle of its opener's job and user.
     fn file_caller(&self, fh: FileHandle) -> Result<(String, Client), Errno> {
-        let (path, _, client) = self.data_caller(fh)?;
-        Ok((path, client))
+        let (ino, client) = self.handle_caller(fh)?;
+        Ok((self.path(ino)?, client))
     }
 
     /// [`file_caller`](Self::file_caller) for reads and writes: also the name whose layout
-    /// the file's chunks follow (its path, unless it was hidden when unlinked while open).
-    fn data_caller(&self, fh: FileHandle) -> Result<(String, String, Client), Errno> {
-        let (ino, client) = match self.handles.lock().get(&fh.0) {
+    /// the file's chunks follow when it is not its path (it was hidden when unlinked while
+    /// open).
+    fn data_caller(&self, fh: FileHandle) -> Result<(String, Option<String>, Client), Errno> {
+        let (ino, client) = self.handle_caller(fh)?;
+        let t = self.inodes.lock();
+        let path = t.path(ino).ok_or(Errno::ENOENT)?;
+        Ok((path, t.laid_out_as(ino), client))
+    }
+
+    /// The inode of open file `fh` and a client handle of its opener's job and user.
+    fn handle_caller(&self, fh: FileHandle) -> Result<(u64, Client), Errno> {
+        match self.handles.lock().get(&fh.0) {
             Some(Handle::File { ino, job, creds }) => {
-                (*ino, self.client.as_caller(*job, Some(*creds)))
+                Ok((*ino, self.client.as_caller(*job, Some(*creds))))
             }
-            _ => return Err(Errno::EBADF),
-        };
-        let path = self.path(ino)?;
-        let layout = self.inodes.lock().laid_out_as(ino);
-        Ok((path.clone(), layout.unwrap_or(path), client))
+            _ => Err(Errno::EBADF),
+        }
     }
 
     /// How many open handles `ino` has.
@@ -1034,9 +1040,14 @@ impl Inner {
             };
         }
         let (path, layout, client) = self.data_caller(fh)?;
-        let d = client
-            .read_at_laid_out_as(&path, &layout, offset, size as usize)
-            .await;
+        let d = match layout {
+            None => client.read_at(&path, offset, size as usize).await,
+            Some(l) => {
+                client
+                    .read_at_laid_out_as(&path, &l, offset, size as usize)
+                    .await
+            }
+        };
         d.map_err(failed)
     }
 
@@ -1056,11 +1067,11 @@ impl Inner {
             return Ok(data.len() as u32);
         }
         let (path, layout, client) = self.data_caller(fh)?;
-        let n = client
-            .write_at_laid_out_as(&path, &layout, offset, data)
-            .await
-            .map_err(failed)?;
-        Ok(n as u32)
+        let n = match layout {
+            None => client.write_at(&path, offset, data).await,
+            Some(l) => client.write_at_laid_out_as(&path, &l, offset, data).await,
+        };
+        Ok(n.map_err(failed)? as u32)
     }
 
     /// Closes handle `fh` (no server request): `None`, or, when it was the last handle of a

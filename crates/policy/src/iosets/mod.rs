@@ -80,8 +80,9 @@
 //! request without data, often a phase's last, can be long and never makes the device wait), and
 //! then for up to `slice_idle_us` (within the linger) for the next one. When the fair queuing
 //! picks the set meanwhile, the device waits (`Idle` until the completion, then `NotBefore`);
-//! when it picks another set, that set goes. Past the slice the set leaves the fair queuing until its holder's next request (BFQ
-//! idles the device for the queue in service the same way, `slice_idle`). It is off by default
+//! when it picks another set, that set goes. Past the slice the set leaves the fair queuing
+//! until its holder's next request (BFQ idles the device for the queue in service the same
+//! way, `slice_idle`). It is off by default
 //! (`slice_idle_us=0`): on four random workloads at 2 ms it gave the high-frequency class more
 //! of its share (I/O slowdown 2.56 → 1.61 in the heaviest) but the device idled in the gaps and
 //! the other classes lost more than that (EXPERIMENTS.md, issue 27).

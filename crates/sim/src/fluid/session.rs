@@ -152,15 +152,17 @@ impl ScenarioRun {
 
 /// The line that says which bounds on a turn runs had (`None` for the paper's rule).
 pub fn bounds_line(bounds: TurnBounds) -> Option<String> {
-    let b = BoundsReport::of(bounds)?;
-    let exclusive = match (b.max_exclusive, b.max_exclusive_s) {
-        ("fixed", Some(s)) => format!("{s} s"),
-        ("auto", _) => "1 s / the set's priority, 1-60 s".to_string(),
-        _ => "none".to_string(),
+    if bounds == TurnBounds::NONE {
+        return None;
+    }
+    let exclusive = match bounds.max_exclusive {
+        ExclusiveBound::Off => "none".to_string(),
+        ExclusiveBound::Auto => "1 s / the set's priority, 1-60 s".to_string(),
+        ExclusiveBound::Fixed(b) => format!("{} s", b.as_secs_f64()),
     };
-    let hold = b
-        .unknown_hold_s
-        .map_or("none".to_string(), |h| format!("{h} s"));
+    let hold = bounds
+        .unknown_hold
+        .map_or("none".to_string(), |h| format!("{} s", h.as_secs_f64()));
     Some(format!(
         "bounds on a turn, as the servers': max_exclusive {exclusive}; the new set's \
          unknown_hold {hold}"

@@ -152,10 +152,16 @@ pub struct SweepResult {
     pub seed: u64,
     /// Whether the workloads are random (a fixed scenario gives the same one every time).
     pub random: bool,
-    /// The bounds on a turn the runs had (`null`: none, the paper's rule).
-    pub bounds: Option<BoundsReport>,
+    /// The bounds on a turn the runs had (as JSON, a [`BoundsReport`]: `null` for the paper's
+    /// rule).
+    #[serde(serialize_with = "as_report")]
+    pub bounds: TurnBounds,
     /// Every run, in (value, workload, heuristic) order.
     pub rows: Vec<SweepRow>,
+}
+
+fn as_report<S: serde::Serializer>(b: &TurnBounds, s: S) -> Result<S::Ok, S::Error> {
+    BoundsReport::of(*b).serialize(s)
 }
 
 fn all_display<S: serde::Serializer>(hs: &[Heuristic], s: S) -> Result<S::Ok, S::Error> {
@@ -265,7 +271,7 @@ pub fn run_sweep(
         workloads: config.workloads,
         seed: config.seed,
         random,
-        bounds: BoundsReport::of(config.bounds),
+        bounds: config.bounds,
         rows: rows.into_iter().flatten().collect(),
     })
 }
@@ -370,7 +376,7 @@ impl SweepResult {
                 workloads: self.workloads,
                 seed: self.seed,
                 random: self.random,
-                bounds: self.bounds,
+                bounds: BoundsReport::of(self.bounds),
                 runs: self.rows.len(),
                 events: self.events(),
                 points: self.points(),
